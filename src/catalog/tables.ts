@@ -1,0 +1,112 @@
+import type { TableFormat, TableSettings } from '../settings.js';
+import { inTransaction, type Catalog, type CatalogClient } from './db.js';
+
+export interface TableRecord {
+  tableId: bigint;
+  name: string;
+  topic: string;
+  format: TableFormat;
+  settings: TableSettings;
+  createdAt: Date;
+}
+
+export interface NewTable {
+  name: string;
+  topic: string;
+  format: TableFormat;
+  settings: TableSettings;
+  /** Where each partition's indexed range starts (empty: [start, start)). */
+  partitionStarts: ReadonlyMap<number, bigint>;
+}
+
+export class TableError extends Error {
+  override name = 'TableError';
+}
+
+const tableNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
+const topicPattern = /^[a-zA-Z0-9._-]{1,249}$/;
+
+export function checkTableName(name: string): void {
+  if (!tableNamePattern.test(name)) {
+    throw new TableError(`table name "${name}" must start with a lowercase letter or _, then lowercase letters, digits or _ (at most 63)`);
+  }
+}
+
+export function checkTopicName(topic: string): void {
+  if (!topicPattern.test(topic) || topic === '.' || topic === '..') {
+    throw new TableError(`topic "${topic}" is not a legal Kafka topic name (letters, digits, '.', '_', '-'; at most 249)`);
+  }
+}
+
+interface TableRow {
+  table_id: bigint;
+  table_name: string;
+  topic: string;
+  format: TableFormat;
+  settings: TableSettings;
+  created_at: Date;
+}
+
+function toRecord(row: TableRow): TableRecord {
+  return { tableId: row.table_id, name: row.table_name, topic: row.topic, format: row.format, settings: row.settings, createdAt: row.created_at };
+}
+
+/** Adds the table, its partitions and its first (empty) table-schema version in one transaction. */
+export async function createTable(catalog: Catalog, table: NewTable, initialSchema: unknown): Promise<TableRecord> {
+  checkTableName(table.name);
+  checkTopicName(table.topic);
+  return inTransaction(catalog, async (client) => {
+    const inserted = await client.query<TableRow>(
+      `INSERT INTO lake_table (table_name, topic, format, settings) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (table_name) WHERE dropped_at IS NULL DO NOTHING
+       RETURNING table_id, table_name, topic, format, settings, created_at`,
+      [table.name, table.topic, table.format, JSON.stringify(table.settings)],
+    );
+    const row = inserted.rows[0];
+    if (!row) throw new TableError(`table "${table.name}" already exists`);
+    await client.query('INSERT INTO table_schema (table_id, schema_version, schema) VALUES ($1, 1, $2)', [row.table_id, JSON.stringify(initialSchema)]);
+    await addPartitions(client, row.table_id, table.partitionStarts);
+    return toRecord(row);
+  });
+}
+
+/** Adds partitions not yet known, each with an empty indexed range at its start; known ones are left alone. */
+export async function addPartitions(client: CatalogClient | Catalog, tableId: bigint, starts: ReadonlyMap<number, bigint>): Promise<number[]> {
+  if (starts.size === 0) return [];
+  const ids = [...starts.keys()];
+  const offsets = ids.map((id) => String(starts.get(id)));
+  const added = await client.query<{ partition_id: number }>(
+    `INSERT INTO lake_partition (table_id, partition_id, indexed_start, indexed_end)
+     SELECT $1, p, o, o FROM unnest($2::int[], $3::bigint[]) AS s(p, o)
+     ON CONFLICT DO NOTHING RETURNING partition_id`,
+    [tableId, ids, offsets],
+  );
+  return added.rows.map((row) => row.partition_id).sort((a, b) => a - b);
+}
+
+export async function listTables(catalog: Catalog): Promise<TableRecord[]> {
+  const result = await catalog.query<TableRow>(
+    'SELECT table_id, table_name, topic, format, settings, created_at FROM lake_table WHERE dropped_at IS NULL ORDER BY table_name',
+  );
+  return result.rows.map(toRecord);
+}
+
+export async function findTable(catalog: Catalog | CatalogClient, name: string): Promise<TableRecord> {
+  const result = await catalog.query<TableRow>(
+    'SELECT table_id, table_name, topic, format, settings, created_at FROM lake_table WHERE table_name = $1 AND dropped_at IS NULL',
+    [name],
+  );
+  const row = result.rows[0];
+  if (!row) throw new TableError(`no table named "${name}"`);
+  return toRecord(row);
+}
+
+/** Marks the table dropped: it leaves `table list` and indexing; its catalog rows stay as history. */
+export async function dropTable(catalog: Catalog, name: string, options: { ifExists?: boolean } = {}): Promise<boolean> {
+  const result = await catalog.query(
+    `UPDATE lake_table SET dropped_at = now() WHERE table_name = $1 AND dropped_at IS NULL`,
+    [name],
+  );
+  if (result.rowCount === 0 && !options.ifExists) throw new TableError(`no table named "${name}"`);
+  return (result.rowCount ?? 0) > 0;
+}

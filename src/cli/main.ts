@@ -1,0 +1,33 @@
+import { stackCommand, stackUsage } from './stack.js';
+import { tableCommand, tableUsage } from './table.js';
+import { UsageError } from './output.js';
+
+const commands: Record<string, (args: string[]) => Promise<number>> = {
+  stack: stackCommand,
+  table: tableCommand,
+  demo: async (args) => (await import('./demo.js')).demoCommand(args),
+};
+
+const usage = `usage:
+${stackUsage}
+${tableUsage}
+offsetlake demo`;
+
+/** Runs one command; errors become one line on stderr and a non-zero exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    process.stdout.write(`${usage}\n`);
+    return name === undefined ? 2 : 0;
+  }
+  const command = commands[name];
+  try {
+    if (!command) throw new UsageError(`unknown command "${name}"\n${usage}`);
+    return await command(args);
+  } catch (error) {
+    const err = error as Error;
+    process.stderr.write(`offsetlake ${name}: ${err.message}\n`);
+    if (process.env.OFFSETLAKE_DEBUG && err.stack) process.stderr.write(`${err.stack}\n`);
+    return err instanceof UsageError || (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 2 : 1;
+  }
+}

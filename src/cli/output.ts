@@ -1,0 +1,30 @@
+/** Human output goes to stdout as aligned text; `--json` prints one JSON document instead. */
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
+}
+
+export function printTable(rows: Record<string, unknown>[], columns?: string[]): void {
+  const names = columns ?? [...new Set(rows.flatMap((row) => Object.keys(row)))];
+  const cells = rows.map((row) => names.map((name) => formatCell(row[name])));
+  const widths = names.map((name, i) => Math.max(name.length, ...cells.map((line) => line[i]!.length)));
+  const line = (values: string[]) => values.map((value, i) => value.padEnd(widths[i]!)).join('  ').trimEnd();
+  process.stdout.write(`${line(names)}\n`);
+  for (const values of cells) process.stdout.write(`${line(values)}\n`);
+}
+
+function formatCell(value: unknown): string {
+  if (value === undefined || value === null) return '-';
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+/** Progress lines go to stderr, so stdout stays machine-readable with --json. */
+export function progress(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}

@@ -1,0 +1,60 @@
+import { parseArgs } from 'node:util';
+import { openCatalog } from '../catalog/db.js';
+import { migrateCatalog } from '../catalog/migrate.js';
+import { parsePort, stackConfig } from '../stack/config.js';
+import { stackDown, stackEnvironment, stackStatus, stackUp } from '../stack/index.js';
+import type { ServiceStatus } from '../stack/types.js';
+import { printJson, printTable, progress, UsageError } from './output.js';
+
+const options = {
+  json: { type: 'boolean' },
+  home: { type: 'string' },
+  'kafka-port': { type: 'string' },
+  'controller-port': { type: 'string' },
+  'registry-port': { type: 'string' },
+  'postgres-port': { type: 'string' },
+} as const;
+
+export const stackUsage = `offsetlake stack up | down | status [--json] [--home DIR]
+  [--kafka-port N] [--controller-port N] [--registry-port N] [--postgres-port N]`;
+
+export async function stackCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const port = (flag: keyof typeof values) => (typeof values[flag] === 'string' ? parsePort(`--${flag}`, values[flag]) : undefined);
+  const config = stackConfig({
+    home: values.home,
+    kafkaPort: port('kafka-port'),
+    controllerPort: port('controller-port'),
+    registryPort: port('registry-port'),
+    postgresPort: port('postgres-port'),
+  });
+  const action = positionals[0];
+  let statuses: ServiceStatus[];
+  let catalogVersion: number | undefined;
+  if (action === 'up') {
+    statuses = await stackUp(config, progress);
+    catalogVersion = await migrateStackCatalog(stackEnvironment(config).DATABASE_URL);
+  } else if (action === 'down') {
+    statuses = await stackDown(config);
+  } else if (action === 'status') {
+    statuses = await stackStatus(config);
+  } else {
+    throw new UsageError(`unknown stack action "${action ?? ''}"; usage: ${stackUsage}`);
+  }
+  if (values.json) {
+    printJson({ services: statuses, environment: action === 'down' ? undefined : stackEnvironment(config), catalogVersion });
+  } else {
+    printTable(statuses.map((s) => ({ service: s.name, state: s.state, pid: s.pid, endpoint: s.endpoint, log: s.log, detail: s.detail })));
+    if (catalogVersion !== undefined) process.stdout.write(`catalog migrated to version ${catalogVersion}\n`);
+  }
+  return action === 'status' || statuses.every((s) => s.state !== 'stopped') || action === 'down' ? 0 : 1;
+}
+
+async function migrateStackCatalog(databaseUrl: string): Promise<number> {
+  const catalog = openCatalog(databaseUrl, 1);
+  try {
+    return (await migrateCatalog(catalog)).version;
+  } finally {
+    await catalog.end();
+  }
+}

@@ -1,0 +1,63 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { dropTable, listTables } from '../catalog/tables.js';
+import { createTableFromTopic } from '../tables.js';
+import { formatSettings, parseFormat, resolveSettings, settingNames } from '../settings.js';
+import { withEngine } from './engine.js';
+import { printJson, printTable, UsageError } from './output.js';
+
+export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format json|raw] [--SETTING VALUE ...]
+offsetlake table list [--json]
+offsetlake table drop NAME [--if-exists]
+  settings: ${settingNames.join(', ')} (also written with '-')`;
+
+// Each setting is accepted by its specification name and with '-' for '_'.
+const settingOptions = Object.fromEntries(
+  settingNames.flatMap((name) => [[name, { type: 'string' }], [name.replaceAll('_', '-'), { type: 'string' }]]),
+) as Record<string, { type: 'string' }>;
+
+const options = {
+  json: { type: 'boolean' },
+  topic: { type: 'string' },
+  format: { type: 'string' },
+  'if-exists': { type: 'boolean' },
+  'database-url': { type: 'string' },
+  'kafka-brokers': { type: 'string' },
+  ...settingOptions,
+} satisfies ParseArgsConfig['options'];
+
+export async function tableCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options, allowPositionals: true, strict: true });
+  const [action, name] = positionals;
+  const flags = values as Record<string, string | boolean | undefined>;
+  const engineFlags = { databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] };
+
+  if (action === 'create') {
+    if (!name) throw new UsageError(`table create needs a NAME; usage: ${tableUsage}`);
+    if (!values.topic) throw new UsageError('table create needs --topic TOPIC');
+    const given: Record<string, string> = {};
+    for (const setting of settingNames) {
+      const text = flags[setting] ?? flags[setting.replaceAll('_', '-')];
+      if (typeof text === 'string') given[setting] = text;
+    }
+    const settings = resolveSettings(given);
+    const format = parseFormat(values.format ?? 'json');
+    const table = await withEngine(engineFlags, (engine) => createTableFromTopic(engine, { name, topic: values.topic!, format, settings }));
+    if (values.json) printJson(table);
+    else process.stdout.write(`created table ${table.name} on topic ${table.topic} (${table.partitions.length} partitions)\n`);
+    return 0;
+  }
+  if (action === 'list') {
+    const tables = await withEngine(engineFlags, (engine) => listTables(engine.catalog));
+    if (values.json) printJson(tables);
+    else printTable(tables.map((t) => ({ name: t.name, topic: t.topic, format: t.format, ...formatSettings(t.settings) })));
+    return 0;
+  }
+  if (action === 'drop') {
+    if (!name) throw new UsageError(`table drop needs a NAME; usage: ${tableUsage}`);
+    const dropped = await withEngine(engineFlags, (engine) => dropTable(engine.catalog, name, { ifExists: values['if-exists'] }));
+    if (values.json) printJson({ dropped });
+    else process.stdout.write(dropped ? `dropped table ${name}\n` : `no table named ${name}\n`);
+    return 0;
+  }
+  throw new UsageError(`unknown table action "${action ?? ''}"; usage: ${tableUsage}`);
+}

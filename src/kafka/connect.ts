@@ -1,0 +1,145 @@
+/**
+ * How offsetlake reaches Kafka: the connect options (brokers from flags, then KAFKA_BROKERS)
+ * and the one place that creates @platformatic/kafka clients.
+ *
+ * A KafkaConnection owns two long-lived clients, created on first use:
+ * - `admin()`: metadata, ListOffsets, CreateTopics, DeleteRecords;
+ * - `reader()`: committed reads (Fetch), on connections of its own, so that a fetch
+ *   never queues behind an admin request on the same socket (Kafka answers the
+ *   requests of one connection one at a time).
+ * Producers and consumers are created per use and closed by their user.
+ */
+import { Admin, Consumer, Producer, type ConnectionOptions, type ProducerOptions } from '@platformatic/kafka';
+
+export interface KafkaConnectOptions {
+  /** Bootstrap brokers, `host:port`. */
+  brokers: string[];
+  /** Kafka's client.id, shown in broker logs and quotas. */
+  clientId: string;
+  /** Per-request timeout (ms). */
+  requestTimeoutMs?: number;
+  /** Connection timeout (ms). */
+  connectTimeoutMs?: number;
+  /** How often a retriable failure is retried by the library. */
+  retries?: number;
+  /** TLS and SASL, passed to every client unchanged. */
+  tls?: ConnectionOptions['tls'];
+  sasl?: ConnectionOptions['sasl'];
+}
+
+export const defaultClientId = 'offsetlake';
+
+/** `a:9092,b:9092` → `['a:9092', 'b:9092']`; a broker without a port gets 9092. */
+export function parseBrokers(text: string, source = 'KAFKA_BROKERS'): string[] {
+  const brokers = text.split(',').map((b) => b.trim()).filter((b) => b !== '');
+  if (brokers.length === 0) throw new Error(`${source} names no broker; expected host:port[,host:port…], got "${text}"`);
+  return brokers.map((broker) => {
+    const match = /^(\[[0-9a-fA-F:]+\]|[^:\s[\]]+)(?::(\d+))?$/.exec(broker);
+    if (!match) throw new Error(`${source}: "${broker}" is not host:port`);
+    const port = match[2] === undefined ? 9092 : Number(match[2]);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`${source}: "${broker}" has no valid port (1-65535)`);
+    return `${match[1]}:${port}`;
+  });
+}
+
+/** Flags, then environment (KAFKA_BROKERS, KAFKA_CLIENT_ID), then defaults. There is no default broker. */
+export function kafkaConnectOptions(
+  flags: { brokers?: string | string[]; clientId?: string } = {},
+  env: NodeJS.ProcessEnv = process.env,
+): KafkaConnectOptions {
+  let brokers: string[];
+  if (Array.isArray(flags.brokers)) brokers = parseBrokers(flags.brokers.join(','), '--brokers');
+  else if (flags.brokers !== undefined) brokers = parseBrokers(flags.brokers, '--brokers');
+  else if (env.KAFKA_BROKERS) brokers = parseBrokers(env.KAFKA_BROKERS);
+  else throw new Error('no Kafka broker given: set KAFKA_BROKERS (host:port[,host:port…]) or pass --brokers');
+  return { brokers, clientId: flags.clientId ?? env.KAFKA_CLIENT_ID ?? defaultClientId };
+}
+
+export class KafkaConnection {
+  #admin: Admin | undefined;
+  #reader: Admin | undefined;
+  #closed = false;
+  readonly #others = new Set<{ close(): Promise<void> }>();
+
+  constructor(readonly options: KafkaConnectOptions) {}
+
+  /** Options every client shares. */
+  baseOptions(clientIdSuffix?: string) {
+    const { brokers, clientId, requestTimeoutMs, connectTimeoutMs, retries, tls, sasl } = this.options;
+    return {
+      clientId: clientIdSuffix ? `${clientId}-${clientIdSuffix}` : clientId,
+      bootstrapBrokers: brokers,
+      ...(requestTimeoutMs !== undefined ? { timeout: requestTimeoutMs, requestTimeout: requestTimeoutMs } : {}),
+      ...(connectTimeoutMs !== undefined ? { connectTimeout: connectTimeoutMs } : {}),
+      ...(retries !== undefined ? { retries } : {}),
+      ...(tls !== undefined ? { tls } : {}),
+      ...(sasl !== undefined ? { sasl } : {}),
+      autocreateTopics: false,
+    };
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new Error('this Kafka connection is closed');
+  }
+
+  /** The shared admin client: metadata, offsets, topics. */
+  admin(): Admin {
+    this.#checkOpen();
+    this.#admin ??= new Admin(this.baseOptions());
+    return this.#admin;
+  }
+
+  /** The shared client whose connections carry committed reads (Fetch requests). */
+  reader(): Admin {
+    this.#checkOpen();
+    this.#reader ??= new Admin(this.baseOptions('reader'));
+    return this.#reader;
+  }
+
+  /** A new producer; closed by the caller, or by `close()`. */
+  producer(options: Partial<ProducerOptions<Buffer, Buffer, Buffer, Buffer>> = {}): Producer {
+    this.#checkOpen();
+    const producer = new Producer({ ...this.baseOptions('producer'), ...options });
+    this.#track(producer);
+    return producer;
+  }
+
+  /**
+   * A new consumer. offsetlake reads without a group (see read.ts); this exists for the
+   * event-source emulation and tools that need a group consumer. It joins nothing until
+   * asked to.
+   */
+  consumer(groupId: string): Consumer {
+    this.#checkOpen();
+    const consumer = new Consumer({ ...this.baseOptions('consumer'), groupId });
+    this.#track(consumer);
+    return consumer;
+  }
+
+  #track(client: { close(): Promise<void>; once(event: 'client:close', listener: () => void): unknown }): void {
+    this.#others.add(client);
+    client.once('client:close', () => this.#others.delete(client));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const clients = [this.#admin, this.#reader, ...this.#others].filter((c) => c !== undefined);
+    this.#admin = undefined;
+    this.#reader = undefined;
+    this.#others.clear();
+    await Promise.allSettled(clients.map((c) => c.close()));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+/** A connection from flags/environment (see `kafkaConnectOptions`) or from options. */
+export function connectKafka(options: KafkaConnectOptions | Parameters<typeof kafkaConnectOptions>[0] = {}): KafkaConnection {
+  const resolved = Array.isArray((options as KafkaConnectOptions).brokers) && (options as KafkaConnectOptions).clientId !== undefined
+    ? (options as KafkaConnectOptions)
+    : kafkaConnectOptions(options as Parameters<typeof kafkaConnectOptions>[0]);
+  return new KafkaConnection(resolved);
+}

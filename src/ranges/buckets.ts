@@ -1,0 +1,9 @@
+import type { Granularity } from '../settings.js';
+
+const bucketMs: Record<Exclude<Granularity, 'day'>, number> = { minute: 60_000, hour: 3_600_000 };
+
+/** The start (epoch ms, UTC) of the time bucket holding `timestamp`. Days are UTC days. */
+export function bucketOf(timestamp: number, granularity: Granularity): number {
+  const size = granularity === 'day' ? 86_400_000 : bucketMs[granularity];
+  return Math.floor(timestamp / size) * size;
+}

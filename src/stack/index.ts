@@ -1,0 +1,39 @@
+import { kafkaService } from './kafka.js';
+import { catalogDatabaseUrl, postgresService } from './postgres.js';
+import { registryService } from './registry.js';
+import type { ServiceStatus, StackConfig } from './types.js';
+
+// Kafka first: the registry keeps its schemas in the broker.
+const services = [kafkaService, registryService, postgresService] as const;
+
+export async function stackUp(config: StackConfig, progress: (line: string) => void): Promise<ServiceStatus[]> {
+  const statuses: ServiceStatus[] = [];
+  for (const service of services) statuses.push(await service.up(config, progress));
+  return statuses;
+}
+
+/** Stops in reverse order; a service that was not started by this checkout is left alone. */
+export async function stackDown(config: StackConfig): Promise<ServiceStatus[]> {
+  const statuses: ServiceStatus[] = [];
+  for (const service of [...services].reverse()) statuses.unshift(await service.down(config));
+  return statuses;
+}
+
+export async function stackStatus(config: StackConfig): Promise<ServiceStatus[]> {
+  return Promise.all(services.map((service) => service.status(config)));
+}
+
+/** How the engine reaches the stack's services, as environment variables. */
+export interface StackEnvironment {
+  KAFKA_BROKERS: string;
+  SCHEMA_REGISTRY_URL: string;
+  DATABASE_URL: string;
+}
+
+export function stackEnvironment(config: StackConfig): StackEnvironment {
+  return {
+    KAFKA_BROKERS: `${config.host}:${config.kafkaPort}`,
+    SCHEMA_REGISTRY_URL: `http://${config.host}:${config.registryPort}`,
+    DATABASE_URL: catalogDatabaseUrl(config),
+  };
+}

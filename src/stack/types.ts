@@ -1,0 +1,51 @@
+/**
+ * The local stack: a Kafka broker, a Schema Registry and Postgres, each a daemon
+ * this project fetches, starts and stops itself on loopback ports.
+ */
+
+export interface StackPaths {
+  /** Per-checkout state: data, pid files, logs (`./.offsetlake` unless OFFSETLAKE_HOME). */
+  home: string;
+  /** `${home}/logs`: one `<service>.log` per daemon. */
+  logs: string;
+  /** `${home}/run`: one `<service>.pid` per daemon this checkout started. */
+  run: string;
+  /** Downloads shared by every checkout on the machine (`~/.cache/offsetlake` unless OFFSETLAKE_CACHE). */
+  cache: string;
+}
+
+export interface StackConfig {
+  paths: StackPaths;
+  host: '127.0.0.1';
+  kafkaPort: number;
+  controllerPort: number;
+  registryPort: number;
+  postgresPort: number;
+  /** When set, Postgres is external and the stack starts none. */
+  databaseUrl: string | undefined;
+}
+
+export interface ServiceStatus {
+  name: string;
+  state: 'running' | 'stopped' | 'external';
+  pid?: number;
+  /** How a client reaches it: `127.0.0.1:29092`, `http://…`, `postgres://…`. */
+  endpoint?: string;
+  log?: string;
+  detail?: string;
+}
+
+/**
+ * Each service module exports one: `kafkaService` (src/stack/kafka.ts), `registryService`
+ * (src/stack/registry.ts), `postgresService` (src/stack/postgres.ts, which also exports
+ * `catalogDatabaseUrl(config): string`, DATABASE_URL or the embedded server's URL).
+ * Readiness waits use `waitUntil` from process.ts; daemons use `startDaemon`/`stopDaemon`.
+ */
+export interface Service {
+  name: string;
+  /** Fetches what is missing, starts the daemon unless it already runs, waits until it answers. */
+  up(config: StackConfig, progress: (line: string) => void): Promise<ServiceStatus>;
+  /** Stops only the process this checkout started (by its pid file). */
+  down(config: StackConfig): Promise<ServiceStatus>;
+  status(config: StackConfig): Promise<ServiceStatus>;
+}

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Brings up the real local stack (idempotent) once, before any test file runs.
+    globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/setup.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 300_000,
+    pool: 'forks',
+    maxWorkers: 2,
+  },
+});
