@@ -52,14 +52,15 @@ function libsDir(config: StackConfig): string {
 /** Written last into a fetched libs folder: its absence means the fetch did not finish. */
 const completeMarker = '.complete';
 
+/** `java` of JAVA_HOME, else of PATH; checked for Java 17+, which Kafka 4 requires. */
 function java(): string {
   const command = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
-  requireCommand(command, javaHint, ['-version']);
-  const banner = spawnSync(command, ['-version'], { encoding: 'utf8' }).stderr;
-  // `version "17.0.15"`, or `version "1.8.0_392"` for Java 8 and older.
-  const [, first, second] = /version "(\d+)(?:\.(\d+))?/.exec(banner) ?? [];
-  const major = first === '1' ? Number(second) : Number(first);
-  if (!(major >= 17)) throw new MissingPrerequisiteError(`Java 17+ (${command} is Java ${major || 'of unknown version'})`, javaHint);
+  // requireCommand cannot say which version it found, so probe once here: `version "17.0.15"`, or `version "1.8.0_392"` up to Java 8.
+  const probe = spawnSync(command, ['-version'], { encoding: 'utf8' });
+  const [, first, second] = /version "(\d+)(?:\.(\d+))?/.exec(probe.error ? '' : probe.stderr) ?? [];
+  if (first === undefined) throw new MissingPrerequisiteError(`Java 17+ (${command})`, javaHint);
+  const major = Number(first === '1' ? second : first);
+  if (major < 17) throw new MissingPrerequisiteError(`Java 17+ (${command} is Java ${major})`, javaHint);
   return command;
 }
 
@@ -160,6 +161,9 @@ function writeConfig(config: StackConfig): { properties: string; log4j: string }
       // One broker: internal topics must not ask for replicas that cannot exist.
       'offsets.topic.replication.factor=1',
       'transaction.state.log.replication.factor=1',
+      // 50 partitions each by default; loading 100 logs at every start costs seconds on 2 cores.
+      'offsets.topic.num.partitions=4',
+      'transaction.state.log.num.partitions=4',
       'transaction.state.log.min.isr=1',
       'share.coordinator.state.topic.replication.factor=1',
       'share.coordinator.state.topic.min.isr=1',

@@ -1,0 +1,111 @@
+/**
+ * Adding files: one transaction checks the lease and contiguity, inserts the files and
+ * their statistics, and advances `indexed_end`. Without the lease nothing is added, in
+ * the same transaction that would have added it: no window between check and write.
+ */
+import type { SealReason } from '../ranges/sealer.js';
+import { inTransaction, type Catalog, type CatalogClient } from './db.js';
+import { lostLease, type Lease } from './leases.js';
+
+export interface ColumnStatisticsRow {
+  columnId: number;
+  valueCount: number;
+  nullCount: number;
+  nanCount: number;
+  min: string | null;
+  max: string | null;
+}
+
+export interface NewDataFile {
+  bucket: number;
+  recordCount: number;
+  fileSizeBytes: number;
+  footer: Uint8Array;
+  sha256: Uint8Array;
+  schemaVersion: number;
+  encoderVersion: string;
+  columns: ColumnStatisticsRow[];
+}
+
+/** A sealed range as the catalog stores it: its offsets, why it sealed, one file per bucket. */
+export interface NewRange {
+  startOffset: bigint;
+  endOffset: bigint;
+  reason: SealReason;
+  files: NewDataFile[];
+}
+
+export class ContiguityError extends Error {
+  override name = 'ContiguityError';
+  constructor(readonly tableId: bigint, readonly partition: number, readonly expected: bigint, readonly actual: bigint) {
+    super(`range of partition ${partition} of table ${tableId} starts at offset ${actual}, but the indexed range ends at ${expected}`);
+  }
+}
+
+export interface CommitResult {
+  indexedEnd: bigint;
+  /** Ranges added now; ranges already in the catalog (a redelivered batch) are skipped. */
+  added: number;
+  skipped: number;
+}
+
+/**
+ * Commits consecutive ranges of one partition under `lease`. A range that ends at or
+ * below `indexed_end` is already committed and skipped, so committing again is harmless.
+ */
+export async function commitRanges(catalog: Catalog, lease: Lease, ranges: readonly NewRange[], leaseTtlMs: number): Promise<CommitResult> {
+  return inTransaction(catalog, async (client) => {
+    const current = await client.query<{ indexed_end: bigint; lease_owner: string | null; lease_epoch: bigint; live: boolean }>(
+      `SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live
+       FROM lake_partition WHERE table_id = $1 AND partition_id = $2 FOR UPDATE`,
+      [lease.tableId, lease.partition],
+    );
+    const row = current.rows[0];
+    if (!row || row.lease_owner !== lease.owner || row.lease_epoch !== lease.epoch || !row.live) throw await lostLease(client, lease);
+    let indexedEnd = row.indexed_end;
+    let added = 0;
+    let skipped = 0;
+    for (const range of ranges) {
+      if (range.endOffset <= indexedEnd) {
+        skipped += 1;
+        continue;
+      }
+      if (range.startOffset !== indexedEnd) throw new ContiguityError(lease.tableId, lease.partition, indexedEnd, range.startOffset);
+      await insertRange(client, lease, range, 'live');
+      indexedEnd = range.endOffset;
+      added += 1;
+    }
+    // A commit is proof of life: it renews the lease in the same statement that moves the end.
+    await client.query(
+      `UPDATE lake_partition SET indexed_end = $3, lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
+       WHERE table_id = $1 AND partition_id = $2`,
+      [lease.tableId, lease.partition, indexedEnd, leaseTtlMs],
+    );
+    return { indexedEnd, added, skipped };
+  });
+}
+
+export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tableId' | 'partition' | 'epoch'>, range: NewRange, source: 'live' | 'backfill'): Promise<void> {
+  for (const file of range.files) {
+    const inserted = await client.query<{ data_file_id: bigint }>(
+      `INSERT INTO data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
+         footer_size, footer, sha256, seal_reason, schema_version, encoder_version, source, lease_epoch)
+       VALUES ($1, $2, $3, $4, to_timestamp($5::double precision / 1000), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+       RETURNING data_file_id`,
+      [
+        lease.tableId, lease.partition, range.startOffset, range.endOffset, file.bucket, file.recordCount, file.fileSizeBytes,
+        file.footer.byteLength, file.footer, file.sha256, range.reason, file.schemaVersion, file.encoderVersion, source, lease.epoch,
+      ],
+    );
+    const fileId = inserted.rows[0]!.data_file_id;
+    const c = file.columns;
+    await client.query(
+      `INSERT INTO file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value)
+       SELECT $1, $2, * FROM unnest($3::int[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[])`,
+      [
+        fileId, lease.tableId, c.map((s) => s.columnId), c.map((s) => s.valueCount), c.map((s) => s.nullCount),
+        c.map((s) => s.nanCount), c.map((s) => s.min), c.map((s) => s.max),
+      ],
+    );
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * One partition of one table, indexed under a lease: committed records are read from
+ * `indexed_end` onwards, sealed into ranges, built into files, and committed with the
+ * lease. What is held in memory (the open range) is only kept while the lease it was
+ * read under is still ours and the catalog's `indexed_end` is still where it starts;
+ * otherwise it is dropped and read again from Kafka.
+ */
+import type { Catalog } from '../catalog/db.js';
+import { commitRanges, type NewRange } from '../catalog/files.js';
+import { acquireLease, LeaseLostError, releaseLease, renewLease, type Lease } from '../catalog/leases.js';
+import type { TableRecord } from '../catalog/tables.js';
+import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
+import type { KafkaRecord } from '../record.js';
+
+/** Committed records of a partition, as the indexer needs them. */
+export interface CommittedSource {
+  lastStableOffset(topic: string, partition: number): Promise<bigint>;
+  /** Batches of committed records of [from, until), each with the next fetch position after it. */
+  read(topic: string, partition: number, from: bigint, until: bigint): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint }>;
+}
+
+/** Turns a sealed range into the catalog's files (Parquet built in memory, statistics taken). */
+export type RangeBuilder = (table: TableRecord, partition: number, range: SealedRange) => Promise<NewRange>;
+
+export interface PartitionIndexerDeps {
+  catalog: Catalog;
+  source: CommittedSource;
+  build: RangeBuilder;
+  /** Unique per process: the lease owner. */
+  owner: string;
+  clock: () => number;
+}
+
+export class LeaseHeldError extends Error {
+  override name = 'LeaseHeldError';
+  constructor(readonly table: string, readonly partition: number) {
+    super(`partition ${partition} of table ${table} is leased by another indexer; retry after its lease_ttl`);
+  }
+}
+
+export interface AdvanceResult {
+  committed: SealedRange[];
+  /** Where the partition's indexed range now ends. */
+  indexedEnd: bigint;
+  /** The reader's position: everything below it is committed or held in the open range. */
+  position: bigint;
+}
+
+export class PartitionIndexer {
+  private lease: Lease | undefined;
+  private sealer: RangeSealer | undefined;
+
+  constructor(readonly table: TableRecord, readonly partition: number, private readonly deps: PartitionIndexerDeps) {}
+
+  get key(): string {
+    return `${this.table.tableId}/${this.partition}`;
+  }
+
+  get openBytes(): number {
+    return this.sealer?.openBytes ?? 0;
+  }
+
+  get heldLease(): Lease | undefined {
+    return this.lease;
+  }
+
+  /** Reads the partition's committed records up to `until` (capped at the LSO), seals and commits what is due. */
+  async advance(until?: bigint): Promise<AdvanceResult> {
+    const sealer = await this.takeLease();
+    const lso = await this.deps.source.lastStableOffset(this.table.topic, this.partition);
+    const target = until === undefined || until > lso ? lso : until;
+    const committed: SealedRange[] = [];
+    if (sealer.position < target) {
+      for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target)) {
+        const sealed = sealer.push(batch.records, batch.nextOffset, this.deps.clock());
+        if (sealed.length > 0) committed.push(...(await this.commit(sealed)));
+      }
+    }
+    const due = sealer.tick(this.deps.clock());
+    if (due) committed.push(...(await this.commit([due])));
+    return { committed, indexedEnd: this.lease!.indexedEnd, position: sealer.position };
+  }
+
+  /** Seals and commits the open range now (manual flush, capacity). */
+  async flush(reason: Extract<SealReason, 'flush' | 'capacity'> = 'flush'): Promise<SealedRange | undefined> {
+    const sealer = await this.takeLease();
+    const range = sealer.flush(reason);
+    if (range) await this.commit([range]);
+    return range;
+  }
+
+  /**
+   * Lets another indexer take the partition without waiting for `lease_ttl`; this one
+   * keeps its open range and re-checks on the next call whether it is still valid.
+   */
+  async release(): Promise<void> {
+    if (this.lease) await releaseLease(this.deps.catalog, this.lease);
+  }
+
+  /** Drops everything held in memory: the open range is read again from `indexed_end`. */
+  drop(): void {
+    this.lease = undefined;
+    this.sealer = undefined;
+  }
+
+  private async takeLease(): Promise<RangeSealer> {
+    const ttl = this.table.settings.lease_ttl;
+    const lease = await acquireLease(this.deps.catalog, this.table.tableId, this.partition, this.deps.owner, ttl);
+    if (!lease) {
+      this.drop();
+      throw new LeaseHeldError(this.table.name, this.partition);
+    }
+    // Same epoch: nobody else committed since; the open range (if any) still starts at indexed_end.
+    const keep = this.lease?.epoch === lease.epoch && this.sealer?.sealedUpTo === lease.indexedEnd;
+    if (!keep) {
+      this.sealer = new RangeSealer(
+        { fileBytes: this.table.settings.file_bytes, fileWindowMs: this.table.settings.file_window, granularity: this.table.settings.granularity },
+        lease.indexedEnd,
+      );
+    }
+    this.lease = lease;
+    return this.sealer!;
+  }
+
+  private async commit(ranges: SealedRange[]): Promise<SealedRange[]> {
+    const lease = this.lease!;
+    try {
+      const built: NewRange[] = [];
+      for (const range of ranges) built.push(await this.deps.build(this.table, this.partition, range));
+      const result = await commitRanges(this.deps.catalog, lease, built, this.table.settings.lease_ttl);
+      this.lease = { ...lease, indexedEnd: result.indexedEnd };
+      return ranges;
+    } catch (error) {
+      // A lost lease (or any failed commit) leaves memory that may no longer match the catalog.
+      this.drop();
+      throw error;
+    }
+  }
+
+  /** Renews the lease in the background of a long-lived process; a lost lease drops memory at once. */
+  async renew(): Promise<void> {
+    if (!this.lease) return;
+    try {
+      this.lease = await renewLease(this.deps.catalog, this.lease, this.table.settings.lease_ttl);
+    } catch (error) {
+      if (error instanceof LeaseLostError) this.drop();
+      throw error;
+    }
+  }
+}

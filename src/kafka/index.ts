@@ -1,0 +1,8 @@
+/** offsetlake's Kafka access: committed reads of offset ranges, offsets, topics; see DESIGN.md. */
+export * from './connect.js';
+export * from './errors.js';
+export * from './offsets.js';
+export * from './topics.js';
+export * from './committed.js';
+export * from './read.js';
+export * from './produce.js';

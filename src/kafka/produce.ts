@@ -1,0 +1,174 @@
+/**
+ * Writing records, for tests, benchmarks and the demo (offsetlake itself only reads):
+ * a transaction that commits or aborts, or plain idempotent sends.
+ */
+import { ProduceAcks, type MessageToProduce, type Producer } from '@platformatic/kafka';
+
+type Transaction = Awaited<ReturnType<Producer['beginTransaction']>>;
+import type { KafkaConnection } from './connect.js';
+import { checkPartitions } from './topics.js';
+
+export interface RecordToProduce {
+  /** Default 0. Kafka's partitioner is not used: tests say where each record goes. */
+  partition?: number;
+  key?: Buffer | string | null;
+  value: Buffer | string | null;
+  /** Names may repeat; order is kept. */
+  headers?: [string, Buffer | string | null][];
+  /** CreateTime in ms; default now. */
+  timestamp?: bigint | number;
+}
+
+export interface ProducedPartition {
+  partition: number;
+  /** Offset of the first record this call wrote to the partition. */
+  firstOffset: bigint;
+  /** How many records this call wrote to it. */
+  count: number;
+}
+
+export interface ProduceOptions {
+  /** Write in a transaction with this transactional id; without it, plain idempotent sends. */
+  transactionalId?: string;
+  /** Abort the transaction instead of committing it (needs transactionalId). */
+  abort?: boolean;
+  compression?: 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
+  /** Bytes per produce request and partition batch; keep under the broker's message.max.bytes (1 MiB by default). Default 512 KiB. */
+  chunkBytes?: number;
+}
+
+const toBuffer = (v: Buffer | string | null | undefined): Buffer | undefined =>
+  v === null || v === undefined ? undefined : typeof v === 'string' ? Buffer.from(v) : v;
+
+function toMessage(topic: string, record: RecordToProduce): MessageToProduce<Buffer, Buffer, Buffer, Buffer> {
+  const headers = new Map<Buffer, Buffer>();
+  // Distinct Buffer objects as keys keep repeated names; a null header value is written as null.
+  for (const [name, value] of record.headers ?? []) headers.set(Buffer.from(name), toBuffer(value) as Buffer);
+  const message: MessageToProduce<Buffer, Buffer, Buffer, Buffer> = { topic, partition: record.partition ?? 0, headers };
+  const key = toBuffer(record.key);
+  const value = toBuffer(record.value);
+  if (key !== undefined) message.key = key;
+  if (value !== undefined) message.value = value;
+  if (record.timestamp !== undefined) message.timestamp = BigInt(record.timestamp);
+  return message;
+}
+
+function recordSize(record: RecordToProduce): number {
+  const len = (v: Buffer | string | null | undefined) => (v === null || v === undefined ? 0 : typeof v === 'string' ? Buffer.byteLength(v) : v.length);
+  let size = 32 + len(record.key) + len(record.value);
+  for (const [name, value] of record.headers ?? []) size += 8 + Buffer.byteLength(name) + len(value);
+  return size;
+}
+
+function chunks(records: RecordToProduce[], chunkBytes: number): RecordToProduce[][] {
+  const out: RecordToProduce[][] = [];
+  let current: RecordToProduce[] = [];
+  let size = 0;
+  for (const record of records) {
+    const s = recordSize(record);
+    if (current.length > 0 && size + s > chunkBytes) {
+      out.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(record);
+    size += s;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+/** An open transaction: records sent through it are invisible to read_committed readers until `commit()`. */
+export interface OpenTransaction {
+  readonly transactionalId: string;
+  send(topic: string, records: RecordToProduce[]): Promise<ProducedPartition[]>;
+  commit(): Promise<void>;
+  abort(): Promise<void>;
+  /** Closes the producer (aborting nothing: an unfinished transaction is aborted by Kafka after its timeout, or fenced by the next producer with the same id). */
+  close(): Promise<void>;
+}
+
+async function sendChunks(
+  send: (messages: MessageToProduce<Buffer, Buffer, Buffer, Buffer>[]) => Promise<{ offsets?: { topic: string; partition: number; offset: bigint }[] }>,
+  topic: string,
+  records: RecordToProduce[],
+  chunkBytes: number,
+): Promise<ProducedPartition[]> {
+  const produced = new Map<number, ProducedPartition>();
+  for (const chunk of chunks(records, chunkBytes)) {
+    const result = await send(chunk.map((r) => toMessage(topic, r)));
+    const counts = new Map<number, number>();
+    for (const r of chunk) counts.set(r.partition ?? 0, (counts.get(r.partition ?? 0) ?? 0) + 1);
+    for (const { partition, offset } of result.offsets ?? []) {
+      const seen = produced.get(partition);
+      if (seen) seen.count += counts.get(partition) ?? 0;
+      else produced.set(partition, { partition, firstOffset: offset, count: counts.get(partition) ?? 0 });
+    }
+  }
+  return [...produced.values()].sort((a, b) => a.partition - b.partition);
+}
+
+async function checkTargets(kafka: KafkaConnection, topic: string, records: RecordToProduce[]): Promise<void> {
+  // The library wraps an out-of-range partition number silently (partition % count); refuse it instead.
+  const partitions = [...new Set(records.map((r) => r.partition ?? 0))];
+  await checkPartitions(kafka.admin(), partitions.map((partition) => ({ topic, partition })));
+}
+
+/**
+ * InitProducerId as a new producer: producer id -1, epoch -1. @platformatic/kafka 2.12
+ * sends 0 / 0 by default, which the transaction coordinator reads as "I am producer 0,
+ * epoch 0" (KIP-360) and answers PRODUCER_FENCED whenever the transactional id was used
+ * before, by an earlier process or an earlier producer of this one.
+ */
+const newProducerIdentity = { idempotent: true, producerId: -1n, producerEpoch: -1 } as const;
+
+/** Begins a transaction on a new transactional producer (which fences any older producer with the same id). */
+export async function openTransaction(kafka: KafkaConnection, transactionalId: string, options: Pick<ProduceOptions, 'compression' | 'chunkBytes'> = {}): Promise<OpenTransaction> {
+  const producer: Producer = kafka.producer({ transactionalId, ...newProducerIdentity, acks: ProduceAcks.ALL, compression: options.compression ?? 'none' });
+  let transaction: Transaction;
+  try {
+    transaction = await producer.beginTransaction();
+  } catch (error) {
+    await producer.close().catch(() => {});
+    throw error;
+  }
+  const chunkBytes = options.chunkBytes ?? 512 * 1024;
+  return {
+    transactionalId,
+    async send(topic, records) {
+      await checkTargets(kafka, topic, records);
+      return sendChunks((messages) => transaction.send({ messages }), topic, records, chunkBytes);
+    },
+    commit: () => transaction.commit(),
+    abort: () => transaction.abort(),
+    close: () => producer.close(),
+  };
+}
+
+/**
+ * Writes records to a topic. With `transactionalId`, in one transaction that is then
+ * committed, or aborted when `abort` is set; without, as plain idempotent sends.
+ * Returns, per partition written, the first offset written and the count.
+ */
+export async function produce(kafka: KafkaConnection, topic: string, records: RecordToProduce[], options: ProduceOptions = {}): Promise<ProducedPartition[]> {
+  if (options.abort && !options.transactionalId) throw new Error('abort needs a transactionalId: only a transaction can be aborted');
+  if (records.length === 0) return [];
+  if (options.transactionalId) {
+    const tx = await openTransaction(kafka, options.transactionalId, options);
+    try {
+      const produced = await tx.send(topic, records);
+      if (options.abort) await tx.abort();
+      else await tx.commit();
+      return produced;
+    } finally {
+      await tx.close();
+    }
+  }
+  await checkTargets(kafka, topic, records);
+  const producer = kafka.producer({ ...newProducerIdentity, acks: ProduceAcks.ALL, compression: options.compression ?? 'none' });
+  try {
+    return await sendChunks((messages) => producer.send({ messages }), topic, records, options.chunkBytes ?? 512 * 1024);
+  } finally {
+    await producer.close();
+  }
+}

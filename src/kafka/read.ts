@@ -1,0 +1,273 @@
+/**
+ * The committed read: a partition's committed records in [fromOffset, untilOffset), read
+ * once with read_committed Fetch requests, without a consumer group (no JoinGroup, no
+ * offsets committed, no fetch session).
+ *
+ * It sends Fetch itself (the library's `fetchV*` request/response codecs, on the
+ * connection's reader client) rather than through `Consumer.fetch`, because:
+ * - Consumer.fetch keeps one incremental fetch session per broker (KIP-227), which
+ *   concurrent reads of several partitions through one client would race on;
+ * - its aborted-transaction filter is incomplete (see committed.ts and the report);
+ *   here every response is filtered by committed.ts, Kafka's own rule.
+ *
+ * The reader stops at `untilOffset` exactly, or at the partition's last stable offset as
+ * the last fetch reported it, whichever comes first (it never waits for a transaction to
+ * finish). `position` is then the next fetch position: every offset below it was read
+ * past, committed or not.
+ */
+import { FetchIsolationLevels, kGetApi, type Admin, type API, type fetchV17 } from '@platformatic/kafka';
+import { committedSlice, type CommittedSlice } from './committed.js';
+import type { KafkaConnection } from './connect.js';
+import {
+  isRetriableLibraryError,
+  KafkaRequestError,
+  OFFSET_OUT_OF_RANGE,
+  OffsetOutOfRangeError,
+  partitionName,
+  protocolErrorCodes,
+  ReadStalledError,
+  staleMetadataCodes,
+} from './errors.js';
+import { earliestOffset, highWatermark } from './offsets.js';
+import { partitionLeader, type PartitionLeader } from './topics.js';
+
+export interface ReadOptions {
+  /** Bytes asked for per Fetch (Kafka returns at least one whole batch even if larger). Default 8 MiB. */
+  maxBytes?: number;
+  /** Send the next Fetch while the caller handles the current batch. Default true. */
+  prefetch?: boolean;
+  /** Attempts for a Fetch that fails with a retriable error (leader moved, connection lost). Default 5. */
+  retries?: number;
+  /** Empty answers below the LSO tolerated before ReadStalledError (e.g. tiered storage warming). Default 20. */
+  stallLimit?: number;
+  signal?: AbortSignal;
+}
+
+export interface CommittedBatch extends CommittedSlice {
+  /** Offset this fetch started from. */
+  fromOffset: bigint;
+  /** The partition's bounds as this fetch saw them. */
+  lastStableOffset: bigint;
+  highWatermark: bigint;
+  logStartOffset: bigint;
+}
+
+export type ReadEnd = 'until' | 'lso';
+
+const defaultMaxBytes = 8 * 1024 * 1024;
+const NO_SESSION_ID = 0;
+const FINAL_EPOCH = -1; // with session id 0: a sessionless fetch, no broker-side state
+
+type FetchResponse = fetchV17.FetchResponse;
+type FetchRequestTopic = fetchV17.FetchRequestTopic;
+
+type FetchApi = API<[number, number, number, number, number, number, FetchRequestTopic[], unknown[], string], FetchResponse>;
+
+function getFetchApi(client: Admin): Promise<FetchApi> {
+  return new Promise((resolve, reject) => {
+    client[kGetApi]<[number, number, number, number, number, number, FetchRequestTopic[], unknown[], string], FetchResponse>('Fetch', (error, api) => {
+      if (error || !api) reject(error ?? new Error('no Fetch API'));
+      else resolve(api);
+    });
+  });
+}
+
+/** Reads committed records of one partition. Iterate it, or call `next()` until it returns null. */
+export class CommittedReader implements AsyncIterable<CommittedBatch> {
+  readonly topic: string;
+  readonly partition: number;
+  readonly untilOffset: bigint;
+  #position: bigint;
+  #end: ReadEnd | undefined;
+  #pending: Promise<CommittedBatch | null> | undefined;
+  #leader: PartitionLeader | undefined;
+  readonly #options: Required<Omit<ReadOptions, 'signal'>> & { signal: AbortSignal | undefined };
+  readonly #kafka: KafkaConnection;
+
+  constructor(kafka: KafkaConnection, topic: string, partition: number, fromOffset: bigint, untilOffset: bigint, options: ReadOptions = {}) {
+    if (fromOffset < 0n) throw new Error(`a read of ${partitionName(topic, partition)} cannot start at negative offset ${fromOffset}`);
+    if (untilOffset < fromOffset) throw new Error(`a read of ${partitionName(topic, partition)} cannot end (${untilOffset}) before it starts (${fromOffset})`);
+    this.#kafka = kafka;
+    this.topic = topic;
+    this.partition = partition;
+    this.untilOffset = untilOffset;
+    this.#position = fromOffset;
+    this.#options = {
+      maxBytes: options.maxBytes ?? defaultMaxBytes,
+      prefetch: options.prefetch ?? true,
+      retries: options.retries ?? 5,
+      stallLimit: options.stallLimit ?? 20,
+      signal: options.signal,
+    };
+    if (!Number.isInteger(this.#options.maxBytes) || this.#options.maxBytes < 1 || this.#options.maxBytes > 0x7fffffff) {
+      throw new Error(`maxBytes must be a whole number of bytes from 1 to 2^31-1, got ${options.maxBytes}`);
+    }
+    if (fromOffset === untilOffset) this.#end = 'until';
+  }
+
+  /** The next fetch position: offsets below it have been read past (and their committed records returned). */
+  get position(): bigint {
+    return this.#position;
+  }
+
+  /** Why the read ended (`until`: reached untilOffset; `lso`: reached the last stable offset first), or undefined while it goes on. */
+  get end(): ReadEnd | undefined {
+    return this.#end;
+  }
+
+  get done(): boolean {
+    return this.#end !== undefined;
+  }
+
+  /** The next batch of committed records (possibly empty, when only aborted records or markers were passed), or null at the end. */
+  async next(): Promise<CommittedBatch | null> {
+    if (this.#end !== undefined) return null;
+    const batch = await (this.#pending ?? this.#fetchFrom(this.#position));
+    this.#pending = undefined;
+    if (batch === null) return null;
+    this.#position = batch.nextOffset;
+    if (batch.nextOffset >= this.untilOffset) this.#end = 'until';
+    else if (batch.nextOffset >= batch.lastStableOffset) this.#end = 'lso';
+    else if (this.#options.prefetch) {
+      this.#pending = this.#fetchFrom(batch.nextOffset);
+      this.#pending.catch(() => {}); // surfaced by the next next(); never unhandled if the caller stops early
+    }
+    return batch;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<CommittedBatch> {
+    for (;;) {
+      const batch = await this.next();
+      if (batch === null) return;
+      yield batch;
+    }
+  }
+
+  /** One Fetch from `from` and its committed slice; null when the partition has nothing stable at or after `from`. */
+  async #fetchFrom(from: bigint): Promise<CommittedBatch | null> {
+    let empty = 0;
+    for (;;) {
+      const response = await this.#fetchOnce(from, empty === 0 ? 0 : Math.min(500, 10 * 2 ** empty));
+      const until = response.lastStableOffset > from && response.lastStableOffset < this.untilOffset ? response.lastStableOffset : this.untilOffset;
+      if (response.lastStableOffset <= from) {
+        // Nothing stable at or after `from`: the read ends at the LSO.
+        this.#end = 'lso';
+        return null;
+      }
+      const slice = committedSlice(response.batches, response.abortedTransactions, from, until, this);
+      if (slice.nextOffset > from) {
+        return { ...slice, fromOffset: from, lastStableOffset: response.lastStableOffset, highWatermark: response.highWatermark, logStartOffset: response.logStartOffset };
+      }
+      if (++empty >= this.#options.stallLimit) throw new ReadStalledError(this.topic, this.partition, from, response.lastStableOffset, empty);
+    }
+  }
+
+  async #fetchOnce(from: bigint, maxWaitMs: number) {
+    const client = this.#kafka.reader();
+    let lastError: unknown;
+    for (let attempt = 0; attempt <= this.#options.retries; attempt++) {
+      this.#options.signal?.throwIfAborted();
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** (attempt - 1))));
+      try {
+        const leader = (this.#leader ??= await partitionLeader(client, this.topic, this.partition, attempt > 0));
+        if (leader.leader < 0) throw Object.assign(new Error(`${partitionName(this.topic, this.partition)} has no leader`), { retriable: true });
+        const [connection, api] = await Promise.all([client.connections.get({ host: leader.host, port: leader.port }), getFetchApi(client)]);
+        const byName = api.version <= 12;
+        const maxBytes = this.#options.maxBytes;
+        const topics: FetchRequestTopic[] = [{
+          topicId: byName ? this.topic : leader.topicId,
+          partitions: [{ partition: this.partition, currentLeaderEpoch: leader.leaderEpoch, fetchOffset: from, lastFetchedEpoch: -1, partitionMaxBytes: maxBytes }],
+        }];
+        let response: FetchResponse;
+        try {
+          response = await api.async(connection, maxWaitMs, 1, maxBytes, FetchIsolationLevels.READ_COMMITTED, NO_SESSION_ID, FINAL_EPOCH, topics, [], '');
+        } catch (error) {
+          const codes = protocolErrorCodes(error);
+          if (codes.includes(OFFSET_OUT_OF_RANGE)) throw await this.#outOfRange(from, error);
+          const code = codes[0];
+          if (code !== undefined) {
+            if (staleMetadataCodes.has(code)) {
+              this.#leader = undefined;
+              lastError = new KafkaRequestError(`Fetch from offset ${from}`, this.topic, this.partition, code, { cause: error });
+              continue;
+            }
+            const wrapped = new KafkaRequestError(`Fetch from offset ${from}`, this.topic, this.partition, code, { cause: error });
+            if (wrapped.retriable) { lastError = wrapped; continue; }
+            throw wrapped;
+          }
+          throw error;
+        }
+        const part = response.responses[0]?.partitions.find((p) => p.partitionIndex === this.partition);
+        if (!part) throw new Error(`Fetch of ${partitionName(this.topic, this.partition)} returned no answer for it`);
+        return {
+          batches: part.records ?? [],
+          abortedTransactions: part.abortedTransactions,
+          lastStableOffset: part.lastStableOffset,
+          highWatermark: part.highWatermark,
+          logStartOffset: part.logStartOffset,
+        };
+      } catch (error) {
+        if (error instanceof OffsetOutOfRangeError || error instanceof KafkaRequestError) throw error;
+        if ((error as { retriable?: boolean }).retriable === true || isRetriableLibraryError(error)) {
+          this.#leader = undefined;
+          lastError = error;
+          continue;
+        }
+        throw error;
+      }
+    }
+    throw lastError;
+  }
+
+  /** OFFSET_OUT_OF_RANGE: below the earliest offset (retention) or past the end. Ask Kafka which. */
+  async #outOfRange(from: bigint, cause: unknown): Promise<Error> {
+    const [earliest, end] = await Promise.all([
+      earliestOffset(this.#kafka, this.topic, this.partition),
+      highWatermark(this.#kafka, this.topic, this.partition),
+    ]);
+    if (from < earliest) return new OffsetOutOfRangeError(this.topic, this.partition, from, earliest, end, 'below-earliest');
+    if (from > end) return new OffsetOutOfRangeError(this.topic, this.partition, from, earliest, end, 'beyond-end');
+    // The bounds moved between the fetch and the look-up; report what the fetch saw.
+    return Object.assign(new KafkaRequestError(`Fetch from offset ${from}`, this.topic, this.partition, OFFSET_OUT_OF_RANGE, { cause }), { earliest, end });
+  }
+}
+
+/**
+ * Reads the committed records of `topic`-`partition` in [fromOffset, untilOffset).
+ * Each batch is one Fetch's worth, in offset order, with `nextOffset` (the next fetch
+ * position after it). Records at or after `untilOffset` are never returned; the read
+ * ends at untilOffset or at the LSO, whichever is first (`reader.end` says which), and
+ * `reader.position` is min(untilOffset, the last batch's last offset + 1).
+ *
+ * Throws OffsetOutOfRangeError when `fromOffset` is below the earliest offset (retention)
+ * or beyond the high watermark.
+ */
+export function readCommitted(kafka: KafkaConnection, topic: string, partition: number, fromOffset: bigint, untilOffset: bigint, options: ReadOptions = {}): CommittedReader {
+  return new CommittedReader(kafka, topic, partition, fromOffset, untilOffset, options);
+}
+
+export interface CommittedRange {
+  records: CommittedSlice['records'];
+  /** The next fetch position after the read: the end of the range it covers. */
+  nextOffset: bigint;
+  end: ReadEnd;
+  bytes: number;
+  abortedRecords: number;
+  controlBatches: number;
+}
+
+/** The whole of `readCommitted` in memory (for tests, rebuilds of one file, and small ranges). */
+export async function readCommittedRange(kafka: KafkaConnection, topic: string, partition: number, fromOffset: bigint, untilOffset: bigint, options: ReadOptions = {}): Promise<CommittedRange> {
+  const reader = readCommitted(kafka, topic, partition, fromOffset, untilOffset, options);
+  const records: CommittedSlice['records'] = [];
+  let bytes = 0;
+  let abortedRecords = 0;
+  let controlBatches = 0;
+  for await (const batch of reader) {
+    for (const r of batch.records) records.push(r);
+    bytes += batch.bytes;
+    abortedRecords += batch.abortedRecords;
+    controlBatches += batch.controlBatches;
+  }
+  return { records, nextOffset: reader.position, end: reader.end ?? 'until', bytes, abortedRecords, controlBatches };
+}
