@@ -1,3 +1,4 @@
+import type { TableSchema } from '../schema/table-schema.js';
 import type { TableFormat, TableSettings } from '../settings.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 
@@ -52,7 +53,7 @@ function toRecord(row: TableRow): TableRecord {
 }
 
 /** Adds the table, its partitions and its first (empty) table-schema version in one transaction. */
-export async function createTable(catalog: Catalog, table: NewTable, initialSchema: unknown): Promise<TableRecord> {
+export async function createTable(catalog: Catalog, table: NewTable, initialSchema: TableSchema): Promise<TableRecord> {
   checkTableName(table.name);
   checkTopicName(table.topic);
   return inTransaction(catalog, async (client) => {
@@ -65,6 +66,12 @@ export async function createTable(catalog: Catalog, table: NewTable, initialSche
     const row = inserted.rows[0];
     if (!row) throw new TableError(`table "${table.name}" already exists`);
     await client.query('INSERT INTO table_schema (table_id, schema_version, schema) VALUES ($1, 1, $2)', [row.table_id, JSON.stringify(initialSchema)]);
+    const columns = initialSchema.columns;
+    await client.query(
+      `INSERT INTO table_column (table_id, column_id, column_name, column_type, column_order, nulls_allowed, begin_schema_version)
+       SELECT $1, id, name, type, ord, nullable, 1 FROM unnest($2::int[], $3::text[], $4::text[], $5::int[], $6::bool[]) AS c(id, name, type, ord, nullable)`,
+      [row.table_id, columns.map((c) => c.id), columns.map((c) => c.name), columns.map((c) => c.type), columns.map((_, i) => i), columns.map((c) => c.nullable)],
+    );
     await addPartitions(client, row.table_id, table.partitionStarts);
     return toRecord(row);
   });

@@ -1,0 +1,16 @@
+import type { KafkaConnection } from '../kafka/connect.js';
+import { lastStableOffset } from '../kafka/offsets.js';
+import { readCommitted } from '../kafka/read.js';
+import type { CommittedSource } from './partition.js';
+
+/** The indexer's committed reads, from a real Kafka cluster. */
+export function kafkaSource(kafka: KafkaConnection): CommittedSource {
+  return {
+    lastStableOffset: (topic, partition) => lastStableOffset(kafka, topic, partition),
+    async *read(topic, partition, from, until) {
+      for await (const batch of readCommitted(kafka, topic, partition, from, until)) {
+        yield { records: batch.records, nextOffset: batch.nextOffset };
+      }
+    },
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * A local stand-in for Lambda's Kafka event source mapping: per partition, in order, it
+ * reads batches from Kafka and delivers them in the MSK event shape; a delivery that
+ * throws is delivered again (after a pause) until it succeeds, and only then does the
+ * partition's position move on, as the event source mapping commits consumer offsets.
+ */
+import { toKafkaEvent, type MskEvent } from '../events/msk.js';
+import type { CommittedSource } from '../indexer/partition.js';
+import type { KafkaRecord } from '../record.js';
+
+export interface EmulatorOptions {
+  /** Records per event (the mapping's BatchSize, at most 10,000). */
+  batchSize: number;
+  /** Event payload limit: 6 MB for Lambda. */
+  maxPayloadBytes: number;
+  /** Pause before redelivering a failed event. */
+  retryDelayMs: number;
+  bootstrapServers: string;
+}
+
+export const defaultEmulatorOptions: Omit<EmulatorOptions, 'bootstrapServers'> = {
+  batchSize: 10_000,
+  maxPayloadBytes: 6 * 1024 * 1024,
+  retryDelayMs: 1000,
+};
+
+export type Deliver = (event: MskEvent) => Promise<void>;
+
+/** Base64 grows bytes by 4/3; the rest of a record's JSON is small next to its value. */
+function payloadBytes(record: KafkaRecord): number {
+  let bytes = 160 + Math.ceil(((record.key?.byteLength ?? 0) + (record.value?.byteLength ?? 0)) / 3) * 4;
+  for (const [name, value] of record.headers) bytes += name.length + 8 + (value?.byteLength ?? 0) * 4;
+  return bytes;
+}
+
+export class PartitionEventSource {
+  /** The consumer position: the offset after the last record delivered successfully. */
+  position: bigint;
+  delivered = 0;
+  redelivered = 0;
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    start: bigint,
+    private readonly source: CommittedSource,
+    private readonly options: EmulatorOptions,
+  ) {
+    this.position = start;
+  }
+
+  /** Delivers everything up to the partition's LSO, in events; returns the records delivered. */
+  async pump(deliver: Deliver, signal?: AbortSignal): Promise<number> {
+    const lso = await this.source.lastStableOffset(this.topic, this.partition);
+    let count = 0;
+    let pending: KafkaRecord[] = [];
+    let pendingBytes = 0;
+    const send = async () => {
+      if (pending.length === 0) return;
+      const event = toKafkaEvent([{ topic: this.topic, partition: this.partition, records: pending }], this.options.bootstrapServers);
+      await this.deliverUntilDone(event, deliver, signal);
+      this.position = pending[pending.length - 1]!.offset + 1n;
+      count += pending.length;
+      pending = [];
+      pendingBytes = 0;
+    };
+    if (this.position >= lso) return 0;
+    for await (const batch of this.source.read(this.topic, this.partition, this.position, lso)) {
+      for (const record of batch.records) {
+        const bytes = payloadBytes(record);
+        if (pending.length >= this.options.batchSize || (pending.length > 0 && pendingBytes + bytes > this.options.maxPayloadBytes)) await send();
+        pending.push(record);
+        pendingBytes += bytes;
+      }
+      if (signal?.aborted) break;
+    }
+    await send();
+    return count;
+  }
+
+  private async deliverUntilDone(event: MskEvent, deliver: Deliver, signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      try {
+        await deliver(event);
+        this.delivered += 1;
+        return;
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        this.redelivered += 1;
+        await new Promise((done) => setTimeout(done, this.options.retryDelayMs));
+      }
+    }
+  }
+}

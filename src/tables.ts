@@ -1,0 +1,26 @@
+import { createTable, type TableRecord } from './catalog/tables.js';
+import type { Engine } from './engine.js';
+import { lastStableOffsets } from './kafka/offsets.js';
+import { topicPartitions } from './kafka/topics.js';
+import { initialSchema } from './schema/table-schema.js';
+import type { TableFormat, TableSettings } from './settings.js';
+
+export interface CreatedTable extends TableRecord {
+  /** Each partition with the offset its indexing starts at: the LSO when the table was made. */
+  partitions: { partition: number; start: bigint }[];
+}
+
+/**
+ * Creates a table over an existing topic. Every partition's indexed range starts empty at
+ * its last stable offset: live indexing goes on from there, backfill reads what came before.
+ */
+export async function createTableFromTopic(
+  engine: Engine,
+  spec: { name: string; topic: string; format: TableFormat; settings: TableSettings },
+): Promise<CreatedTable> {
+  const partitions = await topicPartitions(engine.kafka, spec.topic);
+  const starts = await lastStableOffsets(engine.kafka, partitions.map((partition) => ({ topic: spec.topic, partition })));
+  const partitionStarts = new Map(partitions.map((partition, i) => [partition, starts[i]!]));
+  const table = await createTable(engine.catalog, { ...spec, partitionStarts }, initialSchema(spec.format));
+  return { ...table, partitions: [...partitionStarts].map(([partition, start]) => ({ partition, start })) };
+}
