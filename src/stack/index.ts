@@ -1,6 +1,6 @@
 import { kafkaService } from './kafka.js';
 import { catalogDatabaseUrl, postgresService } from './postgres.js';
-import { registryService } from './registry.js';
+import { registryService, registryUrl } from './registry.js';
 import type { ServiceStatus, StackConfig } from './types.js';
 
 // Kafka first: the registry keeps its schemas in the broker.
@@ -33,7 +33,7 @@ export interface StackEnvironment {
 export function stackEnvironment(config: StackConfig): StackEnvironment {
   return {
     KAFKA_BROKERS: `${config.host}:${config.kafkaPort}`,
-    SCHEMA_REGISTRY_URL: `http://${config.host}:${config.registryPort}`,
+    SCHEMA_REGISTRY_URL: registryUrl(config),
     DATABASE_URL: catalogDatabaseUrl(config),
   };
 }
