@@ -62,10 +62,14 @@ async function timedRead(kafka: KafkaConnection, topic: string, until: bigint, o
   return { records, bytes, fetches, s, position: reader.position };
 }
 
-type FetchArgs = [number, number, number, number, number, number, fetchV17.FetchRequestTopic[], unknown[], string];
+type FetchArgs = [number, number, number, number, number, number, fetchV17.FetchRequestTopic[], never[], string];
 
-/** The same Fetch requests as read.ts, sent by hand to time their parts. */
-async function breakdown(kafka: KafkaConnection, topic: string, until: bigint, maxBytes: number) {
+/**
+ * The same Fetch requests as read.ts, sent by hand to time their parts. `contiguous`
+ * decodes one copy of the response, as read.ts does; `in place` decodes it from the
+ * socket's chunks, as the library's own api.async and Consumer.fetch do.
+ */
+async function breakdown(kafka: KafkaConnection, topic: string, until: bigint, maxBytes: number, contiguous: boolean) {
   const client: Admin = kafka.reader();
   const leader = await partitionLeader(client, topic, 0);
   const connection = await client.connections.get({ host: leader.host, port: leader.port });
@@ -77,9 +81,10 @@ async function breakdown(kafka: KafkaConnection, topic: string, until: bigint, m
     topicId: api.version <= 12 ? topic : leader.topicId,
     partitions: [{ partition: 0, currentLeaderEpoch: leader.leaderEpoch, fetchOffset: from, lastFetchedEpoch: -1, partitionMaxBytes: maxBytes }],
   }];
+  const flexible = api.version >= 12;
   const send = <T>(from: bigint, parse: (c: number, k: number, v: number, r: Reader) => T) =>
     new Promise<T>((resolve, reject) => {
-      connection.send(api.key, api.version, () => codec.createRequest(0, 1, maxBytes, FetchIsolationLevels.READ_COMMITTED, 0, -1, topics(from), [], ''), parse, true, true, (e, r) => (e ? reject(e) : resolve(r as T)));
+      connection.send(api.key, api.version, () => codec.createRequest(0, 1, maxBytes, FetchIsolationLevels.READ_COMMITTED, 0, -1, topics(from), [], ''), parse, flexible, flexible, (e, r) => (e ? reject(e) : resolve(r as T)));
     });
 
   let parseMs = 0;
@@ -93,7 +98,8 @@ async function breakdown(kafka: KafkaConnection, topic: string, until: bigint, m
     const response = await send(position, (c, k, v, reader) => {
       wireBytes += reader.remaining;
       const t = performance.now();
-      const parsed = codec.parseResponse(c, k, v, reader);
+      const input = contiguous && reader.buffer.buffers.length > 1 ? lib.Reader.from(reader.buffer.slice(reader.position, reader.length)) : reader;
+      const parsed = codec.parseResponse(c, k, v, input);
       parseMs += performance.now() - t;
       return parsed;
     });
@@ -122,7 +128,7 @@ async function main(): Promise<void> {
     console.log(`topic ${topic}: LSO ${lso}, high watermark ${await highWatermark(kafka, topic, 0)}`);
 
     await timedRead(kafka, topic, lso, { maxBytes: 8 << 20, prefetch: true }); // warm-up: JIT, page cache, connections
-    for (const [maxBytes, prefetch] of [[1 << 20, true], [8 << 20, true], [8 << 20, false], [32 << 20, true]] as const) {
+    for (const [maxBytes, prefetch] of [[1 << 20, true], [1 << 20, false], [4 << 20, true], [8 << 20, true], [32 << 20, true]] as const) {
       const runs = [];
       for (let i = 0; i < 3; i++) runs.push(await timedRead(kafka, topic, lso, { maxBytes, prefetch }));
       const best = runs.reduce((a, b) => (a.s < b.s ? a : b));
@@ -135,12 +141,17 @@ async function main(): Promise<void> {
       }
     }
 
-    const b = await breakdown(kafka, topic, lso, 8 << 20);
-    console.log(
-      `breakdown at 8 MiB per Fetch v${b.version} (${b.fetches} fetches, ${(b.wireBytes / MB).toFixed(1)} MB on the wire), no prefetch:\n` +
-        `  total ${b.fullMs.toFixed(0)} ms = Kafka + socket ${(b.fullMs - b.parseMs - b.filterMs).toFixed(0)} ms + library decoding ${b.parseMs.toFixed(0)} ms + offsetlake filtering ${b.filterMs.toFixed(0)} ms\n` +
-        `  the same Fetches with the response bytes dropped undecoded: ${b.rawMs.toFixed(0)} ms (${(b.wireBytes / MB / (b.rawMs / 1000)).toFixed(0)} MB/s)`,
-    );
+    for (const maxBytes of [1 << 20, 8 << 20, 32 << 20]) {
+      for (const contiguous of [true, false]) {
+        const b = await breakdown(kafka, topic, lso, maxBytes, contiguous);
+        console.log(
+          `breakdown, ${maxBytes >> 20} MiB per Fetch v${b.version}, decoded ${contiguous ? 'from one copy (read.ts)' : 'in place (library default)'}, no prefetch: ` +
+            `${b.fetches} fetches, ${(b.wireBytes / MB).toFixed(1)} MB on the wire\n` +
+            `  total ${b.fullMs.toFixed(0)} ms = Kafka + socket ${(b.fullMs - b.parseMs - b.filterMs).toFixed(0)} ms + library decoding ${b.parseMs.toFixed(0)} ms + offsetlake filtering ${b.filterMs.toFixed(0)} ms; ` +
+            `the same Fetches undecoded: ${b.rawMs.toFixed(0)} ms (${(b.wireBytes / MB / (b.rawMs / 1000)).toFixed(0)} MB/s)`,
+        );
+      }
+    }
   } finally {
     await kafka.close();
   }

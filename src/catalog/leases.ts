@@ -61,13 +61,28 @@ export async function acquireLease(catalog: Catalog, tableId: bigint, partition:
   return row ? toLease(tableId, partition, row) : undefined;
 }
 
-/** Extends a live lease; throws LeaseLostError when it expired or another took it. */
-export async function renewLease(catalog: Catalog | CatalogClient, lease: Lease, ttlMs: number): Promise<Lease> {
+/** What the holder keeps in memory, for `status`. */
+export interface OpenRangeReport {
+  bytes: number;
+  records: number;
+  /** When its first record was read (epoch ms), if it has one. */
+  since: number | undefined;
+  waitingReason?: string | undefined;
+}
+
+/**
+ * Extends a live lease, and reports what the holder keeps in memory; throws
+ * LeaseLostError when the lease expired or another took it.
+ */
+export async function renewLease(catalog: Catalog | CatalogClient, lease: Lease, ttlMs: number, open?: OpenRangeReport): Promise<Lease> {
   const result = await catalog.query<LeaseRow>(
-    `UPDATE lake_partition SET lease_expires_at = now() + ${ttl.replace('$TTL', '$5')}
+    `UPDATE lake_partition SET lease_expires_at = now() + ${ttl.replace('$TTL', '$5')},
+       open_range_bytes = coalesce($6, open_range_bytes), open_range_records = coalesce($7, open_range_records),
+       open_range_since = CASE WHEN $6::bigint IS NULL THEN open_range_since ELSE to_timestamp($8::double precision / 1000) END,
+       waiting_reason = CASE WHEN $6::bigint IS NULL THEN waiting_reason ELSE $9 END
      WHERE table_id = $1 AND partition_id = $2 AND lease_owner = $3 AND lease_epoch = $4 AND lease_expires_at > now()
      RETURNING lease_owner, lease_epoch, lease_expires_at, indexed_end`,
-    [lease.tableId, lease.partition, lease.owner, lease.epoch, ttlMs],
+    [lease.tableId, lease.partition, lease.owner, lease.epoch, ttlMs, open?.bytes ?? null, open?.records ?? null, open?.since ?? null, open?.waitingReason ?? null],
   );
   const row = result.rows[0];
   if (!row) throw await lostLease(catalog, lease);

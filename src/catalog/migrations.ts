@@ -53,6 +53,13 @@ CREATE TABLE lake_partition (
   backfill_target     bigint,
   earliest_offset     bigint,
   earliest_checked_at timestamptz,
+  -- What the lease holder keeps in memory, reported with each renewal (for status):
+  -- the open range from indexed_end, its bytes and records, and when its first record was read.
+  open_range_bytes    bigint NOT NULL DEFAULT 0,
+  open_range_records  bigint NOT NULL DEFAULT 0,
+  open_range_since    timestamptz,
+  -- Why the holder is not indexing, when it is not (e.g. waiting for the Schema Registry).
+  waiting_reason      text,
   created_at          timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (table_id, partition_id),
   CHECK (indexed_end >= indexed_start)

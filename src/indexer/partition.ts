@@ -94,6 +94,8 @@ export class PartitionIndexer {
    * keeps its open range and re-checks on the next call whether it is still valid.
    */
   async release(): Promise<void> {
+    if (!this.lease) return;
+    await this.renew();
     if (this.lease) await releaseLease(this.deps.catalog, this.lease);
   }
 
@@ -141,7 +143,11 @@ export class PartitionIndexer {
   async renew(): Promise<void> {
     if (!this.lease) return;
     try {
-      this.lease = await renewLease(this.deps.catalog, this.lease, this.table.settings.lease_ttl);
+      this.lease = await renewLease(this.deps.catalog, this.lease, this.table.settings.lease_ttl, {
+        bytes: this.sealer?.openBytes ?? 0,
+        records: this.sealer?.openRecords ?? 0,
+        since: this.sealer?.openSince,
+      });
     } catch (error) {
       if (error instanceof LeaseLostError) this.drop();
       throw error;

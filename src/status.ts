@@ -1,0 +1,89 @@
+/** Per partition: what is indexed, how far behind the LSO, who holds it, what is open, backfill and retention. */
+import type { Engine } from './engine.js';
+import { lastStableOffsets } from './kafka/offsets.js';
+
+export interface PartitionStatus {
+  table: string;
+  topic: string;
+  partition: number;
+  indexedStart: bigint;
+  indexedEnd: bigint;
+  lastStableOffset: bigint | null;
+  /** LSO − indexed_end: committed offsets not yet in files. */
+  lag: bigint | null;
+  leaseOwner: string | null;
+  leaseEpoch: bigint;
+  leaseLive: boolean;
+  openRangeBytes: bigint;
+  openRangeRecords: bigint;
+  openRangeSince: Date | null;
+  waitingReason: string | null;
+  files: bigint;
+  expiredFiles: bigint;
+  backfillCursor: bigint | null;
+  backfillTarget: bigint | null;
+  earliestOffset: bigint | null;
+}
+
+interface Row {
+  table_name: string;
+  topic: string;
+  partition_id: number;
+  indexed_start: bigint;
+  indexed_end: bigint;
+  lease_owner: string | null;
+  lease_epoch: bigint;
+  lease_live: boolean;
+  open_range_bytes: bigint;
+  open_range_records: bigint;
+  open_range_since: Date | null;
+  waiting_reason: string | null;
+  files: bigint;
+  expired_files: bigint;
+  backfill_cursor: bigint | null;
+  backfill_target: bigint | null;
+  earliest_offset: bigint | null;
+}
+
+export async function partitionStatus(engine: Engine, tableName?: string): Promise<PartitionStatus[]> {
+  const result = await engine.catalog.query<Row>(
+    `SELECT t.table_name, t.topic, p.partition_id, p.indexed_start, p.indexed_end, p.lease_owner, p.lease_epoch,
+            coalesce(p.lease_expires_at > now(), false) AS lease_live, p.open_range_bytes, p.open_range_records,
+            p.open_range_since, p.waiting_reason, p.backfill_cursor, p.backfill_target, p.earliest_offset,
+            (SELECT count(*) FROM data_file f WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NULL) AS files,
+            (SELECT count(*) FROM data_file f WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NOT NULL) AS expired_files
+     FROM lake_partition p JOIN lake_table t USING (table_id)
+     WHERE t.dropped_at IS NULL AND ($1::text IS NULL OR t.table_name = $1)
+     ORDER BY t.table_name, p.partition_id`,
+    [tableName ?? null],
+  );
+  let lsos: (bigint | null)[] = result.rows.map(() => null);
+  if (result.rows.length > 0) {
+    // Kafka may be down while the catalog is up: status still answers, without the LSO.
+    lsos = await lastStableOffsets(engine.kafka, result.rows.map((row) => ({ topic: row.topic, partition: row.partition_id }))).catch(() => lsos);
+  }
+  return result.rows.map((row, i) => {
+    const lso = lsos[i] ?? null;
+    return {
+      table: row.table_name,
+      topic: row.topic,
+      partition: row.partition_id,
+      indexedStart: row.indexed_start,
+      indexedEnd: row.indexed_end,
+      lastStableOffset: lso,
+      lag: lso === null ? null : lso > row.indexed_end ? lso - row.indexed_end : 0n,
+      leaseOwner: row.lease_owner,
+      leaseEpoch: row.lease_epoch,
+      leaseLive: row.lease_live,
+      openRangeBytes: row.open_range_bytes,
+      openRangeRecords: row.open_range_records,
+      openRangeSince: row.open_range_since,
+      waitingReason: row.waiting_reason,
+      files: row.files,
+      expiredFiles: row.expired_files,
+      backfillCursor: row.backfill_cursor,
+      backfillTarget: row.backfill_target,
+      earliestOffset: row.earliest_offset,
+    };
+  });
+}
