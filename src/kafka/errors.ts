@@ -32,6 +32,8 @@ export const staleMetadataCodes: ReadonlySet<number> = new Set([
   6, // NOT_LEADER_OR_FOLLOWER
   74, // FENCED_LEADER_EPOCH
   75, // UNKNOWN_LEADER_EPOCH
+  100, // UNKNOWN_TOPIC_ID (Fetch v13+ names topics by id; the topic was deleted or recreated)
+  103, // INCONSISTENT_TOPIC_ID
 ]);
 
 export const OFFSET_OUT_OF_RANGE = 1;
@@ -112,6 +114,14 @@ export class UnsupportedRecordFormatError extends KafkaError {
   override name = 'UnsupportedRecordFormatError';
   constructor(readonly topic: string, readonly partition: number, readonly offset: bigint, readonly magic: number) {
     super(`the record batch at offset ${offset} of ${partitionName(topic, partition)} uses message format v${magic}; only v2 (Kafka 0.11+) is supported`);
+  }
+}
+
+/** The topic was deleted and created again while a read was under way: its offsets started over. */
+export class TopicRecreatedError extends KafkaError {
+  override name = 'TopicRecreatedError';
+  constructor(readonly topic: string, readonly topicId: string, readonly newTopicId: string) {
+    super(`Kafka topic "${topic}" was deleted and created again during a read (topic id ${topicId}, now ${newTopicId}); its offsets started over`);
   }
 }
 

@@ -28,12 +28,13 @@ import {
   protocolErrorCodes,
   ReadStalledError,
   staleMetadataCodes,
+  TopicRecreatedError,
 } from './errors.js';
 import { earliestOffset, highWatermark } from './offsets.js';
 import { partitionLeader, type PartitionLeader } from './topics.js';
 
 export interface ReadOptions {
-  /** Bytes asked for per Fetch (Kafka returns at least one whole batch even if larger). Default 8 MiB. */
+  /** Bytes asked for per Fetch (Kafka returns at least one whole batch even if larger). Default 4 MiB: 1-8 MiB read equally fast; 32 MiB is 2-3x slower (decoding and GC of large responses). */
   maxBytes?: number;
   /** Send the next Fetch while the caller handles the current batch. Default true. */
   prefetch?: boolean;
@@ -55,7 +56,7 @@ export interface CommittedBatch extends CommittedSlice {
 
 export type ReadEnd = 'until' | 'lso';
 
-const defaultMaxBytes = 8 * 1024 * 1024;
+const defaultMaxBytes = 4 * 1024 * 1024;
 const NO_SESSION_ID = 0;
 const FINAL_EPOCH = -1; // with session id 0: a sessionless fetch, no broker-side state
 
@@ -115,6 +116,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
   #end: ReadEnd | undefined;
   #pending: Promise<CommittedBatch | null> | undefined;
   #leader: PartitionLeader | undefined;
+  #topicId: string | undefined;
   readonly #options: Required<Omit<ReadOptions, 'signal'>> & { signal: AbortSignal | undefined };
   readonly #kafka: KafkaConnection;
 
@@ -147,6 +149,11 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
   /** Why the read ended (`until`: reached untilOffset; `lso`: reached the last stable offset first), or undefined while it goes on. */
   get end(): ReadEnd | undefined {
     return this.#end;
+  }
+
+  /** Kafka's id of the topic this read started on (known after the first fetch). */
+  get topicId(): string | undefined {
+    return this.#topicId;
   }
 
   get done(): boolean {
@@ -204,6 +211,9 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** (attempt - 1))));
       try {
         const leader = (this.#leader ??= await partitionLeader(client, this.topic, this.partition, attempt > 0));
+        // A topic deleted and created again under the same name restarts its offsets: never read on into it.
+        this.#topicId ??= leader.topicId;
+        if (leader.topicId !== this.#topicId) throw new TopicRecreatedError(this.topic, this.#topicId, leader.topicId);
         if (leader.leader < 0) throw Object.assign(new Error(`${partitionName(this.topic, this.partition)} has no leader`), { retriable: true });
         const [connection, codec] = await Promise.all([client.connections.get({ host: leader.host, port: leader.port }), getFetchCodec(client)]);
         const byName = codec.version <= 12; // Fetch names topics by UUID from v13 on
@@ -241,7 +251,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
           logStartOffset: part.logStartOffset,
         };
       } catch (error) {
-        if (error instanceof OffsetOutOfRangeError || error instanceof KafkaRequestError) throw error;
+        if (error instanceof OffsetOutOfRangeError || error instanceof KafkaRequestError || error instanceof TopicRecreatedError) throw error;
         if ((error as { retriable?: boolean }).retriable === true || isRetriableLibraryError(error)) {
           this.#leader = undefined;
           lastError = error;

@@ -11,6 +11,7 @@ import {
   connectKafka,
   createTopic,
   deleteRecords,
+  deleteTopic,
   earliestOffset,
   earliestOffsets,
   highWatermark,
@@ -26,6 +27,7 @@ import {
   readCommitted,
   readCommittedRange,
   topicPartitions,
+  TopicRecreatedError,
   UnknownPartitionError,
   UnknownTopicError,
 } from '../../src/kafka/index.js';
@@ -228,6 +230,31 @@ describe('committed reads', () => {
     expect(beyond).toMatchObject({ name: 'OffsetOutOfRangeError', offset: 9n, end: 6n, bound: 'beyond-end' });
 
     expect(values((await readCommittedRange(kafka, topic, 0, 4n, 6n)).records)).toEqual(['v4', 'v5']);
+  });
+  test('a topic deleted and created again under a read is an error, not a silent restart', { timeout }, async () => {
+    const topic = await newTopic();
+    for (const value of ['a', 'b', 'c']) await produce(kafka, topic, [{ value }]); // three batches
+    const reader = readCommitted(kafka, topic, 0, 0n, 1_000n, { maxBytes: 1, prefetch: false });
+    const first = await reader.next();
+    expect(values(first!.records)).toEqual(['a']); // one batch per fetch
+    expect(reader.done).toBe(false);
+    const topicId = reader.topicId;
+    expect(topicId).toMatch(/^[0-9a-f-]{36}$/);
+
+    await deleteTopic(kafka, topic);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await createTopic(kafka, topic, 1);
+        break;
+      } catch (error) {
+        if (attempt > 50) throw error; // the old topic may still be being deleted
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+    await produce(kafka, topic, ['x', 'y', 'z', 'w'].map((value) => ({ value })));
+    const error = await reader.next().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TopicRecreatedError);
+    expect(error).toMatchObject({ topic, topicId });
   });
 });
 

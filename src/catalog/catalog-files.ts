@@ -1,0 +1,109 @@
+/** Reading the catalog's files: for `files`, rebuilds and the read path. */
+import type { SealReason } from '../ranges/sealer.js';
+import type { Catalog, CatalogClient } from './db.js';
+
+export interface ColumnStatistics {
+  columnId: number;
+  columnName: string;
+  valueCount: bigint;
+  nullCount: bigint;
+  nanCount: bigint;
+  min: string | null;
+  max: string | null;
+}
+
+export interface DataFile {
+  dataFileId: bigint;
+  tableId: bigint;
+  partition: number;
+  startOffset: bigint;
+  endOffset: bigint;
+  bucket: Date;
+  recordCount: bigint;
+  fileSizeBytes: bigint;
+  footer: Buffer;
+  sha256: Buffer;
+  sealReason: SealReason;
+  schemaVersion: number;
+  encoderVersion: string;
+  source: 'live' | 'backfill';
+  createdAt: Date;
+  expiredAt: Date | null;
+  columns: ColumnStatistics[];
+}
+
+interface FileRow {
+  data_file_id: bigint;
+  table_id: bigint;
+  partition_id: number;
+  start_offset: bigint;
+  end_offset: bigint;
+  time_bucket: Date;
+  record_count: bigint;
+  file_size_bytes: bigint;
+  footer: Buffer;
+  sha256: Buffer;
+  seal_reason: SealReason;
+  schema_version: number;
+  encoder_version: string;
+  source: 'live' | 'backfill';
+  created_at: Date;
+  expired_at: Date | null;
+  columns: { column_id: number; column_name: string; value_count: string; null_count: string; nan_count: string; min_value: string | null; max_value: string | null }[] | null;
+}
+
+const selectFiles = `
+  SELECT f.data_file_id, f.table_id, f.partition_id, f.start_offset, f.end_offset, f.time_bucket, f.record_count,
+         f.file_size_bytes, f.footer, f.sha256, f.seal_reason, f.schema_version, f.encoder_version, f.source,
+         f.created_at, f.expired_at,
+         (SELECT json_agg(json_build_object('column_id', s.column_id, 'column_name', c.column_name,
+                   'value_count', s.value_count::text, 'null_count', s.null_count::text, 'nan_count', s.nan_count::text,
+                   'min_value', s.min_value, 'max_value', s.max_value) ORDER BY s.column_id)
+            FROM file_column_stats s
+            LEFT JOIN table_column c ON c.table_id = s.table_id AND c.column_id = s.column_id AND c.end_schema_version IS NULL
+           WHERE s.data_file_id = f.data_file_id) AS columns
+  FROM data_file f`;
+
+function toDataFile(row: FileRow): DataFile {
+  return {
+    dataFileId: row.data_file_id,
+    tableId: row.table_id,
+    partition: row.partition_id,
+    startOffset: row.start_offset,
+    endOffset: row.end_offset,
+    bucket: row.time_bucket,
+    recordCount: row.record_count,
+    fileSizeBytes: row.file_size_bytes,
+    footer: row.footer,
+    sha256: row.sha256,
+    sealReason: row.seal_reason,
+    schemaVersion: row.schema_version,
+    encoderVersion: row.encoder_version,
+    source: row.source,
+    createdAt: row.created_at,
+    expiredAt: row.expired_at,
+    columns: (row.columns ?? []).map((c) => ({
+      columnId: c.column_id,
+      columnName: c.column_name,
+      valueCount: BigInt(c.value_count),
+      nullCount: BigInt(c.null_count),
+      nanCount: BigInt(c.nan_count),
+      min: c.min_value,
+      max: c.max_value,
+    })),
+  };
+}
+
+/** A table's files in partition and offset order (expired ones too, when asked). */
+export async function listFiles(catalog: Catalog | CatalogClient, tableId: bigint, options: { includeExpired?: boolean } = {}): Promise<DataFile[]> {
+  const result = await catalog.query<FileRow>(
+    `${selectFiles} WHERE f.table_id = $1 AND ($2 OR f.expired_at IS NULL) ORDER BY f.partition_id, f.start_offset, f.time_bucket`,
+    [tableId, options.includeExpired ?? false],
+  );
+  return result.rows.map(toDataFile);
+}
+
+export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint, dataFileId: bigint): Promise<DataFile | undefined> {
+  const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id = $2`, [tableId, dataFileId]);
+  return result.rows[0] ? toDataFile(result.rows[0]) : undefined;
+}
