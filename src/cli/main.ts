@@ -1,16 +1,20 @@
 import { stackCommand, stackUsage } from './stack.js';
 import { tableCommand, tableUsage } from './table.js';
+import { filesCommand, inspectUsage, statusCommand } from './inspect.js';
 import { UsageError } from './output.js';
 
 const commands: Record<string, (args: string[]) => Promise<number>> = {
   stack: stackCommand,
   table: tableCommand,
+  files: filesCommand,
+  status: statusCommand,
   demo: async (args) => (await import('./demo.js')).demoCommand(args),
 };
 
 const usage = `usage:
 ${stackUsage}
 ${tableUsage}
+${inspectUsage}
 offsetlake demo`;
 
 /** Runs one command; errors become one line on stderr and a non-zero exit code. */

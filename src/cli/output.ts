@@ -5,6 +5,10 @@ export function printJson(value: unknown): void {
 }
 
 export function printTable(rows: Record<string, unknown>[], columns?: string[]): void {
+  if (rows.length === 0) {
+    process.stdout.write('(none)\n');
+    return;
+  }
   const names = columns ?? [...new Set(rows.flatMap((row) => Object.keys(row)))];
   const cells = rows.map((row) => names.map((name) => formatCell(row[name])));
   const widths = names.map((name, i) => Math.max(name.length, ...cells.map((line) => line[i]!.length)));

@@ -6,6 +6,7 @@ import { ProduceAcks, type MessageToProduce, type Producer } from '@platformatic
 
 type Transaction = Awaited<ReturnType<Producer['beginTransaction']>>;
 import type { KafkaConnection } from './connect.js';
+import { lastStableOffsets } from './offsets.js';
 import { checkPartitions } from './topics.js';
 
 export interface RecordToProduce {
@@ -25,6 +26,8 @@ export interface ProducedPartition {
   firstOffset: bigint;
   /** How many records this call wrote to it. */
   count: number;
+  /** Offset of the last record this call wrote to it. */
+  lastOffset: bigint;
 }
 
 export interface ProduceOptions {
@@ -78,7 +81,13 @@ function chunks(records: RecordToProduce[], chunkBytes: number): RecordToProduce
   return out;
 }
 
-/** An open transaction: records sent through it are invisible to read_committed readers until `commit()`. */
+/**
+ * An open transaction: records sent through it are invisible to read_committed readers
+ * until `commit()`. Kafka answers EndTxn before it has written the COMMIT/ABORT markers to
+ * the partitions, so the LSO moves a moment later; `commit()` and `abort()` wait until the
+ * LSO of every partition written has passed the transaction's last record (its marker is
+ * written), so that a read right after sees the outcome.
+ */
 export interface OpenTransaction {
   readonly transactionalId: string;
   send(topic: string, records: RecordToProduce[]): Promise<ProducedPartition[]>;
@@ -100,9 +109,13 @@ async function sendChunks(
     const counts = new Map<number, number>();
     for (const r of chunk) counts.set(r.partition ?? 0, (counts.get(r.partition ?? 0) ?? 0) + 1);
     for (const { partition, offset } of result.offsets ?? []) {
+      const count = counts.get(partition) ?? 0;
+      const lastOffset = offset + BigInt(count) - 1n;
       const seen = produced.get(partition);
-      if (seen) seen.count += counts.get(partition) ?? 0;
-      else produced.set(partition, { partition, firstOffset: offset, count: counts.get(partition) ?? 0 });
+      if (seen) {
+        seen.count += count;
+        if (lastOffset > seen.lastOffset) seen.lastOffset = lastOffset;
+      } else produced.set(partition, { partition, firstOffset: offset, count, lastOffset });
     }
   }
   return [...produced.values()].sort((a, b) => a.partition - b.partition);
@@ -133,16 +146,42 @@ export async function openTransaction(kafka: KafkaConnection, transactionalId: s
     throw error;
   }
   const chunkBytes = options.chunkBytes ?? 512 * 1024;
+  const written = new Map<string, { topic: string; partition: number; lastOffset: bigint }>();
+  const end = async (commit: boolean) => {
+    await (commit ? transaction.commit() : transaction.abort());
+    await waitForStable(kafka, [...written.values()]);
+  };
   return {
     transactionalId,
     async send(topic, records) {
       await checkTargets(kafka, topic, records);
-      return sendChunks((messages) => transaction.send({ messages }), topic, records, chunkBytes);
+      const produced = await sendChunks((messages) => transaction.send({ messages }), topic, records, chunkBytes);
+      for (const p of produced) {
+        const key = `${topic}\u0000${p.partition}`;
+        const seen = written.get(key);
+        if (!seen || p.lastOffset > seen.lastOffset) written.set(key, { topic, partition: p.partition, lastOffset: p.lastOffset });
+      }
+      return produced;
     },
-    commit: () => transaction.commit(),
-    abort: () => transaction.abort(),
+    commit: () => end(true),
+    abort: () => end(false),
     close: () => producer.close(),
   };
+}
+
+/** Waits until each partition's LSO is past the given offset: the transaction holding it has its marker. */
+async function waitForStable(kafka: KafkaConnection, partitions: { topic: string; partition: number; lastOffset: bigint }[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let pending = partitions;
+  while (pending.length > 0) {
+    const lsos = await lastStableOffsets(kafka, pending.map(({ topic, partition }) => ({ topic, partition })));
+    pending = pending.filter((p, i) => lsos[i]! <= p.lastOffset);
+    if (pending.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new Error(`the transaction ended but the LSO of ${pending.map((p) => `${p.topic}-${p.partition}`).join(', ')} did not pass its last offset within ${timeoutMs} ms (another open transaction holds it?)`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /**

@@ -90,8 +90,8 @@ describe('committed reads', () => {
     const committed = await produce(kafka, topic, [{ key: 'k1', value: 'committed', headers: [['h', 'x'], ['h', null], ['n', '']], timestamp }], { transactionalId: txId('one') });
     const aborted = await produce(kafka, topic, [{ key: 'k2', value: 'aborted' }], { transactionalId: txId('one'), abort: true });
     // committed @0, COMMIT marker @1, aborted @2, ABORT marker @3.
-    expect(committed).toEqual([{ partition: 0, firstOffset: 0n, count: 1 }]);
-    expect(aborted).toEqual([{ partition: 0, firstOffset: 2n, count: 1 }]);
+    expect(committed).toEqual([{ partition: 0, firstOffset: 0n, count: 1, lastOffset: 0n }]);
+    expect(aborted).toEqual([{ partition: 0, firstOffset: 2n, count: 1, lastOffset: 2n }]);
     expect(await lastStableOffset(kafka, topic, 0)).toBe(4n);
     expect(await highWatermark(kafka, topic, 0)).toBe(4n);
 

@@ -1,0 +1,78 @@
+import { parseArgs } from 'node:util';
+import { listFiles } from '../catalog/catalog-files.js';
+import { findTable } from '../catalog/tables.js';
+import { partitionStatus } from '../status.js';
+import { withEngine } from './engine.js';
+import { printJson, printTable, UsageError } from './output.js';
+
+export const inspectUsage = `offsetlake files NAME [--json] [--expired]
+offsetlake status [NAME] [--json]`;
+
+const options = {
+  json: { type: 'boolean' },
+  expired: { type: 'boolean' },
+  'database-url': { type: 'string' },
+  'kafka-brokers': { type: 'string' },
+} as const;
+
+function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('hex');
+}
+
+/** `files NAME`: the catalog's files with offsets, bucket, statistics and seal reason. */
+export async function filesCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const name = positionals[0];
+  if (!name) throw new UsageError(`files needs a table NAME; usage: ${inspectUsage}`);
+  const files = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
+    const table = await findTable(engine.catalog, name);
+    return listFiles(engine.catalog, table.tableId, { includeExpired: values.expired });
+  });
+  if (values.json) {
+    printJson(files.map(({ footer, sha256, ...file }) => ({ ...file, footerSize: footer.byteLength, sha256: hex(sha256) })));
+    return 0;
+  }
+  printTable(
+    files.map((f) => {
+      const ts = f.columns.find((c) => c.columnName === '_timestamp');
+      return {
+        file: f.dataFileId,
+        partition: f.partition,
+        offsets: `[${f.startOffset}, ${f.endOffset})`,
+        bucket: f.bucket.toISOString(),
+        rows: f.recordCount,
+        bytes: f.fileSizeBytes,
+        sealed: f.sealReason,
+        timestamps: ts ? `${ts.min} .. ${ts.max}` : undefined,
+        sha256: hex(f.sha256).slice(0, 12),
+        expired: f.expiredAt ?? undefined,
+      };
+    }),
+  );
+  return 0;
+}
+
+/** `status`: per partition, indexed range, LSO, lag, lease holder, open range, backfill and retention. */
+export async function statusCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const rows = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, (engine) => partitionStatus(engine, positionals[0]));
+  if (values.json) {
+    printJson(rows);
+    return 0;
+  }
+  printTable(
+    rows.map((s) => ({
+      table: s.table,
+      partition: s.partition,
+      indexed: `[${s.indexedStart}, ${s.indexedEnd})`,
+      lso: s.lastStableOffset,
+      lag: s.lag,
+      lease: s.leaseOwner ? `${s.leaseOwner} #${s.leaseEpoch}${s.leaseLive ? '' : ' (free)'}` : undefined,
+      open: s.openRangeRecords > 0n ? `${s.openRangeRecords} rec, ${s.openRangeBytes} B` : undefined,
+      files: s.files,
+      expired: s.expiredFiles > 0n ? s.expiredFiles : undefined,
+      waiting: s.waitingReason ?? undefined,
+    })),
+  );
+  return 0;
+}
