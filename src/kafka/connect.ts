@@ -42,17 +42,16 @@ export function parseBrokers(text: string, source = 'KAFKA_BROKERS'): string[] {
   });
 }
 
+export type KafkaConnectFlags = Partial<Omit<KafkaConnectOptions, 'brokers'>> & { brokers?: string | string[] };
+
 /** Flags, then environment (KAFKA_BROKERS, KAFKA_CLIENT_ID), then defaults. There is no default broker. */
-export function kafkaConnectOptions(
-  flags: { brokers?: string | string[]; clientId?: string } = {},
-  env: NodeJS.ProcessEnv = process.env,
-): KafkaConnectOptions {
+export function kafkaConnectOptions(flags: KafkaConnectFlags = {}, env: NodeJS.ProcessEnv = process.env): KafkaConnectOptions {
   let brokers: string[];
   if (Array.isArray(flags.brokers)) brokers = parseBrokers(flags.brokers.join(','), '--brokers');
   else if (flags.brokers !== undefined) brokers = parseBrokers(flags.brokers, '--brokers');
   else if (env.KAFKA_BROKERS) brokers = parseBrokers(env.KAFKA_BROKERS);
   else throw new Error('no Kafka broker given: set KAFKA_BROKERS (host:port[,host:port…]) or pass --brokers');
-  return { brokers, clientId: flags.clientId ?? env.KAFKA_CLIENT_ID ?? defaultClientId };
+  return { ...flags, brokers, clientId: flags.clientId ?? env.KAFKA_CLIENT_ID ?? defaultClientId };
 }
 
 export class KafkaConnection {
@@ -138,10 +137,7 @@ export class KafkaConnection {
   }
 }
 
-/** A connection from flags/environment (see `kafkaConnectOptions`) or from options. */
-export function connectKafka(options: KafkaConnectOptions | Parameters<typeof kafkaConnectOptions>[0] = {}): KafkaConnection {
-  const resolved = Array.isArray((options as KafkaConnectOptions).brokers) && (options as KafkaConnectOptions).clientId !== undefined
-    ? (options as KafkaConnectOptions)
-    : kafkaConnectOptions(options as Parameters<typeof kafkaConnectOptions>[0]);
-  return new KafkaConnection(resolved);
+/** A connection from flags, then the environment (see `kafkaConnectOptions`). Connects lazily, on first use. */
+export function connectKafka(flags: KafkaConnectFlags = {}, env: NodeJS.ProcessEnv = process.env): KafkaConnection {
+  return new KafkaConnection(kafkaConnectOptions(flags, env));
 }

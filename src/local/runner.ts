@@ -1,0 +1,203 @@
+/**
+ * `offsetlake run`: one long-lived process indexing every partition of every table,
+ * through the same handler the Lambda runs, fed by the event source emulator. Like
+ * Druid's Indexer: one global memory budget over all open ranges (the largest is sealed
+ * with reason `capacity` when it is exceeded), and a bound on concurrent file builds.
+ */
+import { listTables } from '../catalog/tables.js';
+import type { Engine } from '../engine.js';
+import { ownerName } from '../engine.js';
+import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../indexer/handler.js';
+import type { PartitionIndexer, RangeBuilder } from '../indexer/partition.js';
+import { kafkaSource } from '../indexer/source.js';
+import { topicPartitions } from '../kafka/topics.js';
+import { defaultEmulatorOptions, PartitionEventSource, type EmulatorOptions } from './emulator.js';
+import { limitConcurrency } from './limit.js';
+
+export interface RunnerOptions {
+  /** All open ranges together stay under this many bytes. */
+  memoryBudgetBytes: number;
+  /** File builds running at once. */
+  maxConcurrentBuilds: number;
+  /** How often idle partitions are looked at (age seals, new records, new tables). */
+  pollIntervalMs: number;
+  /** Index what is committed now, flush every open range, and stop. */
+  once: boolean;
+  emulator: Omit<EmulatorOptions, 'bootstrapServers'>;
+}
+
+export const defaultRunnerOptions: RunnerOptions = {
+  memoryBudgetBytes: 1024 * 1024 * 1024,
+  maxConcurrentBuilds: 2,
+  pollIntervalMs: 500,
+  once: false,
+  emulator: defaultEmulatorOptions,
+};
+
+export interface RunSummary {
+  events: number;
+  redelivered: number;
+  records: number;
+  rangesCommitted: number;
+  filesCommitted: number;
+  capacitySeals: number;
+}
+
+export type RunLog = (line: string) => void;
+
+export class LocalRunner {
+  private readonly runtime: IndexerRuntime;
+  /** One event source per topic partition; tables on the same topic share it. */
+  private readonly sources = new Map<string, PartitionEventSource>();
+  private readonly summary: RunSummary = { events: 0, redelivered: 0, records: 0, rangesCommitted: 0, filesCommitted: 0, capacitySeals: 0 };
+  private lastRenew = 0;
+
+  constructor(private readonly engine: Engine, build: RangeBuilder, private readonly options: RunnerOptions, private readonly log: RunLog) {
+    this.runtime = {
+      catalog: engine.catalog,
+      source: kafkaSource(engine.kafka),
+      build: limitConcurrency(options.maxConcurrentBuilds, build),
+      owner: ownerName('run'),
+      clock: Date.now,
+      indexers: new Map(),
+      releaseAfterEvent: false,
+    };
+  }
+
+  get owner(): string {
+    return this.runtime.owner;
+  }
+
+  async run(signal?: AbortSignal): Promise<RunSummary> {
+    try {
+      for (;;) {
+        await this.discover();
+        const delivered = await Promise.all([...this.sources.values()].map((source) => this.pump(source, signal)));
+        await this.tick();
+        await this.enforceBudget();
+        await this.renewLeases();
+        if (this.options.once && delivered.every((count) => count === 0)) {
+          await this.flushAll();
+          return this.summary;
+        }
+        if (signal?.aborted) return this.summary;
+        if (delivered.every((count) => count === 0)) await sleep(this.options.pollIntervalMs, signal);
+      }
+    } finally {
+      await Promise.allSettled([...this.runtime.indexers.values()].map((indexer) => indexer.release()));
+    }
+  }
+
+  /** New tables and partitions (added to a topic later) get an event source starting at their indexed end. */
+  private async discover(): Promise<void> {
+    const wanted = new Set<string>();
+    for (const table of await listTables(this.engine.catalog)) {
+      for (const partition of await topicPartitions(this.engine.kafka, table.topic)) {
+        const indexer = await indexerFor(this.runtime, table, partition);
+        const key = `${table.topic}-${partition}`;
+        wanted.add(indexer.key);
+        if (!this.sources.has(key)) {
+          const start = await this.indexedEnd(table.tableId, partition);
+          this.sources.set(key, new PartitionEventSource(table.topic, partition, start, this.runtime.source, {
+            ...this.options.emulator,
+            bootstrapServers: this.engine.config.kafkaBrokers.join(','),
+          }));
+        }
+      }
+    }
+    // A dropped table's indexers stop and give their leases back.
+    for (const [key, indexer] of this.runtime.indexers) {
+      if (!wanted.has(key)) {
+        await indexer.release().catch(() => {});
+        this.runtime.indexers.delete(key);
+      }
+    }
+  }
+
+  private async indexedEnd(tableId: bigint, partition: number): Promise<bigint> {
+    const result = await this.engine.catalog.query<{ indexed_end: bigint }>(
+      'SELECT indexed_end FROM lake_partition WHERE table_id = $1 AND partition_id = $2',
+      [tableId, partition],
+    );
+    return result.rows[0]?.indexed_end ?? 0n;
+  }
+
+  private async pump(source: PartitionEventSource, signal?: AbortSignal): Promise<number> {
+    const before = source.redelivered;
+    const count = await source.pump(async (event) => {
+      try {
+        const outcomes = await handleKafkaEvent(event, this.runtime);
+        this.summary.events += 1;
+        for (const outcome of outcomes) {
+          this.summary.rangesCommitted += outcome.rangesCommitted;
+          this.summary.filesCommitted += outcome.filesCommitted;
+        }
+      } catch (error) {
+        this.log(`${source.topic}-${source.partition}: event failed, will be delivered again: ${(error as Error).message}`);
+        throw error;
+      }
+    }, signal);
+    this.summary.records += count;
+    this.summary.redelivered += source.redelivered - before;
+    return count;
+  }
+
+  /** Idle partitions: seal ranges whose first record was read `file_window` ago. */
+  private async tick(): Promise<void> {
+    for (const indexer of this.runtime.indexers.values()) {
+      if (indexer.openBytes === 0) continue;
+      const result = await indexer.advance().catch((error) => this.failed(indexer, error));
+      if (result) this.count(result.committed);
+    }
+  }
+
+  private async enforceBudget(): Promise<void> {
+    const indexers = [...this.runtime.indexers.values()];
+    let total = indexers.reduce((sum, indexer) => sum + indexer.openBytes, 0);
+    while (total > this.options.memoryBudgetBytes) {
+      const largest = indexers.reduce((a, b) => (b.openBytes > a.openBytes ? b : a));
+      const bytes = largest.openBytes;
+      const range = await largest.flush('capacity').catch((error) => this.failed(largest, error));
+      if (range) {
+        this.summary.capacitySeals += 1;
+        this.count([range]);
+      }
+      total -= bytes;
+    }
+  }
+
+  private async renewLeases(): Promise<void> {
+    const now = Date.now();
+    const ttl = Math.min(...[...this.runtime.indexers.values()].map((indexer) => indexer.table.settings.lease_ttl));
+    if (now - this.lastRenew < ttl / 3) return;
+    this.lastRenew = now;
+    await Promise.all([...this.runtime.indexers.values()].map((indexer) => indexer.renew().catch((error) => this.failed(indexer, error))));
+  }
+
+  private async flushAll(): Promise<void> {
+    for (const indexer of this.runtime.indexers.values()) {
+      const range = await indexer.flush('flush').catch((error) => this.failed(indexer, error));
+      if (range) this.count([range]);
+    }
+  }
+
+  private count(ranges: { files: unknown[] }[]): void {
+    this.summary.rangesCommitted += ranges.length;
+    this.summary.filesCommitted += ranges.reduce((sum, range) => sum + range.files.length, 0);
+  }
+
+  private failed(indexer: PartitionIndexer, error: unknown): undefined {
+    this.log(`${indexer.table.name}/${indexer.partition}: ${(error as Error).message}`);
+    return undefined;
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((done) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      done();
+    }, { once: true });
+  });
+}
