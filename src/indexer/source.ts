@@ -9,7 +9,7 @@ export function kafkaSource(kafka: KafkaConnection): CommittedSource {
     lastStableOffset: (topic, partition) => lastStableOffset(kafka, topic, partition),
     async *read(topic, partition, from, until) {
       for await (const batch of readCommitted(kafka, topic, partition, from, until)) {
-        yield { records: batch.records.map((r) => ({ ...r, timestamp: Number(r.timestamp) })), nextOffset: batch.nextOffset };
+        yield { records: batch.records, nextOffset: batch.nextOffset };
       }
     },
   };

@@ -21,12 +21,13 @@
  * that read past them.
  */
 import type { RecordsBatch } from '@platformatic/kafka';
+import type { KafkaRecord } from '../record.js';
 import { UnsupportedRecordFormatError } from './errors.js';
 
-export interface CommittedRecord {
+/** The engine's record (timestamps in ms: the record's CreateTime, or the batch's LogAppendTime when the topic uses it), with Buffers. */
+export interface CommittedRecord extends KafkaRecord {
   offset: bigint;
-  /** Milliseconds since the epoch: the record's CreateTime, or the batch's LogAppendTime when the topic uses it. */
-  timestamp: bigint;
+  timestamp: number;
   key: Buffer | null;
   value: Buffer | null;
   /** In the record's order; names are UTF-8, as every Kafka client writes them. */
@@ -138,7 +139,7 @@ export function committedSlice(
       bytes += (record.key?.length ?? 0) + (record.value?.length ?? 0) + headerBytes;
       records.push({
         offset,
-        timestamp: logAppendTime ? batch.maxTimestamp : batch.firstTimestamp + record.timestampDelta,
+        timestamp: Number(logAppendTime ? batch.maxTimestamp : batch.firstTimestamp + record.timestampDelta),
         key: record.key,
         value: record.value,
         headers,

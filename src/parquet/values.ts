@@ -1,0 +1,144 @@
+/**
+ * Turns caller values into the one representation the writer and the statistics both
+ * see, so that a file's statistics describe exactly the bytes it holds, and so that
+ * the same logical input always reaches the writer in the same form (the writer's
+ * page sizing and dictionary choices depend on the JS representation: a string and
+ * its UTF-8 bytes would give different files).
+ *
+ * Accepted values, per kind (null or undefined is null):
+ *   int32, date      number (integer; date = days since 1970-01-01)
+ *   int64            bigint, or a safe-integer number
+ *   timestamp        bigint or safe-integer number, epoch in the column's unit
+ *   float, double    number (float is rounded to float32 here, as stored)
+ *   boolean          boolean
+ *   string, json     string (UTF-16; lone surrogates become U+FFFD) or Uint8Array of
+ *                    UTF-8 taken as is (the caller guarantees it is valid UTF-8);
+ *                    json is JSON text, never an object: the text is kept as written
+ *   binary           Uint8Array
+ *   decimal          bigint (the unscaled value), or a safe-integer number
+ *   list             array of element values;  struct  object keyed by field name
+ * Normalized: int64/timestamp/decimal → bigint, string/json → Uint8Array.
+ */
+import { type Column, type ColumnType, type FieldType, type ScalarType, validateColumns } from './schema.js';
+
+export type Row = Readonly<Record<string, unknown>>;
+export type ColumnArrays = Readonly<Record<string, ArrayLike<unknown>>>;
+export type RowData = readonly Row[] | ColumnArrays | PreparedData;
+
+/** Column arrays already normalized for `columns`; build once, encode and take statistics from it. */
+export class PreparedData {
+  constructor(
+    readonly columns: readonly Column[],
+    readonly arrays: readonly unknown[][],
+    readonly rowCount: number,
+  ) {}
+}
+
+const utf8 = new TextEncoder();
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+export function prepare(columns: readonly Column[], data: RowData): PreparedData {
+  if (data instanceof PreparedData) {
+    if (data.columns !== columns && JSON.stringify(data.columns) !== JSON.stringify(columns)) {
+      throw new Error('prepared data was built for other columns');
+    }
+    return data;
+  }
+  validateColumns(columns);
+  const rows = Array.isArray(data) ? (data as readonly Row[]) : undefined;
+  const arrays = rows ? undefined : (data as ColumnArrays);
+  let rowCount = rows ? rows.length : -1;
+  const out = columns.map((column) => {
+    const source = arrays?.[column.name];
+    if (arrays) {
+      if (!source) throw new Error(`no values given for column ${column.name}`);
+      if (rowCount === -1) rowCount = source.length;
+      else if (source.length !== rowCount) {
+        throw new Error(`column ${column.name} has ${source.length} values, other columns have ${rowCount}`);
+      }
+    }
+    const n = rows ? rows.length : source!.length;
+    const values = new Array<unknown>(n);
+    for (let i = 0; i < n; i++) {
+      const value = rows ? rows[i]![column.name] : source![i];
+      values[i] = normalizeField(column, value, column.name, i);
+    }
+    return values;
+  });
+  return new PreparedData(columns, out, Math.max(rowCount, 0));
+}
+
+function normalizeField(field: FieldType, value: unknown, path: string, row: number): unknown {
+  if (value === null || value === undefined) {
+    if (!field.nullable) throw new Error(`${path} (row ${row}) is null but the column is not nullable`);
+    return null;
+  }
+  return normalizeValue(field.type, value, path, row);
+}
+
+function normalizeValue(type: ColumnType, value: unknown, path: string, row: number): unknown {
+  if (type.kind === 'list') {
+    if (!Array.isArray(value)) throw bad(path, row, 'an array', value);
+    return value.map((element) => normalizeField(type.element, element, `${path}.element`, row));
+  }
+  if (type.kind === 'struct') {
+    if (typeof value !== 'object' || Array.isArray(value) || value instanceof Uint8Array) {
+      throw bad(path, row, 'an object', value);
+    }
+    const record = value as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const f of type.fields) out[f.name] = normalizeField(f, record[f.name], `${path}.${f.name}`, row);
+    return out;
+  }
+  return normalizeScalar(type, value, path, row);
+}
+
+function normalizeScalar(type: ScalarType, value: unknown, path: string, row: number): unknown {
+  switch (type.kind) {
+    case 'int32':
+    case 'date':
+      if (typeof value === 'number' && Number.isInteger(value) && value >= -2147483648 && value <= 2147483647) return value;
+      throw bad(path, row, 'a 32-bit integer', value);
+    case 'int64':
+    case 'timestamp': {
+      const v = toBigInt(value);
+      if (v !== undefined && v >= INT64_MIN && v <= INT64_MAX) return v;
+      throw bad(path, row, 'a 64-bit integer (bigint)', value);
+    }
+    case 'decimal': {
+      const v = toBigInt(value);
+      const limit = 10n ** BigInt(type.precision);
+      if (v !== undefined && v < limit && v > -limit) return v;
+      throw bad(path, row, `an unscaled decimal of at most ${type.precision} digits (bigint)`, value);
+    }
+    case 'float':
+      if (typeof value === 'number') return Math.fround(value);
+      throw bad(path, row, 'a number', value);
+    case 'double':
+      if (typeof value === 'number') return value;
+      throw bad(path, row, 'a number', value);
+    case 'boolean':
+      if (typeof value === 'boolean') return value;
+      throw bad(path, row, 'a boolean', value);
+    case 'string':
+    case 'json':
+      if (typeof value === 'string') return utf8.encode(value);
+      if (value instanceof Uint8Array) return value;
+      throw bad(path, row, type.kind === 'json' ? 'JSON text (string or UTF-8 bytes)' : 'a string', value);
+    case 'binary':
+      if (value instanceof Uint8Array) return value;
+      throw bad(path, row, 'bytes (Uint8Array)', value);
+  }
+}
+
+function toBigInt(value: unknown): bigint | undefined {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
+  return undefined;
+}
+
+function bad(path: string, row: number, expected: string, value: unknown): Error {
+  const got = value instanceof Uint8Array ? 'bytes' : Array.isArray(value) ? 'an array' : `${typeof value} ${String(value).slice(0, 40)}`;
+  return new Error(`${path} (row ${row}) must be ${expected}, got ${got}`);
+}
