@@ -1,4 +1,4 @@
-import type { TableSchema } from '../schema/table-schema.js';
+import { catalogColumns, type TableSchema } from '../schema/table-schema.js';
 import type { TableFormat, TableSettings } from '../settings.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 
@@ -66,11 +66,12 @@ export async function createTable(catalog: Catalog, table: NewTable, initialSche
     const row = inserted.rows[0];
     if (!row) throw new TableError(`table "${table.name}" already exists`);
     await client.query('INSERT INTO table_schema (table_id, schema_version, schema) VALUES ($1, 1, $2)', [row.table_id, JSON.stringify(initialSchema)]);
-    const columns = initialSchema.columns;
+    const columns = catalogColumns(initialSchema);
     await client.query(
-      `INSERT INTO table_column (table_id, column_id, column_name, column_type, column_order, nulls_allowed, begin_schema_version)
-       SELECT $1, id, name, type, ord, nullable, 1 FROM unnest($2::int[], $3::text[], $4::text[], $5::int[], $6::bool[]) AS c(id, name, type, ord, nullable)`,
-      [row.table_id, columns.map((c) => c.id), columns.map((c) => c.name), columns.map((c) => c.type), columns.map((_, i) => i), columns.map((c) => c.nullable)],
+      `INSERT INTO table_column (table_id, column_id, column_name, column_type, column_order, parent_column, nulls_allowed, begin_schema_version)
+       SELECT $1, id, name, type, ord, parent, nullable, 1
+       FROM unnest($2::int[], $3::text[], $4::text[], $5::int[], $6::int[], $7::bool[]) AS c(id, name, type, ord, parent, nullable)`,
+      [row.table_id, columns.map((c) => c.id), columns.map((c) => c.name), columns.map((c) => c.type), columns.map((_, i) => i), columns.map((c) => c.parent), columns.map((c) => c.nullable)],
     );
     await addPartitions(client, row.table_id, table.partitionStarts);
     return toRecord(row);

@@ -24,6 +24,7 @@ export class ChunkedWriter extends ByteWriter {
       this.chunks.push(new Uint8Array(this.buffer, 0, this.index));
       this.chunkedBytes += this.index;
     }
+    // fixed-size chunks: at most one chunk of slack, whatever the file's size
     this.buffer = new ArrayBuffer(Math.max(CHUNK_BYTES, size));
     this.view = new DataView(this.buffer);
     this.index = 0;

@@ -117,9 +117,12 @@ function scalarElement(type: ScalarType): Omit<SchemaElement, 'name'> {
     case 'string':
       return { type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' } };
     case 'json':
-      // Logical type only: hyparquet-writer re-serialises values of converted type JSON
-      // (JSON.stringify), which would not keep the record's text as it is.
-      return { type: 'BYTE_ARRAY', logical_type: { type: 'JSON' } };
+      // Logical type JSON over converted type UTF8, not JSON: hyparquet-writer
+      // re-serialises values of converted type JSON (JSON.stringify), which would not
+      // keep the record's text as it is; and without a converted type DuckDB reads the
+      // column as BLOB. So DuckDB sees VARCHAR (its ->> operators work), readers that
+      // honour logical types (Arrow, Spark) see JSON.
+      return { type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'JSON' } };
     case 'binary':
       return { type: 'BYTE_ARRAY' };
     case 'timestamp': {

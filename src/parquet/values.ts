@@ -113,10 +113,9 @@ function normalizeScalar(type: ScalarType, value: unknown, path: string, row: nu
       throw bad(path, row, `an unscaled decimal of at most ${type.precision} digits (bigint)`, value);
     }
     case 'float':
-      if (typeof value === 'number') return Math.fround(value);
-      throw bad(path, row, 'a number', value);
     case 'double':
-      if (typeof value === 'number') return value;
+      // one NaN: a NaN's payload bits are whatever produced it, and would reach the file
+      if (typeof value === 'number') return Number.isNaN(value) ? NaN : type.kind === 'float' ? Math.fround(value) : value;
       throw bad(path, row, 'a number', value);
     case 'boolean':
       if (typeof value === 'boolean') return value;

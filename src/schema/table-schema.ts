@@ -1,52 +1,59 @@
 /**
  * A table's schema: Kafka's columns first, then the value's. Versioned in the catalog;
- * a column keeps its id for life (statistics are keyed by it), new columns get new ids.
+ * a column keeps its id for life. Statistics are per primitive (leaf) column, keyed by
+ * an id too: a top-level scalar's leaf has the column's id; a nested leaf (such as
+ * `_headers.list.element.key`) gets an id of its own, recorded in `leafIds`.
  */
+import { kafkaTableColumns } from '../parquet/kafka-table.js';
+import { leaves, type Column } from '../parquet/schema.js';
 import type { TableFormat } from '../settings.js';
 
-export type ColumnType =
-  | 'int32'
-  | 'int64'
-  | 'double'
-  | 'boolean'
-  | 'string'
-  | 'json'
-  | 'binary'
-  | 'timestamp_ms'
-  /** Kafka record headers: a list of (key string, value bytes) pairs. */
-  | 'headers';
-
-export interface TableColumn {
+export interface TableColumn extends Column {
   id: number;
-  name: string;
-  type: ColumnType;
-  nullable: boolean;
 }
 
 export interface TableSchema {
   columns: TableColumn[];
+  /** Leaf path (joined with '.') → column id, for statistics. */
+  leafIds: Record<string, number>;
 }
 
-/** Every row carries these, whatever the format. */
-export const kafkaColumns: readonly TableColumn[] = [
-  { id: 0, name: '_partition', type: 'int32', nullable: false },
-  { id: 1, name: '_offset', type: 'int64', nullable: false },
-  { id: 2, name: '_timestamp', type: 'timestamp_ms', nullable: false },
-  { id: 3, name: '_key', type: 'binary', nullable: true },
-  { id: 4, name: '_headers', type: 'headers', nullable: false },
-];
-
-/**
- * The schema a table starts with. `json`: the value as JSON text when it parses, else
- * null with the reason in `_error`. `raw`: the value's bytes as they are.
- */
+/** The schema a table starts with: `kafkaTableColumns(format)`, numbered. */
 export function initialSchema(format: TableFormat): TableSchema {
-  const value: TableColumn[] =
-    format === 'json'
-      ? [
-          { id: 5, name: '_value', type: 'json', nullable: true },
-          { id: 6, name: '_error', type: 'string', nullable: true },
-        ]
-      : [{ id: 5, name: '_value', type: 'binary', nullable: true }];
-  return { columns: [...kafkaColumns, ...value] };
+  const columns = kafkaTableColumns(format).map((column, id) => ({ ...column, id }));
+  let nextId = columns.length;
+  const leafIds: Record<string, number> = {};
+  for (const leaf of leaves(columns)) {
+    const path = leaf.path.join('.');
+    leafIds[path] = leaf.path.length === 1 ? columns.find((c) => c.name === leaf.path[0])!.id : nextId++;
+  }
+  return { columns, leafIds };
+}
+
+/** Every column id with its name, type text and parent: the catalog's `table_column` rows. */
+export function catalogColumns(schema: TableSchema): { id: number; name: string; type: string; parent: number | null; nullable: boolean }[] {
+  const rows = schema.columns.map((column) => ({ id: column.id, name: column.name, type: typeName(column), parent: null as number | null, nullable: column.nullable }));
+  for (const leaf of leaves(schema.columns)) {
+    if (leaf.path.length === 1) continue;
+    const parent = schema.columns.find((c) => c.name === leaf.path[0])!;
+    rows.push({ id: schema.leafIds[leaf.path.join('.')]!, name: leaf.path.join('.'), type: typeName({ name: '', type: leaf.type, nullable: true }), parent: parent.id, nullable: true });
+  }
+  return rows;
+}
+
+/** The column's type as text, for the catalog's `table_column.column_type`. */
+export function typeName(column: Column): string {
+  const type = column.type;
+  switch (type.kind) {
+    case 'timestamp':
+      return `timestamp(${type.unit}${type.utc ? ', utc' : ''})`;
+    case 'decimal':
+      return `decimal(${type.precision}, ${type.scale})`;
+    case 'list':
+      return `list<${typeName({ name: 'element', ...type.element })}>`;
+    case 'struct':
+      return `struct<${type.fields.map((field) => `${field.name}: ${typeName(field)}`).join(', ')}>`;
+    default:
+      return type.kind;
+  }
 }

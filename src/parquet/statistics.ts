@@ -1,0 +1,151 @@
+/**
+ * Exact per-column statistics, computed by us from the very values the writer gets
+ * (values.ts), never read back from a writer's footer: writers disagree on string
+ * order, truncate bounds and drop NaN counts.
+ *
+ * One entry per primitive column, named by its Parquet path joined with "." (as in
+ * the footer's `path_in_schema`: a flat column is its name, a list's values are
+ * `col.list.element`, a struct's fields `col.field`). Counts follow Parquet's own
+ * meaning, so they agree with any engine's view of the file:
+ *   valueCount  values plus nulls of the column (for a flat column, the row count;
+ *               for a nested leaf, one per list element, and one for a null or
+ *               empty list or a null struct above it)
+ *   nullCount   of those, the ones without a value
+ *   nanCount    NaN values of float/double columns (0 for every other kind)
+ * min/max skip nulls and NaN, and are null when nothing is left. Order and text form
+ * (text is what the catalog stores) are in stat-text.ts.
+ */
+import { type Column, type ColumnType, type FieldType, leaves, type ScalarKind, type ScalarType } from './schema.js';
+import { compareBytes, statText } from './stat-text.js';
+import { prepare, type RowData } from './values.js';
+
+export interface ColumnStatistics {
+  /** Parquet path of the primitive column, joined with "." */
+  column: string;
+  valueCount: number;
+  nullCount: number;
+  nanCount: number;
+  min: string | null;
+  max: string | null;
+}
+
+type Compare = (a: never, b: never) => number;
+
+class Accumulator {
+  valueCount = 0;
+  nullCount = 0;
+  nanCount = 0;
+  min: unknown = undefined;
+  max: unknown = undefined;
+  private readonly compare: (a: unknown, b: unknown) => number;
+  private readonly floating: boolean;
+
+  constructor(readonly column: string, readonly type: ScalarType) {
+    this.compare = comparatorFor(type.kind) as (a: unknown, b: unknown) => number;
+    this.floating = type.kind === 'float' || type.kind === 'double';
+  }
+
+  add(value: unknown): void {
+    this.valueCount++;
+    if (value === null) {
+      this.nullCount++;
+      return;
+    }
+    if (this.floating && Number.isNaN(value)) {
+      this.nanCount++;
+      return;
+    }
+    if (this.min === undefined) {
+      this.min = value;
+      this.max = value;
+    } else if (this.compare(value, this.min) < 0) this.min = value;
+    else if (this.compare(value, this.max) > 0) this.max = value;
+  }
+
+  result(): ColumnStatistics {
+    const has = this.min !== undefined;
+    return {
+      column: this.column,
+      valueCount: this.valueCount,
+      nullCount: this.nullCount,
+      nanCount: this.nanCount,
+      min: has ? statText(this.type, this.min) : null,
+      max: has ? statText(this.type, this.max) : null,
+    };
+  }
+}
+
+function comparatorFor(kind: ScalarKind): Compare {
+  switch (kind) {
+    case 'int32':
+    case 'date':
+      return (a: number, b: number) => a - b;
+    case 'int64':
+    case 'timestamp':
+    case 'decimal':
+      return (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+    case 'float':
+    case 'double':
+      // -0 sorts before +0, so a zero bound tells which zero the column holds
+      return (a: number, b: number) => (a !== b ? a - b : Object.is(a, b) ? 0 : Object.is(a, -0) ? -1 : 1);
+    case 'boolean':
+      return (a: boolean, b: boolean) => Number(a) - Number(b);
+    case 'string':
+    case 'json':
+    case 'binary':
+      // unsigned byte order, which for UTF-8 is code point order (not JS's UTF-16 order)
+      return compareBytes;
+  }
+}
+
+/** Routes one field value to the accumulators of the leaves under it. */
+function feed(type: ColumnType, value: unknown, accs: Accumulator[], at: number): number {
+  if (type.kind === 'list') {
+    const width = leafCount(type.element);
+    const list = value as unknown[] | null;
+    if (list === null || list.length === 0) addNulls(accs, at, width);
+    else for (const element of list) feed(type.element.type, element, accs, at);
+    return width;
+  }
+  if (type.kind === 'struct') {
+    if (value === null) {
+      const width = type.fields.reduce((n, f) => n + leafCount(f), 0);
+      addNulls(accs, at, width);
+      return width;
+    }
+    const record = value as Record<string, unknown>;
+    let offset = at;
+    for (const f of type.fields) offset += feed(f.type, record[f.name], accs, offset);
+    return offset - at;
+  }
+  accs[at]!.add(value);
+  return 1;
+}
+
+function addNulls(accs: Accumulator[], at: number, width: number): void {
+  for (let i = at; i < at + width; i++) accs[i]!.add(null);
+}
+
+function leafCount(field: FieldType): number {
+  const { type } = field;
+  if (type.kind === 'list') return leafCount(type.element);
+  if (type.kind === 'struct') return type.fields.reduce((n, f) => n + leafCount(f), 0);
+  return 1;
+}
+
+export function columnStatistics(columns: readonly Column[], data: RowData): ColumnStatistics[] {
+  const prepared = prepare(columns, data);
+  const accs = leaves(columns).map((leaf) => new Accumulator(leaf.path.join('.'), leaf.type));
+  let at = 0;
+  prepared.columns.forEach((column, c) => {
+    const values = prepared.arrays[c]!;
+    if (column.type.kind === 'list' || column.type.kind === 'struct') {
+      for (const value of values) feed(column.type, value, accs, at);
+    } else {
+      const acc = accs[at]!;
+      for (const value of values) acc.add(value);
+    }
+    at += leafCount(column);
+  });
+  return accs.map((acc) => acc.result());
+}

@@ -1,0 +1,87 @@
+/**
+ * Files in a catalog are rebuilt with the encoder version they name, possibly years
+ * later: an encoder version must never change its output. These hashes pin
+ * `hyparquet-writer@0.17.0/v1`. If this test fails, the change (a dependency upgrade,
+ * a schema mapping, value normalization, writer options) belongs in a new encoder
+ * version in src/parquet/encoder.ts, never in an existing one.
+ */
+import { describe, expect, it } from 'vitest';
+import type { KafkaRecord } from '../../src/record.js';
+import { type Column, encodeParquet, encoders, kafkaColumnArrays, kafkaTableColumns } from '../../src/parquet/index.js';
+
+const utf8 = new TextEncoder();
+
+const kafkaRecords: KafkaRecord[] = Array.from({ length: 2_500 }, (_, i) => ({
+  offset: 10_000_000_000n + BigInt(i),
+  timestamp: 1_700_000_000_000 + i * 13,
+  key: i % 7 === 0 ? null : utf8.encode(`customer-${i % 97}`),
+  value: i % 101 === 0 ? null : utf8.encode(i % 53 === 0 ? '{"a":' : JSON.stringify({ i, kind: ['buy', 'sell', 'hold'][i % 3], note: 'ü😀'.repeat(i % 5), price: i / 8 })),
+  headers: i % 3 === 0 ? [] : [['trace-id', utf8.encode(`${i * 7919}`)], ['flag', i % 2 ? null : utf8.encode('x')]],
+}));
+
+const typed: Column[] = [
+  { name: 'i32', type: { kind: 'int32' }, nullable: true },
+  { name: 'i64', type: { kind: 'int64' }, nullable: false },
+  { name: 'f32', type: { kind: 'float' }, nullable: true },
+  { name: 'f64', type: { kind: 'double' }, nullable: true },
+  { name: 'flag', type: { kind: 'boolean' }, nullable: true },
+  { name: 'text', type: { kind: 'string' }, nullable: true },
+  { name: 'blob', type: { kind: 'binary' }, nullable: true },
+  { name: 'us', type: { kind: 'timestamp', unit: 'micros', utc: true }, nullable: true },
+  { name: 'ns', type: { kind: 'timestamp', unit: 'nanos', utc: false }, nullable: true },
+  { name: 'day', type: { kind: 'date' }, nullable: true },
+  { name: 'd9', type: { kind: 'decimal', precision: 9, scale: 2 }, nullable: true },
+  { name: 'd18', type: { kind: 'decimal', precision: 18, scale: 6 }, nullable: true },
+  { name: 'd38', type: { kind: 'decimal', precision: 38, scale: 10 }, nullable: true },
+  { name: 'nums', type: { kind: 'list', element: { type: { kind: 'int32' }, nullable: true } }, nullable: true },
+  {
+    name: 'obj',
+    type: { kind: 'struct', fields: [{ name: 'x', type: { kind: 'double' }, nullable: true }, { name: 's', type: { kind: 'string' }, nullable: false }] },
+    nullable: true,
+  },
+];
+
+const typedRows = Array.from({ length: 1_000 }, (_, i) => ({
+  i32: i % 10 === 0 ? null : i * 1_000_003 - 2 ** 30,
+  i64: 2n ** 62n - BigInt(i) * 9_999_999_967n,
+  f32: i % 17 === 0 ? NaN : i / 3,
+  f64: i % 19 === 0 ? -0 : i % 23 === 0 ? null : Math.sin(i) * 1e6,
+  flag: i % 4 === 0 ? null : i % 3 === 0,
+  text: i % 9 === 0 ? null : `row ${i} ${'\u{1F600}'.repeat(i % 3)}\uffff`,
+  blob: i % 8 === 0 ? null : Uint8Array.from({ length: i % 6 }, (_, k) => (i * 31 + k * 7) & 0xff),
+  us: BigInt(i) * 1_000_001n,
+  ns: i % 5 === 0 ? null : BigInt(i) * 1_000_000_007n,
+  day: i - 500,
+  d9: BigInt(i * 12_345 - 6_000_000),
+  d18: i % 2 ? null : BigInt(i) * 10n ** 12n + 1n,
+  d38: -(10n ** 37n) + BigInt(i) * 10n ** 30n,
+  nums: i % 6 === 0 ? null : Array.from({ length: i % 4 }, (_, k) => (k === 1 ? null : i + k)),
+  obj: i % 7 === 0 ? null : { x: i % 2 ? null : i / 7, s: `s${i % 11}` },
+}));
+
+const golden = (bytes: Uint8Array, sha: Uint8Array) => ({ byteLength: bytes.byteLength, sha256: Buffer.from(sha).toString('hex') });
+
+describe('encoder hyparquet-writer@0.17.0/v1 keeps its output', () => {
+  const v1 = encoders['hyparquet-writer@0.17.0/v1']!;
+  it('for a json table file', () => {
+    const f = encodeParquet(kafkaTableColumns('json'), kafkaColumnArrays(5, kafkaRecords, 'json'), { rowGroupRows: 1_000, encoderVersion: v1.version });
+    expect(golden(f.bytes, f.sha256)).toEqual({
+      byteLength: 83507,
+      sha256: '1147ed095be467365196bf4452e664a7e9dfa4f65d4fdfa194a35e7670387b61',
+    });
+  });
+  it('for a raw table file', () => {
+    const f = encodeParquet(kafkaTableColumns('raw'), kafkaColumnArrays(0, kafkaRecords, 'raw'), { rowGroupRows: 2_500, encoderVersion: v1.version });
+    expect(golden(f.bytes, f.sha256)).toEqual({
+      byteLength: 77662,
+      sha256: 'af524eb0353e3a31e30af4c50c5e20aaecca008ff8a6e163126fa266672e01f3',
+    });
+  });
+  it('for every column kind', () => {
+    const f = encodeParquet(typed, typedRows, { rowGroupRows: 300, encoderVersion: v1.version, keyValueMetadata: { 'offsetlake.table': 'golden' } });
+    expect(golden(f.bytes, f.sha256)).toEqual({
+      byteLength: 83094,
+      sha256: 'cae3c5f6a05ef354ccc78d6b6c607d53878da685f7c12c9e4ed29dc4899e8c52',
+    });
+  });
+});

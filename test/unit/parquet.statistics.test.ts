@@ -1,0 +1,260 @@
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { describe, expect, it } from 'vitest';
+import { type Column, type ColumnStatistics, buildDataFile, columnStatistics, decimalText, leaves, type ScalarType } from '../../src/parquet/index.js';
+
+// --- a seeded source of awkward values --------------------------------------------
+
+function prng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+function generators(rnd: () => number) {
+  const int = (n: number): number => Math.floor(rnd() * n);
+  const oneOf = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+  const u64 = (): bigint => (BigInt(int(2 ** 32)) << 32n) | BigInt(int(2 ** 32));
+  const codePoint = (): number =>
+    oneOf([() => 0x20 + int(95), () => 0x80 + int(0x700), () => 0xe000 + int(0x2000), () => 0x10000 + int(0x100000), () => 0xd800 + int(0x800)])();
+  return {
+    int32: () => oneOf([-(2 ** 31), 2 ** 31 - 1, 0, int(2 ** 32) - 2 ** 31, int(200) - 100]),
+    int64: () => oneOf([-(2n ** 63n), 2n ** 63n - 1n, 2n ** 53n + 1n, -(2n ** 53n) - 3n, BigInt.asIntN(64, u64()), BigInt(int(1000) - 500)]),
+    double: () => oneOf([NaN, -0, 0, Infinity, -Infinity, 5e-324, -Number.MAX_VALUE, (rnd() - 0.5) * 1e6, int(10) - 5]),
+    boolean: () => rnd() < 0.5,
+    // lone surrogates (0xd800..) included: they are written as U+FFFD
+    string: () => Array.from({ length: int(5) }, () => String.fromCharCode(...codePointUnits(codePoint()))).join(''),
+    binary: () => Uint8Array.from({ length: int(5) }, () => oneOf([0, 0x7f, 0x80, 0xff, int(256)])),
+    decimal: () => BigInt.asIntN(64, u64()) % 10n ** 18n,
+    nullable: <T>(gen: () => T, p = 0.15): (() => T | null) => () => (rnd() < p ? null : gen()),
+    int,
+  };
+}
+
+function codePointUnits(cp: number): number[] {
+  if (cp < 0x10000) return [cp];
+  const v = cp - 0x10000;
+  return [0xd800 + (v >> 10), 0xdc00 + (v & 0x3ff)];
+}
+
+const columns: Column[] = [
+  { name: 'i32', type: { kind: 'int32' }, nullable: true },
+  { name: 'i64', type: { kind: 'int64' }, nullable: true },
+  { name: 'f32', type: { kind: 'float' }, nullable: true },
+  { name: 'f64', type: { kind: 'double' }, nullable: true },
+  { name: 'flag', type: { kind: 'boolean' }, nullable: true },
+  { name: 'text', type: { kind: 'string' }, nullable: true },
+  { name: 'bytes', type: { kind: 'binary' }, nullable: true },
+  { name: 'at', type: { kind: 'timestamp', unit: 'micros', utc: true }, nullable: false },
+  { name: 'day', type: { kind: 'date' }, nullable: true },
+  { name: 'amount', type: { kind: 'decimal', precision: 18, scale: 4 }, nullable: true },
+  { name: 'nums', type: { kind: 'list', element: { type: { kind: 'int64' }, nullable: true } }, nullable: true },
+  {
+    name: 'obj',
+    type: {
+      kind: 'struct',
+      fields: [
+        { name: 'x', type: { kind: 'double' }, nullable: true },
+        { name: 'tags', type: { kind: 'list', element: { type: { kind: 'string' }, nullable: false } }, nullable: false },
+      ],
+    },
+    nullable: true,
+  },
+];
+
+function randomRows(n: number, seed: number): Record<string, unknown>[] {
+  const g = generators(prng(seed));
+  return Array.from({ length: n }, () => ({
+    i32: g.nullable(g.int32)(),
+    i64: g.nullable(g.int64)(),
+    f32: g.nullable(g.double)(),
+    f64: g.nullable(g.double)(),
+    flag: g.nullable(g.boolean)(),
+    text: g.nullable(g.string)(),
+    bytes: g.nullable(g.binary)(),
+    at: g.int64(),
+    day: g.nullable(() => g.int(40000) - 20000)(),
+    amount: g.nullable(g.decimal)(),
+    nums: g.nullable(() => Array.from({ length: g.int(3) }, g.nullable(g.int64)))(),
+    obj: g.nullable(() => ({ x: g.nullable(g.double)(), tags: Array.from({ length: g.int(3) }, g.string) }))(),
+  }));
+}
+
+// --- a naive model: sort everything, take the ends ---------------------------------
+
+/** Lone surrogates replaced by U+FFFD, as UTF-8 encoding does (String#toWellFormed is ES2024). */
+function wellFormed(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff) {
+      out += s[i]! + s[i + 1]!;
+      i++;
+    } else out += c >= 0xd800 && c <= 0xdfff ? '\ufffd' : s[i]!;
+  }
+  return out;
+}
+
+const codePoints = (s: string): number[] => Array.from(wellFormed(s), (c) => c.codePointAt(0)!);
+function lexical(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+
+function naiveOrder(type: ScalarType): (a: any, b: any) => number {
+  switch (type.kind) {
+    case 'string':
+    case 'json':
+      return (a: string, b: string) => lexical(codePoints(a), codePoints(b));
+    case 'binary':
+      return (a: Uint8Array, b: Uint8Array) => lexical([...a], [...b]);
+    case 'float':
+    case 'double':
+      return (a: number, b: number) => (a === b ? Number(Object.is(b, -0)) - Number(Object.is(a, -0)) : a < b ? -1 : 1);
+    default:
+      return (a: any, b: any) => (a < b ? -1 : a > b ? 1 : 0);
+  }
+}
+
+function naiveText(type: ScalarType, v: any): string {
+  if (type.kind === 'binary') return hex(v);
+  if (type.kind === 'string') return wellFormed(v);
+  if (type.kind === 'decimal') {
+    const s = (v < 0n ? -v : v).toString().padStart(type.scale + 1, '0');
+    return `${v < 0n ? '-' : ''}${s.slice(0, s.length - type.scale)}.${s.slice(s.length - type.scale)}`;
+  }
+  if (typeof v === 'number' && v === 0) return 1 / v < 0 ? '-0' : '0';
+  return String(v);
+}
+
+/** Leaf slots the Dremel way, written independently of statistics.ts. */
+function slots(type: Column['type'], value: any, out: any[][], at: number): void {
+  if (type.kind === 'list') {
+    if (value === null || value.length === 0) slots(type.element.type, null, out, at);
+    else for (const v of value) slots(type.element.type, v, out, at);
+  } else if (type.kind === 'struct') {
+    let i = at;
+    for (const f of type.fields) {
+      slots(f.type, value === null ? null : value[f.name], out, i);
+      i += leaves([f]).length;
+    }
+  } else out[at]!.push(value);
+}
+
+function naiveStatistics(cols: Column[], rows: Record<string, unknown>[]): ColumnStatistics[] {
+  const ls = leaves(cols);
+  const values: any[][] = ls.map(() => []);
+  let at = 0;
+  for (const c of cols) {
+    for (const r of rows) slots(c.type, r[c.name] ?? null, values, at);
+    at += leaves([c]).length;
+  }
+  return ls.map((leaf, i) => {
+    const type = leaf.type;
+    const all = values[i]!.map((v) => (type.kind === 'float' && v !== null ? Math.fround(v) : v));
+    const present = all.filter((v) => v !== null && !Number.isNaN(v)).sort(naiveOrder(type));
+    return {
+      column: leaf.path.join('.'),
+      valueCount: all.length,
+      nullCount: all.filter((v) => v === null).length,
+      nanCount: all.filter((v) => typeof v === 'number' && Number.isNaN(v)).length,
+      min: present.length ? naiveText(type, present[0]) : null,
+      max: present.length ? naiveText(type, present[present.length - 1]) : null,
+    };
+  });
+}
+
+// --- tests ------------------------------------------------------------------------
+
+describe('columnStatistics', () => {
+  it.each([1, 2, 3, 4, 5])('agrees with a naive sort on random rows (seed %i)', (seed) => {
+    const rows = randomRows(400, seed);
+    expect(columnStatistics(columns, rows)).toEqual(naiveStatistics(columns, rows));
+  });
+
+  it('orders strings by UTF-8 bytes, not UTF-16 code units', () => {
+    // '😀' is a surrogate pair (0xD83D…) and sorts before U+FFFF in UTF-16, after it in UTF-8
+    const [s] = columnStatistics([{ name: 's', type: { kind: 'string' }, nullable: false }], [{ s: '\uffff' }, { s: '😀' }, { s: 'z' }]);
+    expect(s).toMatchObject({ min: 'z', max: '😀' });
+  });
+
+  it('keeps int64 beyond 2^53 exact, and binary as hex', () => {
+    const cols: Column[] = [
+      { name: 'n', type: { kind: 'int64' }, nullable: false },
+      { name: 'b', type: { kind: 'binary' }, nullable: false },
+    ];
+    const stats = columnStatistics(cols, { n: [2n ** 53n + 1n, 2n ** 53n], b: [new Uint8Array([0xff]), new Uint8Array([0x00, 0xff])] });
+    expect(stats[0]).toMatchObject({ min: '9007199254740992', max: '9007199254740993' });
+    expect(stats[1]).toMatchObject({ min: '00ff', max: 'ff' });
+  });
+
+  it('handles NaN, -0 and +0 deliberately', () => {
+    const d: Column[] = [{ name: 'd', type: { kind: 'double' }, nullable: true }];
+    const one = (values: (number | null)[]) => columnStatistics(d, { d: values })[0]!;
+    expect(one([NaN, null, NaN])).toEqual({ column: 'd', valueCount: 3, nullCount: 1, nanCount: 2, min: null, max: null });
+    expect(one([0, -0])).toMatchObject({ min: '-0', max: '0' });
+    expect(one([-0])).toMatchObject({ min: '-0', max: '-0' });
+    expect(one([0, NaN, -Infinity])).toMatchObject({ min: '-Infinity', max: '0', nanCount: 1 });
+    const [f] = columnStatistics([{ name: 'f', type: { kind: 'float' }, nullable: false }], { f: [0.1] });
+    expect(f).toMatchObject({ min: '0.10000000149011612' });
+  });
+
+  it('writes decimals as exact decimal text', () => {
+    expect(decimalText(-5n, 2)).toBe('-0.05');
+    expect(decimalText(12345n, 0)).toBe('12345');
+    expect(decimalText(10n ** 30n, 4)).toBe('100000000000000000000000000.0000');
+  });
+});
+
+describe('statistics against the file itself', () => {
+  const rows = randomRows(300, 42);
+  const { file, statistics } = buildDataFile(columns, rows, { rowGroupRows: 64 });
+  const byName = new Map(statistics.map((s) => [s.column, s]));
+
+  it('match the counts of every column chunk in the footer', () => {
+    const metadata = parquetMetadata(file.footer);
+    for (const stat of statistics) {
+      const chunks = metadata.row_groups.map((g) => g.columns.find((c) => c.meta_data!.path_in_schema.join('.') === stat.column)!.meta_data!);
+      expect(chunks.reduce((n, c) => n + Number(c.num_values), 0), stat.column).toBe(stat.valueCount);
+      expect(chunks.reduce((n, c) => n + Number(c.statistics!.null_count), 0), stat.column).toBe(stat.nullCount);
+    }
+  });
+
+  it('bound every value read back, and count its nulls and NaNs', async () => {
+    const read = await parquetReadObjects({
+      file: file.bytes.slice().buffer,
+      utf8: false,
+      parsers: { timestampFromMicroseconds: (v: bigint) => v, dateFromDays: (v: number) => v },
+    });
+    expect(read).toHaveLength(rows.length);
+    for (const column of columns.filter((c) => c.type.kind !== 'list' && c.type.kind !== 'struct' && c.type.kind !== 'decimal')) {
+      const type = column.type as ScalarType;
+      const stat = byName.get(column.name)!;
+      const order = naiveOrder(type);
+      const parse = (text: string): unknown =>
+        type.kind === 'int64' || type.kind === 'timestamp' ? BigInt(text)
+        : type.kind === 'binary' ? Uint8Array.from(text.match(/../g) ?? [], (h) => parseInt(h, 16))
+        : type.kind === 'boolean' ? text === 'true'
+        : type.kind === 'string' ? text
+        : Number(text);
+      const values = read.map((r) => r[column.name]);
+      const present = values.filter((v) => v !== null && v !== undefined && !Number.isNaN(v));
+      expect(values.filter((v) => v === null || v === undefined).length, column.name).toBe(stat.nullCount);
+      expect(values.filter((v) => typeof v === 'number' && Number.isNaN(v)).length, column.name).toBe(stat.nanCount);
+      expect(stat.valueCount).toBe(rows.length);
+      const [min, max] = [parse(stat.min!), parse(stat.max!)];
+      for (const v of present) {
+        expect(order(min, v) <= 0 && order(v, max) <= 0, `${column.name}: ${String(v)} outside ${stat.min}..${stat.max}`).toBe(true);
+      }
+      // the bounds are values of the column, not merely bounds
+      expect(present.some((v) => order(v, min) === 0) && present.some((v) => order(v, max) === 0), column.name).toBe(true);
+    }
+    // nested columns come back as given (strings as well-formed text)
+    const same = (v: unknown): unknown =>
+      typeof v === 'string' ? wellFormed(v) : Array.isArray(v) ? v.map(same) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, same(x)])) : v;
+    expect(read.map((r) => same([r.nums ?? null, r.obj ?? null]))).toEqual(rows.map((r) => same([r.nums, r.obj])));
+  });
+});
