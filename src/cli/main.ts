@@ -1,6 +1,7 @@
 import { stackCommand, stackUsage } from './stack.js';
 import { tableCommand, tableUsage } from './table.js';
 import { filesCommand, inspectUsage, statusCommand } from './inspect.js';
+import { indexUsage, rebuildCommand, runCommand } from './index-commands.js';
 import { UsageError } from './output.js';
 
 const commands: Record<string, (args: string[]) => Promise<number>> = {
@@ -8,6 +9,8 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   table: tableCommand,
   files: filesCommand,
   status: statusCommand,
+  run: runCommand,
+  rebuild: rebuildCommand,
   demo: async (args) => (await import('./demo.js')).demoCommand(args),
 };
 
@@ -15,6 +18,7 @@ const usage = `usage:
 ${stackUsage}
 ${tableUsage}
 ${inspectUsage}
+${indexUsage}
 offsetlake demo`;
 
 /** Runs one command; errors become one line on stderr and a non-zero exit code. */

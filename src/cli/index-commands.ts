@@ -1,0 +1,78 @@
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { findFile } from '../catalog/catalog-files.js';
+import { findTable } from '../catalog/tables.js';
+import { rangeBuilder } from '../indexer/build.js';
+import { kafkaSource } from '../indexer/source.js';
+import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
+import { rebuildFile } from '../rebuild.js';
+import { parseBytes } from '../settings.js';
+import { withEngine } from './engine.js';
+import { printJson, progress, UsageError } from './output.js';
+
+export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--batch-size 10000] [--json]
+offsetlake rebuild NAME FILE [-o PATH] [--verify] [--json]`;
+
+const engineOptions = { 'database-url': { type: 'string' }, 'kafka-brokers': { type: 'string' }, json: { type: 'boolean' } } as const;
+
+/** `run`: every partition of every table in one process, until interrupted (or caught up, with --once). */
+export async function runCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'batch-size': { type: 'string' } },
+  });
+  const count = (flag: string, text: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
+    if (text === undefined) return fallback;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`--${flag} must be a whole number from 1 to ${max}, got "${text}"`);
+    return n;
+  };
+  const options = {
+    ...defaultRunnerOptions,
+    once: values.once ?? false,
+    memoryBudgetBytes: values.memory ? parseBytes('--memory', values.memory) : defaultRunnerOptions.memoryBudgetBytes,
+    maxConcurrentBuilds: count('builds', values.builds, defaultRunnerOptions.maxConcurrentBuilds, 64),
+    emulator: { ...defaultRunnerOptions.emulator, batchSize: count('batch-size', values['batch-size'], defaultRunnerOptions.emulator.batchSize, 10_000) },
+  };
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), options, progress);
+      progress(`indexing as ${runner.owner}${options.once ? ' until caught up' : '; Ctrl-C stops'}`);
+      return runner.run(stop.signal);
+    });
+    if (values.json) printJson(summary);
+    else process.stdout.write(`${summary.records} records in ${summary.events} events; ${summary.rangesCommitted} ranges, ${summary.filesCommitted} files committed\n`);
+    return 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** `rebuild NAME FILE`: the file's bytes from Kafka, checked against the catalog. */
+export async function rebuildCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...engineOptions, output: { type: 'string', short: 'o' }, verify: { type: 'boolean' } },
+  });
+  const [name, fileText] = positionals;
+  if (!name || !fileText) throw new UsageError(`rebuild needs a table NAME and a FILE id; usage: ${indexUsage}`);
+  if (!/^\d+$/.test(fileText)) throw new UsageError(`FILE must be a file id (a number, as \`files\` lists), got "${fileText}"`);
+  const result = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
+    const table = await findTable(engine.catalog, name);
+    const file = await findFile(engine.catalog, table.tableId, BigInt(fileText));
+    if (!file) throw new UsageError(`table ${name} has no file ${fileText}`);
+    // rebuildFile always compares size, footer and sha256; --verify reports it instead of writing bytes.
+    const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file);
+    if (values.output) writeFileSync(values.output, rebuilt.bytes);
+    return { file: fileText, records: rebuilt.records, bytes: rebuilt.bytes.byteLength, sha256: Buffer.from(rebuilt.sha256).toString('hex'), verified: true, output: values.output };
+  });
+  if (values.json) printJson(result);
+  else process.stdout.write(`file ${result.file}: ${result.records} records, ${result.bytes} bytes, sha256 ${result.sha256}: identical to the catalog${result.output ? `; written to ${result.output}` : ''}\n`);
+  return 0;
+}

@@ -1,0 +1,62 @@
+/**
+ * Rebuilding a file from Kafka: its committed records of [start_offset, end_offset) that
+ * fall in its bucket, built with its table-schema and encoder versions, give the same
+ * bytes. Size, footer and sha256 are checked before the bytes are handed out; a
+ * mismatch is an error, never silently served.
+ */
+import type { DataFile } from './catalog/catalog-files.js';
+import type { Catalog } from './catalog/db.js';
+import type { TableRecord } from './catalog/tables.js';
+import { encodeFile } from './indexer/build.js';
+import type { CommittedSource } from './indexer/partition.js';
+import { bucketOf } from './ranges/buckets.js';
+import type { KafkaRecord } from './record.js';
+import { schemaVersion } from './schema/versions.js';
+
+export class RebuildMismatchError extends Error {
+  override name = 'RebuildMismatchError';
+  constructor(readonly dataFileId: bigint, readonly differences: string[]) {
+    super(`file ${dataFileId} rebuilt from Kafka does not match the catalog: ${differences.join('; ')}`);
+  }
+}
+
+export class FileExpiredError extends Error {
+  override name = 'FileExpiredError';
+  constructor(readonly dataFileId: bigint, expiredAt: Date) {
+    super(`file ${dataFileId} expired at ${expiredAt.toISOString()}: Kafka no longer holds its offsets`);
+  }
+}
+
+export interface RebuiltFile {
+  bytes: Uint8Array;
+  sha256: Uint8Array;
+  records: number;
+}
+
+function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('hex');
+}
+
+/** The file's records as indexing saw them: committed, in its offsets, in its bucket. */
+export async function fileRecords(source: CommittedSource, table: TableRecord, file: DataFile): Promise<KafkaRecord[]> {
+  const bucket = file.bucket.getTime();
+  const records: KafkaRecord[] = [];
+  for await (const batch of source.read(table.topic, file.partition, file.startOffset, file.endOffset)) {
+    for (const record of batch.records) if (bucketOf(record.timestamp, table.settings.granularity) === bucket) records.push(record);
+  }
+  return records;
+}
+
+export async function rebuildFile(catalog: Catalog, source: CommittedSource, table: TableRecord, file: DataFile): Promise<RebuiltFile> {
+  if (file.expiredAt) throw new FileExpiredError(file.dataFileId, file.expiredAt);
+  const schema = await schemaVersion(catalog, table.tableId, file.schemaVersion);
+  const records = await fileRecords(source, table, file);
+  const built = encodeFile(table, schema, file.partition, records, file.encoderVersion).file;
+  const differences: string[] = [];
+  if (BigInt(records.length) !== file.recordCount) differences.push(`${records.length} records, the catalog has ${file.recordCount}`);
+  if (BigInt(built.byteLength) !== file.fileSizeBytes) differences.push(`${built.byteLength} bytes, the catalog has ${file.fileSizeBytes}`);
+  if (!Buffer.from(built.footer).equals(file.footer)) differences.push(`footer differs (${built.footer.byteLength} bytes, the catalog has ${file.footer.byteLength})`);
+  if (!Buffer.from(built.sha256).equals(file.sha256)) differences.push(`sha256 ${hex(built.sha256)}, the catalog has ${hex(file.sha256)}`);
+  if (differences.length > 0) throw new RebuildMismatchError(file.dataFileId, differences);
+  return { bytes: built.bytes, sha256: built.sha256, records: records.length };
+}
