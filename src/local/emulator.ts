@@ -1,8 +1,10 @@
 /**
  * A local stand-in for Lambda's Kafka event source mapping: per partition, in order, it
  * reads batches from Kafka and delivers them in the MSK event shape; a delivery that
- * throws is delivered again (after a pause) until it succeeds, and only then does the
- * partition's position move on, as the event source mapping commits consumer offsets.
+ * throws is delivered again (after a pause), and only a delivery that succeeds moves the
+ * partition's position on, as the event source mapping commits consumer offsets. After
+ * `attempts` failures the pump stops with the error; the next pump starts again from
+ * the same position.
  */
 import { toKafkaEvent, type MskEvent } from '../events/msk.js';
 import type { CommittedSource } from '../indexer/partition.js';
@@ -15,6 +17,8 @@ export interface EmulatorOptions {
   maxPayloadBytes: number;
   /** Pause before redelivering a failed event. */
   retryDelayMs: number;
+  /** Deliveries of one event per pump before the pump gives up (the event stays next). */
+  attempts: number;
   bootstrapServers: string;
 }
 
@@ -22,6 +26,7 @@ export const defaultEmulatorOptions: Omit<EmulatorOptions, 'bootstrapServers'> =
   batchSize: 10_000,
   maxPayloadBytes: 6 * 1024 * 1024,
   retryDelayMs: 1000,
+  attempts: 3,
 };
 
 export type Deliver = (event: MskEvent) => Promise<void>;
@@ -36,7 +41,9 @@ function payloadBytes(record: KafkaRecord): number {
 export class PartitionEventSource {
   /** The consumer position: the offset after the last record delivered successfully. */
   position: bigint;
+  /** Events and records delivered successfully, and redeliveries, since this source was made. */
   delivered = 0;
+  deliveredRecords = 0;
   redelivered = 0;
 
   constructor(
@@ -61,6 +68,7 @@ export class PartitionEventSource {
       await this.deliverUntilDone(event, deliver, signal);
       this.position = pending[pending.length - 1]!.offset + 1n;
       count += pending.length;
+      this.deliveredRecords += pending.length;
       pending = [];
       pendingBytes = 0;
     };
@@ -79,13 +87,13 @@ export class PartitionEventSource {
   }
 
   private async deliverUntilDone(event: MskEvent, deliver: Deliver, signal?: AbortSignal): Promise<void> {
-    for (;;) {
+    for (let attempt = 1; ; attempt += 1) {
       try {
         await deliver(event);
         this.delivered += 1;
         return;
       } catch (error) {
-        if (signal?.aborted) throw error;
+        if (signal?.aborted || attempt >= this.options.attempts) throw error;
         this.redelivered += 1;
         await new Promise((done) => setTimeout(done, this.options.retryDelayMs));
       }

@@ -51,6 +51,8 @@ export class LocalRunner {
   private readonly sources = new Map<string, PartitionEventSource>();
   private readonly summary: RunSummary = { events: 0, redelivered: 0, records: 0, rangesCommitted: 0, filesCommitted: 0, capacitySeals: 0 };
   private lastRenew = 0;
+  /** Partitions whose events failed in the current round: `once` is not done while there are any. */
+  private failedPumps = 0;
 
   constructor(private readonly engine: Engine, build: RangeBuilder, private readonly options: RunnerOptions, private readonly log: RunLog) {
     this.runtime = {
@@ -72,16 +74,18 @@ export class LocalRunner {
     try {
       for (;;) {
         await this.discover();
+        this.failedPumps = 0;
         const delivered = await Promise.all([...this.sources.values()].map((source) => this.pump(source, signal)));
         await this.tick();
         await this.enforceBudget();
         await this.renewLeases();
-        if (this.options.once && delivered.every((count) => count === 0)) {
+        const idle = delivered.every((count) => count === 0);
+        if (this.options.once && idle && this.failedPumps === 0) {
           await this.flushAll();
           return this.summary;
         }
         if (signal?.aborted) return this.summary;
-        if (delivered.every((count) => count === 0)) await sleep(this.options.pollIntervalMs, signal);
+        if (idle) await sleep(this.options.pollIntervalMs, signal);
       }
     } finally {
       await Promise.allSettled([...this.runtime.indexers.values()].map((indexer) => indexer.release()));
@@ -122,23 +126,29 @@ export class LocalRunner {
     return result.rows[0]?.indexed_end ?? 0n;
   }
 
+  /** Records delivered from one partition; a partition whose events keep failing waits for the next round. */
   private async pump(source: PartitionEventSource, signal?: AbortSignal): Promise<number> {
-    const before = source.redelivered;
-    const count = await source.pump(async (event) => {
-      try {
-        const outcomes = await handleKafkaEvent(event, this.runtime);
-        this.summary.events += 1;
-        for (const outcome of outcomes) {
-          this.summary.rangesCommitted += outcome.rangesCommitted;
-          this.summary.filesCommitted += outcome.filesCommitted;
+    const before = { redelivered: source.redelivered, records: source.deliveredRecords };
+    try {
+      await source.pump(async (event) => {
+        try {
+          const outcomes = await handleKafkaEvent(event, this.runtime);
+          this.summary.events += 1;
+          for (const outcome of outcomes) {
+            this.summary.rangesCommitted += outcome.rangesCommitted;
+            this.summary.filesCommitted += outcome.filesCommitted;
+          }
+        } catch (error) {
+          this.log(`${source.topic}-${source.partition}: event failed, will be delivered again: ${(error as Error).message}`);
+          throw error;
         }
-      } catch (error) {
-        this.log(`${source.topic}-${source.partition}: event failed, will be delivered again: ${(error as Error).message}`);
-        throw error;
-      }
-    }, signal);
+      }, signal);
+    } catch {
+      this.failedPumps += 1;
+    }
+    const count = source.deliveredRecords - before.records;
     this.summary.records += count;
-    this.summary.redelivered += source.redelivered - before;
+    this.summary.redelivered += source.redelivered - before.redelivered;
     return count;
   }
 

@@ -1,0 +1,307 @@
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { listFiles } from '../../src/catalog/catalog-files.js';
+import { findTable } from '../../src/catalog/tables.js';
+import type { Engine } from '../../src/engine.js';
+import { EventShapeError, toKafkaEvent } from '../../src/events/msk.js';
+import { rangeBuilder } from '../../src/indexer/build.js';
+import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
+import { LeaseHeldError } from '../../src/indexer/partition.js';
+import { kafkaSource } from '../../src/indexer/source.js';
+import { produce, type ProducedPartition } from '../../src/kafka/produce.js';
+import { readCommittedRange } from '../../src/kafka/read.js';
+import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
+import { resolveSettings } from '../../src/settings.js';
+import { createTableFromTopic } from '../../src/tables.js';
+import { newTopic, testEngine } from '../helpers/engine.js';
+import { checkTable } from '../helpers/verify.js';
+
+let engine: Engine;
+beforeAll(async () => {
+  engine = await testEngine('indexer');
+});
+afterAll(async () => {
+  await engine.close();
+});
+
+const hour = 3_600_000;
+const t0 = Date.UTC(2026, 10, 29, 9, 0, 0);
+let sequence = 0;
+
+function runtime(owner: string, clock: () => number = Date.now): IndexerRuntime {
+  return { catalog: engine.catalog, source: kafkaSource(engine.kafka), build: rangeBuilder(engine.catalog), owner, clock, indexers: new Map(), releaseAfterEvent: false };
+}
+
+async function table(topic: string, settings: Record<string, string>, format: 'json' | 'raw' = 'json', on: Engine = engine) {
+  sequence += 1;
+  return createTableFromTopic(on, { name: `t${sequence}_${topic.replace(/\W/g, '_')}`.slice(0, 60), topic, format, settings: resolveSettings(settings) });
+}
+
+async function reasons(tableId: bigint, on: Engine = engine): Promise<string[]> {
+  return (await listFiles(on.catalog, tableId)).map((f) => f.sealReason);
+}
+
+describe('live indexing against the real broker and Postgres', () => {
+  it('tiles every partition, puts each committed record in exactly one file, leaves aborted records in the gaps; files rebuild byte-identical with exact statistics', async () => {
+    // The runner indexes every table of its catalog: it gets a catalog of its own.
+    const engine = await testEngine('tiling');
+    onTestFinished(() => engine.close());
+    const topic = await newTopic(engine, 2, 'tiling');
+    const created = await table(topic, { file_window: '20m', granularity: 'hour' }, 'json', engine);
+    const aborted: ProducedPartition[] = [];
+    // 12 transactions over 3 hours, every third aborted; a late record (2 s before the hour its range is in); some values not JSON.
+    for (let i = 0; i < 12; i += 1) {
+      const records = Array.from({ length: 20 }, (_, j) => {
+        const late = j === 7 && i === 4;
+        return {
+          key: j % 5 === 0 ? null : `key-${j}`,
+          value: j === 11 ? `{"broken": ${i}` : JSON.stringify({ i, j, note: 'ünïcödé ✓ '.repeat(j % 3) }),
+          headers: j % 2 === 0 ? ([['source', 'test'], ['seq', String(i)]] as [string, string][]) : [],
+          partition: j % 2,
+          timestamp: late ? t0 + i * 15 * 60_000 - 2000 : t0 + i * 15 * 60_000 + j * 1000,
+        };
+      });
+      const produced = await produce(engine.kafka, topic, records, { transactionalId: `tiling-${topic}`, abort: i % 3 === 2 });
+      if (i % 3 === 2) aborted.push(...produced);
+    }
+    const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {});
+    const summary = await runner.run();
+    expect(summary.records).toBe(160);
+
+    const tableRecord = await findTable(engine.catalog, created.name);
+    const check = await checkTable(engine, tableRecord);
+    expect([...check.committedOffsets.values()].reduce((n, offsets) => n + offsets.length, 0)).toBe(160);
+
+    // Aborted records sit inside some file's offsets, never in its rows.
+    for (const { partition, firstOffset, lastOffset } of aborted) {
+      for (let offset = firstOffset; offset <= lastOffset; offset += 1n) {
+        const holder = check.files.find((f) => f.partition === partition && f.startOffset <= offset && offset < f.endOffset);
+        expect(holder, `aborted offset ${offset} of partition ${partition} is in a file's range`).toBeDefined();
+        expect(check.committedOffsets.get(partition)).not.toContain(offset);
+      }
+    }
+    // Late records become their bucket's file of the same range: some range has two files.
+    const perRange = new Map<string, number>();
+    for (const f of check.files) perRange.set(`${f.partition}:${f.startOffset}`, (perRange.get(`${f.partition}:${f.startOffset}`) ?? 0) + 1);
+    expect([...perRange.values()].some((count) => count >= 2)).toBe(true);
+    // A value that is not JSON is still a row, with its error.
+    const rows = [...check.rowsByFile.values()].flat();
+    const broken = rows.filter((row) => row._error !== null);
+    expect(broken.length).toBe(8);
+    for (const row of broken) {
+      expect(row._value).toBeNull();
+      expect(String(row._error)).toMatch(/^value is not valid JSON/);
+    }
+  });
+
+  describe('each trigger seals a range and is recorded', () => {
+    async function indexWith(settings: Record<string, string>, records: { value: string; timestamp: number }[], clock?: () => number) {
+      const topic = await newTopic(engine, 1, 'trigger');
+      const created = await table(topic, settings);
+      await produce(engine.kafka, topic, records.map((r) => ({ ...r, key: null, partition: 0 })));
+      const indexer = await indexerFor(runtime(`trigger-${topic}`, clock), await findTable(engine.catalog, created.name), 0);
+      return { indexer, created };
+    }
+
+    it('bytes: key + value + header bytes reach file_bytes', async () => {
+      const records = Array.from({ length: 10 }, (_, i) => ({ value: JSON.stringify({ i, pad: 'p'.repeat(490) }), timestamp: t0 + i }));
+      const { indexer, created } = await indexWith({ file_bytes: '1500B' }, records);
+      await indexer.advance();
+      expect(await reasons(created.tableId)).toEqual(['bytes', 'bytes', 'bytes']);
+      const files = await listFiles(engine.catalog, created.tableId);
+      expect(files.map((f) => Number(f.recordCount))).toEqual([3, 3, 3]);
+    });
+
+    it('span: max − min of record timestamps reaches file_window', async () => {
+      const records = [0, 20, 40, 10, 61, 70, 130].map((s, i) => ({ value: `{"i":${i}}`, timestamp: t0 + s * 1000 }));
+      const { indexer, created } = await indexWith({ file_window: '60s' }, records);
+      await indexer.advance();
+      const files = await listFiles(engine.catalog, created.tableId);
+      expect(files.map((f) => [f.sealReason, Number(f.recordCount)])).toEqual([['span', 4], ['span', 2]]);
+    });
+
+    it('age: the first record was read file_window ago, sealed by a tick with no new record', async () => {
+      let now = 1_000_000;
+      const records = [0, 1, 2].map((s) => ({ value: `{"s":${s}}`, timestamp: t0 + s * 1000 }));
+      const { indexer, created } = await indexWith({ file_window: '60s' }, records, () => now);
+      await indexer.advance();
+      expect(await reasons(created.tableId)).toEqual([]);
+      now += 59_999;
+      await indexer.advance();
+      expect(await reasons(created.tableId)).toEqual([]);
+      now += 1;
+      await indexer.advance();
+      expect(await reasons(created.tableId)).toEqual(['age']);
+    });
+
+    it('bucket: a record in a later granularity bucket', async () => {
+      const records = [-2000, -1000, 500, 1500].map((ms, i) => ({ value: `{"i":${i}}`, timestamp: t0 + hour + ms }));
+      const { indexer, created } = await indexWith({ granularity: 'hour' }, records);
+      await indexer.advance();
+      await indexer.flush();
+      const files = await listFiles(engine.catalog, created.tableId);
+      expect(files.map((f) => [f.sealReason, f.bucket.getTime(), Number(f.recordCount)])).toEqual([['bucket', t0, 2], ['flush', t0 + hour, 2]]);
+    });
+
+    it('flush: a manual flush seals what is open', async () => {
+      const { indexer, created } = await indexWith({}, [{ value: '{}', timestamp: t0 }]);
+      await indexer.advance();
+      expect(await reasons(created.tableId)).toEqual([]);
+      await indexer.flush();
+      expect(await reasons(created.tableId)).toEqual(['flush']);
+    });
+
+    it('capacity: the memory budget of the local runner seals the largest open range', async () => {
+      const engine = await testEngine('capacity');
+      onTestFinished(() => engine.close());
+      const topic = await newTopic(engine, 2, 'capacity');
+      const created = await table(topic, {}, 'json', engine);
+      await produce(engine.kafka, topic, Array.from({ length: 40 }, (_, i) => ({ key: null, value: JSON.stringify({ i, pad: 'c'.repeat(200) }), partition: i % 2, timestamp: t0 + i })));
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 1000, emulator: { ...defaultRunnerOptions.emulator, batchSize: 4 } }, () => {});
+      const summary = await runner.run();
+      expect(summary.capacitySeals).toBeGreaterThan(0);
+      expect(await reasons(created.tableId, engine)).toContain('capacity');
+      await checkTable(engine, await findTable(engine.catalog, created.name));
+    });
+  });
+
+  describe('starting points', () => {
+    it('a new table starts at the LSO; a partition added to the topic later starts at its LSO', async () => {
+      const topic = await newTopic(engine, 1, 'starts');
+      await produce(engine.kafka, topic, [{ key: null, value: '{"before":1}', partition: 0 }, { key: null, value: '{"before":2}', partition: 0 }]);
+      const created = await table(topic, {});
+      expect(created.partitions).toEqual([{ partition: 0, start: 2n }]);
+
+      await engine.kafka.admin().createPartitions({ topics: [{ name: topic, count: 2 }] });
+      await produce(engine.kafka, topic, [{ key: null, value: '{"p1":1}', partition: 1 }, { key: null, value: '{"p0":3}', partition: 0 }]);
+      const lsoOfNew = (await readCommittedRange(engine.kafka, topic, 1, 0n, 100n)).nextOffset;
+      await produce(engine.kafka, topic, [{ key: null, value: '{"p1":2}', partition: 1 }]);
+      const run = runtime(`starts-${topic}`);
+      // Discovery of the new partition happens when it is first indexed: at its LSO then.
+      const tableRecord = await findTable(engine.catalog, created.name);
+      const partition1 = await indexerFor(run, tableRecord, 1);
+      const rows = await engine.catalog.query('SELECT partition_id, indexed_start FROM lake_partition WHERE table_id = $1 ORDER BY partition_id', [created.tableId]);
+      expect(rows.rows).toEqual([{ partition_id: 0, indexed_start: 2n }, { partition_id: 1, indexed_start: lsoOfNew + 1n }]);
+      await produce(engine.kafka, topic, [{ key: null, value: '{"p1":3}', partition: 1 }]);
+      await partition1.advance();
+      await partition1.flush();
+      const files = await listFiles(engine.catalog, created.tableId);
+      expect(files.map((f) => [f.partition, f.startOffset, Number(f.recordCount)])).toEqual([[1, 2n, 1]]);
+    });
+  });
+
+  describe('leases', () => {
+    it('another indexer takes over after lease_ttl and goes on from indexed_end; the old one stops and drops its memory', async () => {
+      const topic = await newTopic(engine, 1, 'lease');
+      const created = await table(topic, { lease_ttl: '1s' });
+      await produce(engine.kafka, topic, Array.from({ length: 6 }, (_, i) => ({ key: null, value: `{"i":${i}}`, partition: 0, timestamp: t0 + i })));
+      const tableRecord = await findTable(engine.catalog, created.name);
+      const a = await indexerFor(runtime(`lease-a-${topic}`), tableRecord, 0);
+      const b = await indexerFor(runtime(`lease-b-${topic}`), tableRecord, 0);
+      await a.advance();
+      await a.flush();
+      await produce(engine.kafka, topic, Array.from({ length: 4 }, (_, i) => ({ key: null, value: `{"j":${i}}`, partition: 0, timestamp: t0 + 10 + i })));
+      await a.advance(); // holds 4 records in memory, uncommitted
+      await expect(b.advance()).rejects.toThrow(LeaseHeldError);
+      await new Promise((done) => setTimeout(done, 1100));
+      const taken = await b.advance();
+      expect(taken.indexedEnd).toBe(6n);
+      await b.flush();
+      // The old holder can no longer commit: it is refused, and drops what it held.
+      await expect(a.flush()).rejects.toThrow(LeaseHeldError);
+      const check = await checkTable(engine, tableRecord);
+      expect(check.files.map((f) => [f.startOffset, f.endOffset, Number(f.recordCount)])).toEqual([[0n, 6n, 6], [6n, 10n, 4]]);
+      const lease = await engine.catalog.query('SELECT lease_owner, lease_epoch FROM lake_partition WHERE table_id = $1', [created.tableId]);
+      expect(lease.rows[0]).toEqual({ lease_owner: `lease-b-${topic}`, lease_epoch: 2n });
+    });
+
+    it('a stopped indexer loses only what it held in memory: the next one resumes from indexed_end with nothing lost', async () => {
+      const topic = await newTopic(engine, 1, 'restart');
+      const created = await table(topic, { lease_ttl: '1s' });
+      await produce(engine.kafka, topic, Array.from({ length: 5 }, (_, i) => ({ key: null, value: `{"i":${i}}`, partition: 0, timestamp: t0 + i })));
+      const tableRecord = await findTable(engine.catalog, created.name);
+      const first = await indexerFor(runtime(`restart-1-${topic}`), tableRecord, 0);
+      await first.advance();
+      await first.flush();
+      await produce(engine.kafka, topic, Array.from({ length: 5 }, (_, i) => ({ key: null, value: `{"i":${5 + i}}`, partition: 0, timestamp: t0 + 5 + i })));
+      await first.advance(); // 5 records in memory; then the process "dies" without releasing its lease
+      await new Promise((done) => setTimeout(done, 1100));
+      const second = await indexerFor(runtime(`restart-2-${topic}`), tableRecord, 0);
+      await second.advance();
+      await second.flush();
+      const check = await checkTable(engine, tableRecord);
+      expect(check.committedOffsets.get(0)).toHaveLength(10);
+    });
+  });
+
+  describe('the MSK handler', () => {
+    async function twoTopicsWithTheSameRecords() {
+      const records = Array.from({ length: 30 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ i }), partition: 0, timestamp: t0 + i * 5 * 60_000 }));
+      const clean = await newTopic(engine, 1, 'clean');
+      const messy = await newTopic(engine, 1, 'messy');
+      const cleanTable = await table(clean, { file_window: '10h' });
+      const messyTable = await table(messy, { file_window: '10h' });
+      await produce(engine.kafka, clean, records);
+      await produce(engine.kafka, messy, records);
+      return { clean, messy, cleanTable, messyTable };
+    }
+
+    async function eventOf(topic: string, from: bigint, until: bigint) {
+      const read = await readCommittedRange(engine.kafka, topic, 0, from, until);
+      return toKafkaEvent([{ topic, partition: 0, records: read.records }], engine.config.kafkaBrokers.join(','));
+    }
+
+    it('the same event twice, overlapping events and an event after a gap end with the same catalog as one clean pass', async () => {
+      const { clean, messy, cleanTable, messyTable } = await twoTopicsWithTheSameRecords();
+      const cleanRun = runtime(`clean-${clean}`);
+      await handleKafkaEvent(await eventOf(clean, 0n, 30n), cleanRun);
+      await (await indexerFor(cleanRun, await findTable(engine.catalog, cleanTable.name), 0)).flush();
+
+      const messyRun = runtime(`messy-${messy}`);
+      const first = await eventOf(messy, 0n, 12n);
+      await handleKafkaEvent(first, messyRun);
+      await handleKafkaEvent(first, messyRun); // redelivered
+      await handleKafkaEvent(await eventOf(messy, 8n, 16n), messyRun); // overlaps
+      await handleKafkaEvent(await eventOf(messy, 24n, 30n), messyRun); // after a gap: 16..23 read from Kafka
+      await handleKafkaEvent(await eventOf(messy, 20n, 26n), messyRun); // old, late redelivery
+      await (await indexerFor(messyRun, await findTable(engine.catalog, messyTable.name), 0)).flush();
+
+      const shape = async (tableId: bigint) =>
+        (await listFiles(engine.catalog, tableId)).map((f) => [f.startOffset, f.endOffset, f.bucket.getTime(), f.recordCount, f.sealReason, Buffer.from(f.sha256).toString('hex')]);
+      const want = await shape(cleanTable.tableId);
+      expect(want.length).toBeGreaterThanOrEqual(3);
+      expect(await shape(messyTable.tableId)).toEqual(want);
+      await checkTable(engine, await findTable(engine.catalog, messyTable.name));
+    });
+
+    it('refuses a malformed event with a clear error and changes nothing', async () => {
+      const topic = await newTopic(engine, 1, 'malformed');
+      const created = await table(topic, {});
+      const run = runtime(`malformed-${topic}`);
+      const bad = { eventSource: 'aws:kafka', records: { [`${topic}-0`]: [{ topic, partition: 0, offset: 'seven', timestamp: 1 }] } };
+      await expect(handleKafkaEvent(bad, run)).rejects.toThrow(EventShapeError);
+      await expect(handleKafkaEvent(bad, run)).rejects.toThrow(`records["${topic}-0"][0].offset: expected a non-negative integer, got "seven"`);
+      expect(await listFiles(engine.catalog, created.tableId)).toEqual([]);
+    });
+
+    it('throws, so the batch is retried, while another indexer holds the partition', async () => {
+      const topic = await newTopic(engine, 1, 'held');
+      const created = await table(topic, {});
+      await produce(engine.kafka, topic, [{ key: null, value: '{}', partition: 0, timestamp: t0 }]);
+      const holder = await indexerFor(runtime(`holder-${topic}`), await findTable(engine.catalog, created.name), 0);
+      await holder.advance();
+      await expect(handleKafkaEvent(await eventOf(topic, 0n, 1n), runtime(`other-${topic}`))).rejects.toThrow(LeaseHeldError);
+    });
+  });
+
+  it('raw tables keep the value bytes as they are', async () => {
+    const topic = await newTopic(engine, 1, 'raw');
+    const created = await table(topic, {}, 'raw');
+    await produce(engine.kafka, topic, [{ key: null, value: Buffer.from([0, 255, 1, 2]), partition: 0, timestamp: t0 }]);
+    const indexer = await indexerFor(runtime(`raw-${topic}`), await findTable(engine.catalog, created.name), 0);
+    await indexer.advance();
+    await indexer.flush();
+    const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+    const [row] = [...check.rowsByFile.values()].flat();
+    expect(Array.from(row!._value as Uint8Array)).toEqual([0, 255, 1, 2]);
+  });
+});
