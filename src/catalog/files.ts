@@ -77,7 +77,8 @@ export async function commitRanges(catalog: Catalog, lease: Lease, ranges: reado
     }
     // A commit is proof of life: it renews the lease in the same statement that moves the end.
     await client.query(
-      `UPDATE lake_partition SET indexed_end = $3, lease_expires_at = now() + make_interval(secs => $4::double precision / 1000)
+      `UPDATE lake_partition SET indexed_end = $3, lease_expires_at = now() + make_interval(secs => $4::double precision / 1000),
+         open_range_bytes = 0, open_range_records = 0, open_range_since = NULL
        WHERE table_id = $1 AND partition_id = $2`,
       [lease.tableId, lease.partition, indexedEnd, leaseTtlMs],
     );

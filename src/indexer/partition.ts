@@ -118,6 +118,7 @@ export class PartitionIndexer {
       this.sealer = new RangeSealer(
         { fileBytes: this.table.settings.file_bytes, fileWindowMs: this.table.settings.file_window, granularity: this.table.settings.granularity },
         lease.indexedEnd,
+        lease.openRangeSince?.getTime(),
       );
     }
     this.lease = lease;

@@ -70,8 +70,12 @@ export class RangeSealer {
   /** Where the next range starts: the end of the last sealed one (or the starting position). */
   private unsealedFrom: bigint;
 
-  /** `position`: where reading starts, the partition's `indexed_end` (or a chunk's start). */
-  constructor(readonly rules: SealingRules, position: bigint) {
+  /**
+   * `position`: where reading starts, the partition's `indexed_end` (or a chunk's start).
+   * `earlierReadAt`: when an earlier reader first read the range that starts there (it held
+   * it in memory and is gone); the age trigger counts from then, not from this re-read.
+   */
+  constructor(readonly rules: SealingRules, position: bigint, private earlierReadAt?: number) {
     this.next = position;
     this.unsealedFrom = position;
   }
@@ -153,8 +157,9 @@ export class RangeSealer {
       minTimestamp: record.timestamp,
       maxTimestamp: record.timestamp,
       maxBucket: bucket,
-      firstReadAt: now,
+      firstReadAt: this.earlierReadAt !== undefined && this.earlierReadAt < now ? this.earlierReadAt : now,
     });
+    this.earlierReadAt = undefined;
     open.records.push(record);
     open.bytes += recordBytes(record);
     if (record.timestamp < open.minTimestamp) open.minTimestamp = record.timestamp;

@@ -6,6 +6,7 @@ import { EventShapeError, toKafkaEvent } from '../../src/events/msk.js';
 import { rangeBuilder } from '../../src/indexer/build.js';
 import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
 import { LeaseHeldError } from '../../src/indexer/partition.js';
+import { tickIdlePartitions } from '../../src/indexer/tick.js';
 import { kafkaSource } from '../../src/indexer/source.js';
 import { produce, type ProducedPartition } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
@@ -291,6 +292,26 @@ describe('live indexing against the real broker and Postgres', () => {
       await holder.advance();
       await expect(handleKafkaEvent(await eventOf(topic, 0n, 1n), runtime(`other-${topic}`))).rejects.toThrow(LeaseHeldError);
     });
+  });
+
+  it('serverless: an open range left behind by a Lambda instance is sealed by the idle tick of another, counting from its first read', async () => {
+    const topic = await newTopic(engine, 1, 'tick');
+    const created = await table(topic, { file_window: '60s' });
+    await produce(engine.kafka, topic, [0, 1, 2].map((i) => ({ key: null, value: `{"i":${i}}`, partition: 0, timestamp: t0 + i })));
+    let now = Date.now();
+    const lambda = (owner: string): IndexerRuntime => ({ ...runtime(owner, () => now), releaseAfterEvent: true });
+    const event = toKafkaEvent([{ topic, partition: 0, records: (await readCommittedRange(engine.kafka, topic, 0, 0n, 3n)).records }], 'local');
+    await handleKafkaEvent(event, lambda(`instance-a-${topic}`));
+    const reported = await engine.catalog.query('SELECT open_range_records, lease_expires_at <= now() AS free FROM lake_partition WHERE table_id = $1', [created.tableId]);
+    expect(reported.rows[0]).toEqual({ open_range_records: 3n, free: true });
+
+    now += 30_000;
+    expect(await tickIdlePartitions(lambda(`tick-1-${topic}`))).toEqual([]);
+    now += 30_000;
+    const ticked = await tickIdlePartitions(lambda(`tick-2-${topic}`));
+    expect(ticked.map((o) => [o.partition, o.rangesCommitted])).toEqual([[0, 1]]);
+    expect(await reasons(created.tableId)).toEqual(['age']);
+    await checkTable(engine, await findTable(engine.catalog, created.name));
   });
 
   it('raw tables keep the value bytes as they are', async () => {

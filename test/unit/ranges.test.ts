@@ -54,6 +54,16 @@ describe('RangeSealer: each trigger', () => {
     expect(sealer.tick(1_000_000)).toBeUndefined();
   });
 
+  it('age: a range read again after its reader was gone counts from when it was first read', () => {
+    const sealer = new RangeSealer(rules, 10n, 5_000);
+    sealer.push([record(10, t0)], 11n, 60_000);
+    expect(sealer.openSince).toBe(5_000);
+    expect(sealer.tick(65_000)).toMatchObject({ reason: 'age', startOffset: 10n, endOffset: 11n });
+    // Only the range that started there had an earlier reader: the next one counts from now.
+    sealer.push([record(11, t0)], 12n, 70_000);
+    expect(sealer.openSince).toBe(70_000);
+  });
+
   it('age: a record read after the window opens the next range', () => {
     const sealer = new RangeSealer(rules, 0n);
     sealer.push([record(0, t0)], 1n, 0);
