@@ -15,6 +15,11 @@ const options = {
   'kafka-brokers': { type: 'string' },
 } as const;
 
+/** `_timestamp` statistics are epoch milliseconds as text. */
+function isoTime(millis: string): string {
+  return new Date(Number(millis)).toISOString().replace('.000Z', 'Z');
+}
+
 function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString('hex');
 }
@@ -43,7 +48,7 @@ export async function filesCommand(args: string[]): Promise<number> {
         rows: f.recordCount,
         bytes: f.fileSizeBytes,
         sealed: f.sealReason,
-        timestamps: ts ? `${ts.min} .. ${ts.max}` : undefined,
+        timestamps: ts?.min && ts.max ? `${isoTime(ts.min)} .. ${isoTime(ts.max)}` : undefined,
         sha256: hex(f.sha256).slice(0, 12),
         expired: f.expiredAt ?? undefined,
       };
