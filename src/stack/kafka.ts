@@ -3,14 +3,13 @@
  * broker and controller, its jars fetched from Maven Central by `mvn` and run by `java`
  * directly (no distribution tarball: Maven Central is the only place we can fetch from).
  */
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Admin } from '@platformatic/kafka';
+import { findJava, runLogged } from './java.js';
 import {
   DaemonStartError,
-  MissingPrerequisiteError,
   logFile,
   portAnswers,
   requireCommand,
@@ -51,31 +50,6 @@ function libsDir(config: StackConfig): string {
 
 /** Written last into a fetched libs folder: its absence means the fetch did not finish. */
 const completeMarker = '.complete';
-
-/** `java` of JAVA_HOME, else of PATH; checked for Java 17+, which Kafka 4 requires. */
-function java(): string {
-  const command = process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
-  // requireCommand cannot say which version it found, so probe once here: `version "17.0.15"`, or `version "1.8.0_392"` up to Java 8.
-  const probe = spawnSync(command, ['-version'], { encoding: 'utf8' });
-  const [, first, second] = /version "(\d+)(?:\.(\d+))?/.exec(probe.error ? '' : probe.stderr) ?? [];
-  if (first === undefined) throw new MissingPrerequisiteError(`Java 17+ (${command})`, javaHint);
-  const major = Number(first === '1' ? second : first);
-  if (major < 17) throw new MissingPrerequisiteError(`Java 17+ (${command} is Java ${major})`, javaHint);
-  return command;
-}
-
-/** Runs a command to its end with its output appended to `log`; unless it exits 0, throws an error that points at the log. */
-function runLogged(failure: string, command: string, args: string[], options: { log: string; timeoutMs: number; cwd?: string }): void {
-  const out = openSync(options.log, 'a');
-  try {
-    const result = spawnSync(command, args, { cwd: options.cwd, stdio: ['ignore', out, out], timeout: options.timeoutMs });
-    if (result.error || result.status !== 0) {
-      throw new DaemonStartError(`${failure} (${result.error?.message ?? `exit ${result.status}`}); see ${options.log}`);
-    }
-  } finally {
-    closeSync(out);
-  }
-}
 
 function pom(): string {
   const dependency = (group: string, artifact: string, version: string, exclusions = '') =>
@@ -257,7 +231,7 @@ export const kafkaService: Service = {
       await waitReady(config, port, already);
       return running(config, already, port);
     }
-    const javaCommand = java();
+    const javaCommand = findJava(17, javaHint);
     const classpath = join(fetchJars(config, progress), '*');
     for (const [port, variable] of [
       [config.kafkaPort, 'OFFSETLAKE_KAFKA_PORT'],

@@ -4,11 +4,11 @@
  * live and die with the records whose ids point at them. Fetched from Maven Central by `mvn`.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { findJava } from './java.js';
 import {
   DaemonStartError,
-  MissingPrerequisiteError,
   logFile,
   portAnswers,
   requireCommand,
@@ -45,24 +45,6 @@ function registryHome(config: StackConfig): string {
 /** Shared by every checkout, so a second checkout starts without fetching. */
 function appDir(config: StackConfig): string {
   return join(config.paths.cache, `apicurio-registry-${registryVersion}`);
-}
-
-function javaMajor(command: string): number {
-  const probe = spawnSync(command, ['-version'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0) return 0;
-  // `version "25.0.3"`, or `version "1.8.0_392"` for Java 8 and older.
-  const [, first, second] = /version "(\d+)(?:\.(\d+))?/.exec(probe.stderr) ?? [];
-  return Number(first === '1' ? second : first) || 0;
-}
-
-/** The default `java` may be a Java 17 that suits Kafka but not the registry, so the JDKs beside it are tried too. */
-function java(): string {
-  const jvmRoot = '/usr/lib/jvm';
-  const installed = existsSync(jvmRoot) ? readdirSync(jvmRoot).map((dir) => join(jvmRoot, dir, 'bin', 'java')) : [];
-  const candidates = [...(process.env.JAVA_HOME ? [join(process.env.JAVA_HOME, 'bin', 'java')] : []), 'java', ...installed];
-  const found = candidates.find((command) => javaMajor(command) >= minJava);
-  if (found === undefined) throw new MissingPrerequisiteError(`Java ${minJava}+`, javaHint);
-  return found;
 }
 
 /** Unpacks into a scratch folder renamed into place, so a fetch cut short is never mistaken for a complete one. */
@@ -163,7 +145,7 @@ export const registryService: Service = {
       await waitReady(config, port, already);
       return running(config, already, port);
     }
-    const javaCommand = java();
+    const javaCommand = findJava(minJava, javaHint);
     const app = fetchRegistry(config, progress);
     if (await portAnswers(config.host, config.registryPort)) {
       throw new DaemonStartError(`port ${config.registryPort} on ${config.host} is taken; set OFFSETLAKE_REGISTRY_PORT to another port`);
