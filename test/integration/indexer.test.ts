@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { listFiles } from '../../src/catalog/catalog-files.js';
+import { openCatalog } from '../../src/catalog/db.js';
 import { findTable } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/engine.js';
 import { EventShapeError, toKafkaEvent } from '../../src/events/msk.js';
@@ -282,6 +283,17 @@ describe('live indexing against the real broker and Postgres', () => {
       await expect(handleKafkaEvent(bad, run)).rejects.toThrow(EventShapeError);
       await expect(handleKafkaEvent(bad, run)).rejects.toThrow(`records["${topic}-0"][0].offset: expected a non-negative integer, got "seven"`);
       expect(await listFiles(engine.catalog, created.tableId)).toEqual([]);
+    });
+
+    it('throws, so the batch is retried, when the catalog cannot be reached', async () => {
+      const topic = await newTopic(engine, 1, 'nodb');
+      await produce(engine.kafka, topic, [{ key: null, value: '{}', partition: 0, timestamp: t0 }]);
+      const unreachable = openCatalog('postgres://offsetlake:wrong@127.0.0.1:1/offsetlake', 1);
+      try {
+        await expect(handleKafkaEvent(await eventOf(topic, 0n, 1n), { ...runtime(`nodb-${topic}`), catalog: unreachable })).rejects.toThrow(/ECONNREFUSED/);
+      } finally {
+        await unreachable.end();
+      }
     });
 
     it('throws, so the batch is retried, while another indexer holds the partition', async () => {
