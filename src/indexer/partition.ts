@@ -49,6 +49,8 @@ export interface AdvanceResult {
 export class PartitionIndexer {
   private lease: Lease | undefined;
   private sealer: RangeSealer | undefined;
+  /** Calls run one at a time: a flush for capacity must not commit between a read's seal and its commit. */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(readonly table: TableRecord, readonly partition: number, private readonly deps: PartitionIndexerDeps) {}
 
@@ -64,8 +66,18 @@ export class PartitionIndexer {
     return this.lease;
   }
 
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.turn.then(work, work);
+    this.turn = result.catch(() => {});
+    return result;
+  }
+
   /** Reads the partition's committed records up to `until` (capped at the LSO), seals and commits what is due. */
-  async advance(until?: bigint): Promise<AdvanceResult> {
+  advance(until?: bigint): Promise<AdvanceResult> {
+    return this.exclusive(() => this.advanceNow(until));
+  }
+
+  private async advanceNow(until?: bigint): Promise<AdvanceResult> {
     const sealer = await this.takeLease();
     const lso = await this.deps.source.lastStableOffset(this.table.topic, this.partition);
     const target = until === undefined || until > lso ? lso : until;
@@ -82,21 +94,25 @@ export class PartitionIndexer {
   }
 
   /** Seals and commits the open range now (manual flush, capacity). */
-  async flush(reason: Extract<SealReason, 'flush' | 'capacity'> = 'flush'): Promise<SealedRange | undefined> {
-    const sealer = await this.takeLease();
-    const range = sealer.flush(reason);
-    if (range) await this.commit([range]);
-    return range;
+  flush(reason: Extract<SealReason, 'flush' | 'capacity'> = 'flush'): Promise<SealedRange | undefined> {
+    return this.exclusive(async () => {
+      const sealer = await this.takeLease();
+      const range = sealer.flush(reason);
+      if (range) await this.commit([range]);
+      return range;
+    });
   }
 
   /**
    * Lets another indexer take the partition without waiting for `lease_ttl`; this one
    * keeps its open range and re-checks on the next call whether it is still valid.
    */
-  async release(): Promise<void> {
-    if (!this.lease) return;
-    await this.renew();
-    if (this.lease) await releaseLease(this.deps.catalog, this.lease);
+  release(): Promise<void> {
+    return this.exclusive(async () => {
+      if (!this.lease) return;
+      await this.renewNow();
+      if (this.lease) await releaseLease(this.deps.catalog, this.lease);
+    });
   }
 
   /** Drops everything held in memory: the open range is read again from `indexed_end`. */
@@ -141,7 +157,11 @@ export class PartitionIndexer {
   }
 
   /** Renews the lease in the background of a long-lived process; a lost lease drops memory at once. */
-  async renew(): Promise<void> {
+  renew(): Promise<void> {
+    return this.exclusive(() => this.renewNow());
+  }
+
+  private async renewNow(): Promise<void> {
     if (!this.lease) return;
     try {
       this.lease = await renewLease(this.deps.catalog, this.lease, this.table.settings.lease_ttl, {

@@ -77,7 +77,6 @@ export class LocalRunner {
         this.failedPumps = 0;
         const delivered = await Promise.all([...this.sources.values()].map((source) => this.pump(source, signal)));
         await this.tick();
-        await this.enforceBudget();
         await this.renewLeases();
         const idle = delivered.every((count) => count === 0);
         if (this.options.once && idle && this.failedPumps === 0) {
@@ -138,6 +137,8 @@ export class LocalRunner {
             this.summary.rangesCommitted += outcome.rangesCommitted;
             this.summary.filesCommitted += outcome.filesCommitted;
           }
+          // A backlog arrives as many events in one pump: the budget holds after each of them.
+          await this.enforceBudget();
         } catch (error) {
           this.log(`${source.topic}-${source.partition}: event failed, will be delivered again: ${(error as Error).message}`);
           throw error;
