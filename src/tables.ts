@@ -1,4 +1,4 @@
-import { createTable, type TableRecord } from './catalog/tables.js';
+import { checkTableName, checkTopicName, createTable, type TableRecord } from './catalog/tables.js';
 import type { Engine } from './engine.js';
 import { lastStableOffsets } from './kafka/offsets.js';
 import { topicPartitions } from './kafka/topics.js';
@@ -18,6 +18,9 @@ export async function createTableFromTopic(
   engine: Engine,
   spec: { name: string; topic: string; format: TableFormat; settings: TableSettings },
 ): Promise<CreatedTable> {
+  // A bad name is refused before anything is asked of Kafka.
+  checkTableName(spec.name);
+  checkTopicName(spec.topic);
   const partitions = await topicPartitions(engine.kafka, spec.topic);
   const starts = await lastStableOffsets(engine.kafka, partitions.map((partition) => ({ topic: spec.topic, partition })));
   const partitionStarts = new Map(partitions.map((partition, i) => [partition, starts[i]!]));

@@ -6,11 +6,11 @@ import { rangeBuilder } from '../indexer/build.js';
 import { kafkaSource } from '../indexer/source.js';
 import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
 import { rebuildFile } from '../rebuild.js';
-import { parseBytes } from '../settings.js';
+import { parseBytes, parseDuration } from '../settings.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';
 
-export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--batch-size 10000] [--json]
+export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--batch-size 10000] [--batch-window 500ms] [--json]
 offsetlake rebuild NAME FILE [-o PATH] [--verify] [--json]`;
 
 const engineOptions = { 'database-url': { type: 'string' }, 'kafka-brokers': { type: 'string' }, json: { type: 'boolean' } } as const;
@@ -19,7 +19,7 @@ const engineOptions = { 'database-url': { type: 'string' }, 'kafka-brokers': { t
 export async function runCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'batch-size': { type: 'string' } },
+    options: { ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'batch-size': { type: 'string' }, 'batch-window': { type: 'string' } },
   });
   const count = (flag: string, text: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
     if (text === undefined) return fallback;
@@ -32,6 +32,8 @@ export async function runCommand(args: string[]): Promise<number> {
     once: values.once ?? false,
     memoryBudgetBytes: values.memory ? parseBytes('--memory', values.memory) : defaultRunnerOptions.memoryBudgetBytes,
     maxConcurrentBuilds: count('builds', values.builds, defaultRunnerOptions.maxConcurrentBuilds, 64),
+    // Like the event source mapping's batching window: how long records may wait to be delivered.
+    pollIntervalMs: values['batch-window'] ? parseDuration('--batch-window', values['batch-window']) : defaultRunnerOptions.pollIntervalMs,
     emulator: { ...defaultRunnerOptions.emulator, batchSize: count('batch-size', values['batch-size'], defaultRunnerOptions.emulator.batchSize, 10_000) },
   };
   const stop = new AbortController();
