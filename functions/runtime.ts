@@ -8,20 +8,41 @@ import { ownerName } from '../src/engine.js';
 import type { IndexerRuntime } from '../src/indexer/handler.js';
 import { rangeBuilder } from '../src/indexer/build.js';
 import { kafkaSource } from '../src/indexer/source.js';
-import { connectKafka } from '../src/kafka/connect.js';
+import type { Catalog } from '../src/catalog/db.js';
+import { connectKafka, type KafkaConnection } from '../src/kafka/connect.js';
+import { databaseUrl, kafkaSecurity } from './connections.js';
 
 let runtime: Promise<IndexerRuntime> | undefined;
+let services: Promise<LambdaServices> | undefined;
 
-async function start(bootstrapServers: string | undefined): Promise<IndexerRuntime> {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) throw new Error('DATABASE_URL is not set: the indexer needs the catalog');
-  const catalog = openCatalog(databaseUrl, 2);
+/** The catalog (migrated) and Kafka, shared by every entry of one instance. */
+export interface LambdaServices {
+  catalog: Catalog;
+  kafka: KafkaConnection;
+}
+
+async function connect(bootstrapServers: string | undefined): Promise<LambdaServices> {
+  const catalog = openCatalog(await databaseUrl(), 2);
   await migrateCatalog(catalog);
   const brokers = process.env.KAFKA_BROKERS ?? bootstrapServers;
   if (!brokers) throw new Error('KAFKA_BROKERS is not set and the event names no bootstrap servers');
+  return { catalog, kafka: connectKafka({ brokers, ...(await kafkaSecurity()) }) };
+}
+
+/** The instance's catalog and Kafka, made on first use; a failed start is retried by the next invocation. */
+export function lambdaServices(bootstrapServers?: string): Promise<LambdaServices> {
+  services ??= connect(bootstrapServers).catch((error: unknown) => {
+    services = undefined;
+    throw error;
+  });
+  return services;
+}
+
+async function start(bootstrapServers: string | undefined): Promise<IndexerRuntime> {
+  const { catalog, kafka } = await lambdaServices(bootstrapServers);
   return {
     catalog,
-    source: kafkaSource(connectKafka({ brokers })),
+    source: kafkaSource(kafka),
     build: rangeBuilder(catalog),
     owner: ownerName('lambda'),
     clock: Date.now,

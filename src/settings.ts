@@ -6,7 +6,8 @@
 
 export type Granularity = 'minute' | 'hour' | 'day';
 export type History = { kind: 'all' } | { kind: 'none' } | { kind: 'since'; since: string };
-export type TableFormat = 'json' | 'raw';
+/** json: `_value` is checked JSON text; raw: bytes as they are; the rest: decoded with the Schema Registry. */
+export type TableFormat = 'json' | 'raw' | 'avro' | 'protobuf' | 'json-schema';
 
 export interface TableSettings {
   /** A range seals when its key + value + header bytes reach this. */
@@ -38,7 +39,7 @@ export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSetti
 });
 
 export const settingNames = Object.keys(defaultSettings) as (keyof TableSettings)[];
-export const tableFormats: readonly TableFormat[] = ['json', 'raw'];
+export const tableFormats: readonly TableFormat[] = ['avro', 'protobuf', 'json-schema', 'json', 'raw'];
 export const granularities: readonly Granularity[] = ['minute', 'hour', 'day'];
 
 export class SettingError extends Error {

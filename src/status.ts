@@ -20,6 +20,8 @@ export interface PartitionStatus {
   waitingReason: string | null;
   files: bigint;
   expiredFiles: bigint;
+  /** Rows of its live files with `_error` set (undecodable values, wrong magic bytes, unknown schemas, invalid JSON). */
+  errorRows: bigint;
   backfillCursor: bigint | null;
   backfillTarget: bigint | null;
   earliestOffset: bigint | null;
@@ -40,6 +42,7 @@ interface Row {
   waiting_reason: string | null;
   files: bigint;
   expired_files: bigint;
+  error_rows: bigint;
   backfill_cursor: bigint | null;
   backfill_target: bigint | null;
   earliest_offset: bigint | null;
@@ -51,7 +54,12 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
             coalesce(p.lease_expires_at > now(), false) AS lease_live, p.open_range_bytes, p.open_range_records,
             p.open_range_since, p.waiting_reason, p.backfill_cursor, p.backfill_target, p.earliest_offset,
             (SELECT count(*) FROM data_file f WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NULL) AS files,
-            (SELECT count(*) FROM data_file f WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NOT NULL) AS expired_files
+            (SELECT count(*) FROM data_file f WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NOT NULL) AS expired_files,
+            (SELECT coalesce(sum(s.value_count - s.null_count), 0)::bigint
+               FROM data_file f JOIN file_column_stats s USING (data_file_id)
+               JOIN table_column c ON c.table_id = f.table_id AND c.column_id = s.column_id AND c.column_name = '_error' AND c.parent_column IS NULL
+                 AND c.begin_schema_version <= f.schema_version AND (c.end_schema_version IS NULL OR c.end_schema_version > f.schema_version)
+              WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NULL) AS error_rows
      FROM lake_partition p JOIN lake_table t USING (table_id)
      WHERE t.dropped_at IS NULL AND ($1::text IS NULL OR t.table_name = $1)
      ORDER BY t.table_name, p.partition_id`,
@@ -81,6 +89,7 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
       waitingReason: row.waiting_reason,
       files: row.files,
       expiredFiles: row.expired_files,
+      errorRows: row.error_rows,
       backfillCursor: row.backfill_cursor,
       backfillTarget: row.backfill_target,
       earliestOffset: row.earliest_offset,

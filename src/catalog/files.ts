@@ -55,9 +55,11 @@ export interface CommitResult {
  */
 export async function commitRanges(catalog: Catalog, lease: Lease, ranges: readonly NewRange[], leaseTtlMs: number): Promise<CommitResult> {
   return inTransaction(catalog, async (client) => {
+    // NO KEY UPDATE, not UPDATE: a backfill chunk inserting files of this partition holds
+    // KEY SHARE on the row (its foreign key) while it inserts; live commits must not wait for it.
     const current = await client.query<{ indexed_end: bigint; lease_owner: string | null; lease_epoch: bigint; live: boolean }>(
       `SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live
-       FROM lake_partition WHERE table_id = $1 AND partition_id = $2 FOR UPDATE`,
+       FROM lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE`,
       [lease.tableId, lease.partition],
     );
     const row = current.rows[0];

@@ -152,4 +152,18 @@ CREATE TABLE job (
 CREATE INDEX job_by_table ON job (table_id, kind, state);
 `,
   },
+  {
+    version: 2,
+    name: 'backfill chunk claims',
+    sql: `
+-- The right to commit a backfill chunk of a partition, apart from the live lease so that
+-- backfill and live indexing never wait for each other's lease. Like a lease: the epoch
+-- grows on every takeover, and a chunk's commit names owner and epoch before
+-- backfill_expires_at (Postgres clock), in the transaction that inserts its files.
+ALTER TABLE lake_partition
+  ADD COLUMN backfill_owner      text,
+  ADD COLUMN backfill_epoch      bigint NOT NULL DEFAULT 0,
+  ADD COLUMN backfill_expires_at timestamptz;
+`,
+  },
 ];

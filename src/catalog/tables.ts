@@ -109,6 +109,17 @@ export async function findTable(catalog: Catalog | CatalogClient, name: string):
   return toRecord(row);
 }
 
+/** A live table by its id (jobs such as backfill carry the id across steps). */
+export async function findTableById(catalog: Catalog | CatalogClient, tableId: bigint): Promise<TableRecord> {
+  const result = await catalog.query<TableRow>(
+    'SELECT table_id, table_name, topic, format, settings, created_at FROM lake_table WHERE table_id = $1 AND dropped_at IS NULL',
+    [tableId],
+  );
+  const row = result.rows[0];
+  if (!row) throw new TableError(`no live table with id ${tableId}`);
+  return toRecord(row);
+}
+
 /** Marks the table dropped: it leaves `table list` and indexing; its catalog rows stay as history. */
 export async function dropTable(catalog: Catalog, name: string, options: { ifExists?: boolean } = {}): Promise<boolean> {
   const result = await catalog.query(

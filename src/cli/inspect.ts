@@ -57,6 +57,12 @@ export async function filesCommand(args: string[]): Promise<number> {
   return 0;
 }
 
+/** Backfill as `status` shows it: offsets left between the target and the cursor, or done. */
+function backfillState(cursor: bigint | null, target: bigint | null): string | undefined {
+  if (cursor === null || target === null) return undefined;
+  return cursor <= target ? `done (from ${target})` : `${cursor - target} left [${target}, ${cursor})`;
+}
+
 /** `status`: per partition, indexed range, LSO, lag, lease holder, open range, backfill and retention. */
 export async function statusCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
@@ -76,6 +82,9 @@ export async function statusCommand(args: string[]): Promise<number> {
       open: s.openRangeRecords > 0n ? `${s.openRangeRecords} rec, ${s.openRangeBytes} B` : undefined,
       files: s.files,
       expired: s.expiredFiles > 0n ? s.expiredFiles : undefined,
+      errors: s.errorRows > 0n ? s.errorRows : undefined,
+      earliest: s.earliestOffset,
+      backfill: backfillState(s.backfillCursor, s.backfillTarget),
       waiting: s.waitingReason ?? undefined,
     })),
   );

@@ -3,6 +3,9 @@ import { tableCommand, tableUsage } from './table.js';
 import { filesCommand, inspectUsage, statusCommand } from './inspect.js';
 import { indexUsage, rebuildCommand, runCommand } from './index-commands.js';
 import { UsageError } from './output.js';
+import { serveUsage } from './serve.js';
+import { queryUsage } from './query.js';
+import { backfillCommand, backfillUsage, retentionCommand } from './backfill.js';
 
 const commands: Record<string, (args: string[]) => Promise<number>> = {
   stack: stackCommand,
@@ -11,6 +14,10 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   status: statusCommand,
   run: runCommand,
   rebuild: rebuildCommand,
+  backfill: backfillCommand,
+  retention: retentionCommand,
+  serve: async (args) => (await import('./serve.js')).serveCommand(args),
+  query: async (args) => (await import('./query.js')).queryCommand(args),
   demo: async (args) => (await import('./demo.js')).demoCommand(args),
 };
 
@@ -19,6 +26,9 @@ ${stackUsage}
 ${tableUsage}
 ${inspectUsage}
 ${indexUsage}
+${backfillUsage}
+${serveUsage}
+${queryUsage}
 offsetlake demo`;
 
 /** Runs one command; errors become one line on stderr and a non-zero exit code. */

@@ -5,7 +5,7 @@ import { formatSettings, parseFormat, resolveSettings, settingNames } from '../s
 import { withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
 
-export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format json|raw] [--SETTING VALUE ...]
+export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format avro|protobuf|json-schema|json|raw] [--SETTING VALUE ...]
 offsetlake table list [--json]
 offsetlake table drop NAME [--if-exists]
   settings: ${settingNames.join(', ')} (also written with '-')`;

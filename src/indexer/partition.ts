@@ -10,7 +10,8 @@ import { commitRanges, type NewRange } from '../catalog/files.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, type Lease } from '../catalog/leases.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
-import type { KafkaRecord } from '../record.js';
+import { recordBytes, type KafkaRecord } from '../record.js';
+import { RegistryUnavailableError } from '../schema/registry.js';
 
 /** Committed records of a partition, as the indexer needs them. */
 export interface CommittedSource {
@@ -49,6 +50,15 @@ export interface AdvanceResult {
 export class PartitionIndexer {
   private lease: Lease | undefined;
   private sealer: RangeSealer | undefined;
+  /** Set while `lake_partition.waiting_reason` may hold a reason this indexer wrote (or one left by a predecessor). */
+  private waiting = true;
+  /**
+   * Sealed ranges whose files could not be built because the Schema Registry could not
+   * be reached: kept in memory and built first on the next call, before anything new
+   * is read, so that a waiting partition resumes by itself and reads nothing more.
+   */
+  private pending: SealedRange[] = [];
+  private pendingBytes = 0;
   /** Calls run one at a time: a flush for capacity must not commit between a read's seal and its commit. */
   private turn: Promise<unknown> = Promise.resolve();
 
@@ -58,8 +68,9 @@ export class PartitionIndexer {
     return `${this.table.tableId}/${this.partition}`;
   }
 
+  /** Bytes held in memory: the open range and any sealed ranges waiting for the registry. */
   get openBytes(): number {
-    return this.sealer?.openBytes ?? 0;
+    return (this.sealer?.openBytes ?? 0) + this.pendingBytes;
   }
 
   get heldLease(): Lease | undefined {
@@ -82,6 +93,7 @@ export class PartitionIndexer {
     const lso = await this.deps.source.lastStableOffset(this.table.topic, this.partition);
     const target = until === undefined || until > lso ? lso : until;
     const committed: SealedRange[] = [];
+    if (this.pending.length > 0) committed.push(...(await this.commit([])));
     if (sealer.position < target) {
       for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target)) {
         const sealed = sealer.push(batch.records, batch.nextOffset, this.deps.clock());
@@ -98,7 +110,7 @@ export class PartitionIndexer {
     return this.exclusive(async () => {
       const sealer = await this.takeLease();
       const range = sealer.flush(reason);
-      if (range) await this.commit([range]);
+      if (range || this.pending.length > 0) await this.commit(range ? [range] : []);
       return range;
     });
   }
@@ -119,6 +131,8 @@ export class PartitionIndexer {
   drop(): void {
     this.lease = undefined;
     this.sealer = undefined;
+    this.pending = [];
+    this.pendingBytes = 0;
   }
 
   private async takeLease(): Promise<RangeSealer> {
@@ -129,8 +143,12 @@ export class PartitionIndexer {
       throw new LeaseHeldError(this.table.name, this.partition);
     }
     // Same epoch: nobody else committed since; the open range (if any) still starts at indexed_end.
-    const keep = this.lease?.epoch === lease.epoch && this.sealer?.sealedUpTo === lease.indexedEnd;
+    // (Ranges waiting for the registry come first: then what we hold starts with them.)
+    const heldFrom = this.pending[0]?.startOffset ?? this.sealer?.sealedUpTo;
+    const keep = this.lease?.epoch === lease.epoch && heldFrom === lease.indexedEnd;
     if (!keep) {
+      this.pending = [];
+      this.pendingBytes = 0;
       this.sealer = new RangeSealer(
         { fileBytes: this.table.settings.file_bytes, fileWindowMs: this.table.settings.file_window, granularity: this.table.settings.granularity },
         lease.indexedEnd,
@@ -141,19 +159,48 @@ export class PartitionIndexer {
     return this.sealer!;
   }
 
+  /** Builds and commits the waiting ranges, then `ranges`; returns all of them once committed. */
   private async commit(ranges: SealedRange[]): Promise<SealedRange[]> {
     const lease = this.lease!;
+    const all = [...this.pending, ...ranges];
+    if (all.length === 0) return [];
+    const built: NewRange[] = [];
     try {
-      const built: NewRange[] = [];
-      for (const range of ranges) built.push(await this.deps.build(this.table, this.partition, range));
+      for (const range of all) built.push(await this.deps.build(this.table, this.partition, range));
+    } catch (error) {
+      if (error instanceof RegistryUnavailableError) {
+        // Nothing is written. The ranges wait in memory; the caller (the event source, the
+        // runner's tick) calls again after its backoff, and status says why meanwhile.
+        this.pending = all;
+        this.pendingBytes = all.reduce((sum, range) => sum + range.files.reduce((n, file) => n + file.records.reduce((b, r) => b + recordBytes(r), 0), 0), 0);
+        await this.setWaiting(lease, error.message).catch(() => {});
+      } else {
+        this.drop();
+      }
+      throw error;
+    }
+    try {
       const result = await commitRanges(this.deps.catalog, lease, built, this.table.settings.lease_ttl);
       this.lease = { ...lease, indexedEnd: result.indexedEnd };
-      return ranges;
+      this.pending = [];
+      this.pendingBytes = 0;
     } catch (error) {
       // A lost lease (or any failed commit) leaves memory that may no longer match the catalog.
       this.drop();
       throw error;
     }
+    if (this.waiting) await this.setWaiting(lease, null).catch(() => {});
+    return all;
+  }
+
+  /** Why this partition is not indexing (null: it is), for `status`; only while we hold the lease. */
+  private async setWaiting(lease: Lease, reason: string | null): Promise<void> {
+    await this.deps.catalog.query(
+      `UPDATE lake_partition SET waiting_reason = $3
+       WHERE table_id = $1 AND partition_id = $2 AND lease_owner = $4 AND lease_epoch = $5 AND waiting_reason IS DISTINCT FROM $3`,
+      [this.table.tableId, this.partition, reason, lease.owner, lease.epoch],
+    );
+    this.waiting = reason !== null;
   }
 
   /** Renews the lease in the background of a long-lived process; a lost lease drops memory at once. */

@@ -40,13 +40,14 @@ const kafkaColumns: readonly Column[] = [
 
 /** The columns of a table file before any decoded value columns are added. */
 export function kafkaTableColumns(format: TableFormat): Column[] {
-  return format === 'json'
-    ? [
-        ...kafkaColumns,
-        { name: '_value', type: { kind: 'json' }, nullable: true },
-        { name: '_error', type: { kind: 'string' }, nullable: true },
-      ]
-    : [...kafkaColumns, { name: '_value', type: { kind: 'binary' }, nullable: true }];
+  if (format === 'json') {
+    return [...kafkaColumns, { name: '_value', type: { kind: 'json' }, nullable: true }, { name: '_error', type: { kind: 'string' }, nullable: true }];
+  }
+  if (format === 'raw') return [...kafkaColumns, { name: '_value', type: { kind: 'binary' }, nullable: true }];
+  // Registry formats (src/schema/decode.ts): `_value` holds the raw bytes of a value that
+  // could not be decoded, `_error` why; the decoded columns follow, merged from the
+  // registry schemas the records name.
+  return [...kafkaColumns, { name: '_value', type: { kind: 'binary' }, nullable: true }, { name: '_error', type: { kind: 'string' }, nullable: true }];
 }
 
 /**

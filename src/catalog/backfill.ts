@@ -1,0 +1,242 @@
+/**
+ * The catalog side of backfill: a partition's plan (target and cursor), the chunk claim,
+ * and the commit of a chunk's files at `indexed_start`.
+ *
+ * Per partition, with I = indexed_start, C = backfill_cursor, T = backfill_target:
+ *   - T ≤ C ≤ I while there is work; done when C ≤ T. NULL C: no plan (history `none`,
+ *     or not planned yet).
+ *   - The next chunk is [max(T, C − backfill_offsets), C).
+ *   - [C, I) holds no committed record: chunks that found none there moved C alone.
+ *   - T only rises (Kafka's earliest offset passing it); C is then clamped into [T, I]
+ *     (retention that expires files sets C to the new I: what Kafka still holds above
+ *     the earliest offset is backfilled again).
+ *
+ * A chunk commits with its claim (owner + epoch, like a lease) and only if I, C and T are
+ * still what the chunk was planned from: one UPDATE checks all of it and moves I and C,
+ * after the files are inserted, in the same transaction. So a chunk that lost its claim,
+ * or whose plan changed under it (retention, another run), adds nothing.
+ */
+import { inTransaction, type Catalog, type CatalogClient } from './db.js';
+import { insertRange, type NewRange } from './files.js';
+
+export interface BackfillState {
+  tableId: bigint;
+  partition: number;
+  indexedStart: bigint;
+  indexedEnd: bigint;
+  cursor: bigint | null;
+  target: bigint | null;
+}
+
+export interface BackfillClaim {
+  tableId: bigint;
+  partition: number;
+  owner: string;
+  epoch: bigint;
+}
+
+export class BackfillClaimedError extends Error {
+  override name = 'BackfillClaimedError';
+  constructor(readonly tableId: bigint, readonly partition: number, readonly holder: string) {
+    super(`backfill of partition ${partition} of table ${tableId} is claimed by ${holder}; retry after its claim expires`);
+  }
+}
+
+export class BackfillClaimLostError extends Error {
+  override name = 'BackfillClaimLostError';
+  constructor(readonly claim: BackfillClaim, actual: { owner: string | null; epoch: bigint; live: boolean }) {
+    super(
+      `backfill claim on partition ${claim.partition} of table ${claim.tableId} is lost: this run holds ${claim.owner} epoch ${claim.epoch}, ` +
+        `the catalog has ${actual.owner ?? 'no owner'} epoch ${actual.epoch}${actual.live ? '' : ' (expired)'}`,
+    );
+  }
+}
+
+/** The partition's plan moved while the chunk ran (retention raised the target, or another run committed). */
+export class BackfillStaleError extends Error {
+  override name = 'BackfillStaleError';
+  constructor(readonly expected: BackfillState, readonly actual: BackfillState) {
+    super(
+      `backfill of partition ${expected.partition} of table ${expected.tableId} moved under the chunk: ` +
+        `it expected indexed_start ${expected.indexedStart}, cursor ${expected.cursor}, target ${expected.target}; ` +
+        `the catalog has ${actual.indexedStart}, ${actual.cursor}, ${actual.target}`,
+    );
+  }
+}
+
+interface StateRow {
+  table_id: bigint;
+  partition_id: number;
+  indexed_start: bigint;
+  indexed_end: bigint;
+  backfill_cursor: bigint | null;
+  backfill_target: bigint | null;
+}
+
+const stateColumns = 'table_id, partition_id, indexed_start, indexed_end, backfill_cursor, backfill_target';
+
+function toState(row: StateRow): BackfillState {
+  return {
+    tableId: row.table_id,
+    partition: row.partition_id,
+    indexedStart: row.indexed_start,
+    indexedEnd: row.indexed_end,
+    cursor: row.backfill_cursor,
+    target: row.backfill_target,
+  };
+}
+
+export async function backfillStates(catalog: Catalog | CatalogClient, tableId: bigint, partitions?: number[]): Promise<BackfillState[]> {
+  const result = await catalog.query<StateRow>(
+    `SELECT ${stateColumns} FROM lake_partition WHERE table_id = $1 AND ($2::int[] IS NULL OR partition_id = ANY($2)) ORDER BY partition_id`,
+    [tableId, partitions ?? null],
+  );
+  return result.rows.map(toState);
+}
+
+export async function backfillState(catalog: Catalog | CatalogClient, tableId: bigint, partition: number): Promise<BackfillState> {
+  const state = (await backfillStates(catalog, tableId, [partition]))[0];
+  if (!state) throw new Error(`table ${tableId} has no partition ${partition} in the catalog`);
+  return state;
+}
+
+/**
+ * Plans a partition: the target becomes `initial` if unset, and never stays below
+ * `atLeast` (Kafka's earliest offset); the cursor starts at indexed_start if unset and
+ * is clamped into [target, indexed_start]. Idempotent; a target only rises.
+ */
+export async function planPartition(catalog: Catalog | CatalogClient, tableId: bigint, partition: number, initial: bigint, atLeast: bigint): Promise<BackfillState> {
+  const target = 'greatest(coalesce(backfill_target, $3::bigint), $4::bigint)';
+  const result = await catalog.query<StateRow>(
+    `UPDATE lake_partition SET backfill_target = ${target},
+       backfill_cursor = least(greatest(coalesce(backfill_cursor, indexed_start), ${target}), indexed_start)
+     WHERE table_id = $1 AND partition_id = $2 RETURNING ${stateColumns}`,
+    [tableId, partition, initial, atLeast],
+  );
+  const row = result.rows[0];
+  if (!row) throw new Error(`table ${tableId} has no partition ${partition} in the catalog`);
+  return toState(row);
+}
+
+/**
+ * Raises a planned partition's target to `atLeast` (Kafka's earliest offset) and clamps
+ * its cursor; a partition without a plan is left alone.
+ */
+export async function raiseBackfillTarget(catalog: Catalog | CatalogClient, tableId: bigint, partition: number, atLeast: bigint): Promise<BackfillState> {
+  const result = await catalog.query<StateRow>(
+    `UPDATE lake_partition SET backfill_target = greatest(backfill_target, $3::bigint),
+       backfill_cursor = least(greatest(backfill_cursor, greatest(backfill_target, $3::bigint)), indexed_start)
+     WHERE table_id = $1 AND partition_id = $2 AND backfill_target IS NOT NULL AND backfill_target < $3::bigint
+     RETURNING ${stateColumns}`,
+    [tableId, partition, atLeast],
+  );
+  return result.rows[0] ? toState(result.rows[0]) : backfillState(catalog, tableId, partition);
+}
+
+const ttlSql = (param: string) => `now() + make_interval(secs => ${param}::double precision / 1000)`;
+
+/**
+ * Claims the partition's backfill for one chunk, if it is free, expired, or ours (then
+ * the epoch is kept: nobody else can have committed in between). Returns the plan as the
+ * claim found it; throws BackfillClaimedError while another run holds a live claim.
+ */
+export async function claimBackfill(catalog: Catalog, tableId: bigint, partition: number, owner: string, ttlMs: number): Promise<{ claim: BackfillClaim; state: BackfillState }> {
+  const result = await catalog.query<StateRow & { backfill_epoch: bigint }>(
+    `UPDATE lake_partition SET
+       backfill_epoch = CASE WHEN backfill_owner = $3 THEN backfill_epoch ELSE backfill_epoch + 1 END,
+       backfill_owner = $3, backfill_expires_at = ${ttlSql('$4')}
+     WHERE table_id = $1 AND partition_id = $2
+       AND (backfill_owner IS NULL OR backfill_expires_at IS NULL OR backfill_expires_at <= now() OR backfill_owner = $3)
+     RETURNING ${stateColumns}, backfill_epoch`,
+    [tableId, partition, owner, ttlMs],
+  );
+  const row = result.rows[0];
+  if (!row) {
+    const held = await catalog.query<{ backfill_owner: string | null }>('SELECT backfill_owner FROM lake_partition WHERE table_id = $1 AND partition_id = $2', [tableId, partition]);
+    if (!held.rows[0]) throw new Error(`table ${tableId} has no partition ${partition} in the catalog`);
+    throw new BackfillClaimedError(tableId, partition, held.rows[0].backfill_owner ?? 'another run');
+  }
+  return { claim: { tableId, partition, owner, epoch: row.backfill_epoch }, state: toState(row) };
+}
+
+/** Extends a live claim; throws BackfillClaimLostError when it expired or another run took it. */
+export async function renewBackfillClaim(catalog: Catalog, claim: BackfillClaim, ttlMs: number): Promise<void> {
+  const result = await catalog.query(
+    `UPDATE lake_partition SET backfill_expires_at = ${ttlSql('$5')}
+     WHERE table_id = $1 AND partition_id = $2 AND backfill_owner = $3 AND backfill_epoch = $4 AND backfill_expires_at > now()`,
+    [claim.tableId, claim.partition, claim.owner, claim.epoch, ttlMs],
+  );
+  if ((result.rowCount ?? 0) === 0) throw await lostClaim(catalog, claim);
+}
+
+/** Hands the claim back at once (the owner stays recorded, so taking it back keeps the epoch). */
+export async function releaseBackfillClaim(catalog: Catalog, claim: BackfillClaim): Promise<void> {
+  await catalog.query(
+    `UPDATE lake_partition SET backfill_expires_at = now()
+     WHERE table_id = $1 AND partition_id = $2 AND backfill_owner = $3 AND backfill_epoch = $4 AND backfill_expires_at > now()`,
+    [claim.tableId, claim.partition, claim.owner, claim.epoch],
+  );
+}
+
+async function lostClaim(catalog: Catalog | CatalogClient, claim: BackfillClaim): Promise<BackfillClaimLostError> {
+  const current = await catalog.query<{ backfill_owner: string | null; backfill_epoch: bigint; live: boolean }>(
+    `SELECT backfill_owner, backfill_epoch, coalesce(backfill_expires_at > now(), false) AS live FROM lake_partition WHERE table_id = $1 AND partition_id = $2`,
+    [claim.tableId, claim.partition],
+  );
+  const row = current.rows[0];
+  return new BackfillClaimLostError(claim, { owner: row?.backfill_owner ?? null, epoch: row?.backfill_epoch ?? 0n, live: row?.live ?? false });
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/**
+ * Commits one chunk: its ranges (consecutive, the last ending at `expected.indexedStart`;
+ * none when the chunk held no committed record) are inserted, then one UPDATE moves
+ * indexed_start to the first range's start and the cursor to `cursor`, only if the claim
+ * is live and the plan is still `expected`. The partition row is locked by that UPDATE
+ * alone, just before COMMIT, so live commits at indexed_end wait for it only for moments.
+ */
+export async function commitBackfillChunk(
+  catalog: Catalog,
+  claim: BackfillClaim,
+  expected: BackfillState,
+  ranges: readonly NewRange[],
+  cursor: bigint,
+  ttlMs: number,
+): Promise<BackfillState> {
+  for (let i = 0; i < ranges.length; i += 1) {
+    const next = ranges[i + 1]?.startOffset ?? expected.indexedStart;
+    if (ranges[i]!.endOffset !== next) {
+      throw new Error(`backfill ranges of partition ${claim.partition} do not tile: a range ends at ${ranges[i]!.endOffset}, the next starts at ${next}`);
+    }
+  }
+  const indexedStart = ranges[0]?.startOffset ?? expected.indexedStart;
+  try {
+    return await inTransaction(catalog, async (client) => {
+      for (const range of ranges) await insertRange(client, claim, range, 'backfill');
+      const moved = await client.query<StateRow>(
+        `UPDATE lake_partition SET indexed_start = $7, backfill_cursor = $8, backfill_expires_at = ${ttlSql('$9')}
+         WHERE table_id = $1 AND partition_id = $2 AND backfill_owner = $3 AND backfill_epoch = $4 AND backfill_expires_at > now()
+           AND indexed_start = $5 AND backfill_cursor = $6 AND backfill_target IS NOT DISTINCT FROM $10
+         RETURNING ${stateColumns}`,
+        [claim.tableId, claim.partition, claim.owner, claim.epoch, expected.indexedStart, expected.cursor, indexedStart, cursor, ttlMs, expected.target],
+      );
+      if (moved.rows[0]) return toState(moved.rows[0]);
+      throw await whyNotCommitted(client, claim, expected);
+    });
+  } catch (error) {
+    // Another run inserted the same offsets first: the plan moved.
+    if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw new BackfillStaleError(expected, await backfillState(catalog, claim.tableId, claim.partition));
+    throw error;
+  }
+}
+
+async function whyNotCommitted(client: CatalogClient, claim: BackfillClaim, expected: BackfillState): Promise<Error> {
+  const row = await client.query<{ backfill_owner: string | null; backfill_epoch: bigint; live: boolean }>(
+    `SELECT backfill_owner, backfill_epoch, coalesce(backfill_expires_at > now(), false) AS live FROM lake_partition WHERE table_id = $1 AND partition_id = $2`,
+    [claim.tableId, claim.partition],
+  );
+  const current = row.rows[0];
+  if (!current || current.backfill_owner !== claim.owner || current.backfill_epoch !== claim.epoch || !current.live) return lostClaim(client, claim);
+  return new BackfillStaleError(expected, await backfillState(client, claim.tableId, claim.partition));
+}

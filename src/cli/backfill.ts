@@ -1,0 +1,77 @@
+import { parseArgs } from 'node:util';
+import type { ChunkResult } from '../backfill/index.js';
+import { discoverPartitions } from '../discovery.js';
+import { maxChunksPerExecution } from '../orchestration/limits.js';
+import { checkRetention } from '../retention.js';
+import { withEngine } from './engine.js';
+import { printJson, printTable, progress, UsageError } from './output.js';
+
+export const backfillUsage = `offsetlake backfill NAME [--chunks-per-execution N] [--json]
+offsetlake retention [NAME] [--json]`;
+
+const options = {
+  json: { type: 'boolean' },
+  'chunks-per-execution': { type: 'string' },
+  'database-url': { type: 'string' },
+  'kafka-brokers': { type: 'string' },
+} as const;
+
+function describeChunk(chunk: ChunkResult): string {
+  const where = `${chunk.table} partition ${chunk.partition}`;
+  const offsets = chunk.chunk ? ` [${chunk.chunk.start}, ${chunk.chunk.end})` : '';
+  const rate = chunk.elapsedMs > 0 && chunk.chunk ? `, ${Math.round((Number(BigInt(chunk.chunk.end) - BigInt(chunk.chunk.start)) * 1000) / chunk.elapsedMs)} offsets/s` : '';
+  const left = chunk.done ? 'done' : `${BigInt(chunk.cursor) - BigInt(chunk.target)} offsets left`;
+  return `${where}${offsets}: ${chunk.outcome}, ${chunk.records} records, ${chunk.files} files in ${chunk.elapsedMs} ms${rate}; ${left}`;
+}
+
+/** `backfill NAME`: the table's history below its indexed ranges, chunk by chunk, with progress. */
+export async function backfillCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const name = positionals[0];
+  if (!name) throw new UsageError(`backfill needs a table NAME; usage: ${backfillUsage}`);
+  const budget = values['chunks-per-execution'];
+  const chunksPerExecution = budget === undefined ? undefined : Number(budget);
+  if (chunksPerExecution !== undefined && !(Number.isInteger(chunksPerExecution) && chunksPerExecution >= 1 && chunksPerExecution <= maxChunksPerExecution)) {
+    throw new UsageError(`--chunks-per-execution must be a whole number from 1 to ${maxChunksPerExecution}, got "${budget}"`);
+  }
+  const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
+    // The state machine CDK synthesizes, executed locally (loads aws-cdk-lib: imported only here).
+    const { runBackfillStateMachine } = await import('../local/state-machine.js');
+    return runBackfillStateMachine(engine, name, (chunk) => progress(describeChunk(chunk)), {
+      ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}),
+      onExecution: (execution) => progress(`${name}: state machine execution ${execution}${execution > 1 ? ' (continued from the last)' : ''}`),
+    });
+  });
+  if (values.json) {
+    printJson(summary);
+    return 0;
+  }
+  printTable(summary.partitions.map((p) => ({ partition: p.partition, indexed_start: p.indexedStart, cursor: p.cursor, target: p.target, done: p.done })));
+  process.stdout.write(`${summary.chunks} chunks in ${summary.executions} executions, ${summary.records} records, ${summary.files} files in ${summary.elapsedMs} ms\n`);
+  return 0;
+}
+
+/** `retention [NAME]`: one retention check of every partition, then partition discovery. */
+export async function retentionCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const table = positionals[0];
+  const result = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
+    const retention = await checkRetention(engine.catalog, engine.kafka, table === undefined ? {} : { table });
+    const discovered = await discoverPartitions(engine.catalog, engine.kafka, table === undefined ? {} : { table });
+    return { ...retention, discovered };
+  });
+  if (values.json) {
+    printJson(result);
+    return 0;
+  }
+  printTable(result.partitions.map((p) => ({
+    table: p.table, partition: p.partition, earliest: p.earliest, expired_now: p.expiredFiles, indexed_start: p.indexedStart, backfill_target: p.backfillTarget,
+  })));
+  for (const d of result.discovered) {
+    const what = d.found === 'topic' ? `new partition ${d.partition} of ${d.table} (topic ${d.topic}): indexed from its LSO ${d.start}` : `partition ${d.partition} of ${d.table}: planned`;
+    process.stdout.write(`${what}${d.backfill ? `; history below ${d.start} is due for \`offsetlake backfill ${d.table}\`` : ''}\n`);
+  }
+  const added = result.discovered.filter((d) => d.found === 'topic').length;
+  process.stdout.write(`${result.expiredFiles} files expired, ${added} partitions discovered\n`);
+  return 0;
+}

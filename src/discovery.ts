@@ -1,0 +1,65 @@
+/**
+ * Partition discovery: partitions added to a topic after its table was made get a
+ * catalog row whose indexed range starts, empty, at their last stable offset (as every
+ * partition of a new table does; live indexing goes on from there), and a backfill plan
+ * as the table's `history` says. The live indexer adds such a partition the same way
+ * when an event names it first (`indexerFor`); either way the row is added once, and
+ * discovery plans the backfill of every partition that has no plan yet (also those of a
+ * table just created), so that a scheduler knows which tables need a backfill run.
+ */
+import { planTablePartitions } from './backfill/plan.js';
+import type { Catalog } from './catalog/db.js';
+import { addPartitions, findTable, listTables } from './catalog/tables.js';
+import type { KafkaConnection } from './kafka/connect.js';
+import { lastStableOffsets } from './kafka/offsets.js';
+import { topicPartitions } from './kafka/topics.js';
+
+export interface DiscoveredPartition {
+  table: string;
+  topic: string;
+  partition: number;
+  /** Where its indexed range starts: the LSO when it was added. */
+  start: string;
+  /**
+   * `topic`: new in the topic, added now. `catalog`: already in the catalog (added by the
+   * live indexer when an event named it first, or with its table) but never planned.
+   */
+  found: 'topic' | 'catalog';
+  /** History is left to backfill below `start`: a backfill run is due. */
+  backfill: boolean;
+}
+
+/**
+ * Finds partitions the catalog does not know yet, for one table or every table, adds
+ * them at their LSO, and plans the backfill of every partition never planned. Returns
+ * both kinds, so a scheduler can start a backfill for the tables that need one.
+ */
+export async function discoverPartitions(catalog: Catalog, kafka: KafkaConnection, options: { table?: string } = {}): Promise<DiscoveredPartition[]> {
+  const tables = options.table === undefined ? await listTables(catalog) : [await findTable(catalog, options.table)];
+  const found: DiscoveredPartition[] = [];
+  for (const table of tables) {
+    const known = await catalog.query<{ partition_id: number; planned: boolean }>(
+      'SELECT partition_id, backfill_cursor IS NOT NULL AS planned FROM lake_partition WHERE table_id = $1',
+      [table.tableId],
+    );
+    const knownIds = new Set(known.rows.map((row) => row.partition_id));
+    const missing = (await topicPartitions(kafka, table.topic)).filter((partition) => !knownIds.has(partition));
+    const starts = missing.length === 0 ? [] : await lastStableOffsets(kafka, missing.map((partition) => ({ topic: table.topic, partition })));
+    const added = new Set(await addPartitions(catalog, table.tableId, new Map(missing.map((partition, i) => [partition, starts[i]!]))));
+    // History none plans nothing: its partitions stay unplanned and are reported only when new.
+    const unplanned = table.settings.history.kind === 'none' ? [] : known.rows.filter((row) => !row.planned).map((row) => row.partition_id);
+    const toPlan = [...new Set([...added, ...unplanned])].sort((a, b) => a - b);
+    if (toPlan.length === 0) continue;
+    for (const planned of await planTablePartitions(catalog, kafka, table, toPlan)) {
+      found.push({
+        table: table.name,
+        topic: table.topic,
+        partition: planned.partition,
+        start: planned.indexedStart,
+        found: added.has(planned.partition) ? 'topic' : 'catalog',
+        backfill: table.settings.history.kind !== 'none' && !planned.done,
+      });
+    }
+  }
+  return found;
+}

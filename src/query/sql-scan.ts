@@ -1,0 +1,209 @@
+/**
+ * Just enough of SQL to plan a query, never to change it: which catalog tables it names,
+ * and, when that is certain, the simple predicates its WHERE clause requires. DuckDB
+ * parses and runs the statement itself; a predicate is only extracted where reading it
+ * wrong is impossible, and anything unclear extracts nothing, so every file is kept.
+ *
+ * Extracted: in `SELECT … FROM <table> [[AS] alias] WHERE c1 AND c2 …` with the table
+ * named once, at the top level, alone in FROM (no join, comma, set operation, OR or
+ * CASE at the top of WHERE), each conjunct of the form
+ *   column op literal | literal op column | column BETWEEN literal AND literal
+ * with op one of = < <= > >=, a literal a number, a string, or TIMESTAMP[TZ] 'text'.
+ */
+
+export type Token =
+  | { kind: 'word'; text: string; quoted: boolean }
+  | { kind: 'string'; text: string }
+  | { kind: 'number'; text: string }
+  | { kind: 'symbol'; text: string };
+
+export type Literal = { kind: 'number'; text: string } | { kind: 'string'; text: string } | { kind: 'timestamp'; text: string };
+export type Comparison = '=' | '<' | '<=' | '>' | '>=';
+
+export type Predicate =
+  | { column: string; op: Comparison; value: Literal }
+  | { column: string; op: 'between'; low: Literal; high: Literal };
+
+export class SqlScanError extends Error {
+  override name = 'SqlScanError';
+}
+
+const symbols = ['<=', '>=', '<>', '!=', '::', '||', '->>', '->'];
+
+export function tokenize(sql: string): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i]!;
+    if (/\s/.test(c)) {
+      i += 1;
+    } else if (sql.startsWith('--', i)) {
+      const end = sql.indexOf('\n', i);
+      i = end === -1 ? sql.length : end + 1;
+    } else if (sql.startsWith('/*', i)) {
+      const end = sql.indexOf('*/', i + 2);
+      if (end === -1) throw new SqlScanError('the SQL has a /* comment that is never closed');
+      i = end + 2;
+    } else if (c === "'" || c === '"') {
+      let text = '';
+      let j = i + 1;
+      for (;;) {
+        if (j >= sql.length) throw new SqlScanError(`the SQL has a ${c === "'" ? 'string' : 'quoted name'} that is never closed (from character ${i + 1})`);
+        if (sql[j] === c) {
+          if (sql[j + 1] === c) {
+            text += c;
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        text += sql[j];
+        j += 1;
+      }
+      tokens.push(c === "'" ? { kind: 'string', text } : { kind: 'word', text, quoted: true });
+      i = j + 1;
+    } else if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(sql[i + 1] ?? ''))) {
+      const match = /^(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?/.exec(sql.slice(i))!;
+      tokens.push({ kind: 'number', text: match[0] });
+      i += match[0].length;
+    } else if (/[A-Za-z_\u0080-\uffff]/.test(c)) {
+      const match = /^[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*/.exec(sql.slice(i))!;
+      tokens.push({ kind: 'word', text: match[0], quoted: false });
+      i += match[0].length;
+    } else {
+      const symbol = symbols.find((s) => sql.startsWith(s, i)) ?? c;
+      tokens.push({ kind: 'symbol', text: symbol });
+      i += symbol.length;
+    }
+  }
+  return tokens;
+}
+
+const isWord = (token: Token | undefined, ...words: string[]): boolean =>
+  token?.kind === 'word' && !token.quoted && words.includes(token.text.toUpperCase());
+const isSymbol = (token: Token | undefined, text: string): boolean => token?.kind === 'symbol' && token.text === text;
+
+/** A name as DuckDB resolves it: unquoted names are case-insensitive. */
+function nameOf(token: Token): string | undefined {
+  if (token.kind !== 'word') return undefined;
+  return token.quoted ? token.text : token.text.toLowerCase();
+}
+
+/** Where each catalog table is named (a word not called as a function nor qualified by a schema). */
+export function tableReferences(tokens: Token[], tables: ReadonlySet<string>): Map<string, number[]> {
+  const found = new Map<string, number[]>();
+  tokens.forEach((token, i) => {
+    const name = nameOf(token);
+    if (name === undefined || !tables.has(name)) return;
+    if (isSymbol(tokens[i + 1], '(') || isSymbol(tokens[i - 1], '.')) return;
+    found.set(name, [...(found.get(name) ?? []), i]);
+  });
+  return found;
+}
+
+function depths(tokens: Token[]): number[] {
+  let depth = 0;
+  return tokens.map((token) => {
+    if (isSymbol(token, ')')) depth -= 1;
+    const at = depth;
+    if (isSymbol(token, '(')) depth += 1;
+    return at;
+  });
+}
+
+const clauseEnds = ['GROUP', 'ORDER', 'LIMIT', 'HAVING', 'WINDOW', 'QUALIFY', 'OFFSET', 'UNION', 'INTERSECT', 'EXCEPT', 'USING', 'FETCH'];
+const fromItemEnds = ['WHERE', ...clauseEnds];
+
+/**
+ * The predicates a query on `table` requires of every row it reads, or [] when that is
+ * not certain. `at` is where the table is named (it must be its only mention).
+ */
+export function requiredPredicates(tokens: Token[], at: number): Predicate[] {
+  const depth = depths(tokens);
+  if (depth[at] !== 0 || !isWord(tokens[at - 1], 'FROM')) return [];
+  const top = tokens.map((token, i) => ({ token, i })).filter(({ i }) => depth[i] === 0);
+  if (top.some(({ token }) => isWord(token, 'UNION', 'INTERSECT', 'EXCEPT', 'WITH', 'JOIN', 'POSITIONAL', 'PIVOT', 'UNPIVOT') || isSymbol(token, ';'))) return [];
+  // After the table: an optional alias, then WHERE (or nothing to prune with).
+  let i = at + 1;
+  const qualifiers = new Set([nameOf(tokens[at]!)!]);
+  if (isWord(tokens[i], 'AS')) i += 1;
+  if (tokens[i]?.kind === 'word' && !isWord(tokens[i], ...fromItemEnds, 'AS')) {
+    qualifiers.add(nameOf(tokens[i]!)!);
+    i += 1;
+  }
+  if (!isWord(tokens[i], 'WHERE')) return [];
+  const where: Token[] = [];
+  const whereDepth: number[] = [];
+  for (i += 1; i < tokens.length; i += 1) {
+    if (depth[i] === 0 && isWord(tokens[i], ...clauseEnds)) break;
+    where.push(tokens[i]!);
+    whereDepth.push(depth[i]!);
+  }
+  if (where.some((token, j) => whereDepth[j] === 0 && isWord(token, 'OR', 'CASE'))) return [];
+  // Split at top-level AND; the AND of a BETWEEN belongs to it.
+  const conjuncts: Token[][] = [[]];
+  let inBetween = false;
+  where.forEach((token, j) => {
+    if (whereDepth[j] === 0 && isWord(token, 'BETWEEN')) inBetween = true;
+    if (whereDepth[j] === 0 && isWord(token, 'AND')) {
+      if (inBetween) inBetween = false;
+      else return void conjuncts.push([]);
+    }
+    conjuncts[conjuncts.length - 1]!.push(token);
+  });
+  return conjuncts.flatMap((conjunct) => {
+    const predicate = simplePredicate(conjunct, qualifiers);
+    return predicate ? [predicate] : [];
+  });
+}
+
+/** A column (optionally `qualifier.`) at tokens[i]: its name and where it ends. */
+function columnAt(tokens: Token[], i: number, qualifiers: ReadonlySet<string>): { name: string; next: number } | undefined {
+  const first = tokens[i];
+  if (first?.kind !== 'word' || isWord(first, 'TIMESTAMP', 'TIMESTAMPTZ', 'NOT', 'NULL', 'TRUE', 'FALSE', 'DATE', 'INTERVAL')) return undefined;
+  if (isSymbol(tokens[i + 1], '.')) {
+    const column = tokens[i + 2];
+    if (!qualifiers.has(nameOf(first)!) || column?.kind !== 'word') return undefined;
+    return { name: nameOf(column)!, next: i + 3 };
+  }
+  return { name: nameOf(first)!, next: i + 1 };
+}
+
+function literalAt(tokens: Token[], i: number): { value: Literal; next: number } | undefined {
+  const token = tokens[i];
+  if (isSymbol(token, '-') && tokens[i + 1]?.kind === 'number') return { value: { kind: 'number', text: `-${tokens[i + 1]!.text}` }, next: i + 2 };
+  if (token?.kind === 'number') return { value: { kind: 'number', text: token.text }, next: i + 1 };
+  if (token?.kind === 'string') return { value: { kind: 'string', text: token.text }, next: i + 1 };
+  if (isWord(token, 'TIMESTAMP', 'TIMESTAMPTZ') && tokens[i + 1]?.kind === 'string') return { value: { kind: 'timestamp', text: tokens[i + 1]!.text }, next: i + 2 };
+  return undefined;
+}
+
+const comparisons: Comparison[] = ['=', '<', '<=', '>', '>='];
+const mirrored: Record<Comparison, Comparison> = { '=': '=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
+
+function comparisonAt(tokens: Token[], i: number): Comparison | undefined {
+  const token = tokens[i];
+  return token?.kind === 'symbol' && (comparisons as string[]).includes(token.text) ? (token.text as Comparison) : undefined;
+}
+
+function simplePredicate(tokens: Token[], qualifiers: ReadonlySet<string>): Predicate | undefined {
+  const column = columnAt(tokens, 0, qualifiers);
+  if (column) {
+    if (isWord(tokens[column.next], 'BETWEEN')) {
+      const low = literalAt(tokens, column.next + 1);
+      if (!low || !isWord(tokens[low.next], 'AND')) return undefined;
+      const high = literalAt(tokens, low.next + 1);
+      if (!high || high.next !== tokens.length) return undefined;
+      return { column: column.name, op: 'between', low: low.value, high: high.value };
+    }
+    const op = comparisonAt(tokens, column.next);
+    const value = op && literalAt(tokens, column.next + 1);
+    if (!op || !value || value.next !== tokens.length) return undefined;
+    return { column: column.name, op, value: value.value };
+  }
+  const value = literalAt(tokens, 0);
+  const op = value && comparisonAt(tokens, value.next);
+  const right = op && columnAt(tokens, value.next + 1, qualifiers);
+  if (!value || !op || !right || right.next !== tokens.length) return undefined;
+  return { column: right.name, op: mirrored[op], value: value.value };
+}

@@ -1,0 +1,220 @@
+/**
+ * The HTTP read API as one pure function, `(request) → response`, so `offsetlake serve`
+ * (node:http) and the Lambda function URL entry answer identically:
+ *
+ *   GET  /tables                         the tables
+ *   GET  /tables/:t/files                the manifest: offsets, bucket, statistics, sizes
+ *   HEAD /tables/:t/files/:id.parquet    Content-Length, Accept-Ranges, ETag (sha256)
+ *   GET  /tables/:t/files/:id.parquet    the bytes; one Range (first-last, first-, -suffix)
+ *   GET  /metrics                        the read path's counters
+ *
+ * A range inside the file's footer (its last footer_size bytes: FileMetaData, its length
+ * and PAR1) is answered from the catalog without touching Kafka: that is what engines
+ * read first. Any other byte comes from a rebuild that was checked against size, footer
+ * and sha256; a mismatch is a 500 with the differences, never bytes. Errors are JSON
+ * `{error}` with a reason.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { DataFile } from '../catalog/catalog-files.js';
+import { TableError, type TableRecord } from '../catalog/tables.js';
+import { FileExpiredError, RebuildMismatchError } from '../rebuild.js';
+import { parseRange } from './range.js';
+import type { ReaderService } from './service.js';
+
+export interface ReaderRequest {
+  method: string;
+  /** The path, a query string may follow. */
+  path: string;
+  /** Header names in any case. */
+  headers: Readonly<Record<string, string | undefined>>;
+}
+
+export interface ReaderResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+export interface ReaderHandlerOptions {
+  /** The bearer token every request must carry; `null` turns authentication off (local use only). */
+  token: string | null;
+  /** Largest body one response may carry (a Lambda function URL buffers at most 6 MB). */
+  maxBodyBytes?: number;
+}
+
+export type ReaderHandler = (request: ReaderRequest) => Promise<ReaderResponse>;
+
+class HttpError extends Error {
+  constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
+    super(message);
+  }
+}
+
+const empty = new Uint8Array(0);
+const tableName = /^[a-z_][a-z0-9_]{0,62}$/;
+const fileName = /^([0-9]{1,19})\.parquet$/;
+
+function json(status: number, value: unknown, headers: Record<string, string> = {}): ReaderResponse {
+  const text = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers }, body: Buffer.from(`${text}\n`) };
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+function header(request: ReaderRequest, name: string): string | undefined {
+  for (const [key, value] of Object.entries(request.headers)) if (key.toLowerCase() === name) return value;
+  return undefined;
+}
+
+function checkToken(request: ReaderRequest, token: string): void {
+  const given = header(request, 'authorization');
+  const challenge = { 'www-authenticate': 'Bearer realm="offsetlake"' };
+  if (!given) throw new HttpError(401, 'this server needs a bearer token: send "Authorization: Bearer <token>"', challenge);
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(given);
+  if (!match) throw new HttpError(401, 'the Authorization header must be "Bearer <token>"', challenge);
+  // Compare digests so the comparison takes the same time whatever the token's length.
+  if (!timingSafeEqual(digest(match[1]!), digest(token))) throw new HttpError(401, 'the bearer token is not valid for this server', challenge);
+}
+
+export function fileEntry(table: TableRecord, file: DataFile) {
+  return {
+    id: file.dataFileId.toString(),
+    path: `/tables/${table.name}/files/${file.dataFileId}.parquet`,
+    partition: file.partition,
+    startOffset: file.startOffset.toString(),
+    endOffset: file.endOffset.toString(),
+    bucket: file.bucket.toISOString(),
+    records: Number(file.recordCount),
+    sizeBytes: Number(file.fileSizeBytes),
+    footerBytes: file.footer.byteLength,
+    sha256: file.sha256.toString('hex'),
+    sealReason: file.sealReason,
+    schemaVersion: file.schemaVersion,
+    encoderVersion: file.encoderVersion,
+    source: file.source,
+    createdAt: file.createdAt.toISOString(),
+    columns: file.columns.map((c) => ({
+      name: c.columnName,
+      valueCount: c.valueCount.toString(),
+      nullCount: c.nullCount.toString(),
+      nanCount: c.nanCount.toString(),
+      min: c.min,
+      max: c.max,
+    })),
+  };
+}
+
+export function readerHandler(service: ReaderService, options: ReaderHandlerOptions): ReaderHandler {
+  const maxBody = options.maxBodyBytes ?? Infinity;
+
+  async function tableNamed(name: string): Promise<TableRecord> {
+    if (!tableName.test(name)) throw new HttpError(400, `"${name}" is not a table name (lowercase letters, digits and _, at most 63)`);
+    try {
+      return await service.table(name);
+    } catch (error) {
+      if (error instanceof TableError) throw new HttpError(404, error.message);
+      throw error;
+    }
+  }
+
+  async function fileResponse(request: ReaderRequest, table: TableRecord, idText: string): Promise<ReaderResponse> {
+    const match = fileName.exec(idText);
+    if (!match) throw new HttpError(400, `"${idText}" is not a file name: expected <id>.parquet with a numeric id, as the manifest lists`);
+    const id = BigInt(match[1]!);
+    if (id > 9223372036854775807n) throw new HttpError(400, `file id ${id} is out of range`);
+    const file = await service.file(table, id);
+    if (!file) throw new HttpError(404, `table ${table.name} has no file ${id}`);
+    if (file.expiredAt) {
+      service.count('expired');
+      throw new HttpError(410, new FileExpiredError(file.dataFileId, file.expiredAt).message);
+    }
+    const size = Number(file.fileSizeBytes);
+    const common = { 'accept-ranges': 'bytes', etag: `"${file.sha256.toString('hex')}"`, 'content-type': 'application/vnd.apache.parquet' };
+    const rangeHeader = header(request, 'range');
+    let start = 0;
+    let end = size;
+    if (rangeHeader !== undefined) {
+      const range = parseRange(rangeHeader, size);
+      if (range.kind === 'malformed') throw new HttpError(400, range.reason);
+      if (range.kind === 'unsatisfiable') throw new HttpError(416, range.reason, { 'content-range': `bytes */${size}` });
+      ({ start, end } = range);
+    }
+    const partial = rangeHeader !== undefined;
+    const headers: Record<string, string> = { ...common, 'content-length': String(end - start) };
+    if (partial) headers['content-range'] = `bytes ${start}-${end - 1}/${size}`;
+    const status = partial ? 206 : 200;
+    if (request.method === 'HEAD') return { status, headers, body: empty };
+    if (end - start > maxBody) {
+      throw new HttpError(413, `${partial ? 'the range asks for' : 'the file has'} ${end - start} bytes, more than the ${maxBody} one response of this endpoint may carry; read it with Range requests of at most ${maxBody} bytes`);
+    }
+    const footerStart = size - file.footer.byteLength;
+    let body: Uint8Array;
+    if (start >= footerStart) {
+      service.count('footerHits');
+      body = file.footer.subarray(start - footerStart, end - footerStart);
+    } else {
+      body = (await service.bytes(table, file)).subarray(start, end);
+    }
+    service.served(body.byteLength);
+    return { status, headers, body };
+  }
+
+  async function route(request: ReaderRequest): Promise<ReaderResponse> {
+    const path = request.path.split('?')[0]!;
+    const parts = path.split('/').slice(1);
+    const allow = (methods: string) => {
+      if (!methods.split(', ').includes(request.method)) throw new HttpError(405, `${request.method} is not allowed on ${path}; use ${methods}`, { allow: methods });
+    };
+    if (parts.length === 1 && parts[0] === 'tables') {
+      allow('GET, HEAD');
+      const tables = await service.tables();
+      return json(200, { tables: tables.map((t) => ({ name: t.name, topic: t.topic, format: t.format, files: `/tables/${t.name}/files` })) });
+    }
+    if (parts.length === 1 && parts[0] === 'metrics') {
+      allow('GET, HEAD');
+      return json(200, { ...service.metrics, cache: service.cache.size });
+    }
+    if (parts[0] === 'tables' && parts[2] === 'files' && (parts.length === 3 || parts.length === 4)) {
+      const table = await tableNamed(decodeSegment(parts[1]!));
+      if (parts.length === 3) {
+        allow('GET, HEAD');
+        const files = await service.files(table);
+        return json(200, { table: table.name, topic: table.topic, format: table.format, granularity: table.settings.granularity, files: files.map((f) => fileEntry(table, f)) });
+      }
+      allow('GET, HEAD');
+      return fileResponse(request, table, decodeSegment(parts[3]!));
+    }
+    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet)`);
+  }
+
+  return async (request) => {
+    service.count('requests');
+    try {
+      if (options.token !== null) checkToken(request, options.token);
+      const response = await route(request);
+      // HEAD: the headers GET would send (a file's Content-Length is set by fileResponse), no body.
+      if (request.method === 'HEAD' && response.body.byteLength > 0) return { ...response, headers: { ...response.headers, 'content-length': String(response.body.byteLength) }, body: empty };
+      return response;
+    } catch (error) {
+      const headOnly = request.method === 'HEAD';
+      const answer = (status: number, message: string, headers: Record<string, string> = {}) => {
+        const response = json(status, { error: message }, headers);
+        return headOnly ? { ...response, body: empty } : response;
+      };
+      if (error instanceof HttpError) return answer(error.status, error.message, error.headers);
+      if (error instanceof RebuildMismatchError) return answer(500, `${error.message}; the bytes were not served`);
+      if (error instanceof FileExpiredError) return answer(410, error.message);
+      return answer(500, `internal error: ${(error as Error).message}`);
+    }
+  };
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, `path segment "${segment}" is not valid percent-encoding`);
+  }
+}

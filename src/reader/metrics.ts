@@ -1,0 +1,21 @@
+/** Counters of the read path, as one plain object (served at GET /metrics, printed by bench). */
+export interface ReaderMetrics {
+  requests: number;
+  /** Files rebuilt from Kafka (each verified against size, footer and sha256). */
+  rebuilds: number;
+  /** Rebuilds whose bytes did not match the catalog: never served. */
+  mismatches: number;
+  cacheHits: number;
+  cacheMisses: number;
+  /** Range requests answered from the catalog's footer, without Kafka. */
+  footerHits: number;
+  /** Committed records and their key + value + header bytes read from Kafka. */
+  kafkaRecords: number;
+  kafkaBytes: number;
+  bytesServed: number;
+  expired: number;
+}
+
+export function newMetrics(): ReaderMetrics {
+  return { requests: 0, rebuilds: 0, mismatches: 0, cacheHits: 0, cacheMisses: 0, footerHits: 0, kafkaRecords: 0, kafkaBytes: 0, bytesServed: 0, expired: 0 };
+}

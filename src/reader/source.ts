@@ -1,0 +1,31 @@
+/**
+ * A CommittedSource that counts what it reads: records, their bytes (key + value +
+ * headers, as the sealer counts them) and the offset ranges asked for. The read path
+ * reports these as metrics; tests use them to show that pruning skips Kafka reads.
+ */
+import type { CommittedSource } from '../indexer/partition.js';
+import { recordBytes } from '../record.js';
+
+export interface ReadLog {
+  records: number;
+  bytes: number;
+  /** Every read asked of the source: partition and [from, until). */
+  reads: { topic: string; partition: number; from: bigint; until: bigint }[];
+}
+
+/** `keepReads: false` keeps only the totals (a long-lived server would otherwise grow the list forever). */
+export function countingSource(source: CommittedSource, options: { keepReads?: boolean } = {}): CommittedSource & { log: ReadLog } {
+  const log: ReadLog = { records: 0, bytes: 0, reads: [] };
+  return {
+    log,
+    lastStableOffset: (topic, partition) => source.lastStableOffset(topic, partition),
+    async *read(topic, partition, from, until) {
+      if (options.keepReads !== false) log.reads.push({ topic, partition, from, until });
+      for await (const batch of source.read(topic, partition, from, until)) {
+        log.records += batch.records.length;
+        for (const record of batch.records) log.bytes += recordBytes(record);
+        yield batch;
+      }
+    },
+  };
+}

@@ -1,0 +1,252 @@
+/**
+ * Avro (avsc): records → structs, arrays → lists, maps → lists of {key, value}, enums →
+ * strings, fixed and bytes → binary, `[null, T]` → nullable T, other unions → a struct
+ * with one field per branch (named by the branch), a record that contains itself →
+ * JSON text. Logical types: timestamp-millis/micros (and local-*) → timestamp, date →
+ * date, decimal → decimal, uuid → string; others are their underlying type.
+ * Longs are read as bigint, never rounded.
+ */
+import { isUtf8 } from 'node:buffer';
+import avro from 'avsc';
+import type { Column, ColumnType } from '../parquet/schema.js';
+import type { RegistrySchema } from './registry.js';
+import { checkDecimal, DecodeError, jsonText, mapType, signedBigInt, type WriterSchema } from './writer.js';
+
+type AvroType = avro.Type;
+
+const BigLong = avro.types.LongType.__with({
+  fromBuffer: (buf: Buffer) => buf.readBigInt64LE(),
+  toBuffer: (n: bigint) => {
+    const buf = Buffer.alloc(8);
+    buf.writeBigInt64LE(BigInt(n));
+    return buf;
+  },
+  fromJSON: (n: number | string) => BigInt(n),
+  toJSON: (n: bigint) => Number(n),
+  isValid: (n: unknown) => typeof n === 'bigint' || Number.isSafeInteger(n),
+  compare: (a: bigint, b: bigint) => (a === b ? 0 : a < b ? -1 : 1),
+});
+
+/**
+ * A string read as its UTF-8 bytes: the column takes bytes as they are, so the text is
+ * neither decoded here nor encoded again by the writer (a third of the build's time on
+ * string-heavy records). Still a `string` to avsc (union branches keep their names);
+ * writing (producers in tests) takes JS strings as usual.
+ */
+const BytesString: AvroType = Object.create(avro.Type.forSchema('string'), {
+  _read: { value: (tap: { readBytes(): Buffer }) => tap.readBytes() },
+});
+
+/** Logical types keep their decoded underlying value; the walk below converts. */
+class Marked extends avro.types.LogicalType {
+  readonly attrs: Record<string, unknown>;
+  constructor(schema: avro.Schema, opts?: unknown) {
+    super(schema, opts);
+    this.attrs = schema as unknown as Record<string, unknown>;
+  }
+  protected override _fromValue(value: unknown): unknown {
+    return value;
+  }
+  protected override _toValue(value: unknown): unknown {
+    return value;
+  }
+  protected override _resolve(type: AvroType): unknown {
+    return avro.Type.isType(type, this.underlyingType.typeName) ? (value: unknown) => value : undefined;
+  }
+}
+
+const logicalNames = ['timestamp-millis', 'timestamp-micros', 'local-timestamp-millis', 'local-timestamp-micros', 'date', 'decimal', 'uuid'];
+
+/** avsc's options for our schemas: bigint longs, every union wrapped (so branches are named). */
+export function avroOptions(registry: Record<string, AvroType> = {}, bytesStrings = false): Partial<avro.ForSchemaOptions> {
+  // `"long"` resolves through the registry, but `{"type": "long"}` (with or without a
+  // logical type) makes a plain number long; the hook makes every long a bigint one. A
+  // logical long is seen twice: first to make the logical type, then for its underlying type.
+  const logicalSeen = new WeakSet<object>();
+  const typeHook = (schema: unknown): AvroType | undefined => {
+    if (bytesStrings && schema === 'string') return BytesString;
+    if (typeof schema !== 'object' || schema === null) return undefined;
+    const primitive = (schema as { type?: unknown }).type;
+    if (primitive !== 'long' && !(bytesStrings && primitive === 'string')) return undefined;
+    const logicalType = (schema as { logicalType?: unknown }).logicalType;
+    if (typeof logicalType === 'string' && logicalNames.includes(logicalType) && !logicalSeen.has(schema)) {
+      logicalSeen.add(schema);
+      return undefined;
+    }
+    return primitive === 'long' ? BigLong : BytesString;
+  };
+  return {
+    wrapUnions: true,
+    typeHook: typeHook as avro.ForSchemaOptions['typeHook'],
+    registry: { long: BigLong, ...(bytesStrings ? { string: BytesString } : {}), ...registry } as Record<string, AvroType>,
+    logicalTypes: Object.fromEntries(logicalNames.map((name) => [name, Marked])) as avro.ForSchemaOptions['logicalTypes'],
+  };
+}
+
+/** avsc's type for the schema; `bytesStrings`: strings decode to their UTF-8 bytes. */
+export function avroType(schema: RegistrySchema, bytesStrings = false): AvroType {
+  const registry: Record<string, AvroType> = {};
+  const options = avroOptions(registry, bytesStrings);
+  // referenced schemas define named types that the main schema names
+  for (const reference of schema.references) avro.Type.forSchema(JSON.parse(reference.schema), options);
+  return avro.Type.forSchema(JSON.parse(schema.schema), options);
+}
+
+interface Shape {
+  type: ColumnType;
+  convert: (value: unknown) => unknown;
+}
+
+const identity = (value: unknown): unknown => value;
+
+/** A string as read: its UTF-8 bytes (checked, the column promises UTF-8), or a JS string. */
+function utf8Text(value: unknown): unknown {
+  if (typeof value === 'string' || isUtf8(value as Uint8Array)) return value;
+  throw new DecodeError('a string is not valid UTF-8');
+}
+
+export function avroWriter(schema: RegistrySchema): WriterSchema {
+  let type = avroType(schema, true);
+  let walked = walk(type, new Set());
+  // A record that contains itself becomes JSON text, whose strings must be strings.
+  if (walked.recursive) {
+    type = avroType(schema, false);
+    walked = walk(type, new Set());
+  }
+  const shape = walked.shape ?? { type: { kind: 'string' }, convert: () => null };
+  return {
+    type: shape.type,
+    decode(bytes, offset) {
+      const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      let decoded: { value: unknown; offset: number };
+      try {
+        decoded = type.decode(buf, offset);
+      } catch {
+        throw new DecodeError(`Avro schema ${schema.id}: the payload is not valid for the schema`);
+      }
+      if (decoded.offset < 0) throw new DecodeError(`Avro schema ${schema.id}: the payload ends early (${buf.byteLength - offset} bytes)`);
+      if (decoded.offset !== buf.byteLength) throw new DecodeError(`Avro schema ${schema.id}: ${buf.byteLength - decoded.offset} bytes left after the value`);
+      return shape.convert(decoded.value);
+    },
+  };
+}
+
+let sawRecursion = false;
+
+function walk(type: AvroType, path: Set<AvroType>): { shape: Shape | null; recursive: boolean } {
+  sawRecursion = false;
+  const shape = shapeOf(type, path);
+  return { shape, recursive: sawRecursion };
+}
+
+function shapeOf(type: AvroType, path: Set<AvroType>): Shape | null {
+  if (type instanceof Marked) return logical(type, path);
+  switch (type.typeName) {
+    case 'null':
+      return null;
+    case 'boolean':
+      return { type: { kind: 'boolean' }, convert: identity };
+    case 'int':
+      return { type: { kind: 'int32' }, convert: identity };
+    case 'long':
+    case 'abstract:long': // our bigint long
+      return { type: { kind: 'int64' }, convert: identity };
+    case 'float':
+      return { type: { kind: 'float' }, convert: identity };
+    case 'double':
+      return { type: { kind: 'double' }, convert: identity };
+    case 'bytes':
+    case 'fixed':
+      return { type: { kind: 'binary' }, convert: identity };
+    case 'string':
+      return { type: { kind: 'string' }, convert: utf8Text };
+    case 'enum':
+      return { type: { kind: 'string' }, convert: identity };
+    case 'array': {
+      const items = shapeOf((type as unknown as { itemsType: AvroType }).itemsType, path);
+      if (!items) return { type: { kind: 'list', element: { nullable: true, type: { kind: 'boolean' } } }, convert: (v) => (v as unknown[]).map(() => null) };
+      return { type: { kind: 'list', element: { nullable: true, type: items.type } }, convert: (v) => (v as unknown[]).map(items.convert) };
+    }
+    case 'map': {
+      const values = shapeOf((type as unknown as { valuesType: AvroType }).valuesType, path);
+      const convert = values?.convert ?? (() => null);
+      return {
+        type: mapType(values?.type ?? { kind: 'boolean' }),
+        convert: (v) => Object.entries(v as Record<string, unknown>).map(([key, value]) => ({ key, value: convert(value) })),
+      };
+    }
+    case 'union:wrapped':
+      return union(type, path);
+    case 'record':
+    case 'error':
+      return record(type, path);
+    default:
+      throw new Error(`Avro type ${type.typeName} has no column mapping`);
+  }
+}
+
+function record(type: AvroType, path: Set<AvroType>): Shape {
+  if (path.has(type)) {
+    sawRecursion = true;
+    return { type: { kind: 'json' }, convert: (v) => jsonText(v) };
+  }
+  const inner = new Set(path).add(type);
+  const fields: Column[] = [];
+  const converters: [string, (v: unknown) => unknown][] = [];
+  for (const field of (type as unknown as { fields: { name: string; type: AvroType }[] }).fields) {
+    const shape = shapeOf(field.type, inner);
+    if (!shape) continue;
+    fields.push({ name: field.name, type: shape.type, nullable: true });
+    converters.push([field.name, shape.convert]);
+  }
+  if (fields.length === 0) return { type: { kind: 'json' }, convert: () => '{}' };
+  return {
+    type: { kind: 'struct', fields },
+    convert: (v) => {
+      const source = v as Record<string, unknown>;
+      const out: Record<string, unknown> = {};
+      for (const [name, convert] of converters) out[name] = convert(source[name]);
+      return out;
+    },
+  };
+}
+
+function union(type: AvroType, path: Set<AvroType>): Shape | null {
+  const branches = (type as unknown as { types: AvroType[] }).types
+    .map((branch) => ({ name: branch.branchName!, shape: shapeOf(branch, path) }))
+    .filter((b): b is { name: string; shape: Shape } => b.shape !== null);
+  if (branches.length === 0) return null;
+  if (branches.length === 1) {
+    const [{ name, shape }] = branches as [{ name: string; shape: Shape }];
+    return { type: shape.type, convert: (v) => (v === null ? null : shape.convert((v as Record<string, unknown>)[name])) };
+  }
+  const named = branches.map((b) => ({ ...b, column: b.name.replace(/\./g, '_') }));
+  return {
+    type: { kind: 'struct', fields: named.map((b) => ({ name: b.column, type: b.shape.type, nullable: true })) },
+    convert: (v) => {
+      if (v === null) return null;
+      const wrapped = v as Record<string, unknown>;
+      const out: Record<string, unknown> = {};
+      for (const b of named) if (Object.hasOwn(wrapped, b.name)) out[b.column] = b.shape.convert(wrapped[b.name]);
+      return out;
+    },
+  };
+}
+
+function logical(type: Marked, path: Set<AvroType>): Shape | null {
+  const name = type.attrs.logicalType as string;
+  const underlying = type.underlyingType.typeName;
+  if (name.endsWith('timestamp-millis') || name.endsWith('timestamp-micros')) {
+    if (underlying === 'long' || underlying === 'abstract:long') return { type: { kind: 'timestamp', unit: name.endsWith('millis') ? 'millis' : 'micros', utc: !name.startsWith('local-') }, convert: identity };
+  } else if (name === 'date') {
+    if (underlying === 'int') return { type: { kind: 'date' }, convert: identity };
+  } else if (name === 'decimal') {
+    const { precision, scale = 0 } = type.attrs as { precision?: number; scale?: number };
+    if ((underlying === 'bytes' || underlying === 'fixed') && Number.isInteger(precision) && precision! >= 1 && Number.isInteger(scale) && scale >= 0 && scale <= precision!) {
+      return { type: { kind: 'decimal', precision: precision!, scale }, convert: (v) => checkDecimal(signedBigInt(v as Uint8Array), precision!, 'decimal') };
+    }
+  } else if (name === 'uuid') {
+    if (underlying === 'string') return shapeOf(type.underlyingType, path);
+  }
+  return shapeOf(type.underlyingType, path);
+}

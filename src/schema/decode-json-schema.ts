@@ -1,0 +1,170 @@
+/**
+ * JSON Schema: the payload is JSON text read against the schema's shape (not validated
+ * by a JSON Schema validator: a value that does not fit its column is an error row).
+ * object with properties → struct (properties in declaration order); object with only
+ * additionalProperties → list of {key, value}; array → list; integer → int64 (exact up
+ * to 2^53, as JSON.parse reads it); number → double; boolean; string → string, with
+ * format date-time → timestamp (millis, UTC) and date → date; enum of strings →
+ * string; `["T", "null"]`, or anyOf/oneOf of one schema and null → nullable T; local
+ * `$ref`s (#/definitions/…, #/$defs/…) are followed; anything else (no type, several
+ * types, a schema that contains itself) → JSON text of the value.
+ */
+import type { Column, ColumnType } from '../parquet/schema.js';
+import type { RegistrySchema } from './registry.js';
+import { DecodeError, mapType, type WriterSchema } from './writer.js';
+
+type JsonSchema = Record<string, unknown> | boolean;
+
+interface Shape {
+  type: ColumnType;
+  convert: (value: unknown, path: string) => unknown;
+}
+
+const textDecoder = new TextDecoder('utf-8', { fatal: true });
+
+export function jsonSchemaWriter(schema: RegistrySchema): WriterSchema {
+  const root = JSON.parse(schema.schema) as JsonSchema;
+  const shape = walk(root, root, new Set());
+  return {
+    type: shape.type,
+    decode(bytes, offset) {
+      let value: unknown;
+      try {
+        value = JSON.parse(textDecoder.decode(bytes.subarray(offset)));
+      } catch {
+        throw new DecodeError(`JSON Schema ${schema.id}: the payload is not UTF-8 JSON text`);
+      }
+      return shape.convert(value, '$');
+    },
+  };
+}
+
+function describe(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function mismatch(path: string, expected: string, value: unknown): DecodeError {
+  return new DecodeError(`${path}: expected ${expected}, got ${describe(value)}`);
+}
+
+const asJson: Shape = { type: { kind: 'json' }, convert: (v) => JSON.stringify(v) };
+
+function resolveRef(root: JsonSchema, ref: string): JsonSchema | undefined {
+  if (!ref.startsWith('#')) return undefined;
+  let node: unknown = root;
+  for (const part of ref.slice(1).split('/').filter(Boolean)) {
+    const key = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
+    node = node && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
+  }
+  return node as JsonSchema | undefined;
+}
+
+function walk(node: JsonSchema, root: JsonSchema, path: Set<unknown>): Shape {
+  if (typeof node !== 'object' || node === null) return asJson;
+  if (path.has(node)) return asJson;
+  const inner = new Set(path).add(node);
+  if (typeof node.$ref === 'string') {
+    const target = resolveRef(root, node.$ref);
+    return target === undefined ? asJson : walk(target, root, inner);
+  }
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const options = node[key];
+    if (Array.isArray(options)) {
+      const notNull = options.filter((o) => !(o && typeof o === 'object' && (o as Record<string, unknown>).type === 'null'));
+      return notNull.length === 1 ? walk(notNull[0] as JsonSchema, root, inner) : asJson;
+    }
+  }
+  let type = node.type;
+  if (Array.isArray(type)) {
+    const notNull = type.filter((t) => t !== 'null');
+    type = notNull.length === 1 ? notNull[0] : undefined;
+  }
+  if (type === undefined && Array.isArray(node.enum) && node.enum.every((e) => typeof e === 'string')) type = 'string';
+  if (type === undefined && node.properties && typeof node.properties === 'object') type = 'object';
+  switch (type) {
+    case 'integer':
+      return {
+        type: { kind: 'int64' },
+        convert: (v, p) => {
+          if (typeof v !== 'number' || !Number.isInteger(v)) throw mismatch(p, 'an integer', v);
+          if (!Number.isSafeInteger(v)) throw new DecodeError(`${p}: integer beyond 2^53 cannot be read exactly from JSON`);
+          return BigInt(v);
+        },
+      };
+    case 'number':
+      return { type: { kind: 'double' }, convert: (v, p) => (typeof v === 'number' ? v : fail(p, 'a number', v)) };
+    case 'boolean':
+      return { type: { kind: 'boolean' }, convert: (v, p) => (typeof v === 'boolean' ? v : fail(p, 'a boolean', v)) };
+    case 'string':
+      if (node.format === 'date-time') {
+        return {
+          type: { kind: 'timestamp', unit: 'millis', utc: true },
+          convert: (v, p) => {
+            const ms = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(v) ? Date.parse(v) : NaN;
+            return Number.isNaN(ms) ? fail(p, 'an RFC 3339 date-time string', v) : BigInt(ms);
+          },
+        };
+      }
+      if (node.format === 'date') {
+        return {
+          type: { kind: 'date' },
+          convert: (v, p) => {
+            const ms = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? Date.parse(`${v}T00:00:00Z`) : NaN;
+            return Number.isNaN(ms) ? fail(p, 'a date string YYYY-MM-DD', v) : ms / 86_400_000;
+          },
+        };
+      }
+      return { type: { kind: 'string' }, convert: (v, p) => (typeof v === 'string' ? v : fail(p, 'a string', v)) };
+    case 'array': {
+      const items = node.items && typeof node.items === 'object' && !Array.isArray(node.items) ? walk(node.items as JsonSchema, root, inner) : asJson;
+      return {
+        type: { kind: 'list', element: { nullable: true, type: items.type } },
+        convert: (v, p) => (Array.isArray(v) ? v.map((e, i) => (e === null ? null : items.convert(e, `${p}[${i}]`))) : fail(p, 'an array', v)),
+      };
+    }
+    case 'object':
+      return object(node, root, inner);
+    default:
+      return asJson;
+  }
+}
+
+function fail(path: string, expected: string, value: unknown): never {
+  throw mismatch(path, expected, value);
+}
+
+function object(node: Record<string, unknown>, root: JsonSchema, path: Set<unknown>): Shape {
+  const properties = node.properties && typeof node.properties === 'object' ? (node.properties as Record<string, JsonSchema>) : {};
+  const names = Object.keys(properties);
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (names.length === 0) {
+    const extra = node.additionalProperties;
+    if (extra && typeof extra === 'object') {
+      const values = walk(extra as JsonSchema, root, path);
+      return {
+        type: mapType(values.type),
+        convert: (v, p) => (isObject(v) ? Object.entries(v).map(([key, value]) => ({ key, value: value === null ? null : values.convert(value, `${p}.${key}`) })) : fail(p, 'an object', v)),
+      };
+    }
+    return asJson;
+  }
+  const fields: Column[] = [];
+  const converters: [string, Shape['convert']][] = [];
+  for (const name of names) {
+    const shape = walk(properties[name]!, root, path);
+    fields.push({ name, type: shape.type, nullable: true });
+    converters.push([name, shape.convert]);
+  }
+  return {
+    type: { kind: 'struct', fields },
+    convert: (v, p) => {
+      if (!isObject(v)) fail(p, 'an object', v);
+      const out: Record<string, unknown> = {};
+      for (const [name, convert] of converters) {
+        const value = v[name];
+        out[name] = value === null || value === undefined ? null : convert(value, `${p}.${name}`);
+      }
+      return out;
+    },
+  };
+}

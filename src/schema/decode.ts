@@ -1,0 +1,218 @@
+/**
+ * Registry-format tables (avro, protobuf, json-schema): from records to the decoded
+ * columns of one table-schema version. Everything needed is in the version itself (its
+ * columns and the registry schemas merged into it), so a rebuild decodes exactly as
+ * indexing did, without asking the registry, whatever the schema became since.
+ *
+ * Per record:
+ *   value  must be in the wire format (magic byte 0 + schema id). Its fields become the
+ *          table's columns (a value that is not a record: one column `value`; a field
+ *          named like a Kafka column, e.g. `_offset`: column `value__offset`).
+ *          `_value` keeps the raw bytes only when the value could not be decoded.
+ *   key    is decoded into `_key_decoded` when it looks like the wire format (at least
+ *          5 bytes, first byte 0); any other key is just `_key`, not an error.
+ *   errors (wrong magic byte, unknown schema id, a schema of another format, bytes the
+ *          schema cannot read) leave that side's decoded columns null and go to
+ *          `_error`: "value: …", "key: …", joined by "; ".
+ */
+import { kafkaTableColumns } from '../parquet/kafka-table.js';
+import { validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
+import type { KafkaRecord } from '../record.js';
+import type { TableFormat } from '../settings.js';
+import { avroWriter } from './decode-avro.js';
+import { jsonSchemaWriter } from './decode-json-schema.js';
+import { protobufWriter } from './decode-protobuf.js';
+import { converter, routeField, type Convert } from './merge.js';
+import type { RegistrySchema, SchemaType } from './registry.js';
+import type { TableSchema } from './table-schema.js';
+import { readWireHeader } from './wire.js';
+import { DecodeError, type WriterSchema } from './writer.js';
+
+export type Side = 'key' | 'value';
+export type RegistryFormat = 'avro' | 'protobuf' | 'json-schema';
+
+/** A registry schema as a table-schema version keeps it: with the sides merged from it. */
+export interface MergedSchema extends RegistrySchema {
+  sides: Side[];
+}
+
+export const KEY_COLUMN = '_key_decoded';
+export const VALUE_COLUMN = 'value';
+
+const schemaTypes: Record<RegistryFormat, SchemaType> = { avro: 'AVRO', protobuf: 'PROTOBUF', 'json-schema': 'JSON' };
+
+export function isRegistryFormat(format: TableFormat): format is RegistryFormat {
+  return Object.hasOwn(schemaTypes, format);
+}
+
+/** Kafka's column names (and the decoded key's): value fields named so are renamed `value_<name>`. */
+const reserved = new Set([...kafkaTableColumns('avro').map((c) => c.name), KEY_COLUMN]);
+
+/** The schema id a key or value names, if it is in the wire format. */
+export function schemaIdOf(bytes: Uint8Array | null): number | undefined {
+  if (bytes === null) return undefined;
+  const header = readWireHeader(bytes);
+  return typeof header === 'string' ? undefined : header.schemaId;
+}
+
+/** Every (schema id, side) the records name that `schema` has not merged yet. */
+export function unmergedIds(schema: TableSchema, records: Iterable<KafkaRecord>): Map<number, Set<Side>> {
+  const known = schema.registrySchemas ?? {};
+  const out = new Map<number, Set<Side>>();
+  const note = (id: number | undefined, side: Side): void => {
+    if (id === undefined || known[id]?.sides.includes(side)) return;
+    let sides = out.get(id);
+    if (!sides) out.set(id, (sides = new Set()));
+    sides.add(side);
+  };
+  for (const record of records) {
+    note(schemaIdOf(record.value), 'value');
+    note(schemaIdOf(record.key), 'key');
+  }
+  return out;
+}
+
+const writers = new Map<string, WriterSchema | string>();
+
+/** The schema read for decoding (cached by id and text), or why it cannot be. */
+export function writerOf(schema: RegistrySchema): WriterSchema | string {
+  const key = `${schema.id}\u0000${schema.type}\u0000${schema.schema}\u0000${schema.references.map((r) => r.schema).join('\u0000')}`;
+  let writer = writers.get(key);
+  if (writer === undefined) {
+    try {
+      writer = schema.type === 'AVRO' ? avroWriter(schema) : schema.type === 'PROTOBUF' ? protobufWriter(schema) : jsonSchemaWriter(schema);
+      // names the column model cannot take (empty, or twice in one struct) make it unreadable too
+      validateColumns(sideColumns(writer.type, 'value'), `schema ${schema.id}`);
+    } catch {
+      writer = `schema ${schema.id} cannot be read as ${schema.type}`;
+    }
+    if (writers.size > 1000) writers.clear();
+    writers.set(key, writer);
+  }
+  return writer;
+}
+
+/** The columns a side of a writer schema asks for. */
+export function sideColumns(type: ColumnType, side: Side): Column[] {
+  if (side === 'key') return [{ name: KEY_COLUMN, type, nullable: true }];
+  if (type.kind !== 'struct') return [{ name: VALUE_COLUMN, type, nullable: true }];
+  return type.fields.map((field) => ({ ...field, name: reserved.has(field.name) ? `value_${field.name}` : field.name, nullable: true }));
+}
+
+/** Why a merged schema cannot decode this table's records, if it cannot. */
+function unusable(format: RegistryFormat, schema: RegistrySchema | undefined, id: number): string | undefined {
+  if (!schema) return `schema id ${id} is unknown to the Schema Registry`;
+  if (schema.type !== schemaTypes[format]) return `schema ${id} is ${schema.type}, the table's format is ${format}`;
+  return undefined;
+}
+
+interface Route {
+  writer: WriterSchema;
+  /** [table column index, field of the decoded value (undefined: the whole value), convert] */
+  targets: [number, string | undefined, Convert][];
+}
+
+/** Decodes records for one table-schema version; make one per version and reuse it. */
+export class TableDecoder {
+  private readonly routes = { key: new Map<number, Route | string>(), value: new Map<number, Route | string>() };
+  /** The decoded columns: everything after Kafka's own. */
+  readonly columns: Column[];
+
+  constructor(private readonly format: RegistryFormat, private readonly schema: TableSchema) {
+    const kafka = new Set(kafkaTableColumns(format).map((c) => c.name));
+    this.columns = schema.columns.filter((c) => !kafka.has(c.name));
+  }
+
+  private route(id: number, side: Side): Route | string {
+    const routes = this.routes[side];
+    let route = routes.get(id);
+    if (route === undefined) {
+      route = this.makeRoute(id, side);
+      routes.set(id, route);
+    }
+    return route;
+  }
+
+  private makeRoute(id: number, side: Side): Route | string {
+    const merged = this.schema.registrySchemas?.[id];
+    const problem = unusable(this.format, merged, id);
+    if (problem) return problem;
+    const writer = writerOf(merged!);
+    if (typeof writer === 'string') return writer;
+    const targets: Route['targets'] = [];
+    const whole = side === 'key' || writer.type.kind !== 'struct';
+    const fields = sideColumns(writer.type, side);
+    const sourceNames = whole ? [undefined] : (writer.type as Extract<ColumnType, { kind: 'struct' }>).fields.map((f) => f.name);
+    fields.forEach((field, i) => {
+      const column = routeField(this.columns, field.name, field.type);
+      if (column) targets.push([this.columns.indexOf(column), sourceNames[i], converter(column.type, field.type)]);
+    });
+    return { writer, targets };
+  }
+
+  /** `_value`, `_error` and every decoded column, one value per record. */
+  decode(records: readonly KafkaRecord[]): Record<string, unknown[]> {
+    const n = records.length;
+    const arrays = this.columns.map(() => new Array<unknown>(n).fill(null));
+    const values = new Array<Uint8Array | null>(n);
+    const errors = new Array<string | null>(n);
+    for (let i = 0; i < n; i++) {
+      const record = records[i]!;
+      const problems: string[] = [];
+      values[i] = null;
+      if (record.value !== null) {
+        const problem = this.decodeSide(record.value, 'value', arrays, i, false);
+        if (problem) {
+          problems.push(`value: ${problem}`);
+          values[i] = record.value;
+        }
+      }
+      if (record.key !== null) {
+        const problem = this.decodeSide(record.key, 'key', arrays, i, true);
+        if (problem) problems.push(`key: ${problem}`);
+      }
+      errors[i] = problems.length > 0 ? problems.join('; ') : null;
+    }
+    const out: Record<string, unknown[]> = { _value: values, _error: errors };
+    this.columns.forEach((column, c) => (out[column.name] = arrays[c]!));
+    return out;
+  }
+
+  /** Fills the record's columns for one side; the reason when it cannot. */
+  private decodeSide(bytes: Uint8Array, side: Side, arrays: unknown[][], row: number, optional: boolean): string | undefined {
+    const header = readWireHeader(bytes);
+    if (typeof header === 'string') return optional ? undefined : header;
+    const route = this.route(header.schemaId, side);
+    if (typeof route === 'string') return route;
+    let decoded: unknown;
+    try {
+      decoded = route.writer.decode(bytes, header.offset);
+    } catch (error) {
+      return error instanceof DecodeError ? error.message : `schema ${header.schemaId} cannot decode the ${bytes.byteLength} bytes`;
+    }
+    const { targets } = route;
+    try {
+      for (let t = 0; t < targets.length; t++) {
+        const [column, field, convert] = targets[t]!;
+        arrays[column]![row] = convert(field === undefined ? decoded : (decoded as Record<string, unknown>)[field]);
+      }
+    } catch {
+      // all or nothing: the side's columns stay null
+      for (const [column] of targets) arrays[column]![row] = null;
+      return `schema ${header.schemaId}: the decoded value does not fit the table's columns`;
+    }
+    return undefined;
+  }
+}
+
+const decoders = new WeakMap<TableSchema, TableDecoder>();
+
+/** The decoder of a schema object (cached for as long as the object lives). */
+export function tableDecoder(format: RegistryFormat, schema: TableSchema): TableDecoder {
+  let decoder = decoders.get(schema);
+  if (!decoder) {
+    decoder = new TableDecoder(format, schema);
+    decoders.set(schema, decoder);
+  }
+  return decoder;
+}

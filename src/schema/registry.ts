@@ -1,0 +1,142 @@
+/**
+ * A Confluent-compatible Schema Registry, read by schema id (`GET /schemas/ids/{id}`):
+ * ids are registry-wide and a schema under an id never changes, so every answer is
+ * cached for the life of the process (an unknown id only briefly: it may be registered
+ * soon). Basic auth comes from the URL's user:password or SCHEMA_REGISTRY_USER /
+ * SCHEMA_REGISTRY_PASSWORD.
+ *
+ * "Cannot be reached" (connection refused, timeout, 5xx, 401/403) is
+ * RegistryUnavailableError after a few retries with backoff: the indexer then waits and
+ * writes no files. "No such id" (404) is an answer, not an outage: those records become
+ * rows with an error.
+ */
+import { engineConfig } from '../config.js';
+
+export type SchemaType = 'AVRO' | 'PROTOBUF' | 'JSON';
+
+/** A registry schema with its references resolved (by the name the schema imports them under). */
+export interface RegistrySchema {
+  id: number;
+  type: SchemaType;
+  schema: string;
+  references: { name: string; type: SchemaType; schema: string }[];
+}
+
+export class RegistryUnavailableError extends Error {
+  override name = 'RegistryUnavailableError';
+  constructor(readonly url: string, reason: string, options?: { cause?: unknown }) {
+    super(`Schema Registry ${url} cannot be reached: ${reason}`, options);
+  }
+}
+
+export interface SchemaRegistry {
+  readonly url: string;
+  /** The schema under `id`, or null when the registry has no such id. */
+  schemaById(id: number): Promise<RegistrySchema | null>;
+}
+
+export interface RegistryOptions {
+  user?: string | undefined;
+  password?: string | undefined;
+  /** Pauses between tries when the registry cannot be reached; one try more than pauses. */
+  backoffMs?: readonly number[];
+  timeoutMs?: number;
+  /** How long "no such id" is believed before asking again. */
+  missingTtlMs?: number;
+}
+
+const defaultBackoff = [200, 800, 2000];
+
+interface SchemaAnswer {
+  schema: string;
+  schemaType?: SchemaType;
+  references?: { name: string; subject: string; version: number }[];
+}
+
+export function schemaRegistry(url: string, options: RegistryOptions = {}, env: NodeJS.ProcessEnv = process.env): SchemaRegistry {
+  const parsed = new URL(url);
+  const user = options.user ?? (parsed.username ? decodeURIComponent(parsed.username) : env.SCHEMA_REGISTRY_USER);
+  const password = options.password ?? (parsed.password ? decodeURIComponent(parsed.password) : env.SCHEMA_REGISTRY_PASSWORD);
+  parsed.username = '';
+  parsed.password = '';
+  const base = parsed.toString().replace(/\/+$/, '');
+  const headers: Record<string, string> = { accept: 'application/vnd.schemaregistry.v1+json, application/json' };
+  if (user !== undefined) headers.authorization = `Basic ${Buffer.from(`${user}:${password ?? ''}`).toString('base64')}`;
+  const backoff = options.backoffMs ?? defaultBackoff;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const missingTtlMs = options.missingTtlMs ?? 5_000;
+  const found = new Map<number, Promise<RegistrySchema>>();
+  const missing = new Map<number, number>();
+
+  async function get(path: string): Promise<SchemaAnswer | null> {
+    let reason = '';
+    for (let attempt = 0; attempt <= backoff.length; attempt++) {
+      if (attempt > 0) await new Promise((done) => setTimeout(done, backoff[attempt - 1]));
+      let response: Response;
+      try {
+        response = await fetch(`${base}${path}`, { headers, signal: AbortSignal.timeout(timeoutMs) });
+      } catch (error) {
+        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        reason = cause?.code ?? cause?.message ?? (error as Error).message;
+        continue;
+      }
+      if (response.status === 404) return null;
+      if (response.ok) {
+        const answer = (await response.json().catch(() => undefined)) as SchemaAnswer | undefined;
+        if (answer && typeof answer.schema === 'string') return answer;
+        reason = `an answer without a schema for ${path}`;
+        continue;
+      }
+      reason = `HTTP ${response.status} for ${path}`;
+      await response.body?.cancel();
+    }
+    throw new RegistryUnavailableError(base, `${reason} (${backoff.length + 1} tries)`);
+  }
+
+  async function resolve(answer: SchemaAnswer, id: number, depth: number): Promise<RegistrySchema> {
+    const references: RegistrySchema['references'] = [];
+    for (const reference of answer.references ?? []) {
+      // a reference that cannot be had is left out: the schema then cannot be read, and
+      // its records become rows with that error (indexing never stops on a bad schema)
+      if (depth > 10) break;
+      const referenced = await get(`/subjects/${encodeURIComponent(reference.subject)}/versions/${reference.version}`);
+      if (!referenced) continue;
+      const inner = await resolve(referenced, id, depth + 1);
+      // dependencies first, so that a schema is always read after what it names
+      for (const r of inner.references) if (!references.some((known) => known.name === r.name)) references.push(r);
+      references.push({ name: reference.name, type: inner.type, schema: inner.schema });
+    }
+    return { id, type: answer.schemaType ?? 'AVRO', schema: answer.schema, references };
+  }
+
+  return {
+    url: base,
+    async schemaById(id) {
+      const cached = found.get(id);
+      if (cached) return cached;
+      const missingSince = missing.get(id);
+      if (missingSince !== undefined && Date.now() - missingSince < missingTtlMs) return null;
+      const answer = await get(`/schemas/ids/${id}`);
+      if (!answer) {
+        missing.set(id, Date.now());
+        return null;
+      }
+      const schema = resolve(answer, id, 0);
+      found.set(id, schema);
+      schema.catch(() => found.delete(id));
+      return schema;
+    },
+  };
+}
+
+const registries = new Map<string, SchemaRegistry>();
+
+/** The process's registry client for `url` (default: SCHEMA_REGISTRY_URL, else the local stack's). */
+export function defaultRegistry(url: string = engineConfig().schemaRegistryUrl): SchemaRegistry {
+  let registry = registries.get(url);
+  if (!registry) {
+    registry = schemaRegistry(url);
+    registries.set(url, registry);
+  }
+  return registry;
+}

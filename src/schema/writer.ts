@@ -1,0 +1,58 @@
+/**
+ * A registry schema read for decoding: the shape its values take on the column model
+ * (src/parquet/schema.ts), and a decoder that turns payload bytes into a value of that
+ * shape (the representation src/parquet/values.ts accepts). merge.ts folds shapes into
+ * the table schema and routes decoded values to the table's columns.
+ *
+ * Error texts end up in the `_error` column, i.e. in the file's bytes, so they are our
+ * own words, never a library's message (which may change with its version).
+ */
+import type { ColumnType } from '../parquet/schema.js';
+
+export interface WriterSchema {
+  /** What a decoded value looks like; a struct's fields become the table's columns. */
+  type: ColumnType;
+  /** Decodes the payload that starts at `offset` (after the wire header); throws DecodeError. */
+  decode(bytes: Uint8Array, offset: number): unknown;
+}
+
+export class DecodeError extends Error {
+  override name = 'DecodeError';
+}
+
+/** Schema constructs with no column of their own become JSON text of the decoded value. */
+export function jsonText(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v === 'bigint') return v.toString();
+    if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
+    if (v && typeof v === 'object' && (v as { type?: string }).type === 'Buffer' && Array.isArray((v as { data?: unknown }).data)) {
+      return Buffer.from((v as { data: number[] }).data).toString('base64');
+    }
+    return v;
+  });
+}
+
+/** Two's-complement big-endian bytes as a bigint (Avro decimals, JSON-free). */
+export function signedBigInt(bytes: Uint8Array): bigint {
+  if (bytes.byteLength === 0) return 0n;
+  let value = 0n;
+  for (const byte of bytes) value = (value << 8n) | BigInt(byte);
+  return bytes[0]! & 0x80 ? value - (1n << BigInt(8 * bytes.byteLength)) : value;
+}
+
+export function checkDecimal(value: bigint, precision: number, where: string): bigint {
+  const limit = 10n ** BigInt(precision);
+  if (value >= limit || value <= -limit) throw new DecodeError(`${where}: decimal has more than ${precision} digits`);
+  return value;
+}
+
+/** The struct entry type that maps become: a list of {key, value}, keys as strings. */
+export function mapType(value: ColumnType): ColumnType {
+  return {
+    kind: 'list',
+    element: {
+      nullable: true,
+      type: { kind: 'struct', fields: [{ name: 'key', type: { kind: 'string' }, nullable: true }, { name: 'value', type: value, nullable: true }] },
+    },
+  };
+}

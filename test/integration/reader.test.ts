@@ -1,0 +1,272 @@
+/**
+ * The HTTP read API against the real broker and Postgres: an engine no one here wrote
+ * (pyarrow through fsspec's HTTP filesystem, run as a child process) reads the served
+ * files; HEAD, ranges, 410, 416, auth, bad input and rebuild mismatches each tested.
+ */
+import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listFiles, type DataFile } from '../../src/catalog/catalog-files.js';
+import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import type { Engine } from '../../src/engine.js';
+import { rangeBuilder } from '../../src/indexer/build.js';
+import { kafkaSource } from '../../src/indexer/source.js';
+import { produce } from '../../src/kafka/produce.js';
+import { readCommittedRange } from '../../src/kafka/read.js';
+import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
+import { readerHandler, type ReaderHandler } from '../../src/reader/http.js';
+import { readerServer } from '../../src/reader/node-server.js';
+import { ReaderService } from '../../src/reader/service.js';
+import { rebuildFile } from '../../src/rebuild.js';
+import { resolveSettings } from '../../src/settings.js';
+import { createTableFromTopic } from '../../src/tables.js';
+import { newTopic, testEngine } from '../helpers/engine.js';
+
+const run = promisify(execFile);
+const token = 'reader-test-token';
+const auth = { authorization: `Bearer ${token}` };
+
+let engine: Engine;
+let table: TableRecord;
+let files: DataFile[];
+let service: ReaderService;
+let handler: ReaderHandler;
+let server: Server;
+let base: string;
+
+beforeAll(async () => {
+  engine = await testEngine('reader');
+  const topic = await newTopic(engine, 2, 'reader');
+  const created = await createTableFromTopic(engine, { name: 'events', topic, format: 'json', settings: resolveSettings({ file_window: '10m', granularity: 'hour' }) });
+  const t0 = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 2 * 3_600_000;
+  for (let i = 0; i < 6; i += 1) {
+    const records = Array.from({ length: 25 }, (_, j) => ({
+      key: j % 4 === 0 ? null : `key-${i}-${j}`,
+      value: j === 3 ? 'not json' : JSON.stringify({ i, j, text: 'ü✓'.repeat(j) }),
+      headers: j % 3 === 0 ? ([['h', `v${j}`]] as [string, string][]) : [],
+      partition: j % 2,
+      timestamp: t0 + i * 20 * 60_000 + j * 1000,
+    }));
+    await produce(engine.kafka, topic, records, { transactionalId: `reader-${topic}`, abort: i === 2 });
+  }
+  await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
+  table = await findTable(engine.catalog, created.name);
+  files = await listFiles(engine.catalog, table.tableId);
+  service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
+  handler = readerHandler(service, { token });
+  server = readerServer(handler).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 120_000);
+
+afterAll(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  await engine?.close();
+});
+
+const path = (file: DataFile) => `/tables/events/files/${file.dataFileId}.parquet`;
+const get = (p: string, headers: Record<string, string> = {}, method = 'GET') => fetch(base + p, { method, headers: { ...auth, ...headers } });
+
+describe('the read API over HTTP', () => {
+  it('pyarrow reads every served file over HTTP and gets exactly the rows a read_committed consumer sees', async () => {
+    expect(files.length).toBeGreaterThan(2);
+    const script = fileURLToPath(new URL('./reader_pyarrow.py', import.meta.url));
+    const { stdout } = await run('python3', [script, base, token, 'events'], { maxBuffer: 64 * 1024 * 1024 }).catch((error: Error & { stderr?: string }) => {
+      throw new Error(`pyarrow reader failed (pip install pyarrow fsspec aiohttp requests): ${error.stderr ?? error.message}`);
+    });
+    const read = JSON.parse(stdout) as { rows: { partition: number; offset: string; timestamp: number; key: string | null; value: string | null; headers: [string, string | null][] }[]; sizes: Record<string, number> };
+    for (const file of files) expect(read.sizes[file.dataFileId.toString()]).toBe(Number(file.fileSizeBytes));
+
+    const partitions = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
+      'SELECT partition_id, indexed_start, indexed_end FROM lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
+    const expected: typeof read.rows = [];
+    for (const p of partitions.rows) {
+      const committed = await readCommittedRange(engine.kafka, table.topic, p.partition_id, p.indexed_start, p.indexed_end);
+      for (const r of committed.records) {
+        const text = r.value ? Buffer.from(r.value).toString('utf8') : null;
+        expected.push({
+          partition: p.partition_id,
+          offset: r.offset.toString(),
+          timestamp: r.timestamp,
+          key: r.key ? Buffer.from(r.key).toString('hex') : null,
+          value: text === 'not json' ? null : text,
+          headers: r.headers.map(([k, v]) => [k, v ? Buffer.from(v).toString('hex') : null]),
+        });
+      }
+    }
+    expect(expected.length).toBe(125); // 5 committed transactions of 25; the aborted one is nowhere
+    const sort = (rows: typeof read.rows) => rows.map(({ partition, offset, timestamp, key, value, headers }) => ({ partition, offset, timestamp, key, value, headers }))
+      .sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
+    expect(sort(read.rows)).toEqual(sort(expected));
+  }, 120_000);
+
+  it('HEAD gives the size, Accept-Ranges and the sha256 as ETag without reading Kafka', async () => {
+    const file = files[0]!;
+    const before = service.metrics;
+    const response = await get(path(file), {}, 'HEAD');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-length')).toBe(String(file.fileSizeBytes));
+    expect(response.headers.get('accept-ranges')).toBe('bytes');
+    expect(response.headers.get('etag')).toBe(`"${file.sha256.toString('hex')}"`);
+    expect(service.metrics.rebuilds).toBe(before.rebuilds);
+    expect(service.metrics.kafkaRecords).toBe(before.kafkaRecords);
+  });
+
+  it('the footer range and the 8-byte tail come from Postgres without touching Kafka', async () => {
+    const file = files[1]!;
+    const size = Number(file.fileSizeBytes);
+    const fresh = new ReaderService(engine.catalog, kafkaSource(engine.kafka));
+    const local = readerHandler(fresh, { token: null });
+    const tail = await local({ method: 'GET', path: path(file), headers: { range: 'bytes=-8' } });
+    expect(tail.status).toBe(206);
+    expect(tail.headers['content-range']).toBe(`bytes ${size - 8}-${size - 1}/${size}`);
+    expect(Buffer.from(tail.body).subarray(4).toString('latin1')).toBe('PAR1');
+    expect(Buffer.from(tail.body).readUInt32LE(0)).toBe(file.footer.byteLength - 8);
+    const footer = await local({ method: 'GET', path: path(file), headers: { range: `bytes=${size - file.footer.byteLength}-` } });
+    expect(footer.status).toBe(206);
+    expect(Buffer.from(footer.body).equals(file.footer)).toBe(true);
+    expect(fresh.metrics).toMatchObject({ rebuilds: 0, kafkaRecords: 0, footerHits: 2 });
+  });
+
+  it('single, open and suffix ranges give 206 with Content-Range and the rebuilt bytes; the second read is a cache hit', async () => {
+    const file = files[2]!;
+    const size = Number(file.fileSizeBytes);
+    const whole = (await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file)).bytes;
+    const full = await get(path(file));
+    expect(full.status).toBe(200);
+    expect(Buffer.from(await full.arrayBuffer()).equals(Buffer.from(whole))).toBe(true);
+    const hits = service.metrics.cacheHits;
+    for (const [range, start, end] of [['bytes=10-99', 10, 100], ['bytes=100-', 100, size], ['bytes=-300', size - 300, size], [`bytes=0-${size + 50}`, 0, size]] as const) {
+      const response = await get(path(file), { range });
+      expect(response.status, range).toBe(206);
+      expect(response.headers.get('content-range')).toBe(`bytes ${start}-${end - 1}/${size}`);
+      expect(response.headers.get('content-length')).toBe(String(end - start));
+      expect(Buffer.from(await response.arrayBuffer()).equals(Buffer.from(whole.subarray(start, end))), range).toBe(true);
+    }
+    expect(service.metrics.cacheHits).toBeGreaterThan(hits);
+  });
+
+  it('416 for unsatisfiable ranges, with Content-Range: bytes */size and a reason', async () => {
+    const file = files[0]!;
+    const size = Number(file.fileSizeBytes);
+    for (const range of [`bytes=${size}-`, `bytes=${size + 10}-${size + 20}`, 'bytes=-0', 'bytes=0-1,5-9']) {
+      const response = await get(path(file), { range });
+      expect(response.status, range).toBe(416);
+      expect(response.headers.get('content-range')).toBe(`bytes */${size}`);
+      expect(((await response.json()) as { error: string }).error).toMatch(/Range/);
+    }
+  });
+
+  it('an expired file is 410 Gone, for HEAD and GET', async () => {
+    const file = files[files.length - 1]!;
+    await engine.catalog.query('UPDATE data_file SET expired_at = now() WHERE data_file_id = $1', [file.dataFileId]);
+    try {
+      const response = await get(path(file));
+      expect(response.status).toBe(410);
+      expect(((await response.json()) as { error: string }).error).toMatch(/expired at .*Kafka no longer holds its offsets/);
+      expect((await get(path(file), {}, 'HEAD')).status).toBe(410);
+      expect((await get(path(file), { range: 'bytes=-8' })).status).toBe(410);
+    } finally {
+      await engine.catalog.query('UPDATE data_file SET expired_at = NULL WHERE data_file_id = $1', [file.dataFileId]);
+    }
+  });
+
+  it('a rebuild that does not match the catalog is a 500 naming the difference, counted, and no bytes', async () => {
+    const file = files[3]!;
+    const original = file.sha256;
+    await engine.catalog.query('UPDATE data_file SET sha256 = $2 WHERE data_file_id = $1', [file.dataFileId, Buffer.alloc(32, 7)]);
+    try {
+      const before = service.metrics.mismatches;
+      const response = await get(path(file), { range: 'bytes=0-3' });
+      expect(response.status).toBe(500);
+      const body = (await response.json()) as { error: string };
+      expect(body.error).toMatch(new RegExp(`file ${file.dataFileId} rebuilt from Kafka does not match the catalog: sha256 ${original.toString('hex')}, the catalog has 0707`));
+      expect(body.error).toMatch(/the bytes were not served/);
+      expect(service.metrics.mismatches).toBe(before + 1);
+    } finally {
+      await engine.catalog.query('UPDATE data_file SET sha256 = $2 WHERE data_file_id = $1', [file.dataFileId, original]);
+    }
+  });
+
+  it('a bearer token is required unless authentication is turned off', async () => {
+    const noHeader = await fetch(`${base}/tables`);
+    expect(noHeader.status).toBe(401);
+    expect(noHeader.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(((await noHeader.json()) as { error: string }).error).toMatch(/bearer token/);
+    expect((await fetch(`${base}/tables`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    expect((await fetch(`${base}/tables`, { headers: { authorization: `Basic ${token}` } })).status).toBe(401);
+    const ok = await get('/tables');
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ tables: [{ name: 'events', topic: table.topic, format: 'json', files: '/tables/events/files' }] });
+    const open = readerHandler(service, { token: null });
+    expect((await open({ method: 'GET', path: '/tables', headers: {} })).status).toBe(200);
+  });
+
+  it('the manifest lists offsets, bucket, sizes and statistics for planners', async () => {
+    const response = await get('/tables/events/files');
+    const manifest = (await response.json()) as { files: { id: string; startOffset: string; endOffset: string; bucket: string; sizeBytes: number; footerBytes: number; records: number; columns: { name: string; min: string | null; max: string | null }[] }[] };
+    expect(manifest.files.map((f) => f.id)).toEqual(files.map((f) => f.dataFileId.toString()));
+    const first = manifest.files[0]!;
+    expect(first).toMatchObject({ startOffset: files[0]!.startOffset.toString(), endOffset: files[0]!.endOffset.toString(), bucket: files[0]!.bucket.toISOString(), sizeBytes: Number(files[0]!.fileSizeBytes), footerBytes: files[0]!.footer.byteLength, records: Number(files[0]!.recordCount) });
+    expect(first.columns.find((c) => c.name === '_offset')).toMatchObject({ min: files[0]!.columns.find((c) => c.columnName === '_offset')!.min });
+  });
+
+  it('bad paths, ids, methods and ranges get 4xx with a reason', async () => {
+    const file = files[0]!;
+    const cases: [string, Record<string, string>, string, number, RegExp][] = [
+      ['/tables/Bad!Name/files', {}, 'GET', 400, /not a table name/],
+      ['/tables/nope/files', {}, 'GET', 404, /no table named "nope"/],
+      ['/tables/events/files/abc.parquet', {}, 'GET', 400, /not a file name/],
+      ['/tables/events/files/12.csv', {}, 'GET', 400, /not a file name/],
+      ['/tables/events/files/99999999.parquet', {}, 'GET', 404, /has no file 99999999/],
+      [path(file), { range: 'bytes=abc' }, 'GET', 400, /not a byte range/],
+      [path(file), { range: 'bytes=9-3' }, 'GET', 400, /ends \(3\) before it starts \(9\)/],
+      [path(file), { range: 'lines=1-2' }, 'GET', 400, /not a byte range/],
+      [path(file), {}, 'DELETE', 405, /DELETE is not allowed/],
+      ['/tables', {}, 'POST', 405, /POST is not allowed on \/tables; use GET, HEAD/],
+      ['/nothing/here', {}, 'GET', 404, /no such path/],
+      ['/tables/%E0%A4%A/files', {}, 'GET', 400, /percent-encoding/],
+    ];
+    for (const [p, headers, method, status, reason] of cases) {
+      const response = await get(p, headers, method);
+      expect(response.status, `${method} ${p} ${JSON.stringify(headers)}`).toBe(status);
+      expect(((await response.json()) as { error: string }).error).toMatch(reason);
+    }
+  });
+
+  it('behind a Lambda function URL: same answers, base64 bodies, and reads larger than one response refused with a reason to use ranges', async () => {
+    const limited = readerHandler(service, { token, maxBodyBytes: 100 });
+    const file = files[0]!;
+    const whole = await limited({ method: 'GET', path: path(file), headers: auth });
+    expect(whole.status).toBe(413);
+    expect(JSON.parse(Buffer.from(whole.body).toString()).error).toMatch(/more than the 100 .*read it with Range requests/);
+    expect((await limited({ method: 'GET', path: path(file), headers: { ...auth, range: 'bytes=0-199' } })).status).toBe(413);
+    expect((await limited({ method: 'GET', path: path(file), headers: { ...auth, range: 'bytes=0-99' } })).status).toBe(206);
+
+    const saved = { DATABASE_URL: process.env.DATABASE_URL, KAFKA_BROKERS: process.env.KAFKA_BROKERS, OFFSETLAKE_TOKEN: process.env.OFFSETLAKE_TOKEN };
+    process.env.DATABASE_URL = engine.config.databaseUrl;
+    process.env.KAFKA_BROKERS = engine.config.kafkaBrokers.join(',');
+    process.env.OFFSETLAKE_TOKEN = token;
+    const { handler: lambda } = await import('../../functions/reader/index.js');
+    const { lambdaServices } = await import('../../functions/runtime.js');
+    try {
+      const result = await lambda({ rawPath: path(file), headers: { ...auth, range: 'bytes=-8' }, requestContext: { http: { method: 'GET' } } });
+      expect(result).toMatchObject({ statusCode: 206, isBase64Encoded: true });
+      expect(Buffer.from(result.body, 'base64').subarray(4).toString('latin1')).toBe('PAR1');
+      const denied = await lambda({ rawPath: '/tables', requestContext: { http: { method: 'GET' } } });
+      expect(denied.statusCode).toBe(401);
+    } finally {
+      const { catalog, kafka } = await lambdaServices();
+      await Promise.allSettled([catalog.end(), kafka.close()]);
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+});

@@ -1,0 +1,219 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backfillChunk, planBackfill, runBackfill } from '../../src/backfill/index.js';
+import { listFiles } from '../../src/catalog/catalog-files.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { discoverPartitions } from '../../src/discovery.js';
+import type { Engine } from '../../src/engine.js';
+import { rangeBuilder } from '../../src/indexer/build.js';
+import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
+import { kafkaSource } from '../../src/indexer/source.js';
+import { lastStableOffset } from '../../src/kafka/offsets.js';
+import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
+import { deleteRecords, topicPartitions } from '../../src/kafka/topics.js';
+import { FileExpiredError, rebuildFile } from '../../src/rebuild.js';
+import { checkRetention } from '../../src/retention.js';
+import { resolveSettings } from '../../src/settings.js';
+import { partitionStatus } from '../../src/status.js';
+import { createTableFromTopic } from '../../src/tables.js';
+import { newTopic, testEngine } from '../helpers/engine.js';
+import { checkTable } from '../helpers/verify.js';
+
+let engine: Engine;
+beforeAll(async () => {
+  engine = await testEngine('retention');
+});
+afterAll(async () => {
+  await engine.close();
+});
+
+const t0 = Date.UTC(2026, 10, 29, 9, 30, 0);
+let sequence = 0;
+
+async function table(topic: string, settings: Record<string, string>) {
+  sequence += 1;
+  const created = await createTableFromTopic(engine, { name: `r${sequence}_${topic.replace(/\W/g, '_')}`.slice(0, 60), topic, format: 'json', settings: resolveSettings(settings) });
+  return findTable(engine.catalog, created.name);
+}
+
+function records(count: number, from: number, partition = 0): RecordToProduce[] {
+  return Array.from({ length: count }, (_, i) => ({ key: null, value: `{"n":${from + i}}`, partition, timestamp: t0 + (from + i) * 10 }));
+}
+
+/** Grows the topic to `count` partitions and waits until the broker's metadata lists them. */
+async function growTopic(topic: string, count: number): Promise<void> {
+  await engine.kafka.admin().createPartitions({ topics: [{ name: topic, count }] });
+  for (let i = 0; (await topicPartitions(engine.kafka, topic)).length < count; i += 1) {
+    if (i > 100) throw new Error(`topic ${topic} still lacks its new partitions`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function runtime(owner: string): IndexerRuntime {
+  return { catalog: engine.catalog, source: kafkaSource(engine.kafka), build: rangeBuilder(engine.catalog), owner, clock: Date.now, indexers: new Map(), releaseAfterEvent: false };
+}
+
+describe('retention', () => {
+  it('after DeleteRecords exactly the files below the new earliest offset expire; indexed_start follows; backfill indexes again what Kafka still holds', async () => {
+    const topic = await newTopic(engine, 1, 'retention');
+    await produce(engine.kafka, topic, records(1000, 0));
+    // Files of about 100 records each (values are 10-12 bytes).
+    const indexed = await table(topic, { file_bytes: '1100' });
+    const untouched = await table(topic, { history: 'none' });
+    await runBackfill(engine, indexed.name);
+    const before = await listFiles(engine.catalog, indexed.tableId);
+    expect(before.length).toBeGreaterThan(8);
+
+    expect(await deleteRecords(engine.kafka, topic, 0, 437n)).toBe(437n);
+    const result = await checkRetention(engine.catalog, engine.kafka);
+
+    const below = before.filter((f) => f.startOffset < 437n);
+    const kept = before.filter((f) => f.startOffset >= 437n);
+    const firstKept = kept[0]!.startOffset;
+    expect(result.expiredFiles).toBe(below.length);
+    expect(result.partitions).toEqual([
+      { table: indexed.name, partition: 0, earliest: '437', expiredFiles: below.length, indexedStart: String(firstKept), backfillTarget: '437', backfillCursor: String(firstKept), backfillDue: true },
+      { table: untouched.name, partition: 0, earliest: '437', expiredFiles: 0, indexedStart: '1000', backfillTarget: null, backfillCursor: null, backfillDue: false },
+    ]);
+    const all = await listFiles(engine.catalog, indexed.tableId, { includeExpired: true });
+    expect(all.filter((f) => f.expiredAt !== null).map((f) => f.dataFileId)).toEqual(below.map((f) => f.dataFileId));
+    expect((await listFiles(engine.catalog, indexed.tableId)).map((f) => f.dataFileId)).toEqual(kept.map((f) => f.dataFileId));
+    await expect(rebuildFile(engine.catalog, kafkaSource(engine.kafka), indexed, all[0]!)).rejects.toThrow(FileExpiredError);
+
+    const status = (await partitionStatus(engine, indexed.name))[0]!;
+    expect([status.indexedStart, status.expiredFiles, status.files, status.earliestOffset, status.backfillTarget]).toEqual([firstKept, BigInt(below.length), BigInt(kept.length), 437n, 437n]);
+    await checkTable(engine, indexed);
+
+    // A second check changes nothing; the schedule's mode skips partitions checked less than retention_check (5m) ago.
+    expect((await checkRetention(engine.catalog, engine.kafka, { table: indexed.name })).expiredFiles).toBe(0);
+    expect((await checkRetention(engine.catalog, engine.kafka, { table: indexed.name, dueOnly: true })).partitions).toEqual([]);
+
+    // What Kafka still holds of the straddling file, [437, firstKept), is backfilled again.
+    expect((await planBackfill(engine.catalog, engine.kafka, indexed.name)).partitions.map((p) => [p.cursor, p.target])).toEqual([[String(firstKept), '437']]);
+    await runBackfill(engine, indexed.name);
+    const check = await checkTable(engine, await findTable(engine.catalog, indexed.name));
+    expect(check.committedOffsets.get(0)![0]).toBe(437n);
+    expect(check.committedOffsets.get(0)!.length).toBe(563);
+  });
+
+  it('a chunk that meets the new earliest offset raises its target instead of reading below it', async () => {
+    const topic = await newTopic(engine, 1, 'retention-chunk');
+    await produce(engine.kafka, topic, records(300, 0));
+    const created = await table(topic, { backfill_offsets: '100' });
+    await planBackfill(engine.catalog, engine.kafka, created.name);
+    await deleteRecords(engine.kafka, topic, 0, 250n);
+    const summary = await runBackfill(engine, created.name);
+    expect(summary.partitions.map((p) => [p.target, p.cursor, p.indexedStart, p.done])).toEqual([['250', '250', '250', true]]);
+    const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+    expect(check.committedOffsets.get(0)!.length).toBe(50);
+  });
+
+  it('a chunk whose plan moves while it runs (retention raised the target) commits nothing; the next chunk reads from the new target', async () => {
+    const topic = await newTopic(engine, 1, 'retention-stale');
+    await produce(engine.kafka, topic, records(300, 0));
+    const created = await table(topic, { backfill_offsets: '1000' });
+    await planBackfill(engine.catalog, engine.kafka, created.name);
+    const build = rangeBuilder(engine.catalog);
+    let moved = false;
+    // Retention runs while the chunk builds its files.
+    const racing = await backfillChunk(engine.catalog, engine.kafka, { tableId: String(created.tableId), partition: 0, end: '300' }, {
+      build: async (...args) => {
+        if (!moved) {
+          moved = true;
+          await deleteRecords(engine.kafka, topic, 0, 100n);
+          await checkRetention(engine.catalog, engine.kafka, { table: created.name });
+        }
+        return build(...args);
+      },
+    });
+    expect([racing.outcome, racing.files, racing.target, racing.cursor, racing.indexedStart]).toEqual(['stale', 0, '100', '300', '300']);
+    expect(await listFiles(engine.catalog, created.tableId)).toEqual([]);
+    const next = await backfillChunk(engine.catalog, engine.kafka, { tableId: String(created.tableId), partition: 0, end: racing.cursor });
+    expect([next.outcome, next.chunk, next.done]).toEqual(['committed', { start: '100', end: '300' }, true]);
+    const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+    expect(check.committedOffsets.get(0)!.length).toBe(200);
+  });
+});
+
+describe('partition discovery', () => {
+  it('a partition added to the topic gets a catalog row at its LSO, is indexed from there, and its history is backfilled', async () => {
+    const topic = await newTopic(engine, 1, 'discovery');
+    await produce(engine.kafka, topic, records(20, 0));
+    const created = await table(topic, {});
+    // The table's own partition has history and no plan yet: discovery plans it and says a backfill is due.
+    expect(await discoverPartitions(engine.catalog, engine.kafka)).toEqual([{ table: created.name, topic, partition: 0, start: '20', found: 'catalog', backfill: true }]);
+    expect(await discoverPartitions(engine.catalog, engine.kafka)).toEqual([]);
+
+    await growTopic(topic, 2);
+    await produce(engine.kafka, topic, records(30, 100, 1));
+    const lso = await lastStableOffset(engine.kafka, topic, 1);
+    expect(lso).toBe(30n);
+    const found = await discoverPartitions(engine.catalog, engine.kafka);
+    expect(found).toEqual([{ table: created.name, topic, partition: 1, start: '30', found: 'topic', backfill: true }]);
+    expect(await discoverPartitions(engine.catalog, engine.kafka)).toEqual([]);
+
+    // Live indexing goes on from the LSO; backfill reads what came before.
+    await produce(engine.kafka, topic, records(5, 200, 1));
+    const live = await indexerFor(runtime(`discovery-${topic}`), created, 1);
+    await live.advance();
+    await live.flush();
+    expect((await listFiles(engine.catalog, created.tableId)).map((f) => [f.partition, f.startOffset, f.endOffset, f.source])).toEqual([[1, 30n, 35n, 'live']]);
+    const plan = await planBackfill(engine.catalog, engine.kafka, created.name);
+    expect(plan.partitions.map((p) => [p.partition, p.cursor, p.target])).toEqual([[0, '20', '0'], [1, '30', '0']]);
+    await runBackfill(engine, created.name);
+    const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+    expect(check.committedOffsets.get(0)!.length).toBe(20);
+    expect(check.committedOffsets.get(1)!.length).toBe(35);
+  });
+
+  it('history none: a new partition is added at its LSO with nothing to backfill', async () => {
+    const topic = await newTopic(engine, 1, 'discovery-none');
+    const created = await table(topic, { history: 'none' });
+    await growTopic(topic, 3);
+    await produce(engine.kafka, topic, [...records(7, 0, 1), ...records(4, 0, 2)]);
+    expect(await discoverPartitions(engine.catalog, engine.kafka, { table: created.name })).toEqual([
+      { table: created.name, topic, partition: 1, start: '7', found: 'topic', backfill: false },
+      { table: created.name, topic, partition: 2, start: '4', found: 'topic', backfill: false },
+    ]);
+    expect((await planBackfill(engine.catalog, engine.kafka, created.name)).partitions).toEqual([]);
+  });
+});
+
+describe('the backfill and retention commands', () => {
+  async function offsetlake(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+    try {
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, ['bin/offsetlake.js', ...args, '--database-url', engine.config.databaseUrl], { timeout: 90_000 });
+      return { stdout, stderr, code: 0 };
+    } catch (error) {
+      const failed = error as { stdout: string; stderr: string; code: number };
+      return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
+    }
+  }
+
+  it('backfill NAME indexes the history with progress on stderr; retention expires and reports; a bad name is a clear error', async () => {
+    const topic = await newTopic(engine, 1, 'cli-backfill');
+    await produce(engine.kafka, topic, records(250, 0));
+    const created = await table(topic, { backfill_offsets: '100', file_bytes: '600' });
+    const backfill = await offsetlake('backfill', created.name, '--json');
+    expect(backfill.code, backfill.stderr).toBe(0);
+    expect(JSON.parse(backfill.stdout)).toMatchObject({ table: created.name, records: 250 });
+    expect(backfill.stderr).toMatch(/partition 0 \[150, 250\): committed, 100 records/);
+    await checkTable(engine, created);
+
+    await deleteRecords(engine.kafka, topic, 0, 120n);
+    const retention = await offsetlake('retention', created.name, '--json');
+    expect(retention.code).toBe(0);
+    const expired = (await listFiles(engine.catalog, created.tableId, { includeExpired: true })).filter((f) => f.expiredAt !== null);
+    expect(expired.length).toBeGreaterThan(0);
+    expect(expired.every((f) => f.startOffset < 120n)).toBe(true);
+    expect(JSON.parse(retention.stdout)).toMatchObject({ expiredFiles: expired.length, discovered: [] });
+
+    const missing = await offsetlake('backfill', 'no_such_table');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/no table named "no_such_table"/);
+    const usage = await offsetlake('backfill');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/backfill needs a table NAME/);
+  }, 300_000);
+});

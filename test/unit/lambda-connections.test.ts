@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { databaseUrl, kafkaSecurity } from '../../functions/connections.js';
+
+describe('functions/connections: the catalog and Kafka from the Lambda environment', () => {
+  it('uses DATABASE_URL as is, and says what is missing without it', async () => {
+    expect(await databaseUrl({ DATABASE_URL: 'postgres://u:p@h:5432/d' })).toBe('postgres://u:p@h:5432/d');
+    await expect(databaseUrl({})).rejects.toThrow('neither DATABASE_URL nor DATABASE_SECRET_ARN + DATABASE_HOST is set');
+    await expect(databaseUrl({ DATABASE_SECRET_ARN: 'arn:aws:secretsmanager:x' })).rejects.toThrow('DATABASE_SECRET_ARN + DATABASE_HOST');
+  });
+
+  it('Kafka without auth, and clear errors for incomplete or unknown auth', async () => {
+    expect(await kafkaSecurity({})).toEqual({});
+    await expect(kafkaSecurity({ KAFKA_AUTH: 'scram' })).rejects.toThrow('KAFKA_AUTH=scram needs KAFKA_SECRET_ARN');
+    await expect(kafkaSecurity({ KAFKA_AUTH: 'iam' })).rejects.toThrow('KAFKA_AUTH=iam needs AWS_REGION');
+    await expect(kafkaSecurity({ KAFKA_AUTH: 'kerberos' })).rejects.toThrow('KAFKA_AUTH must be scram, iam or none, got "kerberos"');
+  });
+
+  it('MSK IAM: SASL OAUTHBEARER with a token provider, over TLS', async () => {
+    const security = await kafkaSecurity({ KAFKA_AUTH: 'iam', AWS_REGION: 'eu-west-1' });
+    expect(security.tls).toEqual({});
+    expect(security.sasl).toMatchObject({ mechanism: 'OAUTHBEARER' });
+    expect(typeof (security.sasl as { token: unknown }).token).toBe('function');
+  });
+});

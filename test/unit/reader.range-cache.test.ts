@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { ByteBoundedCache } from '../../src/reader/cache.js';
+import { parseRange } from '../../src/reader/range.js';
+
+describe('Range header', () => {
+  it('reads first-last, first- and -suffix as half-open ranges clamped to the file', () => {
+    expect(parseRange('bytes=0-9', 100)).toEqual({ kind: 'range', start: 0, end: 10 });
+    expect(parseRange('bytes=90-', 100)).toEqual({ kind: 'range', start: 90, end: 100 });
+    expect(parseRange('bytes=-8', 100)).toEqual({ kind: 'range', start: 92, end: 100 });
+    expect(parseRange('bytes=-500', 100)).toEqual({ kind: 'range', start: 0, end: 100 });
+    expect(parseRange('bytes=50-5000', 100)).toEqual({ kind: 'range', start: 50, end: 100 });
+  });
+
+  it('tells malformed (400) from unsatisfiable (416)', () => {
+    for (const header of ['bytes=', 'bytes=-', 'bytes=a-b', 'items=0-1', 'bytes=5-2']) expect(parseRange(header, 100).kind, header).toBe('malformed');
+    for (const header of ['bytes=100-', 'bytes=-0', 'bytes=0-1, 4-5']) expect(parseRange(header, 100).kind, header).toBe('unsatisfiable');
+  });
+});
+
+describe('byte-bounded cache', () => {
+  it('keeps at most its budget, dropping the least recently used; never keeps what is larger than the budget', () => {
+    const cache = new ByteBoundedCache(10);
+    cache.set('a', new Uint8Array(4));
+    cache.set('b', new Uint8Array(4));
+    expect(cache.get('a')).toBeDefined(); // a is now the most recently used
+    cache.set('c', new Uint8Array(4));
+    expect(cache.get('b')).toBeUndefined();
+    expect(cache.size).toEqual({ entries: 2, bytes: 8 });
+    cache.set('huge', new Uint8Array(11));
+    expect(cache.get('huge')).toBeUndefined();
+    expect(cache.size.bytes).toBe(8);
+  });
+
+  it('keys by file id and sha256, so other content never answers for a file', () => {
+    expect(ByteBoundedCache.key(7n, new Uint8Array([1, 2]))).not.toBe(ByteBoundedCache.key(7n, new Uint8Array([1, 3])));
+  });
+});
