@@ -54,3 +54,13 @@ export async function kafkaSecurity(env: NodeJS.ProcessEnv = process.env): Promi
   }
   throw new Error(`KAFKA_AUTH must be scram, iam or none, got "${auth}"`);
 }
+
+/** The reader's bearer token: OFFSETLAKE_TOKEN, or the `token` of the secret OFFSETLAKE_TOKEN_SECRET_ARN names. */
+export async function readerToken(env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
+  if (env.OFFSETLAKE_TOKEN) return env.OFFSETLAKE_TOKEN;
+  const arn = env.OFFSETLAKE_TOKEN_SECRET_ARN;
+  if (!arn) return null;
+  const token = (await readSecret(arn)).token;
+  if (typeof token !== 'string' || token === '') throw new Error(`secret ${arn} has no "token"`);
+  return token;
+}

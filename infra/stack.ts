@@ -6,7 +6,7 @@
  * its cluster and topics when IAM auth is used, and (backfill) StartExecution on its own
  * state machine.
  */
-import { Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -45,6 +45,8 @@ export class OffsetlakeStack extends Stack {
   readonly backfill: nodejs.NodejsFunction;
   readonly retention: nodejs.NodejsFunction;
   readonly tick: nodejs.NodejsFunction;
+  readonly reader: nodejs.NodejsFunction;
+  readonly readerUrl: lambda.FunctionUrl;
   readonly backfillStateMachine: BackfillStateMachine;
 
   constructor(scope: Construct, id: string, props: OffsetlakeStackProps) {
@@ -126,6 +128,20 @@ export class OffsetlakeStack extends Stack {
     this.backfill = make('Backfill', 'functions/backfill/index.ts', buildMemory, Duration.minutes(15));
     this.tick = make('Tick', 'functions/tick/index.ts', buildMemory, Duration.minutes(2));
     this.retention = make('Retention', 'functions/retention/index.ts', 512, Duration.minutes(5));
+
+    // Engines read files over a function URL. Responses are buffered (≤ 6 MB), so large
+    // reads come as Range requests; a rebuild of a 128 MiB file holds about 1 GB and takes
+    // seconds. The URL itself is open (auth NONE): the handler checks a bearer token kept
+    // in a secret of its own.
+    this.reader = make('Reader', 'functions/reader/index.ts', 2048, Duration.seconds(120));
+    const readerToken = new secrets.Secret(this, 'ReaderToken', {
+      description: 'offsetlake reader: the bearer token engines send',
+      generateSecretString: { secretStringTemplate: '{}', generateStringKey: 'token', excludePunctuation: true, passwordLength: 40 },
+    });
+    readerToken.grantRead(this.reader);
+    this.reader.addEnvironment('OFFSETLAKE_TOKEN_SECRET_ARN', readerToken.secretArn);
+    this.readerUrl = this.reader.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode.BUFFERED });
+    new CfnOutput(this, 'ReaderUrl', { value: this.readerUrl.url, description: 'engines read files here: GET /tables, /tables/:t/files, /tables/:t/files/:id.parquet' });
 
     this.addKafkaTrigger(settings, kafkaSecret, vpc, subnets, functionsGroup);
     if (settings.kafka.kind === 'msk' && settings.kafka.auth === 'iam') this.grantMskIam(settings.kafka.clusterArn, settings.topics);
@@ -246,7 +262,7 @@ export class OffsetlakeStack extends Stack {
    */
   private grantMskIam(clusterArn: string, topics: string[]): void {
     const arns = mskResourceArns(clusterArn, topics, topics.map(consumerGroupOf));
-    for (const fn of [this.indexer, this.backfill, this.tick, this.retention]) {
+    for (const fn of [this.indexer, this.backfill, this.tick, this.retention, this.reader]) {
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'], resources: [arns.cluster] }));
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'], resources: arns.topics }));
     }

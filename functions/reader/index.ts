@@ -3,11 +3,13 @@
  * Same handler as `offsetlake serve`; a buffered response is at most 6 MB, so one body
  * is capped at 4 MiB (5.6 MB as base64): larger reads must come as Range requests.
  * Environment: the catalog and Kafka as for every function (functions/connections.ts),
- * OFFSETLAKE_TOKEN (or OFFSETLAKE_NO_AUTH=1), OFFSETLAKE_CACHE_BYTES (default 256 MiB).
+ * OFFSETLAKE_TOKEN or OFFSETLAKE_TOKEN_SECRET_ARN (or OFFSETLAKE_NO_AUTH=1),
+ * OFFSETLAKE_CACHE_BYTES (default 256 MiB).
  */
 import { kafkaSource } from '../../src/indexer/source.js';
 import { readerHandler, type ReaderHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
+import { readerToken } from '../connections.js';
 import { lambdaServices } from '../runtime.js';
 
 /** 4 MiB of bytes is 5.6 MB of base64: under the function URL's 6 MB buffered response. */
@@ -31,8 +33,8 @@ let reader: Promise<ReaderHandler> | undefined;
 
 async function start(): Promise<ReaderHandler> {
   const noAuth = process.env.OFFSETLAKE_NO_AUTH === '1';
-  const token = process.env.OFFSETLAKE_TOKEN || null;
-  if (!noAuth && !token) throw new Error('OFFSETLAKE_TOKEN is not set (set OFFSETLAKE_NO_AUTH=1 to serve without authentication)');
+  const token = noAuth ? null : await readerToken();
+  if (!noAuth && !token) throw new Error('neither OFFSETLAKE_TOKEN nor OFFSETLAKE_TOKEN_SECRET_ARN is set (set OFFSETLAKE_NO_AUTH=1 to serve without authentication)');
   const cacheBytes = Number(process.env.OFFSETLAKE_CACHE_BYTES ?? 256 * 1024 * 1024);
   if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`OFFSETLAKE_CACHE_BYTES must be a number of bytes, got "${process.env.OFFSETLAKE_CACHE_BYTES}"`);
   const { catalog, kafka } = await lambdaServices();

@@ -63,17 +63,17 @@ describe('the CDK stack, MSK with IAM auth, a new VPC, a new database', () => {
     }
   });
 
-  it('four functions on nodejs22.x; the builders\' memory follows file_bytes', () => {
+  it('five functions on nodejs22.x; the builders\' memory follows file_bytes', () => {
     const functions = Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Runtime: Match.anyValue() } })) as Resource[];
     const ours = functions.filter((f) => f.Properties.Handler === 'index.handler');
-    expect(ours).toHaveLength(4);
+    expect(ours).toHaveLength(5);
     for (const fn of ours) {
       expect(fn.Properties.Runtime).toBe('nodejs22.x');
       expect(fn.Properties.VpcConfig.SubnetIds).toBeDefined();
       expect(Object.keys(fn.Properties.Environment.Variables)).toEqual(expect.arrayContaining(['DATABASE_SECRET_ARN', 'DATABASE_HOST', 'KAFKA_BROKERS', 'KAFKA_AUTH']));
       expect(fn.Properties.Environment.Variables).not.toHaveProperty('DATABASE_URL');
     }
-    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 1024, 1024, 1024]);
+    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 1024, 1024, 1024, 2048]);
     expect(memoryForFileBytes(128 * MiB)).toBe(1024);
     expect(memoryForFileBytes(512 * MiB)).toBe(3328);
     expect(memoryForFileBytes(1024 * MiB)).toBe(6400);
@@ -88,7 +88,8 @@ describe('the CDK stack, MSK with IAM auth, a new VPC, a new database', () => {
   it('Postgres through RDS Proxy with TLS, its credentials in Secrets Manager', () => {
     template.resourceCountIs('AWS::RDS::DBInstance', 1);
     template.hasResourceProperties('AWS::RDS::DBProxy', { RequireTLS: true, EngineFamily: 'POSTGRESQL' });
-    template.resourceCountIs('AWS::SecretsManager::Secret', 1);
+    // The database's generated credentials and the reader's token.
+    template.resourceCountIs('AWS::SecretsManager::Secret', 2);
   });
 
   it('the backfill state machine: Standard, JSONPath, plan → Map of chunk loops → continue as a new execution', () => {
@@ -156,11 +157,23 @@ describe('the CDK stack, MSK with IAM auth, a new VPC, a new database', () => {
     expect(retention).toEqual([{ Ref: expect.stringMatching(/^BackfillMachineStateMachine/) }]);
   });
 
-  it('IAM: the four functions and RDS Proxy read the database secret, and no other', () => {
-    const reads = [...statementsByRole(template)].flatMap(([role, statements]) => statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue')).map((s) => [role, resources(s)] as const));
-    expect(new Set(reads.map(([, r]) => JSON.stringify(r))).size).toBe(1);
-    const functionRoles = ['Indexer', 'Backfill', 'Tick', 'Retention'].map((id) => roleOf(template, id));
-    expect(new Set(reads.map(([role]) => role))).toEqual(new Set([...functionRoles, expect.stringMatching(/^ProxyIAMRole/)]));
+  it('IAM: the five functions and RDS Proxy read the database secret; only the reader reads its token secret', () => {
+    const reads = [...statementsByRole(template)].flatMap(([role, statements]) => statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue')).map((s) => [role, JSON.stringify(resources(s))] as const));
+    const bySecret = new Map<string, Set<string>>();
+    for (const [role, secret] of reads) bySecret.set(secret, (bySecret.get(secret) ?? new Set()).add(role));
+    expect(bySecret.size).toBe(2);
+    const tokenSecret = [...bySecret.keys()].find((secret) => secret.includes('ReaderToken'))!;
+    expect(bySecret.get(tokenSecret)).toEqual(new Set([roleOf(template, 'Reader')]));
+    const databaseSecret = [...bySecret.keys()].find((secret) => secret !== tokenSecret)!;
+    const functionRoles = ['Indexer', 'Backfill', 'Tick', 'Retention', 'Reader'].map((id) => roleOf(template, id));
+    expect(bySecret.get(databaseSecret)).toEqual(new Set([...functionRoles, expect.stringMatching(/^ProxyIAMRole/)]));
+  });
+
+  it('the reader behind a buffered function URL; the handler checks a bearer token from its own secret', () => {
+    template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE', InvokeMode: 'BUFFERED' });
+    const reader = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).find((f) => f.Properties.MemorySize === 2048)!;
+    expect(Object.keys(reader.Properties.Environment.Variables)).toContain('OFFSETLAKE_TOKEN_SECRET_ARN');
+    expect(Object.keys(template.findOutputs('ReaderUrl'))).toEqual(['ReaderUrl']);
   });
 });
 
@@ -185,13 +198,17 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     template.resourceCountIs('AWS::EC2::VPC', 0);
   });
 
-  it('no database created: a proxy in front of the existing instance; functions read exactly the two secrets', () => {
+  it('no database created: a proxy in front of the existing instance; functions read the Kafka and database secrets, the reader its token', () => {
     template.resourceCountIs('AWS::RDS::DBInstance', 0);
     template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [Match.objectLike({ SecretArn: dbSecret })] });
     const reads = [...statementsByRole(template)].flatMap(([, statements]) => statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue')).flatMap(resources));
-    expect(new Set(reads.map((r) => JSON.stringify(r)))).toEqual(new Set([JSON.stringify(kafkaSecret), JSON.stringify(dbSecret)]));
+    const secrets = new Set(reads.map((r) => JSON.stringify(r)));
+    expect(secrets.size).toBe(3);
+    expect(secrets).toContain(JSON.stringify(kafkaSecret));
+    expect(secrets).toContain(JSON.stringify(dbSecret));
+    expect([...secrets].filter((r) => r.includes('ReaderToken'))).toHaveLength(1);
     const memories = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler').map((f) => f.Properties.MemorySize);
-    expect(memories.sort((a, b) => a - b)).toEqual([512, 3328, 3328, 3328]);
+    expect(memories.sort((a, b) => a - b)).toEqual([512, 2048, 3328, 3328, 3328]);
   });
 });
 
