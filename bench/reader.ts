@@ -47,7 +47,6 @@ try {
   const table = await findTable(engine.catalog, name);
   const topic = table.topic;
   const source = kafkaSource(engine.kafka);
-  let started: number;
 
   async function loadAndIndex(): Promise<string> {
     const suffix = randomBytes(4).toString('hex');

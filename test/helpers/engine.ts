@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { openEngine, type Engine } from '../../src/engine.js';
+import type { IndexerRuntime } from '../../src/indexer/handler.js';
+import { rangeBuilder } from '../../src/indexer/build.js';
+import { kafkaSource } from '../../src/indexer/source.js';
 import { createTopic } from '../../src/kafka/topics.js';
+import { resolveSettings, type TableFormat } from '../../src/settings.js';
+import { createTableFromTopic, type CreatedTable } from '../../src/tables.js';
 import { freshDatabase } from './database.js';
 
 /** An engine on a catalog of its own (a fresh database) and the test broker; `close()` drops the database. */
@@ -21,4 +26,27 @@ export async function newTopic(engine: Engine, partitions = 1, name = 'topic'): 
   const topic = `${name}-${randomUUID().slice(0, 8)}`;
   await createTopic(engine.kafka, topic, partitions);
   return topic;
+}
+
+let tables = 0;
+
+/** A table over `topic` (settings by their specification names), under a name no other test uses. */
+export async function testTable(engine: Engine, topic: string, settings: Record<string, string> = {}, format: TableFormat = 'json'): Promise<CreatedTable> {
+  tables += 1;
+  const name = `t${tables}_${randomUUID().slice(0, 6)}_${topic.replace(/\W/g, '_')}`.toLowerCase().slice(0, 60);
+  return createTableFromTopic(engine, { name, topic, format, settings: resolveSettings(settings) });
+}
+
+/** An indexer runtime on the engine's catalog and broker, as the local runner makes one. */
+export function testRuntime(engine: Engine, owner: string, overrides: Partial<IndexerRuntime> = {}): IndexerRuntime {
+  return {
+    catalog: engine.catalog,
+    source: kafkaSource(engine.kafka),
+    build: rangeBuilder(engine.catalog),
+    owner,
+    clock: Date.now,
+    indexers: new Map(),
+    releaseAfterEvent: false,
+    ...overrides,
+  };
 }

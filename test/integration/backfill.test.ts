@@ -6,15 +6,12 @@ import { insertRange } from '../../src/catalog/files.js';
 import { findTable } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/engine.js';
 import { rangeBuilder } from '../../src/indexer/build.js';
-import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
-import { kafkaSource } from '../../src/indexer/source.js';
+import { indexerFor } from '../../src/indexer/handler.js';
 import { earliestOffset, lastStableOffset, offsetForTime } from '../../src/kafka/offsets.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { sealRange } from '../../src/ranges/sealer.js';
-import { resolveSettings } from '../../src/settings.js';
-import { createTableFromTopic } from '../../src/tables.js';
-import { newTopic, testEngine } from '../helpers/engine.js';
+import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 
 let engine: Engine;
@@ -26,17 +23,9 @@ afterAll(async () => {
 });
 
 const t0 = Date.UTC(2026, 10, 29, 9, 30, 0);
-let sequence = 0;
 
-async function table(topic: string, settings: Record<string, string>) {
-  sequence += 1;
-  const created = await createTableFromTopic(engine, { name: `b${sequence}_${topic.replace(/\W/g, '_')}`.slice(0, 60), topic, format: 'json', settings: resolveSettings(settings) });
-  return findTable(engine.catalog, created.name);
-}
-
-function runtime(owner: string): IndexerRuntime {
-  return { catalog: engine.catalog, source: kafkaSource(engine.kafka), build: rangeBuilder(engine.catalog), owner, clock: Date.now, indexers: new Map(), releaseAfterEvent: false };
-}
+const table = (topic: string, settings: Record<string, string>) => testTable(engine, topic, settings);
+const runtime = (owner: string) => testRuntime(engine, owner);
 
 /** `count` small JSON records (about 30 bytes), timestamps 10 ms apart from `first`. */
 function records(count: number, first: number, from = 0): RecordToProduce[] {

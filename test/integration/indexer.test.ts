@@ -8,13 +8,10 @@ import { rangeBuilder } from '../../src/indexer/build.js';
 import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
 import { LeaseHeldError } from '../../src/indexer/partition.js';
 import { tickIdlePartitions } from '../../src/indexer/tick.js';
-import { kafkaSource } from '../../src/indexer/source.js';
 import { produce, type ProducedPartition } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
-import { resolveSettings } from '../../src/settings.js';
-import { createTableFromTopic } from '../../src/tables.js';
-import { newTopic, testEngine } from '../helpers/engine.js';
+import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 
 let engine: Engine;
@@ -27,16 +24,9 @@ afterAll(async () => {
 
 const hour = 3_600_000;
 const t0 = Date.UTC(2026, 10, 29, 9, 0, 0);
-let sequence = 0;
 
-function runtime(owner: string, clock: () => number = Date.now): IndexerRuntime {
-  return { catalog: engine.catalog, source: kafkaSource(engine.kafka), build: rangeBuilder(engine.catalog), owner, clock, indexers: new Map(), releaseAfterEvent: false };
-}
-
-async function table(topic: string, settings: Record<string, string>, format: 'json' | 'raw' = 'json', on: Engine = engine) {
-  sequence += 1;
-  return createTableFromTopic(on, { name: `t${sequence}_${topic.replace(/\W/g, '_')}`.slice(0, 60), topic, format, settings: resolveSettings(settings) });
-}
+const runtime = (owner: string, clock: () => number = Date.now): IndexerRuntime => testRuntime(engine, owner, { clock });
+const table = (topic: string, settings: Record<string, string>, format: 'json' | 'raw' = 'json', on: Engine = engine) => testTable(on, topic, settings, format);
 
 async function reasons(tableId: bigint, on: Engine = engine): Promise<string[]> {
   return (await listFiles(on.catalog, tableId)).map((f) => f.sealReason);

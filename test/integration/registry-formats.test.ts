@@ -6,14 +6,13 @@ import type { TableRecord } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/engine.js';
 import { rangeBuilder } from '../../src/indexer/build.js';
 import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
-import { kafkaSource } from '../../src/indexer/source.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { RegistryUnavailableError, schemaRegistry, type SchemaRegistry } from '../../src/schema/registry.js';
 import { resolveSettings, type TableFormat } from '../../src/settings.js';
 import { partitionStatus } from '../../src/status.js';
 import { createTableFromTopic } from '../../src/tables.js';
-import { newTopic, testEngine } from '../helpers/engine.js';
+import { newTopic, testEngine, testRuntime } from '../helpers/engine.js';
 import { encodeWith, registerSchema } from '../helpers/registry.js';
 import { checkTable, type Row } from '../helpers/verify.js';
 
@@ -31,7 +30,7 @@ const owner = `registry-test-${randomUUID().slice(0, 8)}`;
 
 function runtime(registryUrl = process.env.SCHEMA_REGISTRY_URL!): IndexerRuntime {
   const registry = schemaRegistry(registryUrl, { backoffMs: [20, 40] });
-  return { catalog: engine.catalog, source: kafkaSource(engine.kafka), build: rangeBuilder(engine.catalog, registry), owner, clock: Date.now, indexers: new Map(), releaseAfterEvent: false };
+  return testRuntime(engine, owner, { build: rangeBuilder(engine.catalog, registry) });
 }
 
 async function newTable(format: TableFormat): Promise<{ topic: string; table: TableRecord }> {

@@ -7,17 +7,15 @@ import { findTable } from '../../src/catalog/tables.js';
 import { discoverPartitions } from '../../src/discovery.js';
 import type { Engine } from '../../src/engine.js';
 import { rangeBuilder } from '../../src/indexer/build.js';
-import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
+import { indexerFor } from '../../src/indexer/handler.js';
 import { kafkaSource } from '../../src/indexer/source.js';
 import { lastStableOffset } from '../../src/kafka/offsets.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { deleteRecords, topicPartitions } from '../../src/kafka/topics.js';
 import { FileExpiredError, rebuildFile } from '../../src/rebuild.js';
 import { checkRetention } from '../../src/retention.js';
-import { resolveSettings } from '../../src/settings.js';
 import { partitionStatus } from '../../src/status.js';
-import { createTableFromTopic } from '../../src/tables.js';
-import { newTopic, testEngine } from '../helpers/engine.js';
+import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 
 let engine: Engine;
@@ -29,13 +27,8 @@ afterAll(async () => {
 });
 
 const t0 = Date.UTC(2026, 10, 29, 9, 30, 0);
-let sequence = 0;
 
-async function table(topic: string, settings: Record<string, string>) {
-  sequence += 1;
-  const created = await createTableFromTopic(engine, { name: `r${sequence}_${topic.replace(/\W/g, '_')}`.slice(0, 60), topic, format: 'json', settings: resolveSettings(settings) });
-  return findTable(engine.catalog, created.name);
-}
+const table = (topic: string, settings: Record<string, string>) => testTable(engine, topic, settings);
 
 function records(count: number, from: number, partition = 0): RecordToProduce[] {
   return Array.from({ length: count }, (_, i) => ({ key: null, value: `{"n":${from + i}}`, partition, timestamp: t0 + (from + i) * 10 }));
@@ -50,9 +43,7 @@ async function growTopic(topic: string, count: number): Promise<void> {
   }
 }
 
-function runtime(owner: string): IndexerRuntime {
-  return { catalog: engine.catalog, source: kafkaSource(engine.kafka), build: rangeBuilder(engine.catalog), owner, clock: Date.now, indexers: new Map(), releaseAfterEvent: false };
-}
+const runtime = (owner: string) => testRuntime(engine, owner);
 
 describe('retention', () => {
   it('after DeleteRecords exactly the files below the new earliest offset expire; indexed_start follows; backfill indexes again what Kafka still holds', async () => {

@@ -16,9 +16,7 @@ import { StateMachine } from 'aws-local-stepfunctions';
 import { synthesizeBackfillDefinition } from '../../infra/definition.js';
 import { runBackfillStateMachine } from '../../src/local/state-machine.js';
 import { chunkTask, planTask } from '../../src/orchestration/backfill-tasks.js';
-import { resolveSettings } from '../../src/settings.js';
-import { createTableFromTopic } from '../../src/tables.js';
-import { newTopic, testEngine } from '../helpers/engine.js';
+import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 
 let engine: Engine;
@@ -41,10 +39,7 @@ function records(partitions: number, count: number, from = 0): RecordToProduce[]
   }));
 }
 
-async function tableOf(topic: string, settings: Record<string, string>) {
-  const created = await createTableFromTopic(engine, { name: `sm_${topic.replace(/\W/g, '_')}`.slice(0, 60), topic, format: 'json', settings: resolveSettings(settings) });
-  return findTable(engine.catalog, created.name);
-}
+const tableOf = (topic: string, settings: Record<string, string>) => testTable(engine, topic, settings);
 
 async function fileRanges(tableId: bigint): Promise<string[]> {
   return (await listFiles(engine.catalog, tableId)).map((f) => `${f.partition}:${f.startOffset}-${f.endOffset}/${f.recordCount}/${f.source}`).sort();
