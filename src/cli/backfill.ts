@@ -36,7 +36,7 @@ export async function backfillCommand(args: string[]): Promise<number> {
   }
   const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     // The state machine CDK synthesizes, executed locally (loads aws-cdk-lib: imported only here).
-    const { runBackfillStateMachine } = await import('../local/state-machine.js');
+    const { runBackfillStateMachine } = await import('../../infra/local-execution.js');
     return runBackfillStateMachine(engine, name, (chunk) => progress(describeChunk(chunk)), {
       ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}),
       onExecution: (execution) => progress(`${name}: state machine execution ${execution}${execution > 1 ? ' (continued from the last)' : ''}`),

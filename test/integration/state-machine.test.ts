@@ -14,7 +14,7 @@ import { kafkaSource } from '../../src/indexer/source.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { synthesizeBackfillDefinition } from '../../infra/definition.js';
-import { runBackfillStateMachine } from '../../src/local/state-machine.js';
+import { runBackfillStateMachine } from '../../infra/local-execution.js';
 import { chunkTask, planTask } from '../../src/orchestration/backfill-tasks.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';

@@ -6,10 +6,10 @@
  * the input it names, as Step Functions would start it.
  */
 import { StateMachine } from 'aws-local-stepfunctions';
-import { synthesizeBackfillDefinition, type SynthesizedBackfill } from '../../infra/definition.js';
-import { backfillStates } from '../../infra/backfill.js';
-import type { BackfillPartition, BackfillRunner, BackfillSummary, ChunkResult } from '../backfill/index.js';
-import { chunkTask, planTask, type BackfillTaskDeps } from '../orchestration/backfill-tasks.js';
+import { synthesizeBackfillDefinition, type SynthesizedBackfill } from './definition.js';
+import { backfillStates } from './backfill.js';
+import type { BackfillPartition, BackfillRunner, BackfillSummary, ChunkResult } from '../src/backfill/index.js';
+import { chunkTask, planTask, type BackfillTaskDeps } from '../src/orchestration/backfill-tasks.js';
 
 export interface LocalBackfillOptions {
   /** The execution input's chunk budget (default: the plan's, 1,500). */
