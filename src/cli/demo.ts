@@ -2,7 +2,7 @@
  * `npm run demo`: from nothing, the local stack with embedded defaults; a topic written
  * by a transactional producer (commits and aborts interleaved, timestamps over three
  * hours, late records, a few values that are not JSON); a table over it; indexing until
- * caught up; every file rebuilt from Kafka and verified; the catalog and status printed.
+ * caught up; every file rebuilt from Kafka and verified; the catalog, status and a query printed.
  */
 import { listFiles } from '../catalog/catalog-files.js';
 import { dropTable, findTable } from '../catalog/tables.js';
@@ -18,6 +18,7 @@ import { stackConfig } from '../stack/config.js';
 import { stackEnvironment, stackUp } from '../stack/index.js';
 import { createTableFromTopic } from '../tables.js';
 import { filesCommand, statusCommand } from './inspect.js';
+import { queryCommand } from './query.js';
 import { progress } from './output.js';
 
 const partitions = 3;
@@ -83,5 +84,8 @@ export async function demoCommand(_args: string[]): Promise<number> {
   await filesCommand(['demo_orders']);
   process.stdout.write('\nPartition status (offsetlake status demo_orders):\n');
   await statusCommand(['demo_orders']);
+  const sql = 'SELECT _partition, count(*) AS orders, count(_error) AS not_json, round(sum(CAST(_value->>\'total\' AS DOUBLE)), 2) AS total FROM demo_orders GROUP BY 1 ORDER BY 1';
+  process.stdout.write(`\nSQL over the rebuilt files (offsetlake query "${sql}"):\n`);
+  await queryCommand([sql, '--quiet']);
   return 0;
 }
