@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles } from '../../src/catalog/catalog-files.js';
@@ -11,6 +14,8 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { RegistryUnavailableError, schemaRegistry, type SchemaRegistry } from '../../src/schema/registry.js';
 import { resolveSettings, type TableFormat } from '../../src/settings.js';
 import { partitionStatus } from '../../src/status.js';
+import { stackConfig } from '../../src/stack/config.js';
+import { registryService, registryUrl } from '../../src/stack/registry.js';
 import { createTableFromTopic } from '../../src/tables.js';
 import { newTopic, testEngine, testRuntime } from '../helpers/engine.js';
 import { encodeWith, registerSchema } from '../helpers/registry.js';
@@ -211,6 +216,42 @@ describe('registry formats against the real Schema Registry and broker', () => {
     const [resumed] = await partitionStatus(engine, table.name);
     expect(resumed!.waitingReason).toBeNull();
     expect(resumed!.indexedEnd).toBe(4n);
+  });
+
+  it('a registry process stopped mid-stream and started again: no file while it is down, status says why, nothing lost after', { timeout: 240_000 }, async () => {
+    // A registry of its own (same broker, same schema journal), so the shared one stays up.
+    const home = mkdtempSync(join(tmpdir(), 'offsetlake-registry-'));
+    const config = stackConfig({ home, registryPort: await closedPort() });
+    try {
+      await registryService.up(config, () => {});
+      const url = registryUrl(config);
+      const spec = evolutions.avro;
+      const { topic, table } = await newTable('avro');
+      const v1 = await registerSchema(`${topic}-value`, spec.v1, 'AVRO');
+      const rt = runtime(url);
+      await produce(engine.kafka, topic, records([0, 1].map((i) => encodeWith(v1, spec.value1(i)))));
+      await indexAll(rt, table);
+      expect(await listFiles(engine.catalog, table.tableId)).toHaveLength(1);
+
+      await registryService.down(config);
+      const v2 = await registerSchema(`${topic}-value`, spec.v2, 'AVRO');
+      await produce(engine.kafka, topic, records([encodeWith(v2, spec.value2(2)), encodeWith(v1, spec.value1(3))]));
+      await expect(indexAll(rt, table)).rejects.toBeInstanceOf(RegistryUnavailableError);
+      expect(await listFiles(engine.catalog, table.tableId)).toHaveLength(1);
+      const [waiting] = await partitionStatus(engine, table.name);
+      expect(waiting!.waitingReason).toMatch(new RegExp(`^Schema Registry ${url.replaceAll('.', '\\.')} cannot be reached`));
+
+      await registryService.up(config, () => {});
+      await indexAll(rt, table);
+      const check = await checkTable(engine, table);
+      expect(rowsOf(check)).toHaveLength(4);
+      const [resumed] = await partitionStatus(engine, table.name);
+      expect(resumed!.waitingReason).toBeNull();
+      expect(resumed!.indexedEnd).toBe(4n);
+    } finally {
+      await registryService.down(config);
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('the long-lived runner waits while the registry is down and resumes by itself when it is back', async () => {
