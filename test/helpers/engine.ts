@@ -3,7 +3,7 @@ import { openEngine, type Engine } from '../../src/engine.js';
 import type { IndexerRuntime } from '../../src/indexer/handler.js';
 import { rangeBuilder } from '../../src/indexer/build.js';
 import { kafkaSource } from '../../src/indexer/source.js';
-import { createTopic } from '../../src/kafka/topics.js';
+import { createTopic, topicPartitions } from '../../src/kafka/topics.js';
 import { resolveSettings, type TableFormat } from '../../src/settings.js';
 import { createTableFromTopic, type CreatedTable } from '../../src/tables.js';
 import { freshDatabase } from './database.js';
@@ -49,4 +49,13 @@ export function testRuntime(engine: Engine, owner: string, overrides: Partial<In
     releaseAfterEvent: false,
     ...overrides,
   };
+}
+
+/** Grows the topic to `count` partitions and waits until the broker's metadata lists them (it lags the request). */
+export async function growTopic(engine: Engine, topic: string, count: number): Promise<void> {
+  await engine.kafka.admin().createPartitions({ topics: [{ name: topic, count }] });
+  for (let i = 0; (await topicPartitions(engine.kafka, topic)).length < count; i += 1) {
+    if (i > 100) throw new Error(`topic ${topic} still lacks its new partitions`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

@@ -11,7 +11,7 @@ import { tickIdlePartitions } from '../../src/indexer/tick.js';
 import { produce, type ProducedPartition } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
-import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
+import { growTopic, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 
 let engine: Engine;
@@ -163,7 +163,7 @@ describe('live indexing against the real broker and Postgres', () => {
       const created = await table(topic, {});
       expect(created.partitions).toEqual([{ partition: 0, start: 2n }]);
 
-      await engine.kafka.admin().createPartitions({ topics: [{ name: topic, count: 2 }] });
+      await growTopic(engine, topic, 2);
       await produce(engine.kafka, topic, [{ key: null, value: '{"p1":1}', partition: 1 }, { key: null, value: '{"p0":3}', partition: 0 }]);
       const lsoOfNew = (await readCommittedRange(engine.kafka, topic, 1, 0n, 100n)).nextOffset;
       await produce(engine.kafka, topic, [{ key: null, value: '{"p1":2}', partition: 1 }]);

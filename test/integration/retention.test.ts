@@ -11,11 +11,11 @@ import { indexerFor } from '../../src/indexer/handler.js';
 import { kafkaSource } from '../../src/indexer/source.js';
 import { lastStableOffset } from '../../src/kafka/offsets.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
-import { deleteRecords, topicPartitions } from '../../src/kafka/topics.js';
+import { deleteRecords } from '../../src/kafka/topics.js';
 import { FileExpiredError, rebuildFile } from '../../src/rebuild.js';
 import { checkRetention } from '../../src/retention.js';
 import { partitionStatus } from '../../src/status.js';
-import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
+import { growTopic, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 
 let engine: Engine;
@@ -34,14 +34,6 @@ function records(count: number, from: number, partition = 0): RecordToProduce[] 
   return Array.from({ length: count }, (_, i) => ({ key: null, value: `{"n":${from + i}}`, partition, timestamp: t0 + (from + i) * 10 }));
 }
 
-/** Grows the topic to `count` partitions and waits until the broker's metadata lists them. */
-async function growTopic(topic: string, count: number): Promise<void> {
-  await engine.kafka.admin().createPartitions({ topics: [{ name: topic, count }] });
-  for (let i = 0; (await topicPartitions(engine.kafka, topic)).length < count; i += 1) {
-    if (i > 100) throw new Error(`topic ${topic} still lacks its new partitions`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 const runtime = (owner: string) => testRuntime(engine, owner);
 
@@ -136,7 +128,7 @@ describe('partition discovery', () => {
     expect(await discoverPartitions(engine.catalog, engine.kafka)).toEqual([{ table: created.name, topic, partition: 0, start: '20', found: 'catalog', backfill: true }]);
     expect(await discoverPartitions(engine.catalog, engine.kafka)).toEqual([]);
 
-    await growTopic(topic, 2);
+    await growTopic(engine, topic, 2);
     await produce(engine.kafka, topic, records(30, 100, 1));
     const lso = await lastStableOffset(engine.kafka, topic, 1);
     expect(lso).toBe(30n);
@@ -161,7 +153,7 @@ describe('partition discovery', () => {
   it('history none: a new partition is added at its LSO with nothing to backfill', async () => {
     const topic = await newTopic(engine, 1, 'discovery-none');
     const created = await table(topic, { history: 'none' });
-    await growTopic(topic, 3);
+    await growTopic(engine, topic, 3);
     await produce(engine.kafka, topic, [...records(7, 0, 1), ...records(4, 0, 2)]);
     expect(await discoverPartitions(engine.catalog, engine.kafka, { table: created.name })).toEqual([
       { table: created.name, topic, partition: 1, start: '7', found: 'topic', backfill: false },
