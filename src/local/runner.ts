@@ -34,6 +34,9 @@ export const defaultRunnerOptions: RunnerOptions = {
   emulator: defaultEmulatorOptions,
 };
 
+/** New tables, dropped tables and partitions added to topics are looked for this often (a metadata request per table). */
+const discoverEveryMs = 5000;
+
 export interface RunSummary {
   events: number;
   redelivered: number;
@@ -51,6 +54,7 @@ export class LocalRunner {
   private readonly sources = new Map<string, PartitionEventSource>();
   private readonly summary: RunSummary = { events: 0, redelivered: 0, records: 0, rangesCommitted: 0, filesCommitted: 0, capacitySeals: 0 };
   private lastRenew = 0;
+  private lastDiscovery = Number.NEGATIVE_INFINITY;
   /** Partitions whose events failed in the current round: `once` is not done while there are any. */
   private failedPumps = 0;
 
@@ -73,7 +77,7 @@ export class LocalRunner {
   async run(signal?: AbortSignal): Promise<RunSummary> {
     try {
       for (;;) {
-        await this.discover();
+        if (Date.now() - this.lastDiscovery >= discoverEveryMs || this.options.once) await this.discover();
         this.failedPumps = 0;
         const delivered = await Promise.all([...this.sources.values()].map((source) => this.pump(source, signal)));
         await this.tick();
@@ -93,6 +97,7 @@ export class LocalRunner {
 
   /** New tables and partitions (added to a topic later) get an event source starting at their indexed end. */
   private async discover(): Promise<void> {
+    this.lastDiscovery = Date.now();
     const wanted = new Set<string>();
     for (const table of await listTables(this.engine.catalog)) {
       for (const partition of await topicPartitions(this.engine.kafka, table.topic)) {
