@@ -9,12 +9,12 @@
  * Needs the local stack (`npx offsetlake stack up`).
  */
 import { performance } from 'node:perf_hooks';
+import { timedBuild } from './timing.js';
 import { randomUUID } from 'node:crypto';
 import { dropTable, findTable } from '../src/catalog/tables.js';
 import { openEngine } from '../src/engine.js';
 import { rangeBuilder } from '../src/indexer/build.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
-import type { RangeBuilder } from '../src/indexer/partition.js';
 import { kafkaSource } from '../src/indexer/source.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic } from '../src/kafka/topics.js';
@@ -51,17 +51,7 @@ const schema = {
   ],
 };
 
-let buildMs = 0;
-function timedBuild(build: RangeBuilder): RangeBuilder {
-  return async (...args) => {
-    const started = performance.now();
-    try {
-      return await build(...args);
-    } finally {
-      buildMs += performance.now() - started;
-    }
-  };
-}
+const timing = { build: 0 };
 
 try {
   const topic = `bench-avro-${randomUUID().slice(0, 8)}`;
@@ -96,7 +86,7 @@ try {
   const runtime: IndexerRuntime = {
     catalog: engine.catalog,
     source: kafkaSource(engine.kafka),
-    build: timedBuild(rangeBuilder(engine.catalog)),
+    build: timedBuild(rangeBuilder(engine.catalog), timing),
     owner: `bench-${process.pid}`,
     clock: Date.now,
     indexers: new Map(),
@@ -117,7 +107,7 @@ try {
   const mb = bytes / MiB;
   process.stdout.write(
     `avro    ${rows} records, ${mb.toFixed(1)} MiB in ${files.rows[0]!.n} files: ${(mb / wall).toFixed(1)} MiB/s wall, ` +
-      `${(mb / cpuSeconds).toFixed(1)} MiB/s per core (${cpuSeconds.toFixed(2)} CPU s); build ${Math.round((100 * buildMs) / (wall * 1000))}%\n`,
+      `${(mb / cpuSeconds).toFixed(1)} MiB/s per core (${cpuSeconds.toFixed(2)} CPU s); build ${Math.round((100 * timing.build) / (wall * 1000))}%\n`,
   );
 
   // Decoding alone, on the same records, with the table's merged schema.

@@ -11,11 +11,12 @@
  * Needs the local stack (`npx offsetlake stack up`).
  */
 import { performance } from 'node:perf_hooks';
+import { timedBuild } from './timing.js';
 import { randomUUID } from 'node:crypto';
 import { openEngine } from '../src/engine.js';
 import { rangeBuilder } from '../src/indexer/build.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
-import type { CommittedSource, RangeBuilder } from '../src/indexer/partition.js';
+import type { CommittedSource } from '../src/indexer/partition.js';
 import { kafkaSource } from '../src/indexer/source.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic } from '../src/kafka/topics.js';
@@ -49,16 +50,6 @@ function timedSource(source: CommittedSource): CommittedSource {
         yield next.value;
       }
     },
-  };
-}
-function timedBuild(build: RangeBuilder): RangeBuilder {
-  return async (...args) => {
-    const started = performance.now();
-    try {
-      return await build(...args);
-    } finally {
-      stages.build += performance.now() - started;
-    }
   };
 }
 
@@ -112,7 +103,7 @@ try {
     const runtime: IndexerRuntime = {
       catalog: engine.catalog,
       source: timedSource(kafkaSource(engine.kafka)),
-      build: timedBuild(rangeBuilder(engine.catalog)),
+      build: timedBuild(rangeBuilder(engine.catalog), stages),
       owner: `bench-${process.pid}`,
       clock: Date.now,
       indexers: new Map(),
@@ -125,7 +116,7 @@ try {
   });
 
   await pass('run', async () => {
-    const runner = new LocalRunner(engine, timedBuild(rangeBuilder(engine.catalog)), { ...defaultRunnerOptions, once: true }, () => {});
+    const runner = new LocalRunner(engine, timedBuild(rangeBuilder(engine.catalog), stages), { ...defaultRunnerOptions, once: true }, () => {});
     await runner.run();
   });
 } finally {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { firstInvalidUtf8, jsonValueError, kafkaColumnArrays, locateJsonError } from '../../src/parquet/index.js';
+import { wellFormed } from '../helpers/strings.js';
 
 const utf8 = new TextEncoder();
 const error = (text: string): string | null => jsonValueError(utf8.encode(text));
@@ -11,18 +12,6 @@ function prng(seed: number): () => number {
   };
 }
 
-/** Lone surrogates replaced by U+FFFD, as UTF-8 encoding does (String#toWellFormed is ES2024). */
-function wellFormed(s: string): string {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff) {
-      out += s[i]! + s[i + 1]!;
-      i++;
-    } else out += c >= 0xd800 && c <= 0xdfff ? '\ufffd' : s[i]!;
-  }
-  return out;
-}
 
 const parses = (text: string): boolean => {
   try {

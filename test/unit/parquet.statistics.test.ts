@@ -1,6 +1,7 @@
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { type Column, type ColumnStatistics, buildDataFile, columnStatistics, decimalText, leaves, type ScalarType } from '../../src/parquet/index.js';
+import { wellFormed } from '../helpers/strings.js';
 
 // --- a seeded source of awkward values --------------------------------------------
 
@@ -84,18 +85,6 @@ function randomRows(n: number, seed: number): Record<string, unknown>[] {
 
 // --- a naive model: sort everything, take the ends ---------------------------------
 
-/** Lone surrogates replaced by U+FFFD, as UTF-8 encoding does (String#toWellFormed is ES2024). */
-function wellFormed(s: string): string {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff) {
-      out += s[i]! + s[i + 1]!;
-      i++;
-    } else out += c >= 0xd800 && c <= 0xdfff ? '\ufffd' : s[i]!;
-  }
-  return out;
-}
 
 const codePoints = (s: string): number[] => Array.from(wellFormed(s), (c) => c.codePointAt(0)!);
 function lexical(a: readonly number[], b: readonly number[]): number {
