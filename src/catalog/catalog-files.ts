@@ -49,7 +49,7 @@ interface FileRow {
   source: 'live' | 'backfill';
   created_at: Date;
   expired_at: Date | null;
-  columns: { column_id: number; column_name: string; value_count: string; null_count: string; nan_count: string; min_value: string | null; max_value: string | null }[] | null;
+  columns: { column_id: number; column_name: string; value_count: string; null_count: string; nan_count: string; min_value: string | null; max_value: string | null; min_value_utf8: string | null; max_value_utf8: string | null }[] | null;
 }
 
 const selectFiles = `
@@ -58,7 +58,8 @@ const selectFiles = `
          f.created_at, f.expired_at,
          (SELECT json_agg(json_build_object('column_id', s.column_id, 'column_name', c.column_name,
                    'value_count', s.value_count::text, 'null_count', s.null_count::text, 'nan_count', s.nan_count::text,
-                   'min_value', s.min_value, 'max_value', s.max_value) ORDER BY s.column_id)
+                   'min_value', s.min_value, 'max_value', s.max_value,
+                   'min_value_utf8', encode(s.min_value_utf8, 'hex'), 'max_value_utf8', encode(s.max_value_utf8, 'hex')) ORDER BY s.column_id)
             FROM file_column_stats s
             LEFT JOIN table_column c ON c.table_id = s.table_id AND c.column_id = s.column_id AND c.end_schema_version IS NULL
            WHERE s.data_file_id = f.data_file_id) AS columns
@@ -88,8 +89,8 @@ function toDataFile(row: FileRow): DataFile {
       valueCount: BigInt(c.value_count),
       nullCount: BigInt(c.null_count),
       nanCount: BigInt(c.nan_count),
-      min: c.min_value,
-      max: c.max_value,
+      min: c.min_value_utf8 === null ? c.min_value : Buffer.from(c.min_value_utf8, 'hex').toString('utf8'),
+      max: c.max_value_utf8 === null ? c.max_value : Buffer.from(c.max_value_utf8, 'hex').toString('utf8'),
     })),
   };
 }

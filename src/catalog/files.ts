@@ -88,6 +88,15 @@ export async function commitRanges(catalog: Catalog, lease: Lease, ranges: reado
   });
 }
 
+/** A bound as Postgres text, or null when text cannot hold it (U+0000): then it goes to the `_utf8` column. */
+function asText(bound: string | null): string | null {
+  return bound === null || bound.includes('\u0000') ? null : bound;
+}
+
+function asUtf8(bound: string | null): Buffer | null {
+  return bound === null || !bound.includes('\u0000') ? null : Buffer.from(bound, 'utf8');
+}
+
 export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tableId' | 'partition' | 'epoch'>, range: NewRange, source: 'live' | 'backfill'): Promise<void> {
   for (const file of range.files) {
     const inserted = await client.query<{ data_file_id: bigint }>(
@@ -103,11 +112,11 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
     const fileId = inserted.rows[0]!.data_file_id;
     const c = file.columns;
     await client.query(
-      `INSERT INTO file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value)
-       SELECT $1, $2, * FROM unnest($3::int[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[])`,
+      `INSERT INTO file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value, min_value_utf8, max_value_utf8)
+       SELECT $1, $2, * FROM unnest($3::int[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::bytea[], $10::bytea[])`,
       [
         fileId, lease.tableId, c.map((s) => s.columnId), c.map((s) => s.valueCount), c.map((s) => s.nullCount),
-        c.map((s) => s.nanCount), c.map((s) => s.min), c.map((s) => s.max),
+        c.map((s) => s.nanCount), c.map((s) => asText(s.min)), c.map((s) => asText(s.max)), c.map((s) => asUtf8(s.min)), c.map((s) => asUtf8(s.max)),
       ],
     );
   }

@@ -166,4 +166,17 @@ ALTER TABLE lake_partition
   ADD COLUMN backfill_expires_at timestamptz;
 `,
   },
+  {
+    version: 3,
+    name: 'statistics Postgres text cannot hold',
+    sql: `
+-- Postgres text cannot hold U+0000, which a string, JSON or header-key statistic may
+-- contain. Such a bound is kept exactly as its UTF-8 bytes here, and min_value /
+-- max_value are NULL: a planner that reads only the text columns (DuckLake) takes the
+-- bound as unknown and keeps the file; it never prunes it wrongly.
+ALTER TABLE file_column_stats
+  ADD COLUMN min_value_utf8 bytea,
+  ADD COLUMN max_value_utf8 bytea;
+`,
+  },
 ];

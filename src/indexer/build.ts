@@ -8,21 +8,73 @@
 import type { NewDataFile, NewRange } from '../catalog/files.js';
 import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
-import { buildDataFile, encoderVersion as currentEncoder, kafkaColumnArrays, type DataFile } from '../parquet/index.js';
+import {
+  buildDataFile, encoderVersion as currentEncoder, kafkaColumnArrays, kafkaTableColumns, prepare, ValueError,
+  type Column, type ColumnArrays, type DataFile, type PreparedData,
+} from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import type { KafkaRecord } from '../record.js';
 import type { TableSchema } from '../schema/table-schema.js';
-import { isRegistryFormat, tableDecoder } from '../schema/decode.js';
+import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
 import { schemaForRecords } from '../schema/evolve.js';
 import { defaultRegistry, type SchemaRegistry } from '../schema/registry.js';
 import { currentSchema } from '../schema/versions.js';
 import type { RangeBuilder } from './partition.js';
+import { ownValue } from '../parquet/objects.js';
 
 /** Builds one file's bytes and statistics: the same inputs give the same bytes. */
 export function encodeFile(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string): DataFile {
-  let data = kafkaColumnArrays(partition, records, table.format);
-  if (isRegistryFormat(table.format)) data = { ...data, ...tableDecoder(table.format, schema).decode(records) };
-  return buildDataFile(schema.columns, data, { rowGroupRows: table.settings.row_group_rows, encoderVersion });
+  const data: ColumnArrays = kafkaColumnArrays(partition, records, table.format);
+  let prepared: PreparedData;
+  if (isRegistryFormat(table.format)) {
+    const decoded = tableDecoder(table.format, schema).decode(records);
+    prepared = prepareDecoded(schema.columns, { ...(data as Record<string, unknown[]>), ...decoded }, records);
+  } else {
+    prepared = prepare(schema.columns, data);
+  }
+  return buildDataFile(schema.columns, prepared, { rowGroupRows: table.settings.row_group_rows, encoderVersion });
+}
+
+/**
+ * No record stops a partition: a decoded value that its column cannot take (a decoder's
+ * surprise, a value out of the column's range) makes that side of its row an error row,
+ * like a value the schema cannot decode: the side's columns null, the raw value kept in
+ * `_value`, and `_error` saying which column refused what. Only rows that fail are
+ * touched, and which fail depends on nothing but the records and the schema, so a
+ * rebuild makes the same rows.
+ */
+function prepareDecoded(columns: readonly Column[], data: Record<string, unknown[]>, records: readonly KafkaRecord[]): PreparedData {
+  try {
+    return prepare(columns, data);
+  } catch (error) {
+    if (!(error instanceof ValueError)) throw error;
+  }
+  const kafka = new Set(kafkaTableColumns('avro').map((c) => c.name));
+  const valueColumns = columns.filter((c) => !kafka.has(c.name) && c.name !== KEY_COLUMN).map((c) => c.name);
+  for (let row = 0; row < records.length; row++) {
+    for (let attempt = 0; ; attempt++) {
+      const problem = refusal(columns, data, row);
+      if (!problem) break;
+      if (attempt === 2 || kafka.has(problem.column)) throw problem;
+      const side = problem.column === KEY_COLUMN ? 'key' : 'value';
+      for (const name of side === 'key' ? [KEY_COLUMN] : valueColumns) data[name]![row] = null;
+      if (side === 'value') data._value![row] = records[row]!.value;
+      const text = `${side}: column ${problem.path} cannot hold the decoded value (it must be ${problem.expected})`;
+      data._error![row] = data._error![row] ? `${data._error![row] as string}; ${text}` : text;
+    }
+  }
+  return prepare(columns, data);
+}
+
+/** Why one row's values do not fit the columns, if they do not. */
+function refusal(columns: readonly Column[], data: Record<string, unknown[]>, row: number): ValueError | undefined {
+  try {
+    prepare(columns, Object.fromEntries(columns.map((c) => [c.name, [data[c.name]![row]]])));
+    return undefined;
+  } catch (error) {
+    if (error instanceof ValueError) return error;
+    throw error;
+  }
 }
 
 export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersion: number, bucket: number, recordCount: number): NewDataFile {
@@ -35,7 +87,7 @@ export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersio
     schemaVersion,
     encoderVersion: built.file.encoderVersion,
     columns: built.statistics.map((stats) => {
-      const columnId = schema.leafIds[stats.column];
+      const columnId = ownValue(schema.leafIds, stats.column);
       if (columnId === undefined) throw new Error(`no column id for leaf ${stats.column} in the table schema`);
       return { columnId, valueCount: stats.valueCount, nullCount: stats.nullCount, nanCount: stats.nanCount, min: stats.min, max: stats.max };
     }),

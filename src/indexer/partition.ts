@@ -47,6 +47,11 @@ export interface AdvanceResult {
   position: bigint;
 }
 
+/** `[first, end)` of consecutive ranges, as status shows it. */
+function spanOf(ranges: readonly SealedRange[]): string {
+  return `[${ranges[0]!.startOffset}, ${ranges.at(-1)!.endOffset})`;
+}
+
 export class PartitionIndexer {
   private lease: Lease | undefined;
   private sealer: RangeSealer | undefined;
@@ -175,6 +180,8 @@ export class PartitionIndexer {
         this.pendingBytes = all.reduce((sum, range) => sum + range.files.reduce((n, file) => n + file.records.reduce((b, r) => b + recordBytes(r), 0), 0), 0);
         await this.setWaiting(lease, error.message).catch(() => {});
       } else {
+        // Records cannot cause this (they become error rows); status names the cause.
+        await this.setWaiting(lease, `building the files of offsets ${spanOf(all)} failed: ${(error as Error).message}`).catch(() => {});
         this.drop();
       }
       throw error;
@@ -186,6 +193,9 @@ export class PartitionIndexer {
       this.pendingBytes = 0;
     } catch (error) {
       // A lost lease (or any failed commit) leaves memory that may no longer match the catalog.
+      if (!(error instanceof LeaseLostError)) {
+        await this.setWaiting(lease, `the catalog refused the files of offsets ${spanOf(all)}: ${(error as Error).message}`).catch(() => {});
+      }
       this.drop();
       throw error;
     }

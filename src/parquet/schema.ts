@@ -53,6 +53,38 @@ export function decimalPhysical(precision: number): { type: 'INT32' | 'INT64' | 
   return { type: 'FIXED_LEN_BYTE_ARRAY', length };
 }
 
+/**
+ * Whether two types are the same, field by field. Never by their JSON text: a type read
+ * back from the catalog's jsonb has its object keys in another order than the one built
+ * in memory, yet it is the same type and must give the same file.
+ */
+export function sameType(a: ColumnType, b: ColumnType): boolean {
+  if (a.kind !== b.kind) return false;
+  switch (a.kind) {
+    case 'timestamp': {
+      const t = b as typeof a;
+      return a.unit === t.unit && a.utc === t.utc;
+    }
+    case 'decimal': {
+      const d = b as typeof a;
+      return a.precision === d.precision && a.scale === d.scale;
+    }
+    case 'list': {
+      const l = b as typeof a;
+      return a.element.nullable === l.element.nullable && sameType(a.element.type, l.element.type);
+    }
+    case 'struct':
+      return sameColumns(a.fields, (b as typeof a).fields);
+    default:
+      return true;
+  }
+}
+
+/** Same names, nullability and types, in the same order. */
+export function sameColumns(a: readonly Column[], b: readonly Column[]): boolean {
+  return a.length === b.length && a.every((column, i) => column.name === b[i]!.name && column.nullable === b[i]!.nullable && sameType(column.type, b[i]!.type));
+}
+
 export function validateColumns(columns: readonly Column[], where = 'file'): void {
   const names = new Set<string>();
   for (const column of columns) {

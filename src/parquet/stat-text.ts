@@ -17,7 +17,8 @@
  */
 import type { ScalarType } from './schema.js';
 
-const utf8 = new TextDecoder();
+// ignoreBOM: a leading U+FEFF is part of the value (by default TextDecoder drops it)
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return Buffer.compare(a, b);

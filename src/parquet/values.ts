@@ -11,7 +11,7 @@
  *   timestamp        bigint or safe-integer number, epoch in the column's unit
  *   float, double    number (float is rounded to float32 here, as stored)
  *   boolean          boolean
- *   string, json     string (UTF-16; lone surrogates become U+FFFD) or Uint8Array of
+ *   string, json     string (well-formed UTF-16: a lone surrogate is refused) or Uint8Array of
  *                    UTF-8 taken as is (the caller guarantees it is valid UTF-8);
  *                    json is JSON text, never an object: the text is kept as written
  *   binary           Uint8Array
@@ -19,7 +19,8 @@
  *   list             array of element values;  struct  object keyed by field name
  * Normalized: int64/timestamp/decimal → bigint, string/json → Uint8Array.
  */
-import { type Column, type ColumnType, type FieldType, type ScalarType, validateColumns } from './schema.js';
+import { type Column, type ColumnType, type FieldType, sameColumns, type ScalarType, validateColumns } from './schema.js';
+import { dataRecord, ownValue } from './objects.js';
 
 export type Row = Readonly<Record<string, unknown>>;
 export type ColumnArrays = Readonly<Record<string, ArrayLike<unknown>>>;
@@ -35,12 +36,21 @@ export class PreparedData {
 }
 
 const utf8 = new TextEncoder();
+
+/** A value the column cannot take: `column` is the top-level column, `path` the leaf within it. */
+export class ValueError extends Error {
+  override name = 'ValueError';
+  column = '';
+  constructor(readonly path: string, readonly row: number, readonly expected: string, got: string) {
+    super(`${path} (row ${row}) must be ${expected}, got ${got}`);
+  }
+}
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
 export function prepare(columns: readonly Column[], data: RowData): PreparedData {
   if (data instanceof PreparedData) {
-    if (data.columns !== columns && JSON.stringify(data.columns) !== JSON.stringify(columns)) {
+    if (data.columns !== columns && !sameColumns(data.columns, columns)) {
       throw new Error('prepared data was built for other columns');
     }
     return data;
@@ -60,9 +70,14 @@ export function prepare(columns: readonly Column[], data: RowData): PreparedData
     }
     const n = rows ? rows.length : source!.length;
     const values = new Array<unknown>(n);
-    for (let i = 0; i < n; i++) {
-      const value = rows ? rows[i]![column.name] : source![i];
-      values[i] = normalizeField(column, value, column.name, i);
+    try {
+      for (let i = 0; i < n; i++) {
+        const value = rows ? ownValue(rows[i]!, column.name) : source![i];
+        values[i] = normalizeField(column, value, column.name, i);
+      }
+    } catch (error) {
+      if (error instanceof ValueError) error.column = column.name;
+      throw error;
     }
     return values;
   });
@@ -71,7 +86,7 @@ export function prepare(columns: readonly Column[], data: RowData): PreparedData
 
 function normalizeField(field: FieldType, value: unknown, path: string, row: number): unknown {
   if (value === null || value === undefined) {
-    if (!field.nullable) throw new Error(`${path} (row ${row}) is null but the column is not nullable`);
+    if (!field.nullable) throw new ValueError(path, row, 'a value (the column is not nullable)', 'null');
     return null;
   }
   return normalizeValue(field.type, value, path, row);
@@ -87,8 +102,8 @@ function normalizeValue(type: ColumnType, value: unknown, path: string, row: num
       throw bad(path, row, 'an object', value);
     }
     const record = value as Record<string, unknown>;
-    const out: Record<string, unknown> = {};
-    for (const f of type.fields) out[f.name] = normalizeField(f, record[f.name], `${path}.${f.name}`, row);
+    const out = dataRecord();
+    for (const f of type.fields) out[f.name] = normalizeField(f, ownValue(record, f.name), `${path}.${f.name}`, row);
     return out;
   }
   return normalizeScalar(type, value, path, row);
@@ -122,7 +137,11 @@ function normalizeScalar(type: ScalarType, value: unknown, path: string, row: nu
       throw bad(path, row, 'a boolean', value);
     case 'string':
     case 'json':
-      if (typeof value === 'string') return utf8.encode(value);
+      if (typeof value === 'string') {
+        // TextEncoder would turn a lone surrogate into U+FFFD: a silent change of the value
+        if (!value.isWellFormed()) throw bad(path, row, 'well-formed text (it holds a lone surrogate)', value);
+        return utf8.encode(value);
+      }
       if (value instanceof Uint8Array) return value;
       throw bad(path, row, type.kind === 'json' ? 'JSON text (string or UTF-8 bytes)' : 'a string', value);
     case 'binary':
@@ -137,7 +156,7 @@ function toBigInt(value: unknown): bigint | undefined {
   return undefined;
 }
 
-function bad(path: string, row: number, expected: string, value: unknown): Error {
-  const got = value instanceof Uint8Array ? 'bytes' : Array.isArray(value) ? 'an array' : `${typeof value} ${String(value).slice(0, 40)}`;
-  return new Error(`${path} (row ${row}) must be ${expected}, got ${got}`);
+function bad(path: string, row: number, expected: string, value: unknown): ValueError {
+  const got = value instanceof Uint8Array ? 'bytes' : Array.isArray(value) ? 'an array' : `${typeof value} ${String(value).slice(0, 40).toWellFormed()}`;
+  return new ValueError(path, row, expected, got);
 }

@@ -11,6 +11,7 @@ import avro from 'avsc';
 import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { checkDecimal, DecodeError, jsonText, mapType, signedBigInt, type WriterSchema } from './writer.js';
+import { dataRecord, ownValue } from '../parquet/objects.js';
 
 type AvroType = avro.Type;
 
@@ -63,10 +64,17 @@ export function avroOptions(registry: Record<string, AvroType> = {}, bytesString
   // logical type) makes a plain number long; the hook makes every long a bigint one. A
   // logical long is seen twice: first to make the logical type, then for its underlying type.
   const logicalSeen = new WeakSet<object>();
-  const typeHook = (schema: unknown): AvroType | undefined => {
+  const mapSeen = new WeakSet<object>();
+  const typeHook = (schema: unknown, options: avro.ForSchemaOptions): AvroType | undefined => {
     if (bytesStrings && schema === 'string') return BytesString;
     if (typeof schema !== 'object' || schema === null) return undefined;
     const primitive = (schema as { type?: unknown }).type;
+    if (primitive === 'map' && !mapSeen.has(schema)) {
+      // avsc reads a map into a plain object, where a key `__proto__` is lost and
+      // integer-like keys move first; ours keeps every key, in the order written
+      mapSeen.add(schema);
+      return Object.create(avro.Type.forSchema(schema as avro.Schema, options), { _read: { value: readMap } }) as AvroType;
+    }
     if (primitive !== 'long' && !(bytesStrings && primitive === 'string')) return undefined;
     const logicalType = (schema as { logicalType?: unknown }).logicalType;
     if (typeof logicalType === 'string' && logicalNames.includes(logicalType) && !logicalSeen.has(schema)) {
@@ -88,8 +96,70 @@ export function avroType(schema: RegistrySchema, bytesStrings = false): AvroType
   const registry: Record<string, AvroType> = {};
   const options = avroOptions(registry, bytesStrings);
   // referenced schemas define named types that the main schema names
-  for (const reference of schema.references) avro.Type.forSchema(JSON.parse(reference.schema), options);
-  return avro.Type.forSchema(JSON.parse(schema.schema), options);
+  for (const reference of schema.references) avro.Type.forSchema(renameProtoFields(JSON.parse(reference.schema), schema).json as avro.Schema, options);
+  const { json, alias } = renameProtoFields(JSON.parse(schema.schema), schema);
+  const type = avro.Type.forSchema(json as avro.Schema, options);
+  if (alias) protoAliases.set(type, alias);
+  return type;
+}
+
+/**
+ * avsc assigns a record's fields as properties, so a field named `__proto__` (a valid
+ * Avro name) would set the record's prototype and vanish. Such a field is read under an
+ * alias that appears nowhere in the schema texts (Avro decodes by position, so the name
+ * changes nothing on the wire), and becomes the column `__proto__` again.
+ */
+const protoAliases = new WeakMap<AvroType, string>();
+
+function renameProtoFields(json: unknown, schema: RegistrySchema): { json: unknown; alias?: string } {
+  const texts = [schema.schema, ...schema.references.map((r) => r.schema)].join('\n');
+  let alias = 'proto_field';
+  for (let n = 0; texts.includes(alias); n++) alias = `proto_field_${n}`;
+  let renamed = false;
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (typeof node !== 'object' || node === null) return;
+    const record = node as Record<string, unknown>;
+    if (Array.isArray(record.fields)) {
+      for (const field of record.fields as Record<string, unknown>[]) {
+        if (field && field.name === '__proto__') {
+          field.name = alias;
+          renamed = true;
+        }
+      }
+    }
+    for (const value of Object.values(record)) visit(value);
+  };
+  visit(json);
+  return renamed ? { json, alias } : { json };
+}
+
+/** Reads an Avro map block by block into a Map: keys in the order written, none of them special. */
+function readMap(this: { valuesType: AvroType }, tap: AvroTap): Map<string, unknown> {
+  const values = this.valuesType as unknown as { _read(tap: AvroTap): unknown };
+  const map = new Map<string, unknown>();
+  for (let n = readBlockCount(tap); n > 0; n = readBlockCount(tap)) {
+    for (; n > 0; n--) {
+      const key = tap.readBytes();
+      if (!isUtf8(key)) throw new DecodeError('a map key is not valid UTF-8');
+      map.set(key.toString('utf8'), values._read(tap));
+    }
+  }
+  return map;
+}
+
+interface AvroTap {
+  readLong(): number;
+  skipLong(): void;
+  readBytes(): Buffer;
+}
+
+/** A block's item count; a negative count is followed by the block's size in bytes. */
+function readBlockCount(tap: AvroTap): number {
+  const n = tap.readLong();
+  if (n >= 0) return n;
+  tap.skipLong();
+  return -n;
 }
 
 interface Shape {
@@ -121,7 +191,8 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
       let decoded: { value: unknown; offset: number };
       try {
         decoded = type.decode(buf, offset);
-      } catch {
+      } catch (error) {
+        if (error instanceof DecodeError) throw error;
         throw new DecodeError(`Avro schema ${schema.id}: the payload is not valid for the schema`);
       }
       if (decoded.offset < 0) throw new DecodeError(`Avro schema ${schema.id}: the payload ends early (${buf.byteLength - offset} bytes)`);
@@ -133,8 +204,12 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
 
 let sawRecursion = false;
 
+/** The alias a `__proto__` field is read under in the schema being walked. */
+let protoAlias: string | undefined;
+
 function walk(type: AvroType, path: Set<AvroType>): { shape: Shape | null; recursive: boolean } {
   sawRecursion = false;
+  protoAlias = protoAliases.get(type);
   const shape = shapeOf(type, path);
   return { shape, recursive: sawRecursion };
 }
@@ -172,7 +247,7 @@ function shapeOf(type: AvroType, path: Set<AvroType>): Shape | null {
       const convert = values?.convert ?? (() => null);
       return {
         type: mapType(values?.type ?? { kind: 'boolean' }),
-        convert: (v) => Object.entries(v as Record<string, unknown>).map(([key, value]) => ({ key, value: convert(value) })),
+        convert: (v) => Array.from(v as Map<string, unknown>, ([key, value]) => ({ key, value: convert(value) })),
       };
     }
     case 'union:wrapped':
@@ -192,20 +267,21 @@ function record(type: AvroType, path: Set<AvroType>): Shape {
   }
   const inner = new Set(path).add(type);
   const fields: Column[] = [];
-  const converters: [string, (v: unknown) => unknown][] = [];
+  const converters: [string, string, (v: unknown) => unknown][] = [];
   for (const field of (type as unknown as { fields: { name: string; type: AvroType }[] }).fields) {
     const shape = shapeOf(field.type, inner);
     if (!shape) continue;
-    fields.push({ name: field.name, type: shape.type, nullable: true });
-    converters.push([field.name, shape.convert]);
+    const column = field.name === protoAlias ? '__proto__' : field.name;
+    fields.push({ name: column, type: shape.type, nullable: true });
+    converters.push([field.name, column, shape.convert]);
   }
   if (fields.length === 0) return { type: { kind: 'json' }, convert: () => '{}' };
   return {
     type: { kind: 'struct', fields },
     convert: (v) => {
       const source = v as Record<string, unknown>;
-      const out: Record<string, unknown> = {};
-      for (const [name, convert] of converters) out[name] = convert(source[name]);
+      const out = dataRecord();
+      for (const [name, column, convert] of converters) out[column] = convert(ownValue(source, name));
       return out;
     },
   };
@@ -226,7 +302,7 @@ function union(type: AvroType, path: Set<AvroType>): Shape | null {
     convert: (v) => {
       if (v === null) return null;
       const wrapped = v as Record<string, unknown>;
-      const out: Record<string, unknown> = {};
+      const out = dataRecord();
       for (const b of named) if (Object.hasOwn(wrapped, b.name)) out[b.column] = b.shape.convert(wrapped[b.name]);
       return out;
     },

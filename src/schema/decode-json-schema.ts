@@ -12,6 +12,7 @@
 import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { DecodeError, mapType, type WriterSchema } from './writer.js';
+import { dataRecord, ownValue } from '../parquet/objects.js';
 
 type JsonSchema = Record<string, unknown> | boolean;
 
@@ -54,7 +55,7 @@ function resolveRef(root: JsonSchema, ref: string): JsonSchema | undefined {
   let node: unknown = root;
   for (const part of ref.slice(1).split('/').filter(Boolean)) {
     const key = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
-    node = node && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
+    node = node && typeof node === 'object' ? ownValue(node as Record<string, unknown>, key) : undefined;
   }
   return node as JsonSchema | undefined;
 }
@@ -98,23 +99,14 @@ function walk(node: JsonSchema, root: JsonSchema, path: Set<unknown>): Shape {
     case 'string':
       if (node.format === 'date-time') {
         return {
-          type: { kind: 'timestamp', unit: 'millis', utc: true },
-          convert: (v, p) => {
-            const ms = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(v) ? Date.parse(v) : NaN;
-            return Number.isNaN(ms) ? fail(p, 'an RFC 3339 date-time string', v) : BigInt(ms);
-          },
+          type: { kind: 'timestamp', unit: 'micros', utc: true },
+          convert: (v, p) => (typeof v === 'string' ? dateTimeMicros(v, p) : fail(p, 'an RFC 3339 date-time string', v)),
         };
       }
       if (node.format === 'date') {
-        return {
-          type: { kind: 'date' },
-          convert: (v, p) => {
-            const ms = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? Date.parse(`${v}T00:00:00Z`) : NaN;
-            return Number.isNaN(ms) ? fail(p, 'a date string YYYY-MM-DD', v) : ms / 86_400_000;
-          },
-        };
+        return { type: { kind: 'date' }, convert: (v, p) => (typeof v === 'string' ? dateDays(v, p) : fail(p, 'a date string YYYY-MM-DD', v)) };
       }
-      return { type: { kind: 'string' }, convert: (v, p) => (typeof v === 'string' ? v : fail(p, 'a string', v)) };
+      return { type: { kind: 'string' }, convert: (v, p) => (typeof v === 'string' ? wellFormed(v, p) : fail(p, 'a string', v)) };
     case 'array': {
       const items = node.items && typeof node.items === 'object' && !Array.isArray(node.items) ? walk(node.items as JsonSchema, root, inner) : asJson;
       return {
@@ -127,6 +119,69 @@ function walk(node: JsonSchema, root: JsonSchema, path: Set<unknown>): Shape {
     default:
       return asJson;
   }
+}
+
+/** JSON text may escape a lone surrogate (`"\\ud800"`); UTF-8, and so a string column, cannot hold it. */
+function wellFormed(text: string, path: string): string {
+  if (text.isWellFormed()) return text;
+  throw new DecodeError(`${path}: the string holds a lone surrogate, which UTF-8 text cannot hold`);
+}
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146097 + dayOfEra - 719468;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/** A calendar date's days, or undefined when the date does not exist (2026-02-30). */
+function civilDays(year: number, month: number, day: number): number | undefined {
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
+  return daysFromCivil(year, month, day);
+}
+
+/** RFC 3339 full-date: exactly `YYYY-MM-DD`, a day that exists. */
+function dateDays(text: string, path: string): number {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  const days = m ? civilDays(Number(m[1]), Number(m[2]), Number(m[3])) : undefined;
+  if (days === undefined) throw new DecodeError(`${path}: expected a date YYYY-MM-DD that exists, got ${JSON.stringify(text.slice(0, 40))}`);
+  return days;
+}
+
+/**
+ * RFC 3339 date-time to microseconds since the epoch, UTC, exactly: a day and time that
+ * exist, an offset within ±23:59, at most microsecond precision (further digits must be
+ * zeros). A leap second (:60) has no instant of its own and is refused.
+ */
+function dateTimeMicros(text: string, path: string): bigint {
+  const m = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/.exec(text);
+  const refuse = (why: string): never => {
+    throw new DecodeError(`${path}: expected an RFC 3339 date-time, got ${JSON.stringify(text.slice(0, 40))} (${why})`);
+  };
+  if (!m) return refuse('not of the form YYYY-MM-DDThh:mm:ss[.fraction](Z|±hh:mm)');
+  const days = civilDays(Number(m[1]), Number(m[2]), Number(m[3]));
+  if (days === undefined) return refuse('no such day');
+  const [hour, minute, second] = [Number(m[4]), Number(m[5]), Number(m[6])];
+  if (hour > 23 || minute > 59) return refuse('no such time');
+  if (second > 59) return refuse(second === 60 ? 'a leap second' : 'no such time');
+  const fraction = m[7] ?? '';
+  if (/[1-9]/.test(fraction.slice(6))) return refuse('finer than microseconds');
+  let offsetMinutes = 0;
+  if (!m[8]) {
+    const [oh, om] = [Number(m[10]), Number(m[11])];
+    if (oh > 23 || om > 59) return refuse('no such offset');
+    offsetMinutes = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  const seconds = BigInt(days) * 86_400n + BigInt(hour * 3600 + minute * 60 + second - offsetMinutes * 60);
+  return seconds * 1_000_000n + BigInt(fraction.slice(0, 6).padEnd(6, '0'));
 }
 
 function fail(path: string, expected: string, value: unknown): never {
@@ -143,7 +198,10 @@ function object(node: Record<string, unknown>, root: JsonSchema, path: Set<unkno
       const values = walk(extra as JsonSchema, root, path);
       return {
         type: mapType(values.type),
-        convert: (v, p) => (isObject(v) ? Object.entries(v).map(([key, value]) => ({ key, value: value === null ? null : values.convert(value, `${p}.${key}`) })) : fail(p, 'an object', v)),
+        convert: (v, p) =>
+          isObject(v)
+            ? Object.entries(v).map(([key, value]) => ({ key: wellFormed(key, `${p} key`), value: value === null ? null : values.convert(value, `${p}.${key}`) }))
+            : fail(p, 'an object', v),
       };
     }
     return asJson;
@@ -159,9 +217,9 @@ function object(node: Record<string, unknown>, root: JsonSchema, path: Set<unkno
     type: { kind: 'struct', fields },
     convert: (v, p) => {
       if (!isObject(v)) fail(p, 'an object', v);
-      const out: Record<string, unknown> = {};
+      const out = dataRecord();
       for (const [name, convert] of converters) {
-        const value = v[name];
+        const value = ownValue(v, name);
         out[name] = value === null || value === undefined ? null : convert(value, `${p}.${name}`);
       }
       return out;

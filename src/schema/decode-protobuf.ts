@@ -14,6 +14,7 @@ import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { readMessageIndexes } from './wire.js';
 import { DecodeError, jsonText, mapType, type WriterSchema } from './writer.js';
+import { dataRecord } from '../parquet/objects.js';
 
 interface Shape {
   type: ColumnType;
@@ -22,15 +23,34 @@ interface Shape {
 
 const identity = (value: unknown): unknown => value;
 
+/**
+ * protobufjs keeps fields, enum values and types in plain objects, where the name
+ * `__proto__` (a valid Protobuf identifier) would set a prototype and vanish. Before
+ * parsing, that identifier is renamed to an alias that appears nowhere in the schema
+ * texts; the alias becomes `__proto__` again in column names and enum names. Field
+ * numbers, not names, are on the wire, so decoding is unchanged.
+ */
+export function protoAlias(schema: RegistrySchema): string {
+  const texts = [schema.schema, ...schema.references.map((r) => r.schema)].join('\n');
+  let alias = 'proto_name';
+  for (let n = 0; texts.includes(alias); n++) alias = `proto_name_${n}`;
+  return alias;
+}
+
+function safeText(text: string, alias: string): string {
+  return text.replace(/(?<![A-Za-z0-9_])__proto__(?![A-Za-z0-9_])/g, alias);
+}
+
 export function protobufRoot(schema: RegistrySchema): { root: protobuf.Root; file: protobuf.Namespace } {
   const root = new protobuf.Root();
   const imports = new Set<string>();
+  const alias = protoAlias(schema);
   for (const reference of schema.references) {
-    const parsed = protobuf.parse(reference.schema, root, { keepCase: true });
+    const parsed = protobuf.parse(safeText(reference.schema, alias), root, { keepCase: true });
     for (const name of parsed.imports ?? []) imports.add(name);
     imports.delete(reference.name);
   }
-  const parsed = protobuf.parse(schema.schema, root, { keepCase: true });
+  const parsed = protobuf.parse(safeText(schema.schema, alias), root, { keepCase: true });
   for (const name of [...(parsed.imports ?? []), ...imports]) {
     if (schema.references.some((r) => r.name === name)) continue;
     const common = protobuf.common.get(name);
@@ -56,7 +76,7 @@ function messageAt(file: protobuf.Namespace, indexes: readonly number[], ownName
 
 /** Names of the top-level messages the schema's own text declares (references share the root). */
 function ownMessages(schema: RegistrySchema): Set<string> {
-  const parsed = protobuf.parse(schema.schema, { keepCase: true });
+  const parsed = protobuf.parse(safeText(schema.schema, protoAlias(schema)), { keepCase: true });
   const file = parsed.package ? (parsed.root.lookup(parsed.package) as protobuf.Namespace) : parsed.root;
   return new Set(file.nestedArray.filter((n) => n instanceof protobuf.Type).map((n) => n.fullName));
 }
@@ -65,11 +85,13 @@ function ownMessages(schema: RegistrySchema): Set<string> {
 export function protobufWriter(schema: RegistrySchema): WriterSchema & { messageType(indexes: readonly number[]): string | undefined } {
   const { file } = protobufRoot(schema);
   const own = ownMessages(schema);
+  const alias = protoAlias(schema);
+  const nameOf = (name: string): string => (name === alias ? '__proto__' : name);
   const shapes = new Map<protobuf.Type, Shape>();
   const shapeOf = (type: protobuf.Type): Shape => {
     let shape = shapes.get(type);
     if (!shape) {
-      shape = message(type, new Set());
+      shape = message(type, new Set(), nameOf);
       shapes.set(type, shape);
     }
     return shape;
@@ -98,7 +120,9 @@ export function protobufWriter(schema: RegistrySchema): WriterSchema & { message
   };
 }
 
-function message(type: protobuf.Type, path: Set<protobuf.Type>): Shape {
+type NameOf = (name: string) => string;
+
+function message(type: protobuf.Type, path: Set<protobuf.Type>, nameOf: NameOf): Shape {
   if (type.fullName === '.google.protobuf.Timestamp') {
     return {
       type: { kind: 'timestamp', unit: 'micros', utc: true },
@@ -111,48 +135,58 @@ function message(type: protobuf.Type, path: Set<protobuf.Type>): Shape {
   if (path.has(type)) return { type: { kind: 'json' }, convert: (v) => jsonText((type.toObject(v as protobuf.Message, { longs: String, enums: String, bytes: String }))) };
   const inner = new Set(path).add(type);
   const fields: Column[] = [];
-  const converters: [string, (v: unknown) => unknown, boolean][] = [];
+  const converters: [string, string, (v: unknown) => unknown, unknown][] = [];
   for (const field of type.fieldsArray) {
-    const shape = fieldShape(field, inner);
-    fields.push({ name: field.name, type: shape.type, nullable: true });
-    // members of a oneof (and proto3 `optional`) are null when unset, not their default
-    converters.push([field.name, shape.convert, field.partOf !== null]);
+    const shape = fieldShape(field, inner, nameOf);
+    const column = nameOf(field.name);
+    fields.push({ name: column, type: shape.type, nullable: true });
+    // members of a oneof (and proto3 `optional`) are null when unset, not their default;
+    // other unset fields have their default (protobufjs keeps defaults on the prototype,
+    // where a field named like an Object.prototype member cannot be told from it)
+    converters.push([field.name, column, shape.convert, field.partOf !== null ? null : field.defaultValue]);
   }
   if (fields.length === 0) return { type: { kind: 'json' }, convert: () => '{}' };
   return {
     type: { kind: 'struct', fields },
     convert: (v) => {
       const source = v as Record<string, unknown>;
-      const out: Record<string, unknown> = {};
-      for (const [name, convert, optional] of converters) {
-        const value = optional && !Object.hasOwn(source, name) ? null : source[name];
-        out[name] = value === null || value === undefined ? null : convert(value);
+      const out = dataRecord();
+      for (const [name, column, convert, unset] of converters) {
+        const value = Object.hasOwn(source, name) ? source[name] : unset;
+        out[column] = value === null || value === undefined ? null : convert(value);
       }
       return out;
     },
   };
 }
 
-function fieldShape(field: protobuf.Field, path: Set<protobuf.Type>): Shape {
+/** 64-bit map keys: protobufjs keys its object by the 8 bytes of the value as text. */
+const longKeyTypes = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
+
+function fieldShape(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: NameOf): Shape {
   field.resolve();
   if (field instanceof protobuf.MapField) {
-    const value = single(field, path);
+    const value = single(field, path, nameOf);
+    const unsigned = field.keyType === 'uint64' || field.keyType === 'fixed64';
+    const keyText = longKeyTypes.has(field.keyType)
+      ? (key: string): string => toBigInt(protobuf.util.longFromHash(key, unsigned), unsigned).toString()
+      : (key: string): string => key;
     return {
       type: mapType(value.type),
-      convert: (v) => Object.entries(v as Record<string, unknown>).map(([key, value1]) => ({ key, value: value1 === null ? null : value.convert(value1) })),
+      convert: (v) => Object.entries(v as Record<string, unknown>).map(([key, value1]) => ({ key: keyText(key), value: value1 === null ? null : value.convert(value1) })),
     };
   }
-  const element = single(field, path);
+  const element = single(field, path, nameOf);
   if (field.repeated) return { type: { kind: 'list', element: { nullable: true, type: element.type } }, convert: (v) => (v as unknown[]).map(element.convert) };
   return element;
 }
 
-function single(field: protobuf.Field, path: Set<protobuf.Type>): Shape {
+function single(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: NameOf): Shape {
   const resolved = field.resolvedType;
-  if (resolved instanceof protobuf.Type) return message(resolved, path);
+  if (resolved instanceof protobuf.Type) return message(resolved, path, nameOf);
   if (resolved instanceof protobuf.Enum) {
     const names = resolved.valuesById;
-    return { type: { kind: 'string' }, convert: (v) => names[v as number] ?? String(v) };
+    return { type: { kind: 'string' }, convert: (v) => (Object.hasOwn(names, v as number) ? nameOf(names[v as number]!) : String(v)) };
   }
   switch (field.type) {
     case 'double':
@@ -178,7 +212,8 @@ function single(field: protobuf.Field, path: Set<protobuf.Type>): Shape {
     case 'string':
       return { type: { kind: 'string' }, convert: identity };
     case 'bytes':
-      return { type: { kind: 'binary' }, convert: identity };
+      // an empty or unset proto3 `bytes` is protobufjs's shared empty array, not bytes
+      return { type: { kind: 'binary' }, convert: (v) => (v instanceof Uint8Array ? v : Uint8Array.from(v as ArrayLike<number>)) };
     default:
       throw new Error(`Protobuf field ${field.name} has type ${field.type}, which has no column mapping`);
   }

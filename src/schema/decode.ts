@@ -27,6 +27,7 @@ import type { RegistrySchema, SchemaType } from './registry.js';
 import type { TableSchema } from './table-schema.js';
 import { readWireHeader } from './wire.js';
 import { DecodeError, type WriterSchema } from './writer.js';
+import { ownValue } from '../parquet/objects.js';
 
 export type Side = 'key' | 'value';
 export type RegistryFormat = 'avro' | 'protobuf' | 'json-schema';
@@ -171,7 +172,8 @@ export class TableDecoder {
         const problem = this.decodeSide(record.key, 'key', arrays, i, true);
         if (problem) problems.push(`key: ${problem}`);
       }
-      errors[i] = problems.length > 0 ? problems.join('; ') : null;
+      // toWellFormed: a message may quote a key that holds a lone surrogate
+      errors[i] = problems.length > 0 ? problems.join('; ').toWellFormed() : null;
     }
     const out: Record<string, unknown[]> = { _value: values, _error: errors };
     this.columns.forEach((column, c) => (out[column.name] = arrays[c]!));
@@ -194,7 +196,7 @@ export class TableDecoder {
     try {
       for (let t = 0; t < targets.length; t++) {
         const [column, field, convert] = targets[t]!;
-        arrays[column]![row] = convert(field === undefined ? decoded : (decoded as Record<string, unknown>)[field]);
+        arrays[column]![row] = convert(field === undefined ? decoded : ownValue(decoded as Record<string, unknown>, field));
       }
     } catch {
       // all or nothing: the side's columns stay null

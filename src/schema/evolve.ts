@@ -74,6 +74,8 @@ export async function schemaForRecords(catalog: Catalog, table: TableRecord, cur
         [table.tableId, row.id, row.name, row.type, order, row.parent, row.nullable, version],
       );
     }
-    return { version, schema: next };
+    // Files are built from the version as the catalog gives it back, as a rebuild will
+    // read it, never from the copy in memory: one source for both, so the bytes agree.
+    return currentSchema(client, table.tableId);
   });
 }

@@ -14,8 +14,9 @@
  * Nothing is ever removed: a field a newer schema drops stays a column, null from then on.
  */
 import type { Column, ColumnType, FieldType } from '../parquet/schema.js';
-import { leaves } from '../parquet/schema.js';
+import { leaves, sameType } from '../parquet/schema.js';
 import type { TableColumn, TableSchema } from './table-schema.js';
+import { dataRecord, ownValue } from '../parquet/objects.js';
 
 /** The suffix a field gets when its type cannot widen into its column. */
 export function typeTag(type: ColumnType): string {
@@ -35,10 +36,6 @@ export function typeTag(type: ColumnType): string {
     default:
       return type.kind;
   }
-}
-
-function sameType(a: ColumnType, b: ColumnType): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** The type that holds values of both, or undefined when `source` cannot widen into `target` (nor `target` into `source`). */
@@ -123,8 +120,8 @@ export function converter(target: ColumnType, source: ColumnType): Convert {
     return (value) => {
       if (value === null || value === undefined) return null;
       const record = value as Record<string, unknown>;
-      const out: Record<string, unknown> = {};
-      for (const [from, to, convert] of routes) out[to] = convert(record[from]);
+      const out = dataRecord();
+      for (const [from, to, convert] of routes) out[to] = convert(ownValue(record, from));
       return out;
     };
   }
@@ -143,10 +140,10 @@ export function withIds(previous: TableSchema, columns: readonly Column[]): Tabl
     const known = previous.columns.find((c) => c.name === column.name);
     return { ...column, id: known ? known.id : nextId++ };
   });
-  const leafIds: Record<string, number> = {};
+  const leafIds = dataRecord<number>();
   for (const leaf of leaves(numbered)) {
     const path = leaf.path.join('.');
-    leafIds[path] = previous.leafIds[path] ?? (leaf.path.length === 1 ? numbered.find((c) => c.name === leaf.path[0])!.id : nextId++);
+    leafIds[path] = ownValue(previous.leafIds, path) ?? (leaf.path.length === 1 ? numbered.find((c) => c.name === leaf.path[0])!.id : nextId++);
   }
   return { ...previous, columns: numbered, leafIds };
 }

@@ -8,6 +8,7 @@ import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { leaves, type Column } from '../parquet/schema.js';
 import type { TableFormat } from '../settings.js';
 import type { MergedSchema } from './decode.js';
+import { dataRecord, ownValue } from '../parquet/objects.js';
 
 export interface TableColumn extends Column {
   id: number;
@@ -28,7 +29,7 @@ export interface TableSchema {
 export function initialSchema(format: TableFormat): TableSchema {
   const columns = kafkaTableColumns(format).map((column, id) => ({ ...column, id }));
   let nextId = columns.length;
-  const leafIds: Record<string, number> = {};
+  const leafIds = dataRecord<number>();
   for (const leaf of leaves(columns)) {
     const path = leaf.path.join('.');
     leafIds[path] = leaf.path.length === 1 ? columns.find((c) => c.name === leaf.path[0])!.id : nextId++;
@@ -42,7 +43,7 @@ export function catalogColumns(schema: TableSchema): { id: number; name: string;
   for (const leaf of leaves(schema.columns)) {
     if (leaf.path.length === 1) continue;
     const parent = schema.columns.find((c) => c.name === leaf.path[0])!;
-    rows.push({ id: schema.leafIds[leaf.path.join('.')]!, name: leaf.path.join('.'), type: typeName({ name: '', type: leaf.type, nullable: true }), parent: parent.id, nullable: true });
+    rows.push({ id: ownValue(schema.leafIds, leaf.path.join('.'))!, name: leaf.path.join('.'), type: typeName({ name: '', type: leaf.type, nullable: true }), parent: parent.id, nullable: true });
   }
   return rows;
 }

@@ -25,6 +25,7 @@ export function jsonText(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {
     if (typeof v === 'bigint') return v.toString();
     if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
+    if (v instanceof Map) return Object.fromEntries(v);
     if (v && typeof v === 'object' && (v as { type?: string }).type === 'Buffer' && Array.isArray((v as { data?: unknown }).data)) {
       return Buffer.from((v as { data: number[] }).data).toString('base64');
     }

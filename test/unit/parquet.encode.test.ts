@@ -140,7 +140,7 @@ describe('encodeParquet', () => {
 
   it('says which value is wrong', () => {
     const cols: Column[] = [{ name: 'n', type: { kind: 'int64' }, nullable: false }];
-    expect(() => encodeParquet(cols, { n: [1n, null] }, { rowGroupRows: 10 })).toThrow('n (row 1) is null but the column is not nullable');
+    expect(() => encodeParquet(cols, { n: [1n, null] }, { rowGroupRows: 10 })).toThrow('n (row 1) must be a value (the column is not nullable), got null');
     expect(() => encodeParquet(cols, { n: [1.5] }, { rowGroupRows: 10 })).toThrow(/n \(row 0\) must be a 64-bit integer/);
     expect(() => encodeParquet(cols, {}, { rowGroupRows: 10 })).toThrow('no values given for column n');
     expect(() => encodeParquet(cols, { n: [1n] }, { rowGroupRows: 0 })).toThrow(/rowGroupRows/);

@@ -19,13 +19,13 @@ function generators(rnd: () => number) {
   const oneOf = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
   const u64 = (): bigint => (BigInt(int(2 ** 32)) << 32n) | BigInt(int(2 ** 32));
   const codePoint = (): number =>
-    oneOf([() => 0x20 + int(95), () => 0x80 + int(0x700), () => 0xe000 + int(0x2000), () => 0x10000 + int(0x100000), () => 0xd800 + int(0x800)])();
+    oneOf([() => 0x20 + int(95), () => 0x80 + int(0x700), () => 0xe000 + int(0x2000), () => 0x10000 + int(0x100000), () => oneOf([0, 0xfeff])])();
   return {
     int32: () => oneOf([-(2 ** 31), 2 ** 31 - 1, 0, int(2 ** 32) - 2 ** 31, int(200) - 100]),
     int64: () => oneOf([-(2n ** 63n), 2n ** 63n - 1n, 2n ** 53n + 1n, -(2n ** 53n) - 3n, BigInt.asIntN(64, u64()), BigInt(int(1000) - 500)]),
     double: () => oneOf([NaN, -0, 0, Infinity, -Infinity, 5e-324, -Number.MAX_VALUE, (rnd() - 0.5) * 1e6, int(10) - 5]),
     boolean: () => rnd() < 0.5,
-    // lone surrogates (0xd800..) included: they are written as U+FFFD
+    // NUL and U+FEFF (a BOM when it leads) included: both are values like any other
     string: () => Array.from({ length: int(5) }, () => String.fromCharCode(...codePointUnits(codePoint()))).join(''),
     binary: () => Uint8Array.from({ length: int(5) }, () => oneOf([0, 0x7f, 0x80, 0xff, int(256)])),
     decimal: () => BigInt.asIntN(64, u64()) % 10n ** 18n,
@@ -241,9 +241,10 @@ describe('statistics against the file itself', () => {
       // the bounds are values of the column, not merely bounds
       expect(present.some((v) => order(v, min) === 0) && present.some((v) => order(v, max) === 0), column.name).toBe(true);
     }
-    // nested columns come back as given (strings as well-formed text)
+    // nested columns come back as given (hyparquet decodes nested strings with a default
+    // TextDecoder, which drops a leading U+FEFF; pyarrow, in the integration tests, keeps it)
     const same = (v: unknown): unknown =>
-      typeof v === 'string' ? wellFormed(v) : Array.isArray(v) ? v.map(same) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, same(x)])) : v;
+      typeof v === 'string' ? wellFormed(v).replace(/^\uFEFF+/, '') : Array.isArray(v) ? v.map(same) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, same(x)])) : v;
     expect(read.map((r) => same([r.nums ?? null, r.obj ?? null]))).toEqual(rows.map((r) => same([r.nums, r.obj])));
   });
 });

@@ -1,0 +1,16 @@
+/**
+ * Names that come from data (record fields, JSON keys, map keys, header keys, leaf paths)
+ * are keys like any other: `constructor`, `toString` or `__proto__` must never reach
+ * Object.prototype. Objects keyed by such names are made without a prototype, and read
+ * only through their own properties.
+ */
+
+/** An empty object without a prototype: assigning `__proto__` makes an ordinary key. */
+export function dataRecord<T = unknown>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
+/** `record[key]` if the record itself holds the key; never a name inherited from Object.prototype. */
+export function ownValue<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
