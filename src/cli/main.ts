@@ -1,7 +1,7 @@
 import { stackCommand, stackUsage } from './stack.js';
 import { tableCommand, tableUsage } from './table.js';
 import { filesCommand, inspectUsage, statusCommand } from './inspect.js';
-import { indexUsage, rebuildCommand, runCommand } from './index-commands.js';
+import { checkCommand, indexUsage, rebuildCommand, runCommand } from './index-commands.js';
 import { UsageError } from './output.js';
 import { serveUsage } from './serve.js';
 import { queryUsage } from './query.js';
@@ -14,6 +14,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   status: statusCommand,
   run: runCommand,
   rebuild: rebuildCommand,
+  check: checkCommand,
   backfill: backfillCommand,
   retention: retentionCommand,
   serve: async (args) => (await import('./serve.js')).serveCommand(args),

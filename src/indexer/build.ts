@@ -43,7 +43,7 @@ export function encodeFile(table: TableRecord, schema: TableSchema, partition: n
  * touched, and which fail depends on nothing but the records and the schema, so a
  * rebuild makes the same rows.
  */
-function prepareDecoded(columns: readonly Column[], data: Record<string, unknown[]>, records: readonly KafkaRecord[]): PreparedData {
+export function prepareDecoded(columns: readonly Column[], data: Record<string, unknown[]>, records: readonly KafkaRecord[]): PreparedData {
   try {
     return prepare(columns, data);
   } catch (error) {

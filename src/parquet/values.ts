@@ -60,7 +60,7 @@ export function prepare(columns: readonly Column[], data: RowData): PreparedData
   const arrays = rows ? undefined : (data as ColumnArrays);
   let rowCount = rows ? rows.length : -1;
   const out = columns.map((column) => {
-    const source = arrays?.[column.name];
+    const source = arrays ? ownValue(arrays, column.name) : undefined;
     if (arrays) {
       if (!source) throw new Error(`no values given for column ${column.name}`);
       if (rowCount === -1) rowCount = source.length;

@@ -27,7 +27,7 @@ import type { RegistrySchema, SchemaType } from './registry.js';
 import type { TableSchema } from './table-schema.js';
 import { readWireHeader } from './wire.js';
 import { DecodeError, type WriterSchema } from './writer.js';
-import { ownValue } from '../parquet/objects.js';
+import { dataRecord, ownValue } from '../parquet/objects.js';
 
 export type Side = 'key' | 'value';
 export type RegistryFormat = 'avro' | 'protobuf' | 'json-schema';
@@ -175,7 +175,9 @@ export class TableDecoder {
       // toWellFormed: a message may quote a key that holds a lone surrogate
       errors[i] = problems.length > 0 ? problems.join('; ').toWellFormed() : null;
     }
-    const out: Record<string, unknown[]> = { _value: values, _error: errors };
+    const out = dataRecord<unknown[]>();
+    out._value = values;
+    out._error = errors;
     this.columns.forEach((column, c) => (out[column.name] = arrays[c]!));
     return out;
   }
