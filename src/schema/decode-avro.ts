@@ -69,11 +69,11 @@ export function avroOptions(registry: Record<string, AvroType> = {}, bytesString
     if (bytesStrings && schema === 'string') return BytesString;
     if (typeof schema !== 'object' || schema === null) return undefined;
     const primitive = (schema as { type?: unknown }).type;
-    if (primitive === 'map' && !mapSeen.has(schema)) {
+    if ((primitive === 'map' || primitive === 'array') && !mapSeen.has(schema)) {
       // avsc reads a map into a plain object, where a key `__proto__` is lost and
       // integer-like keys move first; ours keeps every key, in the order written
       mapSeen.add(schema);
-      return Object.create(avro.Type.forSchema(schema as avro.Schema, options), { _read: { value: readMap } }) as AvroType;
+      return Object.create(avro.Type.forSchema(schema as avro.Schema, options), { _read: { value: primitive === 'map' ? readMap : readArray } }) as AvroType;
     }
     if (primitive !== 'long' && !(bytesStrings && primitive === 'string')) return undefined;
     const logicalType = (schema as { logicalType?: unknown }).logicalType;
@@ -141,6 +141,7 @@ function readMap(this: { valuesType: AvroType }, tap: AvroTap): Map<string, unkn
   for (let n = readBlockCount(tap); n > 0; n = readBlockCount(tap)) {
     for (; n > 0; n--) {
       const key = tap.readBytes();
+      if (!tap.isValid()) throw endsEarly();
       if (!isUtf8(key)) throw new DecodeError('a map key is not valid UTF-8');
       map.set(key.toString('utf8'), values._read(tap));
     }
@@ -148,18 +149,46 @@ function readMap(this: { valuesType: AvroType }, tap: AvroTap): Map<string, unkn
   return map;
 }
 
+/**
+ * Reads an Avro array like avsc, but stops as soon as the payload has ended: avsc reads
+ * on past the end, so a corrupt block count (up to 2^63) would keep a partition busy.
+ */
+function readArray(this: { itemsType: AvroType }, tap: AvroTap): unknown[] {
+  const items = this.itemsType as unknown as { _read(tap: AvroTap): unknown };
+  const out: unknown[] = [];
+  for (let n = readBlockCount(tap); n > 0; n = readBlockCount(tap)) {
+    for (; n > 0; n--) {
+      out.push(items._read(tap));
+      if (!tap.isValid()) throw endsEarly();
+    }
+  }
+  return out;
+}
+
 interface AvroTap {
   readLong(): number;
   skipLong(): void;
   readBytes(): Buffer;
+  isValid(): boolean;
 }
+
+/** The largest block count we read: items of no size (nulls) are the only way to more. */
+const MAX_BLOCK_ITEMS = 10_000_000;
+
+/** The payload ended inside an array or map; avroWriter says so with the schema id and size. */
+class EndsEarly extends DecodeError {}
+const endsEarly = (): DecodeError => new EndsEarly('the payload ends early');
 
 /** A block's item count; a negative count is followed by the block's size in bytes. */
 function readBlockCount(tap: AvroTap): number {
-  const n = tap.readLong();
-  if (n >= 0) return n;
-  tap.skipLong();
-  return -n;
+  let n = tap.readLong();
+  if (n < 0) {
+    tap.skipLong();
+    n = -n;
+  }
+  if (!tap.isValid()) throw endsEarly();
+  if (n > MAX_BLOCK_ITEMS) throw new DecodeError(`an array or map block claims ${n} items`);
+  return n;
 }
 
 interface Shape {
@@ -192,7 +221,8 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
       try {
         decoded = type.decode(buf, offset);
       } catch (error) {
-        if (error instanceof DecodeError) throw error;
+        if (error instanceof EndsEarly) throw new DecodeError(`Avro schema ${schema.id}: the payload ends early (${buf.byteLength - offset} bytes)`);
+        if (error instanceof DecodeError) throw new DecodeError(`Avro schema ${schema.id}: ${error.message}`);
         throw new DecodeError(`Avro schema ${schema.id}: the payload is not valid for the schema`);
       }
       if (decoded.offset < 0) throw new DecodeError(`Avro schema ${schema.id}: the payload ends early (${buf.byteLength - offset} bytes)`);

@@ -2,17 +2,10 @@ import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { type Column, type ColumnStatistics, buildDataFile, columnStatistics, decimalText, leaves, type ScalarType } from '../../src/parquet/index.js';
 import { wellFormed } from '../helpers/strings.js';
+import { seededRandom } from '../helpers/random.js';
 
 // --- a seeded source of awkward values --------------------------------------------
 
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 function generators(rnd: () => number) {
   const int = (n: number): number => Math.floor(rnd() * n);
@@ -66,7 +59,7 @@ const columns: Column[] = [
 ];
 
 function randomRows(n: number, seed: number): Record<string, unknown>[] {
-  const g = generators(prng(seed));
+  const g = generators(seededRandom(seed));
   return Array.from({ length: n }, () => ({
     i32: g.nullable(g.int32)(),
     i64: g.nullable(g.int64)(),

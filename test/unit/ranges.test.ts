@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/ranges/buckets.js';
 import { RangeOrderError, RangeSealer, type SealedRange, type SealingRules } from '../../src/ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../../src/record.js';
+import { seededRandom } from '../helpers/random.js';
 
 const hour = 3_600_000;
 const t0 = Date.UTC(2026, 10, 29, 10, 0, 0);
@@ -125,17 +126,6 @@ describe('RangeSealer: offsets with no committed record', () => {
   });
 });
 
-/** A seeded generator, so a failure reproduces. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The rules written as plainly as possible: walk the records, ask each trigger in turn. */
 function naiveRanges(batches: { records: KafkaRecord[]; next: bigint; now: number }[], start: bigint, r: SealingRules) {
@@ -171,7 +161,7 @@ function naiveRanges(batches: { records: KafkaRecord[]; next: bigint; now: numbe
 describe('RangeSealer against the naive rules on shuffled input', () => {
   it('agrees on every range, tiles the offsets, and puts each record in exactly one file', () => {
     for (let seed = 1; seed <= 200; seed += 1) {
-      const rand = random(seed);
+      const rand = seededRandom(seed);
       const r: SealingRules = { fileBytes: 200 + Math.floor(rand() * 2000), fileWindowMs: 1000 + Math.floor(rand() * 120_000), granularity: rand() < 0.5 ? 'minute' : 'hour' };
       const start = BigInt(Math.floor(rand() * 1000));
       let offset = start;
