@@ -56,6 +56,24 @@ describe('the offsetlake command line', () => {
     expect(JSON.parse((await offsetlake('table', 'list', '--json')).stdout)).toEqual([]);
   });
 
+  it('check rebuilds every live file from Kafka, names each one that does not match the catalog, and exits 1 if any', async () => {
+    const topic = await newTopic(engine, 1, 'check');
+    expect((await offsetlake('table', 'create', 'checked', '--topic', topic, '--granularity', 'minute')).code).toBe(0);
+    await produce(engine.kafka, topic, Array.from({ length: 3 }, (_, i) => ({ value: JSON.stringify({ i }), timestamp: Date.UTC(2026, 10, 29, 10, i) })));
+    expect((await offsetlake('run', '--once')).code).toBe(0);
+    const clean = await offsetlake('check', 'checked', '--json');
+    expect([clean.code, JSON.parse(clean.stdout)]).toEqual([0, { checked: 3, identical: 3, failed: [] }]);
+
+    // a catalog whose record of a file no longer matches what Kafka gives back
+    const files = JSON.parse((await offsetlake('files', 'checked', '--json')).stdout) as { dataFileId: string; startOffset: string; endOffset: string }[];
+    await engine.catalog.query('UPDATE data_file SET sha256 = $2 WHERE data_file_id = $1', [files[1]!.dataFileId, Buffer.alloc(32)]);
+    const dirty = await offsetlake('check', 'checked');
+    expect(dirty.code).toBe(1);
+    expect(dirty.stderr).toContain(`checked file ${files[1]!.dataFileId} (partition 0, offsets [${files[1]!.startOffset}, ${files[1]!.endOffset})) cannot be rebuilt: sha256 `);
+    expect(dirty.stdout).toBe('3 files checked: 2 rebuilt byte for byte, 1 cannot be rebuilt (named above; they are never served)\n');
+    expect((await offsetlake('table', 'drop', 'checked')).code).toBe(0);
+  });
+
   it('refuses bad requests with a reason and a non-zero exit', async () => {
     const cases: [string[], string][] = [
       [['table', 'create', 'x', '--topic', 'no-such-topic-here'], 'Kafka topic "no-such-topic-here" does not exist'],
