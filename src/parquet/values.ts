@@ -20,7 +20,7 @@
  * Normalized: int64/timestamp/decimal → bigint, string/json → Uint8Array.
  */
 import { type Column, type ColumnType, type FieldType, sameColumns, type ScalarType, validateColumns } from './schema.js';
-import { dataRecord, ownValue } from './objects.js';
+import { ownValue, setOwn } from './objects.js';
 
 export type Row = Readonly<Record<string, unknown>>;
 export type ColumnArrays = Readonly<Record<string, ArrayLike<unknown>>>;
@@ -102,8 +102,8 @@ function normalizeValue(type: ColumnType, value: unknown, path: string, row: num
       throw bad(path, row, 'an object', value);
     }
     const record = value as Record<string, unknown>;
-    const out = dataRecord();
-    for (const f of type.fields) out[f.name] = normalizeField(f, ownValue(record, f.name), `${path}.${f.name}`, row);
+    const out: Record<string, unknown> = {};
+    for (const f of type.fields) setOwn(out, f.name, normalizeField(f, ownValue(record, f.name), `${path}.${f.name}`, row));
     return out;
   }
   return normalizeScalar(type, value, path, row);

@@ -11,7 +11,7 @@ import avro from 'avsc';
 import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { checkDecimal, DecodeError, jsonText, mapType, signedBigInt, type WriterSchema } from './writer.js';
-import { dataRecord, ownValue } from '../parquet/objects.js';
+import { ownValue, setOwn } from '../parquet/objects.js';
 
 type AvroType = avro.Type;
 
@@ -310,8 +310,8 @@ function record(type: AvroType, path: Set<AvroType>): Shape {
     type: { kind: 'struct', fields },
     convert: (v) => {
       const source = v as Record<string, unknown>;
-      const out = dataRecord();
-      for (const [name, column, convert] of converters) out[column] = convert(ownValue(source, name));
+      const out: Record<string, unknown> = {};
+      for (const [name, column, convert] of converters) setOwn(out, column, convert(ownValue(source, name)));
       return out;
     },
   };
@@ -332,8 +332,8 @@ function union(type: AvroType, path: Set<AvroType>): Shape | null {
     convert: (v) => {
       if (v === null) return null;
       const wrapped = v as Record<string, unknown>;
-      const out = dataRecord();
-      for (const b of named) if (Object.hasOwn(wrapped, b.name)) out[b.column] = b.shape.convert(wrapped[b.name]);
+      const out: Record<string, unknown> = {};
+      for (const b of named) if (Object.hasOwn(wrapped, b.name)) setOwn(out, b.column, b.shape.convert(wrapped[b.name]));
       return out;
     },
   };

@@ -12,7 +12,7 @@
 import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { DecodeError, mapType, type WriterSchema } from './writer.js';
-import { dataRecord, ownValue } from '../parquet/objects.js';
+import { ownValue, setOwn } from '../parquet/objects.js';
 
 type JsonSchema = Record<string, unknown> | boolean;
 
@@ -217,10 +217,10 @@ function object(node: Record<string, unknown>, root: JsonSchema, path: Set<unkno
     type: { kind: 'struct', fields },
     convert: (v, p) => {
       if (!isObject(v)) fail(p, 'an object', v);
-      const out = dataRecord();
+      const out: Record<string, unknown> = {};
       for (const [name, convert] of converters) {
         const value = ownValue(v, name);
-        out[name] = value === null || value === undefined ? null : convert(value, `${p}.${name}`);
+        setOwn(out, name, value === null || value === undefined ? null : convert(value, `${p}.${name}`));
       }
       return out;
     },

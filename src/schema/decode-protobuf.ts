@@ -14,7 +14,7 @@ import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { readMessageIndexes } from './wire.js';
 import { DecodeError, jsonText, mapType, type WriterSchema } from './writer.js';
-import { dataRecord } from '../parquet/objects.js';
+import { setOwn } from '../parquet/objects.js';
 
 interface Shape {
   type: ColumnType;
@@ -150,10 +150,10 @@ function message(type: protobuf.Type, path: Set<protobuf.Type>, nameOf: NameOf):
     type: { kind: 'struct', fields },
     convert: (v) => {
       const source = v as Record<string, unknown>;
-      const out = dataRecord();
+      const out: Record<string, unknown> = {};
       for (const [name, column, convert, unset] of converters) {
         const value = Object.hasOwn(source, name) ? source[name] : unset;
-        out[column] = value === null || value === undefined ? null : convert(value);
+        setOwn(out, column, value === null || value === undefined ? null : convert(value));
       }
       return out;
     },

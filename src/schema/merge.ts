@@ -16,7 +16,7 @@
 import type { Column, ColumnType, FieldType } from '../parquet/schema.js';
 import { leaves, sameType } from '../parquet/schema.js';
 import type { TableColumn, TableSchema } from './table-schema.js';
-import { dataRecord, ownValue } from '../parquet/objects.js';
+import { dataRecord, ownValue, setOwn } from '../parquet/objects.js';
 
 /** The suffix a field gets when its type cannot widen into its column. */
 export function typeTag(type: ColumnType): string {
@@ -120,8 +120,8 @@ export function converter(target: ColumnType, source: ColumnType): Convert {
     return (value) => {
       if (value === null || value === undefined) return null;
       const record = value as Record<string, unknown>;
-      const out = dataRecord();
-      for (const [from, to, convert] of routes) out[to] = convert(ownValue(record, from));
+      const out: Record<string, unknown> = {};
+      for (const [from, to, convert] of routes) setOwn(out, to, convert(ownValue(record, from)));
       return out;
     };
   }
