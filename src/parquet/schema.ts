@@ -89,6 +89,8 @@ export function validateColumns(columns: readonly Column[], where = 'file'): voi
   const names = new Set<string>();
   for (const column of columns) {
     if (!column.name) throw new Error(`a column of the ${where} has an empty name`);
+    // the catalog keeps names as Postgres text and jsonb, which hold neither
+    if (column.name.includes('\u0000') || !column.name.isWellFormed()) throw new Error(`a column name of the ${where} holds U+0000 or a lone surrogate`);
     if (names.has(column.name)) throw new Error(`column ${column.name} appears twice in the ${where}`);
     names.add(column.name);
     validateType(column.type, column.name);

@@ -180,6 +180,16 @@ describe('JSON Schema dates and times are read exactly or refused', () => {
 });
 
 describe('no record stops a partition', () => {
+  it('a JSON Schema whose property name the catalog cannot store (U+0000, a lone surrogate) adds no column; its records are error rows', () => {
+    for (const name of ['a\u0000b', 'a\ud800']) {
+      const schema = merged('json-schema', registry(10, 'JSON', { type: 'object', properties: { [name]: { type: 'integer' }, ok: { type: 'integer' } } }));
+      expect(schema.columns.map((c) => c.name).filter((n) => !n.startsWith('_'))).toEqual([]);
+      const row = decodeOne('json-schema', schema, wire(10, utf8('{"ok": 1}')));
+      expect(row._error).toBe('value: schema 10 cannot be read as JSON');
+    }
+  });
+
+
   it('a decoded value its column cannot take makes that side of its row an error row; other rows are untouched', () => {
     const columns: Column[] = [...startSchema('avro').columns, { name: 'n', type: { kind: 'int32' }, nullable: true }, { name: 's', type: { kind: 'string' }, nullable: true }];
     const rows = records([wire(1, [1]), wire(1, [2]), wire(1, [3])]);
