@@ -174,7 +174,7 @@ function format(config: StackConfig, javaCommand: string, classpath: string, fil
   runLogged(
     `formatting ${dataDir(config)} failed`,
     javaCommand,
-    ['-cp', classpath, `-Dlog4j2.configurationFile=${files.log4j}`, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', files.properties],
+    ['-cp', classpath, `-Dlog4j2.configurationFile=${files.log4j}`, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId}`, '-c', files.properties],
     { log: logFile(config.paths, name), timeoutMs: 120_000 },
   );
 }
