@@ -10,6 +10,7 @@ import type { TableRecord } from './catalog/tables.js';
 import { encodeFile } from './indexer/build.js';
 import type { CommittedSource } from './indexer/partition.js';
 import { bucketOf } from './ranges/buckets.js';
+import { compactionProblem } from './kafka/topics.js';
 import type { KafkaRecord } from './record.js';
 import { schemaVersion } from './schema/versions.js';
 
@@ -95,6 +96,9 @@ export async function rebuildFile(catalog: Catalog, source: CommittedSource, tab
   if (BigInt(built.byteLength) !== file.fileSizeBytes) differences.push(`${built.byteLength} bytes, the catalog has ${file.fileSizeBytes}`);
   if (!Buffer.from(built.footer).equals(file.footer)) differences.push(`footer differs (${built.footer.byteLength} bytes, the catalog has ${file.footer.byteLength})`);
   if (!Buffer.from(built.sha256).equals(file.sha256)) differences.push(`sha256 ${hex(built.sha256)}, the catalog has ${hex(file.sha256)}`);
-  if (differences.length > 0) throw new RebuildMismatchError(file.dataFileId, differences);
+  if (differences.length > 0) {
+    const compacted = compactionProblem(table.topic, (await source.cleanupPolicy?.(table.topic).catch(() => undefined)) ?? 'delete');
+    throw new RebuildMismatchError(file.dataFileId, compacted ? [compacted, ...differences] : differences);
+  }
   return { bytes: built.bytes, sha256: built.sha256, records: records.length };
 }

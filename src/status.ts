@@ -1,6 +1,7 @@
 /** Per partition: what is indexed, how far behind the LSO, who holds it, what is open, backfill and retention. */
 import type { Engine } from './engine.js';
 import { lastStableOffsets } from './kafka/offsets.js';
+import { cleanupPolicy, compactionProblem } from './kafka/topics.js';
 
 export interface PartitionStatus {
   table: string;
@@ -25,6 +26,10 @@ export interface PartitionStatus {
   backfillCursor: bigint | null;
   backfillTarget: bigint | null;
   earliestOffset: bigint | null;
+  /** Offsets Kafka deleted before they were indexed (lost intervals): part of the indexed range, in no file. */
+  lostOffsets: bigint;
+  /** Why the topic can no longer back the table (its cleanup.policy became compact), if so. */
+  topicProblem: string | null;
 }
 
 interface Row {
@@ -46,6 +51,7 @@ interface Row {
   backfill_cursor: bigint | null;
   backfill_target: bigint | null;
   earliest_offset: bigint | null;
+  lost_offsets: string;
 }
 
 export async function partitionStatus(engine: Engine, tableName?: string): Promise<PartitionStatus[]> {
@@ -59,19 +65,24 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
                FROM data_file f JOIN file_column_stats s USING (data_file_id)
                JOIN table_column c ON c.table_id = f.table_id AND c.column_id = s.column_id AND c.column_name = '_error' AND c.parent_column IS NULL
                  AND c.begin_schema_version <= f.schema_version AND (c.end_schema_version IS NULL OR c.end_schema_version > f.schema_version)
-              WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NULL) AS error_rows
+              WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NULL) AS error_rows,
+            (SELECT coalesce(sum(l.end_offset - l.start_offset), 0)::text FROM lost_interval l
+              WHERE l.table_id = p.table_id AND l.partition_id = p.partition_id) AS lost_offsets
      FROM lake_partition p JOIN lake_table t USING (table_id)
      WHERE t.dropped_at IS NULL AND ($1::text IS NULL OR t.table_name = $1)
      ORDER BY t.table_name, p.partition_id`,
     [tableName ?? null],
   );
-  let lsos: (bigint | null)[] = result.rows.map(() => null);
-  if (result.rows.length > 0) {
-    // Kafka may be down while the catalog is up: status still answers, without the LSO.
-    lsos = await lastStableOffsets(engine.kafka, result.rows.map((row) => ({ topic: row.topic, partition: row.partition_id }))).catch(() => lsos);
-  }
-  return result.rows.map((row, i) => {
-    const lso = lsos[i] ?? null;
+  const lsos = await lastStableOffsetsOrNull(engine, result.rows);
+  const problems = new Map<string, string | null>();
+  await Promise.all(
+    [...new Set(result.rows.map((row) => row.topic))].map(async (topic) => {
+      const policy = await cleanupPolicy(engine.kafka, topic).catch(() => 'delete');
+      problems.set(topic, compactionProblem(topic, policy) ?? null);
+    }),
+  );
+  return result.rows.map((row) => {
+    const lso = lsos.get(`${row.topic}\u0000${row.partition_id}`) ?? null;
     return {
       table: row.table_name,
       topic: row.topic,
@@ -93,6 +104,31 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
       backfillCursor: row.backfill_cursor,
       backfillTarget: row.backfill_target,
       earliestOffset: row.earliest_offset,
+      lostOffsets: BigInt(row.lost_offsets),
+      topicProblem: problems.get(row.topic) ?? null,
     };
   });
+}
+
+/**
+ * The LSO of each topic partition (tables on one topic share them), asked once per
+ * partition and per topic: Kafka may be down, or a topic deleted, while the catalog is
+ * up, and status still answers, with no LSO where there is none.
+ */
+async function lastStableOffsetsOrNull(engine: Engine, rows: readonly { topic: string; partition_id: number }[]): Promise<Map<string, bigint>> {
+  const byTopic = new Map<string, Set<number>>();
+  for (const row of rows) {
+    let partitions = byTopic.get(row.topic);
+    if (!partitions) byTopic.set(row.topic, (partitions = new Set()));
+    partitions.add(row.partition_id);
+  }
+  const out = new Map<string, bigint>();
+  await Promise.all(
+    [...byTopic].map(async ([topic, partitions]) => {
+      const refs = [...partitions].map((partition) => ({ topic, partition }));
+      const offsets = await lastStableOffsets(engine.kafka, refs).catch(() => undefined);
+      offsets?.forEach((offset, i) => out.set(`${topic}\u0000${refs[i]!.partition}`, offset));
+    }),
+  );
+  return out;
 }

@@ -1,7 +1,7 @@
-import { checkTableName, checkTopicName, createTable, type TableRecord } from './catalog/tables.js';
+import { checkTableName, checkTopicName, createTable, TableError, type TableRecord } from './catalog/tables.js';
 import type { Engine } from './engine.js';
 import { lastStableOffsets } from './kafka/offsets.js';
-import { topicPartitions } from './kafka/topics.js';
+import { cleanupPolicy, compactionProblem, topicPartitions } from './kafka/topics.js';
 import { initialSchema } from './schema/table-schema.js';
 import type { TableFormat, TableSettings } from './settings.js';
 
@@ -22,6 +22,8 @@ export async function createTableFromTopic(
   checkTableName(spec.name);
   checkTopicName(spec.topic);
   const partitions = await topicPartitions(engine.kafka, spec.topic);
+  const compacted = compactionProblem(spec.topic, await cleanupPolicy(engine.kafka, spec.topic));
+  if (compacted) throw new TableError(`cannot create table ${spec.name}: ${compacted}`);
   const starts = await lastStableOffsets(engine.kafka, partitions.map((partition) => ({ topic: spec.topic, partition })));
   const partitionStarts = new Map(partitions.map((partition, i) => [partition, starts[i]!]));
   const table = await createTable(engine.catalog, { ...spec, partitionStarts }, initialSchema(spec.format));

@@ -97,6 +97,45 @@ function asUtf8(bound: string | null): Buffer | null {
   return bound === null || !bound.includes('\u0000') ? null : Buffer.from(bound, 'utf8');
 }
 
+/**
+ * Kafka's earliest offset has passed `indexed_end`: the offsets in between can never be
+ * read. Under the lease, in one transaction, they are recorded as a lost interval and
+ * `indexed_end` moves to `earliest`, so indexing goes on from what Kafka still holds.
+ * Returns the new `indexed_end` (unchanged if it is already at or past `earliest`).
+ */
+export async function recordLostInterval(catalog: Catalog, lease: Lease, earliest: bigint): Promise<bigint> {
+  return inTransaction(catalog, async (client) => {
+    const current = await client.query<{ indexed_end: bigint; lease_owner: string | null; lease_epoch: bigint; live: boolean }>(
+      `SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live
+       FROM lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE`,
+      [lease.tableId, lease.partition],
+    );
+    const row = current.rows[0];
+    if (!row || row.lease_owner !== lease.owner || row.lease_epoch !== lease.epoch || !row.live) throw await lostLease(client, lease);
+    if (row.indexed_end >= earliest) return row.indexed_end;
+    await client.query(
+      'INSERT INTO lost_interval (table_id, partition_id, start_offset, end_offset, lease_epoch) VALUES ($1, $2, $3, $4, $5)',
+      [lease.tableId, lease.partition, row.indexed_end, earliest, lease.epoch],
+    );
+    await client.query(
+      `UPDATE lake_partition SET indexed_end = $3, open_range_bytes = 0, open_range_records = 0, open_range_since = NULL
+       WHERE table_id = $1 AND partition_id = $2`,
+      [lease.tableId, lease.partition, earliest],
+    );
+    return earliest;
+  });
+}
+
+/** Offsets lost to Kafka's retention before they were indexed, per table and partition (tables not dropped). */
+export async function lostOffsets(catalog: Catalog | CatalogClient): Promise<{ table: string; partition: number; intervals: number; offsets: bigint }[]> {
+  const result = await catalog.query<{ table_name: string; partition_id: number; intervals: number; offsets: string }>(
+    `SELECT t.table_name, l.partition_id, count(*)::int AS intervals, sum(l.end_offset - l.start_offset)::text AS offsets
+     FROM lost_interval l JOIN lake_table t USING (table_id) WHERE t.dropped_at IS NULL
+     GROUP BY t.table_name, l.partition_id ORDER BY t.table_name, l.partition_id`,
+  );
+  return result.rows.map((row) => ({ table: row.table_name, partition: row.partition_id, intervals: row.intervals, offsets: BigInt(row.offsets) }));
+}
+
 export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tableId' | 'partition' | 'epoch'>, range: NewRange, source: 'live' | 'backfill'): Promise<void> {
   for (const file of range.files) {
     const inserted = await client.query<{ data_file_id: bigint }>(

@@ -131,3 +131,25 @@ function toLease(tableId: bigint, partition: number, row: LeaseRow): Lease {
     openRangeSince: row.open_range_since,
   };
 }
+
+/**
+ * Why a partition is not indexing (null: it is), for `status`. With `holder`, only while
+ * that owner and epoch hold the lease; without, only while no live lease of another
+ * owner is on it (a failure seen by whoever was about to take it).
+ */
+export async function setWaitingReason(
+  catalog: Catalog | CatalogClient,
+  tableId: bigint,
+  partition: number,
+  reason: string | null,
+  holder: { owner: string; epoch?: bigint },
+): Promise<void> {
+  await catalog.query(
+    `UPDATE lake_partition SET waiting_reason = $3
+     WHERE table_id = $1 AND partition_id = $2 AND waiting_reason IS DISTINCT FROM $3
+       AND CASE WHEN $5::bigint IS NULL
+                THEN lease_owner IS NULL OR lease_owner = $4 OR lease_expires_at IS NULL OR lease_expires_at <= now()
+                ELSE lease_owner = $4 AND lease_epoch = $5 END`,
+    [tableId, partition, reason, holder.owner, holder.epoch ?? null],
+  );
+}

@@ -179,4 +179,24 @@ ALTER TABLE file_column_stats
   ADD COLUMN max_value_utf8 bytea;
 `,
   },
+  {
+    version: 4,
+    name: 'lost intervals',
+    sql: `
+-- Offsets Kafka deleted before anyone indexed them (an indexer down longer than
+-- retention.ms, DeleteRecords past indexed_end): lost to Kafka, not to us, and never
+-- hidden. Per partition, the files' ranges and these intervals together tile
+-- [indexed_start, indexed_end).
+CREATE TABLE lost_interval (
+  table_id      bigint NOT NULL,
+  partition_id  integer NOT NULL,
+  start_offset  bigint NOT NULL,
+  end_offset    bigint NOT NULL CHECK (end_offset > start_offset),
+  detected_at   timestamptz NOT NULL DEFAULT now(),
+  lease_epoch   bigint NOT NULL,
+  PRIMARY KEY (table_id, partition_id, start_offset),
+  FOREIGN KEY (table_id, partition_id) REFERENCES lake_partition ON DELETE CASCADE
+);
+`,
+  },
 ];

@@ -11,7 +11,7 @@ import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';
 
 export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--batch-size 10000] [--batch-window 500ms] [--json]
-offsetlake rebuild NAME FILE [-o PATH] [--verify] [--json]
+offsetlake rebuild NAME FILE [-o PATH] [--json]
 offsetlake check [NAME] [--json]`;
 
 const engineOptions = { 'database-url': { type: 'string' }, 'kafka-brokers': { type: 'string' }, json: { type: 'boolean' } } as const;
@@ -49,7 +49,8 @@ export async function runCommand(args: string[]): Promise<number> {
     });
     if (values.json) printJson(summary);
     else process.stdout.write(`${summary.records} records in ${summary.events} events; ${summary.rangesCommitted} ranges, ${summary.filesCommitted} files committed\n`);
-    return 0;
+    for (const { partition, error } of summary.failed) progress(`${partition} could not be indexed: ${error}`);
+    return summary.failed.length > 0 ? 1 : 0;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -79,7 +80,7 @@ export async function rebuildCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { ...engineOptions, output: { type: 'string', short: 'o' }, verify: { type: 'boolean' } },
+    options: { ...engineOptions, output: { type: 'string', short: 'o' } },
   });
   const [name, fileText] = positionals;
   if (!name || !fileText) throw new UsageError(`rebuild needs a table NAME and a FILE id; usage: ${indexUsage}`);
@@ -88,10 +89,10 @@ export async function rebuildCommand(args: string[]): Promise<number> {
     const table = await findTable(engine.catalog, name);
     const file = await findFile(engine.catalog, table.tableId, BigInt(fileText));
     if (!file) throw new UsageError(`table ${name} has no file ${fileText}`);
-    // rebuildFile always compares size, footer and sha256; --verify reports it instead of writing bytes.
+    // rebuildFile compares size, footer and sha256 with the catalog and throws on any difference.
     const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file);
     if (values.output) writeFileSync(values.output, rebuilt.bytes);
-    return { file: fileText, records: rebuilt.records, bytes: rebuilt.bytes.byteLength, sha256: Buffer.from(rebuilt.sha256).toString('hex'), verified: true, output: values.output };
+    return { file: fileText, records: rebuilt.records, bytes: rebuilt.bytes.byteLength, sha256: Buffer.from(rebuilt.sha256).toString('hex'), sameAsCatalog: ['size', 'footer', 'sha256'], output: values.output };
   });
   if (values.json) printJson(result);
   else process.stdout.write(`file ${result.file}: ${result.records} records, ${result.bytes} bytes, sha256 ${result.sha256}: identical to the catalog${result.output ? `; written to ${result.output}` : ''}\n`);

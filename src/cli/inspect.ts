@@ -79,13 +79,16 @@ export async function statusCommand(args: string[]): Promise<number> {
       lso: s.lastStableOffset,
       lag: s.lag,
       lease: s.leaseOwner ? `${s.leaseOwner} #${s.leaseEpoch}${s.leaseLive ? '' : ' (free)'}` : undefined,
-      open: s.openRangeRecords > 0n ? `${s.openRangeRecords} rec, ${s.openRangeBytes} B` : undefined,
+      // a holder whose lease lapsed is gone: what it reported is read again by the next one
+      open: s.openRangeRecords > 0n ? `${s.openRangeRecords} rec, ${s.openRangeBytes} B${s.leaseLive ? '' : ' (holder gone)'}` : undefined,
       files: s.files,
       expired: s.expiredFiles > 0n ? s.expiredFiles : undefined,
       errors: s.errorRows > 0n ? s.errorRows : undefined,
+      lost: s.lostOffsets > 0n ? `${s.lostOffsets} offsets` : undefined,
       earliest: s.earliestOffset,
       backfill: backfillState(s.backfillCursor, s.backfillTarget),
       waiting: s.waitingReason ?? undefined,
+      topic: s.topicProblem ?? undefined,
     })),
   );
   return 0;

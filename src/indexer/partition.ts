@@ -6,9 +6,10 @@
  * otherwise it is dropped and read again from Kafka.
  */
 import type { Catalog } from '../catalog/db.js';
-import { commitRanges, type NewRange } from '../catalog/files.js';
-import { acquireLease, LeaseLostError, releaseLease, renewLease, type Lease } from '../catalog/leases.js';
+import { commitRanges, recordLostInterval, type NewRange } from '../catalog/files.js';
+import { acquireLease, LeaseLostError, releaseLease, renewLease, setWaitingReason, type Lease } from '../catalog/leases.js';
 import type { TableRecord } from '../catalog/tables.js';
+import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../record.js';
 import { RegistryUnavailableError } from '../schema/registry.js';
@@ -18,6 +19,8 @@ export interface CommittedSource {
   lastStableOffset(topic: string, partition: number): Promise<bigint>;
   /** Batches of committed records of [from, until), each with the next fetch position after it. */
   read(topic: string, partition: number, from: bigint, until: bigint): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint }>;
+  /** The topic's cleanup.policy, where the source can tell (a rebuild that does not match says whether compaction is why). */
+  cleanupPolicy?(topic: string): Promise<string>;
 }
 
 /** Turns a sealed range into the catalog's files (Parquet built in memory, statistics taken). */
@@ -94,20 +97,35 @@ export class PartitionIndexer {
   }
 
   private async advanceNow(until?: bigint): Promise<AdvanceResult> {
-    const sealer = await this.takeLease();
+    let sealer = await this.takeLease();
     const lso = await this.deps.source.lastStableOffset(this.table.topic, this.partition);
     const target = until === undefined || until > lso ? lso : until;
     const committed: SealedRange[] = [];
-    if (this.pending.length > 0) committed.push(...(await this.commit([])));
-    if (sealer.position < target) {
-      for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target)) {
-        const sealed = sealer.push(batch.records, batch.nextOffset, this.deps.clock());
-        if (sealed.length > 0) committed.push(...(await this.commit(sealed)));
+    try {
+      if (this.pending.length > 0) committed.push(...(await this.commit([])));
+      if (sealer.position < target) {
+        for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target)) {
+          const sealed = sealer.push(batch.records, batch.nextOffset, this.deps.clock());
+          if (sealed.length > 0) committed.push(...(await this.commit(sealed)));
+        }
       }
+    } catch (error) {
+      if (!(error instanceof OffsetOutOfRangeError && error.bound === 'below-earliest')) throw error;
+      // Kafka deleted offsets nobody indexed: record them as lost and go on from its
+      // earliest offset. What memory held below it can no longer be rebuilt: dropped.
+      sealer = await this.skipLostOffsets(error.earliest);
+      return this.advanceNow(until);
     }
     const due = sealer.tick(this.deps.clock());
     if (due) committed.push(...(await this.commit([due])));
     return { committed, indexedEnd: this.lease!.indexedEnd, position: sealer.position };
+  }
+
+  private async skipLostOffsets(earliest: bigint): Promise<RangeSealer> {
+    const lease = this.lease!;
+    this.drop();
+    await recordLostInterval(this.deps.catalog, lease, earliest);
+    return this.takeLease();
   }
 
   /** Seals and commits the open range now (manual flush, capacity). */
@@ -205,12 +223,15 @@ export class PartitionIndexer {
 
   /** Why this partition is not indexing (null: it is), for `status`; only while we hold the lease. */
   private async setWaiting(lease: Lease, reason: string | null): Promise<void> {
-    await this.deps.catalog.query(
-      `UPDATE lake_partition SET waiting_reason = $3
-       WHERE table_id = $1 AND partition_id = $2 AND lease_owner = $4 AND lease_epoch = $5 AND waiting_reason IS DISTINCT FROM $3`,
-      [this.table.tableId, this.partition, reason, lease.owner, lease.epoch],
-    );
+    await setWaitingReason(this.deps.catalog, this.table.tableId, this.partition, reason, lease);
     this.waiting = reason !== null;
+  }
+
+  /** A failure outside a build or commit (a Kafka read, the catalog), said on this partition only. */
+  async noteFailure(error: unknown): Promise<void> {
+    if (error instanceof LeaseHeldError || error instanceof LeaseLostError) return;
+    this.waiting = true;
+    await setWaitingReason(this.deps.catalog, this.table.tableId, this.partition, `indexing failed, retrying: ${(error as Error).message}`, { owner: this.deps.owner }).catch(() => {});
   }
 
   /** Renews the lease in the background of a long-lived process; a lost lease drops memory at once. */

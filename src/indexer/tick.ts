@@ -6,6 +6,8 @@
  * it was first read) and free to take, re-reads them from `indexed_end`, and seals them.
  */
 import { tablesOfTopic, indexerFor, type IndexerRuntime, type PartitionOutcome } from './handler.js';
+import { setWaitingReason } from '../catalog/leases.js';
+import type { PartitionIndexer } from './partition.js';
 
 interface DueRow {
   topic: string;
@@ -13,7 +15,16 @@ interface DueRow {
   partition_id: number;
 }
 
-export async function tickIdlePartitions(runtime: IndexerRuntime): Promise<PartitionOutcome[]> {
+/** A partition the tick could not seal, and why. */
+export interface TickFailure {
+  table: string;
+  topic: string;
+  partition: number;
+  error: string;
+}
+
+/** One partition's failure is its own: recorded on it (status shows it), and the others go on. */
+export async function tickIdlePartitions(runtime: IndexerRuntime): Promise<(PartitionOutcome | TickFailure)[]> {
   const due = await runtime.catalog.query<DueRow>(
     `SELECT t.topic, t.table_id, p.partition_id
      FROM lake_partition p JOIN lake_table t USING (table_id)
@@ -23,12 +34,13 @@ export async function tickIdlePartitions(runtime: IndexerRuntime): Promise<Parti
      ORDER BY t.table_id, p.partition_id`,
     [runtime.clock()],
   );
-  const outcomes: PartitionOutcome[] = [];
+  const outcomes: (PartitionOutcome | TickFailure)[] = [];
   for (const row of due.rows) {
     const table = (await tablesOfTopic(runtime.catalog, row.topic)).find((t) => t.tableId === row.table_id);
     if (!table) continue;
-    const indexer = await indexerFor(runtime, table, row.partition_id);
+    let indexer: PartitionIndexer | undefined;
     try {
+      indexer = await indexerFor(runtime, table, row.partition_id);
       const result = await indexer.advance();
       outcomes.push({
         table: table.name,
@@ -39,8 +51,12 @@ export async function tickIdlePartitions(runtime: IndexerRuntime): Promise<Parti
         rangesCommitted: result.committed.length,
         filesCommitted: result.committed.reduce((sum, range) => sum + range.files.length, 0),
       });
+    } catch (error) {
+      if (indexer) await indexer.noteFailure(error);
+      else await setWaitingReason(runtime.catalog, table.tableId, row.partition_id, `indexing failed, retrying: ${(error as Error).message}`, { owner: runtime.owner }).catch(() => {});
+      outcomes.push({ table: table.name, topic: table.topic, partition: row.partition_id, error: (error as Error).message });
     } finally {
-      if (runtime.releaseAfterEvent) await indexer.release().catch(() => {});
+      if (runtime.releaseAfterEvent) await indexer?.release().catch(() => {});
     }
   }
   return outcomes;

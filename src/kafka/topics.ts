@@ -3,7 +3,7 @@
  * and the two administrative writes tests and the demo need (create a topic, delete
  * records below an offset, as retention would).
  */
-import type { Admin, ClusterMetadata } from '@platformatic/kafka';
+import { ConfigResourceTypes, type Admin, type ClusterMetadata } from '@platformatic/kafka';
 import type { KafkaConnection } from './connect.js';
 import { isUnknownTopicLibraryError, KafkaRequestError, protocolErrorCodes, UnknownPartitionError, UnknownTopicError } from './errors.js';
 
@@ -144,4 +144,21 @@ export async function deleteRecords(kafka: KafkaConnection, topic: string, parti
   const low = result.find((t) => t.name === topic)?.partitions.find((p) => p.partition === partition)?.lowWatermark;
   if (low === undefined) throw new Error(`DeleteRecords of ${topic}-${partition} returned no low watermark`);
   return low;
+}
+
+/** The topic's `cleanup.policy` (`delete`, `compact` or both), as the broker describes it. */
+export async function cleanupPolicy(kafka: KafkaConnection, topic: string): Promise<string> {
+  const described = await kafka.admin().describeConfigs({
+    resources: [{ resourceType: ConfigResourceTypes.TOPIC, resourceName: topic, configurationKeys: ['cleanup.policy'] }],
+  });
+  return described[0]?.configs.find((c) => c.name === 'cleanup.policy')?.value ?? 'delete';
+}
+
+/**
+ * Why a topic cannot back a table, if it cannot: compaction removes records from the
+ * middle of a partition, so files whose offsets it touched could never be rebuilt.
+ */
+export function compactionProblem(topic: string, policy: string): string | undefined {
+  if (!policy.split(',').map((p) => p.trim()).includes('compact')) return undefined;
+  return `topic "${topic}" has cleanup.policy=${policy}: compaction deletes records inside a partition, so files over it could not be rebuilt from Kafka byte for byte; use a topic with cleanup.policy=delete`;
 }

@@ -8,6 +8,7 @@
  */
 import { toKafkaEvent, type MskEvent } from '../events/msk.js';
 import type { CommittedSource } from '../indexer/partition.js';
+import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import type { KafkaRecord } from '../record.js';
 
 export interface EmulatorOptions {
@@ -73,14 +74,22 @@ export class PartitionEventSource {
       pendingBytes = 0;
     };
     if (this.position >= lso) return 0;
-    for await (const batch of this.source.read(this.topic, this.partition, this.position, lso)) {
-      for (const record of batch.records) {
-        const bytes = payloadBytes(record);
-        if (pending.length >= this.options.batchSize || (pending.length > 0 && pendingBytes + bytes > this.options.maxPayloadBytes)) await send();
-        pending.push(record);
-        pendingBytes += bytes;
+    try {
+      for await (const batch of this.source.read(this.topic, this.partition, this.position, lso)) {
+        for (const record of batch.records) {
+          const bytes = payloadBytes(record);
+          if (pending.length >= this.options.batchSize || (pending.length > 0 && pendingBytes + bytes > this.options.maxPayloadBytes)) await send();
+          pending.push(record);
+          pendingBytes += bytes;
+        }
+        if (signal?.aborted) break;
       }
-      if (signal?.aborted) break;
+    } catch (error) {
+      // Like a consumer whose position fell below retention: it resets to the earliest
+      // offset. (The indexer, reading from its own indexed_end, records what was lost.)
+      if (!(error instanceof OffsetOutOfRangeError && error.bound === 'below-earliest' && pending.length === 0)) throw error;
+      this.position = error.earliest;
+      return this.pump(deliver, signal);
     }
     await send();
     return count;

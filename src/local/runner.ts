@@ -37,7 +37,12 @@ export const defaultRunnerOptions: RunnerOptions = {
 /** New tables, dropped tables and partitions added to topics are looked for this often (a metadata request per table). */
 const discoverEveryMs = 5000;
 
+/** `once`: rounds in a row in which some partition fails before the run stops and reports it. */
+const onceGiveUpRounds = 5;
+
 export interface RunSummary {
+  /** `once`: partitions that kept failing (the run stopped trying after `onceGiveUpRounds` rounds), with why. */
+  failed: { partition: string; error: string }[];
   events: number;
   redelivered: number;
   records: number;
@@ -52,11 +57,15 @@ export class LocalRunner {
   private readonly runtime: IndexerRuntime;
   /** One event source per topic partition; tables on the same topic share it. */
   private readonly sources = new Map<string, PartitionEventSource>();
-  private readonly summary: RunSummary = { events: 0, redelivered: 0, records: 0, rangesCommitted: 0, filesCommitted: 0, capacitySeals: 0 };
+  private readonly summary: RunSummary = { failed: [], events: 0, redelivered: 0, records: 0, rangesCommitted: 0, filesCommitted: 0, capacitySeals: 0 };
   private lastRenew = 0;
   private lastDiscovery = Number.NEGATIVE_INFINITY;
-  /** Partitions whose events failed in the current round: `once` is not done while there are any. */
-  private failedPumps = 0;
+  /** Partitions whose events failed in the current round, with why: `once` is not done while there are any. */
+  private readonly failedPumps = new Map<string, string>();
+  /** Table partitions seen by discovery so far. */
+  private readonly discovered = new Set<string>();
+  /** Rounds in a row with a failure (`once` gives up after onceGiveUpRounds). */
+  private failingRounds = 0;
 
   constructor(private readonly engine: Engine, build: RangeBuilder, private readonly options: RunnerOptions, private readonly log: RunLog) {
     this.runtime = {
@@ -77,21 +86,43 @@ export class LocalRunner {
   async run(signal?: AbortSignal): Promise<RunSummary> {
     try {
       for (;;) {
-        if (Date.now() - this.lastDiscovery >= discoverEveryMs || this.options.once) await this.discover();
-        this.failedPumps = 0;
+        this.failedPumps.clear();
+        if (Date.now() - this.lastDiscovery >= discoverEveryMs || this.options.once) await this.discoverOrWait();
         const delivered = await Promise.all([...this.sources.values()].map((source) => this.pump(source, signal)));
         await this.tick();
         await this.renewLeases();
         const idle = delivered.every((count) => count === 0);
-        if (this.options.once && idle && this.failedPumps === 0) {
+        this.failingRounds = this.failedPumps.size > 0 ? this.failingRounds + 1 : 0;
+        if (this.options.once && idle && this.failedPumps.size === 0) {
           await this.flushAll();
           return this.summary;
         }
+        if (this.options.once && this.failingRounds >= onceGiveUpRounds) {
+          // Caught up as far as it could: say what it could not do, and stop.
+          await this.flushAll();
+          this.summary.failed = [...this.failedPumps].map(([partition, error]) => ({ partition, error }));
+          return this.summary;
+        }
         if (signal?.aborted) return this.summary;
-        if (idle) await sleep(this.options.pollIntervalMs, signal);
+        if (idle || this.failedPumps.size > 0) await sleep(this.options.pollIntervalMs, signal);
       }
     } finally {
       await Promise.allSettled([...this.runtime.indexers.values()].map((indexer) => indexer.release()));
+    }
+  }
+
+  /**
+   * A long-lived indexer outlives outages: when the catalog or Kafka cannot be reached,
+   * discovery says what it waits for and is tried again next round; partitions already
+   * known go on being pumped (and fail, and are retried, on their own).
+   */
+  private async discoverOrWait(): Promise<void> {
+    try {
+      await this.discover();
+    } catch (error) {
+      const message = `looking for tables and partitions failed, trying again: ${(error as Error).message}`;
+      this.log(message);
+      this.failedPumps.set('discovery', message);
     }
   }
 
@@ -103,13 +134,20 @@ export class LocalRunner {
       for (const partition of await topicPartitions(this.engine.kafka, table.topic)) {
         const indexer = await indexerFor(this.runtime, table, partition);
         const key = `${table.topic}-${partition}`;
+        const known = this.discovered.has(indexer.key);
+        this.discovered.add(indexer.key);
         wanted.add(indexer.key);
-        if (!this.sources.has(key)) {
-          const start = await this.indexedEnd(table.tableId, partition);
+        const start = await this.indexedEnd(table.tableId, partition);
+        const source = this.sources.get(key);
+        if (!source) {
           this.sources.set(key, new PartitionEventSource(table.topic, partition, start, this.runtime.source, {
             ...this.options.emulator,
             bootstrapServers: this.engine.config.kafkaBrokers.join(','),
           }));
+        } else if (!known && start < source.position) {
+          // Tables on one topic share its event source; it delivers from the table furthest
+          // behind, and each table's indexer reads from its own indexed_end.
+          source.position = start;
         }
       }
     }
@@ -118,6 +156,7 @@ export class LocalRunner {
       if (!wanted.has(key)) {
         await indexer.release().catch(() => {});
         this.runtime.indexers.delete(key);
+        this.discovered.delete(key);
       }
     }
   }
@@ -149,8 +188,8 @@ export class LocalRunner {
           throw error;
         }
       }, signal);
-    } catch {
-      this.failedPumps += 1;
+    } catch (error) {
+      this.failedPumps.set(`${source.topic}-${source.partition}`, (error as Error).message);
     }
     const count = source.deliveredRecords - before.records;
     this.summary.records += count;
@@ -202,8 +241,9 @@ export class LocalRunner {
     this.summary.filesCommitted += ranges.reduce((sum, range) => sum + range.files.length, 0);
   }
 
-  private failed(indexer: PartitionIndexer, error: unknown): undefined {
+  private async failed(indexer: PartitionIndexer, error: unknown): Promise<undefined> {
     this.log(`${indexer.table.name}/${indexer.partition}: ${(error as Error).message}`);
+    await indexer.noteFailure(error);
     return undefined;
   }
 }

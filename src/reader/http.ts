@@ -5,7 +5,8 @@
  *   GET  /tables                         the tables
  *   GET  /tables/:t/files                the manifest: offsets, bucket, statistics, sizes
  *   HEAD /tables/:t/files/:id.parquet    Content-Length, Accept-Ranges, ETag (sha256)
- *   GET  /tables/:t/files/:id.parquet    the bytes; one Range (first-last, first-, -suffix)
+ *   GET  /tables/:t/files/:id.parquet    the bytes; one Range (first-last, first-, -suffix);
+ *                                        another unit, an unparsable header or several ranges: the whole file
  *   GET  /metrics                        the read path's counters
  *
  * A range inside the file's footer (its last footer_size bytes: FileMetaData, its length
@@ -135,13 +136,15 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     const rangeHeader = header(request, 'range');
     let start = 0;
     let end = size;
+    let partial = false;
     if (rangeHeader !== undefined) {
       const range = parseRange(rangeHeader, size);
-      if (range.kind === 'malformed') throw new HttpError(400, range.reason);
       if (range.kind === 'unsatisfiable') throw new HttpError(416, range.reason, { 'content-range': `bytes */${size}` });
-      ({ start, end } = range);
+      if (range.kind === 'range') {
+        ({ start, end } = range);
+        partial = true;
+      }
     }
-    const partial = rangeHeader !== undefined;
     const headers: Record<string, string> = { ...common, 'content-length': String(end - start) };
     if (partial) headers['content-range'] = `bytes ${start}-${end - 1}/${size}`;
     const status = partial ? 206 : 200;
@@ -174,7 +177,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     }
     if (parts.length === 1 && parts[0] === 'metrics') {
       allow('GET, HEAD');
-      return json(200, { ...service.metrics, cache: service.cache.size });
+      return json(200, { ...service.metrics, cache: service.cache.size, lostOffsets: await service.lostOffsets() });
     }
     if (parts[0] === 'tables' && parts[2] === 'files' && (parts.length === 3 || parts.length === 4)) {
       const table = await tableNamed(decodeSegment(parts[1]!));

@@ -1,24 +1,31 @@
 /**
- * The Range header of a file request (RFC 9110 §14): one byte range, `bytes=first-last`
- * (both inclusive), `bytes=first-` (to the end) or `bytes=-length` (the last `length`
- * bytes). The answer is a half-open [start, end) inside the file, or why not:
- * `malformed` (400: the header is not a byte range we read) or `unsatisfiable` (416:
- * well-formed, but no byte of it lies in the file).
+ * The Range header of a file request (RFC 9110 §14). We serve one byte range:
+ * `bytes=first-last` (both inclusive), `bytes=first-` (to the end) or `bytes=-length`
+ * (the last `length` bytes), as a half-open [start, end) inside the file. Otherwise:
+ *
+ *   ignore          a header with another unit, one that cannot be parsed, or several
+ *                   ranges: the server may ignore Range (§14.2), and answers 200 with
+ *                   the whole file, as a server without range support would
+ *   unsatisfiable   a valid byte range with no byte in the file, or an invalid one
+ *                   (last before first, a suffix of 0 bytes): 416 with `bytes *\/size`
  */
 export type RangeAnswer =
   | { kind: 'range'; start: number; end: number }
-  | { kind: 'malformed'; reason: string }
+  | { kind: 'ignore'; reason: string }
   | { kind: 'unsatisfiable'; reason: string };
 
-const single = /^bytes=(\d*)-(\d*)$/;
+const byteRange = /^(\d*)-(\d*)$/;
 
 export function parseRange(header: string, size: number): RangeAnswer {
   const text = header.trim();
-  if (text.includes(',')) return { kind: 'unsatisfiable', reason: `Range "${text}" asks for several ranges; ask for one range per request` };
-  const match = single.exec(text);
-  if (!match) return { kind: 'malformed', reason: `Range "${text}" is not a byte range (expected bytes=FIRST-LAST, bytes=FIRST- or bytes=-LENGTH)` };
+  const unit = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+)=(.*)$/.exec(text);
+  if (!unit) return { kind: 'ignore', reason: `Range "${text}" cannot be parsed` };
+  if (unit[1]!.toLowerCase() !== 'bytes') return { kind: 'ignore', reason: `Range unit "${unit[1]}" is not bytes` };
+  const specs = unit[2]!.split(',').map((spec) => spec.trim());
+  if (specs.length > 1) return { kind: 'ignore', reason: `Range "${text}" asks for ${specs.length} ranges; the whole file is served` };
+  const match = byteRange.exec(specs[0]!);
+  if (!match || (match[1] === '' && match[2] === '')) return { kind: 'ignore', reason: `Range "${text}" cannot be parsed` };
   const [, firstText = '', lastText = ''] = match;
-  if (firstText === '' && lastText === '') return { kind: 'malformed', reason: `Range "${text}" names neither a first byte nor a length` };
   if (firstText === '') {
     const length = Number(lastText);
     if (length === 0) return { kind: 'unsatisfiable', reason: `Range "${text}" asks for the last 0 bytes` };
@@ -26,7 +33,7 @@ export function parseRange(header: string, size: number): RangeAnswer {
   }
   const first = Number(firstText);
   const last = lastText === '' ? Infinity : Number(lastText);
-  if (last < first) return { kind: 'malformed', reason: `Range "${text}" ends (${last}) before it starts (${first})` };
+  if (last < first) return { kind: 'unsatisfiable', reason: `Range "${text}" ends (${last}) before it starts (${first})` };
   if (first >= size) return { kind: 'unsatisfiable', reason: `Range "${text}" starts at byte ${first}, but the file has ${size} bytes` };
   return { kind: 'range', start: first, end: Math.min(size, last + 1) };
 }

@@ -6,6 +6,7 @@
  */
 import { findFile, listFiles, type DataFile } from '../catalog/catalog-files.js';
 import type { Catalog } from '../catalog/db.js';
+import { lostOffsets } from '../catalog/files.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
 import type { CommittedSource } from '../indexer/partition.js';
 import { RebuildMismatchError, rebuildFile } from '../rebuild.js';
@@ -43,6 +44,11 @@ export class ReaderService {
 
   served(bytes: number): void {
     this.counters.bytesServed += bytes;
+  }
+
+  /** Offsets Kafka deleted before they were indexed, per table partition: never hidden. */
+  lostOffsets(): ReturnType<typeof lostOffsets> {
+    return lostOffsets(this.catalog);
   }
 
   tables(): Promise<TableRecord[]> {

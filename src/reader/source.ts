@@ -19,6 +19,7 @@ export function countingSource(source: CommittedSource, options: { keepReads?: b
   return {
     log,
     lastStableOffset: (topic, partition) => source.lastStableOffset(topic, partition),
+    ...(source.cleanupPolicy ? { cleanupPolicy: (topic: string) => source.cleanupPolicy!(topic) } : {}),
     async *read(topic, partition, from, until) {
       if (options.keepReads !== false) log.reads.push({ topic, partition, from, until });
       for await (const batch of source.read(topic, partition, from, until)) {

@@ -54,18 +54,31 @@ export async function checkTable(engine: Engine, table: TableRecord): Promise<Ta
   );
   const rowsByFile = new Map<bigint, Row[]>();
   const committedOffsets = new Map<number, bigint[]>();
+  const lost = await engine.catalog.query<{ partition_id: number; start_offset: bigint; end_offset: bigint }>(
+    'SELECT partition_id, start_offset, end_offset FROM lost_interval WHERE table_id = $1',
+    [table.tableId],
+  );
   for (const { partition_id: partition, indexed_start: start, indexed_end: end } of partitions.rows) {
     const mine = files.filter((f) => f.partition === partition);
-    // Tiling: distinct ranges in offset order, each starting where the one before ended.
-    const ranges = [...new Map(mine.map((f) => [`${f.startOffset}:${f.endOffset}`, f])).values()].sort((a, b) => (a.startOffset < b.startOffset ? -1 : 1));
-    let expected = start;
-    for (const range of ranges) {
-      expect(range.startOffset, `partition ${partition}: a range starts at ${range.startOffset}, expected ${expected}`).toBe(expected);
-      expected = range.endOffset;
+    // Tiling: distinct ranges and lost intervals (offsets Kafka deleted before anyone
+    // indexed them) in offset order, each starting where the one before ended.
+    const ranges = [...new Map(mine.map((f) => [`${f.startOffset}:${f.endOffset}`, f])).values()];
+    const segments = [
+      ...ranges.map((r) => ({ startOffset: r.startOffset, endOffset: r.endOffset, lost: false })),
+      ...lost.rows.filter((l) => l.partition_id === partition && l.end_offset > start).map((l) => ({ startOffset: l.start_offset, endOffset: l.end_offset, lost: true })),
+    ].sort((a, b) => (a.startOffset < b.startOffset ? -1 : 1));
+    let expected = segments[0]?.lost && segments[0].startOffset < start ? segments[0].startOffset : start;
+    for (const segment of segments) {
+      expect(segment.startOffset, `partition ${partition}: a ${segment.lost ? 'lost interval' : 'range'} starts at ${segment.startOffset}, expected ${expected}`).toBe(expected);
+      expected = segment.endOffset;
     }
     expect(expected, `partition ${partition}: ranges end at ${expected}, indexed_end is ${end}`).toBe(end);
 
-    const committed = (await readCommittedRange(engine.kafka, table.topic, partition, start, end)).records.map((r) => r.offset);
+    // Committed records of the ranges (lost intervals cannot be read: Kafka deleted them).
+    const committed: bigint[] = [];
+    for (const segment of segments.filter((x) => !x.lost && x.endOffset > x.startOffset)) {
+      committed.push(...(await readCommittedRange(engine.kafka, table.topic, partition, segment.startOffset, segment.endOffset)).records.map((r) => r.offset));
+    }
     committedOffsets.set(partition, committed);
     const seen: bigint[] = [];
     for (const file of mine) {

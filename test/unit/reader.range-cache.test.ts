@@ -11,9 +11,13 @@ describe('Range header', () => {
     expect(parseRange('bytes=50-5000', 100)).toEqual({ kind: 'range', start: 50, end: 100 });
   });
 
-  it('tells malformed (400) from unsatisfiable (416)', () => {
-    for (const header of ['bytes=', 'bytes=-', 'bytes=a-b', 'items=0-1', 'bytes=5-2']) expect(parseRange(header, 100).kind, header).toBe('malformed');
-    for (const header of ['bytes=100-', 'bytes=-0', 'bytes=0-1, 4-5']) expect(parseRange(header, 100).kind, header).toBe('unsatisfiable');
+  it('RFC 9110 §14.2: another unit, a header that cannot be parsed, or several ranges are ignored (the whole file is served)', () => {
+    for (const header of ['bytes=', 'bytes=-', 'bytes=a-b', 'items=0-1', 'bytes 0-1', '', 'bytes=0-1, 4-5', 'bytes=0-1,x']) expect(parseRange(header, 100).kind, header).toBe('ignore');
+    expect(parseRange('BYTES=0-1', 100)).toEqual({ kind: 'range', start: 0, end: 2 });
+  });
+
+  it('RFC 9110 §14.1.1: a valid range with no byte in the file, or an invalid one (last before first, suffix of 0), is unsatisfiable (416)', () => {
+    for (const header of ['bytes=100-', 'bytes=-0', 'bytes=5-2']) expect(parseRange(header, 100).kind, header).toBe('unsatisfiable');
   });
 });
 
