@@ -24,18 +24,12 @@ import { jsonSchemaWriter } from './decode-json-schema.js';
 import { protobufWriter } from './decode-protobuf.js';
 import { converter, routeField, type Convert } from './merge.js';
 import type { RegistrySchema, SchemaType } from './registry.js';
-import type { TableSchema } from './table-schema.js';
+import type { Side, TableSchema } from './table-schema.js';
 import { readWireHeader } from './wire.js';
 import { DecodeError, type WriterSchema } from './writer.js';
 import { dataRecord, ownValue } from '../parquet/objects.js';
 
-export type Side = 'key' | 'value';
 export type RegistryFormat = 'avro' | 'protobuf' | 'json-schema';
-
-/** A registry schema as a table-schema version keeps it: with the sides merged from it. */
-export interface MergedSchema extends RegistrySchema {
-  sides: Side[];
-}
 
 export const KEY_COLUMN = '_key_decoded';
 export const VALUE_COLUMN = 'value';

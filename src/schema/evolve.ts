@@ -11,10 +11,10 @@ import type { Catalog } from '../catalog/db.js';
 import { inTransaction } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
 import type { KafkaRecord } from '../record.js';
-import { isRegistryFormat, sideColumns, unmergedIds, writerOf, type MergedSchema, type RegistryFormat, type Side } from './decode.js';
+import { isRegistryFormat, sideColumns, unmergedIds, writerOf, type RegistryFormat } from './decode.js';
 import { mergeFields, withIds } from './merge.js';
 import type { RegistrySchema, SchemaRegistry } from './registry.js';
-import { catalogColumns, type TableSchema } from './table-schema.js';
+import { catalogColumns, type MergedSchema, type Side, type TableSchema } from './table-schema.js';
 import { currentSchema, type VersionedSchema } from './versions.js';
 
 const formatTypes: Record<RegistryFormat, RegistrySchema['type']> = { avro: 'AVRO', protobuf: 'PROTOBUF', 'json-schema': 'JSON' };

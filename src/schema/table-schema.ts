@@ -7,7 +7,15 @@
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { leaves, type Column } from '../parquet/schema.js';
 import type { TableFormat } from '../settings.js';
-import type { MergedSchema } from './decode.js';
+import type { RegistrySchema } from './registry.js';
+
+/** Which part of a record a registry schema decodes. */
+export type Side = 'key' | 'value';
+
+/** A registry schema as a table-schema version keeps it: with the sides merged from it. */
+export interface MergedSchema extends RegistrySchema {
+  sides: Side[];
+}
 import { dataRecord, ownValue } from '../parquet/objects.js';
 
 export interface TableColumn extends Column {

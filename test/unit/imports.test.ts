@@ -1,0 +1,79 @@
+/**
+ * The folders show the pipeline: no module imports itself back through others. Every
+ * relative import of src/, functions/ and infra/ counts, `import type` included: a type
+ * that goes round in a circle is a layering mistake too, even if nothing runs it.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Relative imports and re-exports of a module, as module paths. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const out: string[] = [];
+  for (const match of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'(\.{1,2}\/[^']+)'/gms)) {
+    out.push(resolve(dirname(file), match[1]!.replace(/\.js$/, '.ts')));
+  }
+  return out;
+}
+
+/** Strongly connected components with more than one module, or a module importing itself (Tarjan). */
+export function circles(graph: Map<string, string[]>): string[][] {
+  let index = 0;
+  const indexes = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (node: string): void => {
+    indexes.set(node, index);
+    low.set(node, index++);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!graph.has(next)) continue;
+      if (!indexes.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, indexes.get(next)!));
+      }
+    }
+    if (low.get(node) === indexes.get(node)) {
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== node);
+      if (component.length > 1 || (graph.get(node) ?? []).includes(node)) found.push(component.sort());
+    }
+  };
+  for (const node of graph.keys()) if (!indexes.has(node)) visit(node);
+  return found;
+}
+
+describe('import circles', () => {
+  it('finds a circle in a made-up graph, and none in a line', () => {
+    expect(circles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]]))).toEqual([['a', 'b', 'c']]);
+    expect(circles(new Map([['a', ['b']], ['b', ['c']], ['c', []]]))).toEqual([]);
+  });
+
+  it('src/, functions/ and infra/ import no module back through others (import type included)', () => {
+    const files = ['src', 'functions', 'infra'].flatMap((dir) => sources(join(root, dir)));
+    const graph = new Map(files.map((file) => [file, importsOf(file)]));
+    expect(circles(graph).map((component) => component.map((file) => relative(root, file)))).toEqual([]);
+  });
+});
