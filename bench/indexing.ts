@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { openEngine } from '../src/engine.js';
 import { rangeBuilder } from '../src/indexer/build.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
-import type { CommittedSource } from '../src/indexer/partition.js';
+import type { CommittedSource } from '../src/indexer/source.js';
 import { kafkaSource } from '../src/indexer/source.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic } from '../src/kafka/topics.js';

@@ -8,7 +8,7 @@ import type { DataFile } from './catalog/catalog-files.js';
 import type { Catalog } from './catalog/db.js';
 import type { TableRecord } from './catalog/tables.js';
 import { encodeFile } from './indexer/build.js';
-import type { CommittedSource } from './indexer/partition.js';
+import type { CommittedSource } from './indexer/source.js';
 import { bucketOf } from './ranges/buckets.js';
 import { compactionProblem } from './kafka/topics.js';
 import type { KafkaRecord } from './record.js';

@@ -27,7 +27,7 @@ import type { NewRange } from '../catalog/files.js';
 import { findTableById, type TableRecord } from '../catalog/tables.js';
 import { ownerName } from '../engine.js';
 import { rangeBuilder } from '../indexer/build.js';
-import type { RangeBuilder } from '../indexer/partition.js';
+import type { RangeBuilder } from '../indexer/build.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import { earliestOffset } from '../kafka/offsets.js';

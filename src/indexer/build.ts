@@ -19,8 +19,10 @@ import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js'
 import { schemaForRecords } from '../schema/evolve.js';
 import { defaultRegistry, type SchemaRegistry } from '../schema/registry.js';
 import { currentSchema } from '../schema/versions.js';
-import type { RangeBuilder } from './partition.js';
 import { ownValue } from '../parquet/objects.js';
+
+/** Turns a sealed range into the catalog's files (Parquet built in memory, statistics taken). */
+export type RangeBuilder = (table: TableRecord, partition: number, range: SealedRange) => Promise<NewRange>;
 
 /** Builds one file's bytes and statistics: the same inputs give the same bytes. */
 export function encodeFile(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string): DataFile {

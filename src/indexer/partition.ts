@@ -9,22 +9,12 @@ import type { Catalog } from '../catalog/db.js';
 import { commitRanges, recordLostInterval, type NewRange } from '../catalog/files.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, setWaitingReason, type Lease } from '../catalog/leases.js';
 import type { TableRecord } from '../catalog/tables.js';
+import type { RangeBuilder } from './build.js';
+import type { CommittedSource } from './source.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
-import { recordBytes, type KafkaRecord } from '../record.js';
+import { recordBytes } from '../record.js';
 import { RegistryUnavailableError } from '../schema/registry.js';
-
-/** Committed records of a partition, as the indexer needs them. */
-export interface CommittedSource {
-  lastStableOffset(topic: string, partition: number): Promise<bigint>;
-  /** Batches of committed records of [from, until), each with the next fetch position after it. */
-  read(topic: string, partition: number, from: bigint, until: bigint): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint }>;
-  /** The topic's cleanup.policy, where the source can tell (a rebuild that does not match says whether compaction is why). */
-  cleanupPolicy?(topic: string): Promise<string>;
-}
-
-/** Turns a sealed range into the catalog's files (Parquet built in memory, statistics taken). */
-export type RangeBuilder = (table: TableRecord, partition: number, range: SealedRange) => Promise<NewRange>;
 
 export interface PartitionIndexerDeps {
   catalog: Catalog;

@@ -2,7 +2,16 @@ import type { KafkaConnection } from '../kafka/connect.js';
 import { lastStableOffset } from '../kafka/offsets.js';
 import { readCommitted } from '../kafka/read.js';
 import { cleanupPolicy } from '../kafka/topics.js';
-import type { CommittedSource } from './partition.js';
+import type { KafkaRecord } from '../record.js';
+
+/** Committed records of a partition, as the indexer needs them. */
+export interface CommittedSource {
+  lastStableOffset(topic: string, partition: number): Promise<bigint>;
+  /** Batches of committed records of [from, until), each with the next fetch position after it. */
+  read(topic: string, partition: number, from: bigint, until: bigint): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint }>;
+  /** The topic's cleanup.policy, where the source can tell (a rebuild that does not match says whether compaction is why). */
+  cleanupPolicy?(topic: string): Promise<string>;
+}
 
 /** The indexer's committed reads, from a real Kafka cluster. */
 export function kafkaSource(kafka: KafkaConnection): CommittedSource {

@@ -7,7 +7,7 @@
  * the same position.
  */
 import { toKafkaEvent, type MskEvent } from '../events/msk.js';
-import type { CommittedSource } from '../indexer/partition.js';
+import type { CommittedSource } from '../indexer/source.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import type { KafkaRecord } from '../record.js';
 

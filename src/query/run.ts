@@ -14,7 +14,7 @@ import { listFiles, type DataFile } from '../catalog/catalog-files.js';
 import { inTransaction, type Catalog } from '../catalog/db.js';
 import { listTables, type TableRecord } from '../catalog/tables.js';
 import { encodeFile } from '../indexer/build.js';
-import type { CommittedSource } from '../indexer/partition.js';
+import type { CommittedSource } from '../indexer/source.js';
 import { encoderVersion } from '../parquet/index.js';
 import type { KafkaRecord } from '../record.js';
 import type { ReaderService } from '../reader/service.js';

@@ -8,7 +8,7 @@ import { findFile, listFiles, type DataFile } from '../catalog/catalog-files.js'
 import type { Catalog } from '../catalog/db.js';
 import { lostOffsets } from '../catalog/files.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
-import type { CommittedSource } from '../indexer/partition.js';
+import type { CommittedSource } from '../indexer/source.js';
 import { RebuildMismatchError, rebuildFile } from '../rebuild.js';
 import { ByteBoundedCache } from './cache.js';
 import { newMetrics, type ReaderMetrics } from './metrics.js';

@@ -3,7 +3,7 @@
  * headers, as the sealer counts them) and the offset ranges asked for. The read path
  * reports these as metrics; tests use them to show that pruning skips Kafka reads.
  */
-import type { CommittedSource } from '../indexer/partition.js';
+import type { CommittedSource } from '../indexer/source.js';
 import { recordBytes } from '../record.js';
 
 export interface ReadLog {
