@@ -11,20 +11,19 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { runBackfill } from '../src/backfill/index.js';
 import { dropTable } from '../src/catalog/tables.js';
-import { openEngine } from '../src/engine.js';
+import { openEngine } from '../src/runtime/engine.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic, deleteTopic } from '../src/kafka/topics.js';
-import { resolveSettings } from '../src/settings.js';
-import { stackConfig } from '../src/stack/config.js';
-import { stackEnvironment } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/tables.js';
+import { resolveSettings } from '../src/catalog/settings.js';
+import { useLocalStackDefaults } from '../src/stack/index.js';
+import { createTableFromTopic } from '../src/catalog/create-table.js';
 
 const total = Number(process.argv[2] ?? 350_000);
 const valueBytes = Number(process.argv[3] ?? 30);
 const chunkOffsets = String(process.argv[4] ?? 100_000);
 const MiB = 1024 * 1024;
 
-for (const [name, value] of Object.entries(stackEnvironment(stackConfig()))) process.env[name] ??= value;
+useLocalStackDefaults();
 const engine = await openEngine();
 const topic = `bench-backfill-${randomUUID().slice(0, 8)}`;
 const tableName = `bench_backfill_${randomUUID().slice(0, 6)}`;

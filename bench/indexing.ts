@@ -13,26 +13,25 @@
 import { performance } from 'node:perf_hooks';
 import { timedBuild } from './timing.js';
 import { randomUUID } from 'node:crypto';
-import { openEngine } from '../src/engine.js';
-import { rangeBuilder } from '../src/indexer/build.js';
+import { openEngine } from '../src/runtime/engine.js';
+import { rangeBuilder } from '../src/build/files.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
-import type { CommittedSource } from '../src/indexer/source.js';
-import { kafkaSource } from '../src/indexer/source.js';
+import type { CommittedSource } from '../src/kafka/source.js';
+import { kafkaSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
-import { recordBytes } from '../src/record.js';
-import { resolveSettings } from '../src/settings.js';
-import { stackConfig } from '../src/stack/config.js';
-import { stackEnvironment } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/tables.js';
+import { recordBytes } from '../src/kafka/record.js';
+import { resolveSettings } from '../src/catalog/settings.js';
+import { useLocalStackDefaults } from '../src/stack/index.js';
+import { createTableFromTopic } from '../src/catalog/create-table.js';
 import { dropTable, findTable } from '../src/catalog/tables.js';
 
 const total = Number(process.argv[2] ?? 100_000);
 const valueBytes = Number(process.argv[3] ?? 1024);
 const MiB = 1024 * 1024;
 
-for (const [name, value] of Object.entries(stackEnvironment(stackConfig()))) process.env[name] ??= value;
+useLocalStackDefaults();
 const engine = await openEngine();
 
 /** Where the time goes: each stage's wall time, measured around the calls the indexer makes. */

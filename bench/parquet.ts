@@ -7,8 +7,8 @@
  * CPU time is reported besides wall time: on a shared 2-core machine wall time swings
  * with whatever else runs, CPU time much less. Best of `rounds` for each.
  */
-import type { KafkaRecord } from '../src/record.js';
-import { recordBytes } from '../src/record.js';
+import type { KafkaRecord } from '../src/kafka/record.js';
+import { recordBytes } from '../src/kafka/record.js';
 import {
   columnStatistics,
   encodeParquet,

@@ -17,29 +17,31 @@ import { once } from 'node:events';
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { listFiles } from '../src/catalog/catalog-files.js';
+import { listFiles } from '../src/catalog/file-reads.js';
 import { findTable } from '../src/catalog/tables.js';
-import { openEngine } from '../src/engine.js';
-import { rangeBuilder } from '../src/indexer/build.js';
+import { openEngine } from '../src/runtime/engine.js';
+import { useLocalStackDefaults } from '../src/stack/index.js';
+import { rangeBuilder } from '../src/build/files.js';
 import { indexerFor } from '../src/indexer/handler.js';
-import { kafkaSource } from '../src/indexer/source.js';
+import { kafkaSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';
 import { readCommittedRange } from '../src/kafka/read.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { readerHandler } from '../src/reader/http.js';
 import { readerServer } from '../src/reader/node-server.js';
 import { ReaderService } from '../src/reader/service.js';
-import { rebuildFile } from '../src/rebuild.js';
+import { rebuildFile } from '../src/reader/rebuild.js';
 import { buildDataFile, kafkaColumnArrays } from '../src/parquet/index.js';
 import { schemaVersion } from '../src/schema/versions.js';
-import { resolveSettings } from '../src/settings.js';
-import { createTableFromTopic } from '../src/tables.js';
+import { resolveSettings } from '../src/catalog/settings.js';
+import { createTableFromTopic } from '../src/catalog/create-table.js';
 
 const fileMiB = Number(process.argv[2] ?? 128);
 const serveSeconds = Number(process.argv[3] ?? 10);
 const MiB = 1024 * 1024;
 const recordValueBytes = 1024;
 
+useLocalStackDefaults();
 const engine = await openEngine();
 try {
   // BENCH_TABLE reuses a table an earlier run loaded and indexed.

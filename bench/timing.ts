@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { RangeBuilder } from '../src/indexer/build.js';
+import type { RangeBuilder } from '../src/build/files.js';
 
 /** The builder, with the wall time of its calls added to `into.build` (ms). */
 export function timedBuild(build: RangeBuilder, into: { build: number }): RangeBuilder {

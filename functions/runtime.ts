@@ -4,10 +4,10 @@
  */
 import { openCatalog } from '../src/catalog/db.js';
 import { migrateCatalog } from '../src/catalog/migrate.js';
-import { ownerName } from '../src/engine.js';
+import { ownerName } from '../src/runtime/engine.js';
 import type { IndexerRuntime } from '../src/indexer/handler.js';
-import { rangeBuilder } from '../src/indexer/build.js';
-import { kafkaSource } from '../src/indexer/source.js';
+import { rangeBuilder } from '../src/build/files.js';
+import { kafkaSource } from '../src/kafka/source.js';
 import type { Catalog } from '../src/catalog/db.js';
 import { connectKafka, type KafkaConnection } from '../src/kafka/connect.js';
 import { databaseUrl, kafkaSecurity } from './connections.js';

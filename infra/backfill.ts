@@ -24,10 +24,10 @@
  * ⌊chunksPerExecution / partitions⌋ ≥ 1), so one execution writes ≤ 30 + 9 × chunks +
  * 4 × partitions ≤ 30 + 13 × chunksPerExecution events: 19,530 for the default 1,500
  * (room for ~1,800 retry events, 3 per Lambda retry), 23,430 for the allowed maximum
- * 1,800 (src/orchestration/limits.ts). A backfill of 10^9 offsets in 100,000-offset
+ * 1,800 (src/backfill/limits.ts). A backfill of 10^9 offsets in 100,000-offset
  * chunks is 10,000 chunks: 7 executions, each started by the last.
  *
- * The task contract (functions/backfill, src/orchestration/backfill-tasks.ts):
+ * The task contract (functions/backfill, src/backfill/tasks.ts):
  *   Plan / Replan: {action: 'plan', table, chunksPerExecution?, execution?}
  *                  → {table, chunksPerExecution, execution, chunksPerPartition, partitions: [cursor]}
  *   Chunk:         {action: 'chunk', table, cursor} → cursor (with `done`)

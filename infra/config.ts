@@ -4,7 +4,7 @@
  * CloudFormation parameter: which Kafka, which auth, which VPC, which database. Each is
  * checked here, so a wrong value fails `cdk synth` with the name of the key.
  */
-import { defaultChunksPerExecution, maxChunksPerExecution } from '../src/orchestration/limits.js';
+import { defaultChunksPerExecution, maxChunksPerExecution } from '../src/backfill/limits.js';
 
 /** Where the records come from and how the functions authenticate to it. */
 export type KafkaSettings =

@@ -1,7 +1,7 @@
 /**
  * `offsetlake backfill` locally: the backfill state machine that CDK synthesizes
  * (infra/definition.ts), executed by aws-local-stepfunctions, its Task states mapped by
- * name to the same task code the Lambda runs (src/orchestration/backfill-tasks.ts), and
+ * name to the same task code the Lambda runs (src/backfill/tasks.ts), and
  * its ContinueAsNew (StartExecution of itself) turned into the next local execution with
  * the input it names, as Step Functions would start it.
  */
@@ -9,7 +9,7 @@ import { StateMachine } from 'aws-local-stepfunctions';
 import { synthesizeBackfillDefinition, type SynthesizedBackfill } from './definition.js';
 import { backfillStates } from './backfill.js';
 import type { BackfillPartition, BackfillRunner, BackfillSummary, ChunkResult } from '../src/backfill/index.js';
-import { chunkTask, planTask, type BackfillTaskDeps } from '../src/orchestration/backfill-tasks.js';
+import { chunkTask, planTask, type BackfillTaskDeps } from '../src/backfill/tasks.js';
 
 export interface LocalBackfillOptions {
   /** The execution input's chunk budget (default: the plan's, 1,500). */

@@ -3,8 +3,8 @@
  * parses the task's event, runs the engine's step, returns its JSON. A thrown error is
  * retried by the state's Retry; a chunk run twice changes nothing.
  */
-import { ownerName } from '../../src/engine.js';
-import { backfillTask, type BackfillPlanState } from '../../src/orchestration/backfill-tasks.js';
+import { ownerName } from '../../src/runtime/engine.js';
+import { backfillTask, type BackfillPlanState } from '../../src/backfill/tasks.js';
 import type { ChunkResult } from '../../src/backfill/index.js';
 import { lambdaServices } from '../runtime.js';
 

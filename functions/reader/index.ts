@@ -6,7 +6,7 @@
  * OFFSETLAKE_TOKEN or OFFSETLAKE_TOKEN_SECRET_ARN (or OFFSETLAKE_NO_AUTH=1),
  * OFFSETLAKE_CACHE_BYTES (default 256 MiB).
  */
-import { kafkaSource } from '../../src/indexer/source.js';
+import { kafkaSource } from '../../src/kafka/source.js';
 import { readerHandler, type ReaderHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { readerToken } from '../connections.js';

@@ -4,8 +4,8 @@
  * adds partitions new to their topics at their LSO, and starts a backfill execution for
  * each table whose new partitions have history to backfill.
  */
-import { discoverPartitions, type DiscoveredPartition } from '../../src/discovery.js';
-import { checkRetention, type RetentionResult } from '../../src/retention.js';
+import { discoverPartitions, type DiscoveredPartition } from '../../src/retention/discovery.js';
+import { checkRetention, type RetentionResult } from '../../src/retention/check.js';
 import { lambdaServices } from '../runtime.js';
 
 export interface RetentionOutcome extends RetentionResult {

@@ -23,11 +23,11 @@
  */
 import { claimBackfill, commitBackfillChunk, raiseBackfillTarget, releaseBackfillClaim, renewBackfillClaim, BackfillStaleError, type BackfillClaim, type BackfillState } from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
-import type { NewRange } from '../catalog/files.js';
+import type { NewRange } from '../catalog/file-writes.js';
 import { findTableById, type TableRecord } from '../catalog/tables.js';
-import { ownerName } from '../engine.js';
-import { rangeBuilder } from '../indexer/build.js';
-import type { RangeBuilder } from '../indexer/build.js';
+import { ownerName } from '../runtime/engine.js';
+import { rangeBuilder } from '../build/files.js';
+import type { RangeBuilder } from '../build/files.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import { earliestOffset } from '../kafka/offsets.js';

@@ -18,7 +18,7 @@
  */
 import type { Catalog } from '../catalog/db.js';
 import type { KafkaConnection } from '../kafka/connect.js';
-import { ownerName } from '../engine.js';
+import { ownerName } from '../runtime/engine.js';
 import { backfillChunk, type ChunkOptions } from './chunk.js';
 import { planBackfill } from './plan.js';
 import type { BackfillPartition, ChunkResult } from './types.js';

@@ -17,7 +17,7 @@
  * or whose plan changed under it (retention, another run), adds nothing.
  */
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
-import { insertRange, type NewRange } from './files.js';
+import { insertRange, type NewRange } from './file-writes.js';
 
 export interface BackfillState {
   tableId: bigint;

@@ -1,5 +1,5 @@
 import { catalogColumns, type TableSchema } from '../schema/table-schema.js';
-import type { TableFormat, TableSettings } from '../settings.js';
+import type { TableFormat, TableSettings } from './settings.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 
 export interface TableRecord {

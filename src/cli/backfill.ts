@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import type { ChunkResult } from '../backfill/index.js';
-import { discoverPartitions } from '../discovery.js';
-import { maxChunksPerExecution } from '../orchestration/limits.js';
-import { checkRetention } from '../retention.js';
+import { discoverPartitions } from '../retention/discovery.js';
+import { maxChunksPerExecution } from '../backfill/limits.js';
+import { checkRetention } from '../retention/check.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
 

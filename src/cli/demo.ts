@@ -4,19 +4,19 @@
  * hours, late records, a few values that are not JSON); a table over it; indexing until
  * caught up; every file rebuilt from Kafka and verified; the catalog, status and a query printed.
  */
-import { listFiles } from '../catalog/catalog-files.js';
+import { listFiles } from '../catalog/file-reads.js';
 import { dropTable, findTable } from '../catalog/tables.js';
-import { openEngine } from '../engine.js';
-import { rangeBuilder } from '../indexer/build.js';
-import { kafkaSource } from '../indexer/source.js';
+import { openEngine } from '../runtime/engine.js';
+import { rangeBuilder } from '../build/files.js';
+import { kafkaSource } from '../kafka/source.js';
 import { produce } from '../kafka/produce.js';
 import { createTopic } from '../kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
-import { rebuildFile } from '../rebuild.js';
-import { resolveSettings } from '../settings.js';
+import { rebuildFile } from '../reader/rebuild.js';
+import { resolveSettings } from '../catalog/settings.js';
 import { stackConfig } from '../stack/config.js';
 import { stackEnvironment, stackUp } from '../stack/index.js';
-import { createTableFromTopic } from '../tables.js';
+import { createTableFromTopic } from '../catalog/create-table.js';
 import { filesCommand, statusCommand } from './inspect.js';
 import { queryCommand } from './query.js';
 import { progress } from './output.js';

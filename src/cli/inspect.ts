@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { listFiles } from '../catalog/catalog-files.js';
+import { listFiles } from '../catalog/file-reads.js';
 import { findTable } from '../catalog/tables.js';
-import { partitionStatus } from '../status.js';
+import { partitionStatus } from '../catalog/status.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
 

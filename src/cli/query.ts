@@ -1,7 +1,7 @@
 /** `query "SQL"`: the built-in SQL over a table's files and its fresh tail. */
 import { parseArgs } from 'node:util';
 import type { Json } from '@duckdb/node-api';
-import { kafkaSource } from '../indexer/source.js';
+import { kafkaSource } from '../kafka/source.js';
 import { ReaderService } from '../reader/service.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';

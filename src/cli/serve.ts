@@ -1,11 +1,11 @@
 /** `serve`: the HTTP read API for engines, until interrupted. */
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
-import { kafkaSource } from '../indexer/source.js';
+import { kafkaSource } from '../kafka/source.js';
 import { readerHandler } from '../reader/http.js';
 import { readerServer } from '../reader/node-server.js';
 import { defaultCacheBytes, ReaderService } from '../reader/service.js';
-import { formatBytes, parseBytes } from '../settings.js';
+import { formatBytes, parseBytes } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
 

@@ -1,7 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { dropTable, listTables } from '../catalog/tables.js';
-import { createTableFromTopic } from '../tables.js';
-import { formatSettings, parseFormat, resolveSettings, settingNames } from '../settings.js';
+import { createTableFromTopic } from '../catalog/create-table.js';
+import { formatSettings, parseFormat, resolveSettings, settingNames } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
 

@@ -10,7 +10,7 @@
  * One event can hold several partitions; each partition's records are in offset order,
  * possibly with gaps (compaction, aborted records, transaction markers).
  */
-import type { KafkaRecord } from '../record.js';
+import type { KafkaRecord } from '../kafka/record.js';
 
 export const kafkaEventSources = ['aws:kafka', 'SelfManagedKafka', 'aws:SelfManagedKafka'] as const;
 

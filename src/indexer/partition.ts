@@ -6,14 +6,14 @@
  * otherwise it is dropped and read again from Kafka.
  */
 import type { Catalog } from '../catalog/db.js';
-import { commitRanges, recordLostInterval, type NewRange } from '../catalog/files.js';
+import { commitRanges, recordLostInterval, type NewRange } from '../catalog/file-writes.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, setWaitingReason, type Lease } from '../catalog/leases.js';
 import type { TableRecord } from '../catalog/tables.js';
-import type { RangeBuilder } from './build.js';
-import type { CommittedSource } from './source.js';
+import type { RangeBuilder } from '../build/files.js';
+import type { CommittedSource } from '../kafka/source.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
-import { recordBytes } from '../record.js';
+import { recordBytes } from '../kafka/record.js';
 import { RegistryUnavailableError } from '../schema/registry.js';
 
 export interface PartitionIndexerDeps {

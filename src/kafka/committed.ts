@@ -21,7 +21,7 @@
  * that read past them.
  */
 import type { RecordsBatch } from '@platformatic/kafka';
-import type { KafkaRecord } from '../record.js';
+import type { KafkaRecord } from './record.js';
 import { UnsupportedRecordFormatError } from './errors.js';
 
 /** The engine's record (timestamps in ms: the record's CreateTime, or the batch's LogAppendTime when the topic uses it), with Buffers. */

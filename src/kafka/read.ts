@@ -32,6 +32,10 @@ import {
 } from './errors.js';
 import { earliestOffset, highWatermark } from './offsets.js';
 import { partitionLeader, type PartitionLeader } from './topics.js';
+import { doubling, pause } from '../common/retry.js';
+
+/** Pauses between Fetch retries: 100 ms doubling, at most 2 s. */
+const fetchPauses = doubling(100, 2000);
 
 export interface ReadOptions {
   /** Bytes asked for per Fetch (Kafka returns at least one whole batch even if larger). Default 4 MiB: 1-8 MiB read equally fast; 32 MiB is 2-3x slower (decoding and GC of large responses). */
@@ -208,7 +212,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     let lastError: unknown;
     for (let attempt = 0; attempt <= this.#options.retries; attempt++) {
       this.#options.signal?.throwIfAborted();
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** (attempt - 1))));
+      if (attempt > 0) await pause(fetchPauses(attempt), this.#options.signal);
       try {
         const leader = (this.#leader ??= await partitionLeader(client, this.topic, this.partition, attempt > 0));
         // A topic deleted and created again under the same name restarts its offsets: never read on into it.

@@ -7,9 +7,10 @@
  * the same position.
  */
 import { toKafkaEvent, type MskEvent } from '../events/msk.js';
-import type { CommittedSource } from '../indexer/source.js';
+import type { CommittedSource } from '../kafka/source.js';
+import { retrying } from '../common/retry.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';
-import type { KafkaRecord } from '../record.js';
+import type { KafkaRecord } from '../kafka/record.js';
 
 export interface EmulatorOptions {
   /** Records per event (the mapping's BatchSize, at most 10,000). */
@@ -96,16 +97,11 @@ export class PartitionEventSource {
   }
 
   private async deliverUntilDone(event: MskEvent, deliver: Deliver, signal?: AbortSignal): Promise<void> {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        await deliver(event);
-        this.delivered += 1;
-        return;
-      } catch (error) {
-        if (signal?.aborted || attempt >= this.options.attempts) throw error;
-        this.redelivered += 1;
-        await new Promise((done) => setTimeout(done, this.options.retryDelayMs));
-      }
-    }
+    const pausesMs = Array.from({ length: this.options.attempts - 1 }, () => this.options.retryDelayMs);
+    await retrying({ pausesMs, signal }, () => true, async (attempt) => {
+      if (attempt > 0) this.redelivered += 1;
+      await deliver(event);
+    });
+    this.delivered += 1;
   }
 }

@@ -5,15 +5,16 @@
  * with reason `capacity` when it is exceeded), and a bound on concurrent file builds.
  */
 import { listTables } from '../catalog/tables.js';
-import type { Engine } from '../engine.js';
-import { ownerName } from '../engine.js';
+import type { Engine } from '../runtime/engine.js';
+import { ownerName } from '../runtime/engine.js';
 import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../indexer/handler.js';
 import type { PartitionIndexer } from '../indexer/partition.js';
-import type { RangeBuilder } from '../indexer/build.js';
-import { kafkaSource } from '../indexer/source.js';
+import type { RangeBuilder } from '../build/files.js';
+import { kafkaSource } from '../kafka/source.js';
 import { topicPartitions } from '../kafka/topics.js';
 import { defaultEmulatorOptions, PartitionEventSource, type EmulatorOptions } from './emulator.js';
 import { limitConcurrency } from './limit.js';
+import { pause } from '../common/retry.js';
 
 export interface RunnerOptions {
   /** All open ranges together stay under this many bytes. */
@@ -105,7 +106,7 @@ export class LocalRunner {
           return this.summary;
         }
         if (signal?.aborted) return this.summary;
-        if (idle || this.failedPumps.size > 0) await sleep(this.options.pollIntervalMs, signal);
+        if (idle || this.failedPumps.size > 0) await pause(this.options.pollIntervalMs, signal);
       }
     } finally {
       await Promise.allSettled([...this.runtime.indexers.values()].map((indexer) => indexer.release()));
@@ -247,14 +248,4 @@ export class LocalRunner {
     await indexer.noteFailure(error);
     return undefined;
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((done) => {
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      done();
-    }, { once: true });
-  });
 }

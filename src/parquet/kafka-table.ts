@@ -10,8 +10,8 @@
  * of its leaves `_headers.list.element.key` / `.value`. A record without headers has
  * an empty list, never null.
  */
-import type { KafkaRecord } from '../record.js';
-import type { TableFormat } from '../settings.js';
+import type { KafkaRecord } from '../kafka/record.js';
+import type { TableFormat } from '../catalog/settings.js';
 import { jsonValueError } from './json-text.js';
 import type { Column, ColumnType } from './schema.js';
 import type { ColumnArrays } from './values.js';

@@ -20,7 +20,7 @@
  * Normalized: int64/timestamp/decimal → bigint, string/json → Uint8Array.
  */
 import { type Column, type ColumnType, type FieldType, sameColumns, type ScalarType, validateColumns } from './schema.js';
-import { ownValue, setOwn } from './objects.js';
+import { ownValue, setOwn } from '../common/objects.js';
 
 export type Row = Readonly<Record<string, unknown>>;
 export type ColumnArrays = Readonly<Record<string, ArrayLike<unknown>>>;

@@ -6,7 +6,7 @@
  * predicate keeps the file. Pruning never changes an answer, DuckDB still applies the
  * whole WHERE clause to every row it reads.
  */
-import type { DataFile } from '../catalog/catalog-files.js';
+import type { DataFile } from '../catalog/file-reads.js';
 import type { Literal, Predicate } from './sql-scan.js';
 
 /** Inclusive bounds of a column's values, where known. */

@@ -21,8 +21,8 @@
  * An open range with no records is never sealed: there is no file to make of it. Its
  * offsets stay open until a record arrives (they then lead its range).
  */
-import { recordBytes, type KafkaRecord } from '../record.js';
-import type { Granularity } from '../settings.js';
+import { recordBytes, type KafkaRecord } from '../kafka/record.js';
+import type { Granularity } from '../catalog/settings.js';
 import { bucketOf } from './buckets.js';
 
 export type SealReason = 'bytes' | 'span' | 'age' | 'bucket' | 'flush' | 'capacity' | 'chunk';

@@ -16,9 +16,9 @@
  * `{error}` with a reason.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { DataFile } from '../catalog/catalog-files.js';
+import type { DataFile } from '../catalog/file-reads.js';
 import { TableError, type TableRecord } from '../catalog/tables.js';
-import { FileExpiredError, RebuildMismatchError } from '../rebuild.js';
+import { FileExpiredError, RebuildMismatchError } from './rebuild.js';
 import { parseRange } from './range.js';
 import type { ReaderService } from './service.js';
 

@@ -4,12 +4,12 @@
  * before anything is returned), and keeps rebuilt files in a byte-bounded cache.
  * Concurrent reads of one file share one rebuild.
  */
-import { findFile, listFiles, type DataFile } from '../catalog/catalog-files.js';
+import { findFile, listFiles, type DataFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
-import { lostOffsets } from '../catalog/files.js';
+import { lostOffsets } from '../catalog/file-reads.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
-import type { CommittedSource } from '../indexer/source.js';
-import { RebuildMismatchError, rebuildFile } from '../rebuild.js';
+import type { CommittedSource } from '../kafka/source.js';
+import { RebuildMismatchError, rebuildFile } from './rebuild.js';
 import { ByteBoundedCache } from './cache.js';
 import { newMetrics, type ReaderMetrics } from './metrics.js';
 import { countingSource, type ReadLog } from './source.js';

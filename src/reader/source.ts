@@ -3,8 +3,8 @@
  * headers, as the sealer counts them) and the offset ranges asked for. The read path
  * reports these as metrics; tests use them to show that pruning skips Kafka reads.
  */
-import type { CommittedSource } from '../indexer/source.js';
-import { recordBytes } from '../record.js';
+import type { CommittedSource } from '../kafka/source.js';
+import { recordBytes } from '../kafka/record.js';
 
 export interface ReadLog {
   records: number;

@@ -11,7 +11,7 @@ import avro from 'avsc';
 import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { checkDecimal, DecodeError, jsonText, mapType, signedBigInt, type WriterSchema } from './writer.js';
-import { ownValue, setOwn } from '../parquet/objects.js';
+import { ownValue, setOwn } from '../common/objects.js';
 
 type AvroType = avro.Type;
 

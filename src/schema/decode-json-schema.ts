@@ -12,7 +12,7 @@
 import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { DecodeError, mapType, type WriterSchema } from './writer.js';
-import { ownValue, setOwn } from '../parquet/objects.js';
+import { ownValue, setOwn } from '../common/objects.js';
 
 type JsonSchema = Record<string, unknown> | boolean;
 

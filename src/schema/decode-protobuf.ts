@@ -14,7 +14,7 @@ import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { readMessageIndexes } from './wire.js';
 import { DecodeError, jsonText, mapType, type WriterSchema } from './writer.js';
-import { setOwn } from '../parquet/objects.js';
+import { setOwn } from '../common/objects.js';
 
 interface Shape {
   type: ColumnType;

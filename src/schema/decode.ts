@@ -17,8 +17,8 @@
  */
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
-import type { KafkaRecord } from '../record.js';
-import type { TableFormat } from '../settings.js';
+import type { KafkaRecord } from '../kafka/record.js';
+import type { TableFormat } from '../catalog/settings.js';
 import { avroWriter } from './decode-avro.js';
 import { jsonSchemaWriter } from './decode-json-schema.js';
 import { protobufWriter } from './decode-protobuf.js';
@@ -27,7 +27,7 @@ import type { RegistrySchema, SchemaType } from './registry.js';
 import type { Side, TableSchema } from './table-schema.js';
 import { readWireHeader } from './wire.js';
 import { DecodeError, type WriterSchema } from './writer.js';
-import { dataRecord, ownValue } from '../parquet/objects.js';
+import { dataRecord, ownValue } from '../common/objects.js';
 
 export type RegistryFormat = 'avro' | 'protobuf' | 'json-schema';
 

@@ -16,7 +16,7 @@
 import type { Column, ColumnType, FieldType } from '../parquet/schema.js';
 import { leaves, sameType } from '../parquet/schema.js';
 import type { TableColumn, TableSchema } from './table-schema.js';
-import { dataRecord, ownValue, setOwn } from '../parquet/objects.js';
+import { dataRecord, ownValue, setOwn } from '../common/objects.js';
 
 /** The suffix a field gets when its type cannot widen into its column. */
 export function typeTag(type: ColumnType): string {

@@ -10,7 +10,8 @@
  * writes no files. "No such id" (404) is an answer, not an outage: those records become
  * rows with an error.
  */
-import { engineConfig } from '../config.js';
+import { engineConfig } from '../runtime/config.js';
+import { retrying } from '../common/retry.js';
 
 export type SchemaType = 'AVRO' | 'PROTOBUF' | 'JSON';
 
@@ -69,28 +70,28 @@ export function schemaRegistry(url: string, options: RegistryOptions = {}, env: 
   const missing = new Map<number, number>();
 
   async function get(path: string): Promise<SchemaAnswer | null> {
-    let reason = '';
-    for (let attempt = 0; attempt <= backoff.length; attempt++) {
-      if (attempt > 0) await new Promise((done) => setTimeout(done, backoff[attempt - 1]));
-      let response: Response;
-      try {
-        response = await fetch(`${base}${path}`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-      } catch (error) {
-        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-        reason = cause?.code ?? cause?.message ?? (error as Error).message;
-        continue;
-      }
-      if (response.status === 404) return null;
-      if (response.ok) {
-        const answer = (await response.json().catch(() => undefined)) as SchemaAnswer | undefined;
-        if (answer && typeof answer.schema === 'string') return answer;
-        reason = `an answer without a schema for ${path}`;
-        continue;
-      }
-      reason = `HTTP ${response.status} for ${path}`;
-      await response.body?.cancel();
+    try {
+      return await retrying({ pausesMs: backoff }, (error) => error instanceof Unanswered, async () => {
+        let response: Response;
+        try {
+          response = await fetch(`${base}${path}`, { headers, signal: AbortSignal.timeout(timeoutMs) });
+        } catch (error) {
+          const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+          throw new Unanswered(cause?.code ?? cause?.message ?? (error as Error).message);
+        }
+        if (response.status === 404) return null;
+        if (response.ok) {
+          const answer = (await response.json().catch(() => undefined)) as SchemaAnswer | undefined;
+          if (answer && typeof answer.schema === 'string') return answer;
+          throw new Unanswered(`an answer without a schema for ${path}`);
+        }
+        await response.body?.cancel();
+        throw new Unanswered(`HTTP ${response.status} for ${path}`);
+      });
+    } catch (error) {
+      if (error instanceof Unanswered) throw new RegistryUnavailableError(base, `${error.message} (${backoff.length + 1} tries)`);
+      throw error;
     }
-    throw new RegistryUnavailableError(base, `${reason} (${backoff.length + 1} tries)`);
   }
 
   async function resolve(answer: SchemaAnswer, id: number, depth: number): Promise<RegistrySchema> {
@@ -129,9 +130,12 @@ export function schemaRegistry(url: string, options: RegistryOptions = {}, env: 
   };
 }
 
+/** One try that got no usable answer: tried again, and after the last try the registry is unavailable. */
+class Unanswered extends Error {}
+
 const registries = new Map<string, SchemaRegistry>();
 
-/** The process's registry client for `url` (default: SCHEMA_REGISTRY_URL, else the local stack's). */
+/** The process's registry client for `url` (default: SCHEMA_REGISTRY_URL). */
 export function defaultRegistry(url: string = engineConfig().schemaRegistryUrl): SchemaRegistry {
   let registry = registries.get(url);
   if (!registry) {

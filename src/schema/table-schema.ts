@@ -6,7 +6,7 @@
  */
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { leaves, type Column } from '../parquet/schema.js';
-import type { TableFormat } from '../settings.js';
+import type { TableFormat } from '../catalog/settings.js';
 import type { RegistrySchema } from './registry.js';
 
 /** Which part of a record a registry schema decodes. */
@@ -16,7 +16,7 @@ export type Side = 'key' | 'value';
 export interface MergedSchema extends RegistrySchema {
   sides: Side[];
 }
-import { dataRecord, ownValue } from '../parquet/objects.js';
+import { dataRecord, ownValue } from '../common/objects.js';
 
 export interface TableColumn extends Column {
   id: number;

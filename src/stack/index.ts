@@ -2,6 +2,7 @@ import { kafkaService } from './kafka.js';
 import { catalogDatabaseUrl, postgresService } from './postgres.js';
 import { registryService, registryUrl } from './registry.js';
 import type { ServiceStatus, StackConfig } from './types.js';
+import { stackConfig } from './config.js';
 
 // Kafka first: the registry keeps its schemas in the broker.
 const services = [kafkaService, registryService, postgresService] as const;
@@ -36,4 +37,13 @@ export function stackEnvironment(config: StackConfig): StackEnvironment {
     SCHEMA_REGISTRY_URL: registryUrl(config),
     DATABASE_URL: catalogDatabaseUrl(config),
   };
+}
+
+/**
+ * The defaults of a process on one machine (the CLI, tests, benchmarks): every service
+ * the environment does not name is the local stack's. The engine itself has no defaults,
+ * so a Lambda bundle never carries the stack manager.
+ */
+export function useLocalStackDefaults(env: NodeJS.ProcessEnv = process.env): void {
+  for (const [name, value] of Object.entries(stackEnvironment(stackConfig({}, env)))) env[name] ??= value;
 }

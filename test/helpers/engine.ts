@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { openEngine, type Engine } from '../../src/engine.js';
+import { openEngine, type Engine } from '../../src/runtime/engine.js';
 import type { IndexerRuntime } from '../../src/indexer/handler.js';
-import { rangeBuilder } from '../../src/indexer/build.js';
-import { kafkaSource } from '../../src/indexer/source.js';
+import { rangeBuilder } from '../../src/build/files.js';
+import { kafkaSource } from '../../src/kafka/source.js';
 import { createTopic, topicPartitions } from '../../src/kafka/topics.js';
-import { resolveSettings, type TableFormat } from '../../src/settings.js';
-import { createTableFromTopic, type CreatedTable } from '../../src/tables.js';
+import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
+import { createTableFromTopic, type CreatedTable } from '../../src/catalog/create-table.js';
 import { freshDatabase } from './database.js';
 
 /** An engine on a catalog of its own (a fresh database) and the test broker; `close()` drops the database. */

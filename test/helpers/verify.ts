@@ -1,12 +1,12 @@
 import { parquetReadObjects } from 'hyparquet';
 import { expect } from 'vitest';
-import { listFiles, type DataFile } from '../../src/catalog/catalog-files.js';
+import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
 import type { TableRecord } from '../../src/catalog/tables.js';
-import type { Engine } from '../../src/engine.js';
-import { kafkaSource } from '../../src/indexer/source.js';
+import type { Engine } from '../../src/runtime/engine.js';
+import { kafkaSource } from '../../src/kafka/source.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { bucketOf } from '../../src/ranges/buckets.js';
-import { rebuildFile } from '../../src/rebuild.js';
+import { rebuildFile } from '../../src/reader/rebuild.js';
 
 export type Row = Record<string, unknown>;
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backfillChunk, planBackfill, runBackfill, type ChunkResult } from '../../src/backfill/index.js';
 import { BackfillClaimedError, claimBackfill, releaseBackfillClaim } from '../../src/catalog/backfill.js';
-import { listFiles } from '../../src/catalog/catalog-files.js';
-import { insertRange } from '../../src/catalog/files.js';
+import { listFiles } from '../../src/catalog/file-reads.js';
+import { insertRange } from '../../src/catalog/file-writes.js';
 import { findTable } from '../../src/catalog/tables.js';
-import type { Engine } from '../../src/engine.js';
-import { rangeBuilder } from '../../src/indexer/build.js';
+import type { Engine } from '../../src/runtime/engine.js';
+import { rangeBuilder } from '../../src/build/files.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { earliestOffset, lastStableOffset, offsetForTime } from '../../src/kafka/offsets.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';

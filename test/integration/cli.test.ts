@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine } from '../../src/engine.js';
+import type { Engine } from '../../src/runtime/engine.js';
 import { produce } from '../../src/kafka/produce.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 

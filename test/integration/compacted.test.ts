@@ -5,19 +5,19 @@
  */
 import { ConfigResourceTypes, IncrementalAlterConfigOperationTypes } from '@platformatic/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listFiles } from '../../src/catalog/catalog-files.js';
+import { listFiles } from '../../src/catalog/file-reads.js';
 import { TableError } from '../../src/catalog/tables.js';
-import type { Engine } from '../../src/engine.js';
-import { kafkaSource } from '../../src/indexer/source.js';
+import type { Engine } from '../../src/runtime/engine.js';
+import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
 import { createTopic } from '../../src/kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
-import { rangeBuilder } from '../../src/indexer/build.js';
+import { rangeBuilder } from '../../src/build/files.js';
 import { readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
-import { resolveSettings } from '../../src/settings.js';
-import { partitionStatus } from '../../src/status.js';
-import { createTableFromTopic } from '../../src/tables.js';
+import { resolveSettings } from '../../src/catalog/settings.js';
+import { partitionStatus } from '../../src/catalog/status.js';
+import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 
 let engine: Engine;

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { listFiles } from '../../src/catalog/catalog-files.js';
+import { listFiles } from '../../src/catalog/file-reads.js';
 import { openCatalog } from '../../src/catalog/db.js';
 import { findTable } from '../../src/catalog/tables.js';
-import type { Engine } from '../../src/engine.js';
+import type { Engine } from '../../src/runtime/engine.js';
 import { EventShapeError, toKafkaEvent } from '../../src/events/msk.js';
-import { rangeBuilder } from '../../src/indexer/build.js';
+import { rangeBuilder } from '../../src/build/files.js';
 import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
 import { LeaseHeldError } from '../../src/indexer/partition.js';
 import { tickIdlePartitions } from '../../src/indexer/tick.js';

@@ -3,11 +3,11 @@
  * environment as on AWS, against the real broker and a catalog of their own.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine } from '../../src/engine.js';
+import type { Engine } from '../../src/runtime/engine.js';
 import { produce } from '../../src/kafka/produce.js';
 import { deleteRecords } from '../../src/kafka/topics.js';
-import { resolveSettings } from '../../src/settings.js';
-import { createTableFromTopic } from '../../src/tables.js';
+import { resolveSettings } from '../../src/catalog/settings.js';
+import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
 let engine: Engine;

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine } from '../../src/engine.js';
+import type { Engine } from '../../src/runtime/engine.js';
 import { toKafkaEvent } from '../../src/events/msk.js';
 import { produce } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
-import { listFiles } from '../../src/catalog/catalog-files.js';
-import { resolveSettings } from '../../src/settings.js';
-import { createTableFromTopic } from '../../src/tables.js';
+import { listFiles } from '../../src/catalog/file-reads.js';
+import { resolveSettings } from '../../src/catalog/settings.js';
+import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
 let engine: Engine;

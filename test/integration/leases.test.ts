@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openCatalog, type Catalog } from '../../src/catalog/db.js';
-import { ContiguityError, commitRanges, type NewRange } from '../../src/catalog/files.js';
+import { ContiguityError, commitRanges, type NewRange } from '../../src/catalog/file-writes.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease } from '../../src/catalog/leases.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
 import { createTable, type TableRecord } from '../../src/catalog/tables.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
-import { defaultSettings } from '../../src/settings.js';
+import { defaultSettings } from '../../src/catalog/settings.js';
 import { freshDatabase } from '../helpers/database.js';
 
 let catalog: Catalog;

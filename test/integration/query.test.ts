@@ -7,20 +7,20 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listFiles, type DataFile } from '../../src/catalog/catalog-files.js';
+import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
 import { findTable, type TableRecord } from '../../src/catalog/tables.js';
-import type { Engine } from '../../src/engine.js';
-import { rangeBuilder } from '../../src/indexer/build.js';
-import { kafkaSource } from '../../src/indexer/source.js';
+import type { Engine } from '../../src/runtime/engine.js';
+import { rangeBuilder } from '../../src/build/files.js';
+import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { runQuery } from '../../src/query/run.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { countingSource } from '../../src/reader/source.js';
-import { recordBytes, type KafkaRecord } from '../../src/record.js';
-import { resolveSettings } from '../../src/settings.js';
-import { createTableFromTopic } from '../../src/tables.js';
+import { recordBytes, type KafkaRecord } from '../../src/kafka/record.js';
+import { resolveSettings } from '../../src/catalog/settings.js';
+import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
 const run = promisify(execFile);

@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine } from '../../src/engine.js';
+import type { Engine } from '../../src/runtime/engine.js';
 import { testEngine } from '../helpers/engine.js';
 
 const script = fileURLToPath(new URL('./registry_independent.py', import.meta.url));

@@ -5,17 +5,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChunkResult } from '../../src/backfill/index.js';
-import { listFiles } from '../../src/catalog/catalog-files.js';
+import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
-import type { Engine } from '../../src/engine.js';
-import { rangeBuilder } from '../../src/indexer/build.js';
+import type { Engine } from '../../src/runtime/engine.js';
+import { rangeBuilder } from '../../src/build/files.js';
 import { indexerFor } from '../../src/indexer/handler.js';
-import { kafkaSource } from '../../src/indexer/source.js';
+import { kafkaSource } from '../../src/kafka/source.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { synthesizeBackfillDefinition } from '../../infra/definition.js';
 import { runBackfillStateMachine } from '../../infra/local-execution.js';
-import { chunkTask, planTask } from '../../src/orchestration/backfill-tasks.js';
+import { chunkTask, planTask } from '../../src/backfill/tasks.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 

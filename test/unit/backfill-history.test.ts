@@ -7,7 +7,7 @@ import { StateMachine } from 'aws-local-stepfunctions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { synthesizeBackfillDefinition, type SynthesizedBackfill } from '../../infra/definition.js';
 import type { BackfillPartition } from '../../src/backfill/index.js';
-import { planState } from '../../src/orchestration/backfill-tasks.js';
+import { planState } from '../../src/backfill/tasks.js';
 
 let synthesized: SynthesizedBackfill;
 beforeAll(() => {

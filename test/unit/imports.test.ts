@@ -72,8 +72,41 @@ describe('import circles', () => {
   });
 
   it('src/, functions/ and infra/ import no module back through others (import type included)', () => {
-    const files = ['src', 'functions', 'infra'].flatMap((dir) => sources(join(root, dir)));
-    const graph = new Map(files.map((file) => [file, importsOf(file)]));
-    expect(circles(graph).map((component) => component.map((file) => relative(root, file)))).toEqual([]);
+    expect(circles(graph()).map((component) => component.map((file) => relative(root, file)))).toEqual([]);
   });
 });
+
+describe('layers', () => {
+  /** Every module `from` reaches through its imports, as paths relative to the repository. */
+  const reachable = (from: string[]): string[] => {
+    const edges = graph();
+    const seen = new Set<string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const next of edges.get(file) ?? []) visit(next);
+    };
+    for (const file of from) visit(join(root, file));
+    return [...seen].map((file) => relative(root, file));
+  };
+
+  it('no Lambda bundle reaches the local stack manager or the command line', () => {
+    const entries = readdirSync(join(root, 'functions')).filter((name) => statSync(join(root, 'functions', name)).isDirectory()).map((name) => `functions/${name}/index.ts`);
+    expect(entries.length).toBeGreaterThan(3);
+    expect(reachable(entries).filter((file) => file.startsWith('src/stack/') || file.startsWith('src/cli/'))).toEqual([]);
+  });
+
+  it('the read path (reader, query) does not reach the indexer, the backfill or the local runner: they share the file builder', () => {
+    const read = sources(join(root, 'src/reader')).concat(sources(join(root, 'src/query'))).map((file) => relative(root, file));
+    expect(reachable(read).filter((file) => /^src\/(indexer|backfill|local)\//.test(file))).toEqual([]);
+  });
+
+  it('src/ has no loose modules: every module is in the folder of its stage or job', () => {
+    expect(readdirSync(join(root, 'src')).filter((name) => name.endsWith('.ts'))).toEqual([]);
+  });
+});
+
+function graph(): Map<string, string[]> {
+  const files = ['src', 'functions', 'infra'].flatMap((dir) => sources(join(root, dir)));
+  return new Map(files.map((file) => [file, importsOf(file)]));
+}

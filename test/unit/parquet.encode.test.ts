@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
-import type { KafkaRecord } from '../../src/record.js';
+import type { KafkaRecord } from '../../src/kafka/record.js';
 import {
   type Column,
   ENCODER_METADATA_KEY,

@@ -6,7 +6,7 @@
  * version in src/parquet/encoder.ts, never in an existing one.
  */
 import { describe, expect, it } from 'vitest';
-import type { KafkaRecord } from '../../src/record.js';
+import type { KafkaRecord } from '../../src/kafka/record.js';
 import { type Column, encodeParquet, encoders, kafkaColumnArrays, kafkaTableColumns } from '../../src/parquet/index.js';
 
 const utf8 = new TextEncoder();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/ranges/buckets.js';
 import { RangeOrderError, RangeSealer, type SealedRange, type SealingRules } from '../../src/ranges/sealer.js';
-import { recordBytes, type KafkaRecord } from '../../src/record.js';
+import { recordBytes, type KafkaRecord } from '../../src/kafka/record.js';
 import { seededRandom } from '../helpers/random.js';
 
 const hour = 3_600_000;

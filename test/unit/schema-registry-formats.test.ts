@@ -1,7 +1,7 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
 import { buildDataFile } from '../../src/parquet/index.js';
-import type { KafkaRecord } from '../../src/record.js';
+import type { KafkaRecord } from '../../src/kafka/record.js';
 import { sideColumns, tableDecoder, unmergedIds, type RegistryFormat } from '../../src/schema/decode.js';
 import { avroType, avroWriter } from '../../src/schema/decode-avro.js';
 import { jsonSchemaWriter } from '../../src/schema/decode-json-schema.js';

@@ -1,7 +1,7 @@
 /** Per partition: what is indexed, how far behind the LSO, who holds it, what is open, backfill and retention. */
-import type { Engine } from './engine.js';
-import { lastStableOffsets } from './kafka/offsets.js';
-import { cleanupPolicy, compactionProblem } from './kafka/topics.js';
+import type { Engine } from '../runtime/engine.js';
+import { lastStableOffsets } from '../kafka/offsets.js';
+import { cleanupPolicy, compactionProblem } from '../kafka/topics.js';
 
 export interface PartitionStatus {
   table: string;

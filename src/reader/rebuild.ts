@@ -4,15 +4,15 @@
  * bytes. Size, footer and sha256 are checked before the bytes are handed out; a
  * mismatch is an error, never silently served.
  */
-import type { DataFile } from './catalog/catalog-files.js';
-import type { Catalog } from './catalog/db.js';
-import type { TableRecord } from './catalog/tables.js';
-import { encodeFile } from './indexer/build.js';
-import type { CommittedSource } from './indexer/source.js';
-import { bucketOf } from './ranges/buckets.js';
-import { compactionProblem } from './kafka/topics.js';
-import type { KafkaRecord } from './record.js';
-import { schemaVersion } from './schema/versions.js';
+import type { DataFile } from '../catalog/file-reads.js';
+import type { Catalog } from '../catalog/db.js';
+import type { TableRecord } from '../catalog/tables.js';
+import { encodeFile } from '../build/files.js';
+import type { CommittedSource } from '../kafka/source.js';
+import { bucketOf } from '../ranges/buckets.js';
+import { compactionProblem } from '../kafka/topics.js';
+import type { KafkaRecord } from '../kafka/record.js';
+import { schemaVersion } from '../schema/versions.js';
 
 export class RebuildMismatchError extends Error {
   override name = 'RebuildMismatchError';

@@ -1,8 +1,8 @@
-import { checkTableName, checkTopicName, createTable, TableError, type TableRecord } from './catalog/tables.js';
-import type { Engine } from './engine.js';
-import { lastStableOffsets } from './kafka/offsets.js';
-import { cleanupPolicy, compactionProblem, topicPartitions } from './kafka/topics.js';
-import { initialSchema } from './schema/table-schema.js';
+import { checkTableName, checkTopicName, createTable, TableError, type TableRecord } from './tables.js';
+import type { Engine } from '../runtime/engine.js';
+import { lastStableOffsets } from '../kafka/offsets.js';
+import { cleanupPolicy, compactionProblem, topicPartitions } from '../kafka/topics.js';
+import { initialSchema } from '../schema/table-schema.js';
 import type { TableFormat, TableSettings } from './settings.js';
 
 export interface CreatedTable extends TableRecord {

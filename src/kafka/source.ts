@@ -1,8 +1,8 @@
-import type { KafkaConnection } from '../kafka/connect.js';
-import { lastStableOffset } from '../kafka/offsets.js';
-import { readCommitted } from '../kafka/read.js';
-import { cleanupPolicy } from '../kafka/topics.js';
-import type { KafkaRecord } from '../record.js';
+import type { KafkaConnection } from './connect.js';
+import { lastStableOffset } from './offsets.js';
+import { readCommitted } from './read.js';
+import { cleanupPolicy } from './topics.js';
+import type { KafkaRecord } from './record.js';
 
 /** Committed records of a partition, as the indexer needs them. */
 export interface CommittedSource {

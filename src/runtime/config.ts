@@ -1,7 +1,9 @@
-import { stackEnvironment } from './stack/index.js';
-import { stackConfig } from './stack/config.js';
-
-/** Where the engine finds its services: flags, then environment, then the local stack. */
+/**
+ * Where the engine finds its services: flags, then the environment. The engine has no
+ * defaults of its own: on one machine the CLI, tests and benchmarks fill the
+ * environment with the local stack's (src/stack `useLocalStackDefaults`); on AWS the
+ * functions' environment names every service.
+ */
 export interface EngineConfig {
   databaseUrl: string;
   kafkaBrokers: string[];
@@ -15,8 +17,11 @@ export interface EngineFlags {
 }
 
 export function engineConfig(flags: EngineFlags = {}, env: NodeJS.ProcessEnv = process.env): EngineConfig {
-  const local = stackEnvironment(stackConfig({}, env));
-  const pick = (flag: string | undefined, name: keyof typeof local): string => flag || env[name] || local[name];
+  const pick = (flag: string | undefined, name: 'DATABASE_URL' | 'KAFKA_BROKERS' | 'SCHEMA_REGISTRY_URL'): string => {
+    const value = flag || env[name];
+    if (!value) throw new Error(`${name} is not set: name the service in the environment (or with its flag)`);
+    return value;
+  };
   return {
     databaseUrl: pick(flags.databaseUrl, 'DATABASE_URL'),
     kafkaBrokers: pick(flags.kafkaBrokers, 'KAFKA_BROKERS').split(',').map((broker) => broker.trim()).filter(Boolean),

@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { openCatalog, type Catalog } from './catalog/db.js';
-import { migrateCatalog } from './catalog/migrate.js';
+import { openCatalog, type Catalog } from '../catalog/db.js';
+import { migrateCatalog } from '../catalog/migrate.js';
 import { engineConfig, type EngineConfig, type EngineFlags } from './config.js';
-import { connectKafka, type KafkaConnection } from './kafka/connect.js';
+import { connectKafka, type KafkaConnection } from '../kafka/connect.js';
 
 /** What every command that touches data needs: the catalog (migrated) and Kafka (connected on first use). */
 export interface Engine {

@@ -126,16 +126,6 @@ export async function recordLostInterval(catalog: Catalog, lease: Lease, earlies
   });
 }
 
-/** Offsets lost to Kafka's retention before they were indexed, per table and partition (tables not dropped). */
-export async function lostOffsets(catalog: Catalog | CatalogClient): Promise<{ table: string; partition: number; intervals: number; offsets: bigint }[]> {
-  const result = await catalog.query<{ table_name: string; partition_id: number; intervals: number; offsets: string }>(
-    `SELECT t.table_name, l.partition_id, count(*)::int AS intervals, sum(l.end_offset - l.start_offset)::text AS offsets
-     FROM lost_interval l JOIN lake_table t USING (table_id) WHERE t.dropped_at IS NULL
-     GROUP BY t.table_name, l.partition_id ORDER BY t.table_name, l.partition_id`,
-  );
-  return result.rows.map((row) => ({ table: row.table_name, partition: row.partition_id, intervals: row.intervals, offsets: BigInt(row.offsets) }));
-}
-
 export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tableId' | 'partition' | 'epoch'>, range: NewRange, source: 'live' | 'backfill'): Promise<void> {
   for (const file of range.files) {
     const inserted = await client.query<{ data_file_id: bigint }>(

@@ -15,7 +15,7 @@
  */
 import type { Catalog } from '../catalog/db.js';
 import type { KafkaConnection } from '../kafka/connect.js';
-import { backfillChunk, planBackfill, type BackfillPartition, type BackfillPlan, type ChunkOptions, type ChunkResult } from '../backfill/index.js';
+import { backfillChunk, planBackfill, type BackfillPartition, type BackfillPlan, type ChunkOptions, type ChunkResult } from './index.js';
 
 import { defaultChunksPerExecution, maxChunksPerExecution } from './limits.js';
 

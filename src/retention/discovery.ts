@@ -7,12 +7,12 @@
  * discovery plans the backfill of every partition that has no plan yet (also those of a
  * table just created), so that a scheduler knows which tables need a backfill run.
  */
-import { planTablePartitions } from './backfill/plan.js';
-import type { Catalog } from './catalog/db.js';
-import { addPartitions, findTable, listTables } from './catalog/tables.js';
-import type { KafkaConnection } from './kafka/connect.js';
-import { lastStableOffsets } from './kafka/offsets.js';
-import { topicPartitions } from './kafka/topics.js';
+import { planTablePartitions } from '../backfill/plan.js';
+import type { Catalog } from '../catalog/db.js';
+import { addPartitions, findTable, listTables } from '../catalog/tables.js';
+import type { KafkaConnection } from '../kafka/connect.js';
+import { lastStableOffsets } from '../kafka/offsets.js';
+import { topicPartitions } from '../kafka/topics.js';
 
 export interface DiscoveredPartition {
   table: string;

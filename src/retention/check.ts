@@ -15,11 +15,11 @@
  *   - records earliest_offset and earliest_checked_at.
  * A file that straddles the earliest offset expires whole (it cannot be rebuilt).
  */
-import type { Catalog } from './catalog/db.js';
-import { inTransaction } from './catalog/db.js';
-import { findTable, listTables, type TableRecord } from './catalog/tables.js';
-import type { KafkaConnection } from './kafka/connect.js';
-import { earliestOffsets } from './kafka/offsets.js';
+import type { Catalog } from '../catalog/db.js';
+import { inTransaction } from '../catalog/db.js';
+import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
+import type { KafkaConnection } from '../kafka/connect.js';
+import { earliestOffsets } from '../kafka/offsets.js';
 
 export interface PartitionRetention {
   table: string;

@@ -5,7 +5,7 @@
  * formats first merge every schema the range's records name into the table schema
  * (src/schema/evolve.ts), then decode with that version (src/schema/decode.ts).
  */
-import type { NewDataFile, NewRange } from '../catalog/files.js';
+import type { NewDataFile, NewRange } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
 import {
@@ -13,13 +13,13 @@ import {
   type Column, type ColumnArrays, type DataFile, type PreparedData,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
-import type { KafkaRecord } from '../record.js';
+import type { KafkaRecord } from '../kafka/record.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
 import { schemaForRecords } from '../schema/evolve.js';
 import { defaultRegistry, type SchemaRegistry } from '../schema/registry.js';
 import { currentSchema } from '../schema/versions.js';
-import { ownValue } from '../parquet/objects.js';
+import { ownValue } from '../common/objects.js';
 
 /** Turns a sealed range into the catalog's files (Parquet built in memory, statistics taken). */
 export type RangeBuilder = (table: TableRecord, partition: number, range: SealedRange) => Promise<NewRange>;

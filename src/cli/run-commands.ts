@@ -1,12 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { findFile, listFiles } from '../catalog/catalog-files.js';
+import { findFile, listFiles } from '../catalog/file-reads.js';
 import { findTable, listTables } from '../catalog/tables.js';
-import { rangeBuilder } from '../indexer/build.js';
-import { kafkaSource } from '../indexer/source.js';
+import { rangeBuilder } from '../build/files.js';
+import { kafkaSource } from '../kafka/source.js';
 import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
-import { checkFiles, rebuildFile } from '../rebuild.js';
-import { parseBytes, parseDuration } from '../settings.js';
+import { checkFiles, rebuildFile } from '../reader/rebuild.js';
+import { parseBytes, parseDuration } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';
 

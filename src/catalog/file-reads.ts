@@ -108,3 +108,13 @@ export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint
   const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id = $2`, [tableId, dataFileId]);
   return result.rows[0] ? toDataFile(result.rows[0]) : undefined;
 }
+
+/** Offsets lost to Kafka's retention before they were indexed, per table and partition (tables not dropped). */
+export async function lostOffsets(catalog: Catalog | CatalogClient): Promise<{ table: string; partition: number; intervals: number; offsets: bigint }[]> {
+  const result = await catalog.query<{ table_name: string; partition_id: number; intervals: number; offsets: string }>(
+    `SELECT t.table_name, l.partition_id, count(*)::int AS intervals, sum(l.end_offset - l.start_offset)::text AS offsets
+     FROM lost_interval l JOIN lake_table t USING (table_id) WHERE t.dropped_at IS NULL
+     GROUP BY t.table_name, l.partition_id ORDER BY t.table_name, l.partition_id`,
+  );
+  return result.rows.map((row) => ({ table: row.table_name, partition: row.partition_id, intervals: row.intervals, offsets: BigInt(row.offsets) }));
+}
