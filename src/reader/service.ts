@@ -4,9 +4,8 @@
  * before anything is returned), and keeps rebuilt files in a byte-bounded cache.
  * Concurrent reads of one file share one rebuild.
  */
-import { findFile, listFiles, type DataFile } from '../catalog/file-reads.js';
+import { findFile, listFiles, lostOffsets, type DataFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
-import { lostOffsets } from '../catalog/file-reads.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from './rebuild.js';
