@@ -19,7 +19,10 @@ export interface EngineFlags {
 export function engineConfig(flags: EngineFlags = {}, env: NodeJS.ProcessEnv = process.env): EngineConfig {
   const pick = (flag: string | undefined, name: 'DATABASE_URL' | 'KAFKA_BROKERS' | 'SCHEMA_REGISTRY_URL'): string => {
     const value = flag || env[name];
-    if (!value) throw new Error(`${name} is not set: name the service in the environment (or with its flag)`);
+    if (!value) {
+      if (name === 'DATABASE_URL') throw new Error('no catalog: DATABASE_URL is not set and the local stack\'s Postgres is not initialised; run `offsetlake stack up` or set DATABASE_URL');
+      throw new Error(`${name} is not set: name the service in the environment (or with its flag)`);
+    }
     return value;
   };
   return {

@@ -45,5 +45,15 @@ export function stackEnvironment(config: StackConfig): StackEnvironment {
  * so a Lambda bundle never carries the stack manager.
  */
 export function useLocalStackDefaults(env: NodeJS.ProcessEnv = process.env): void {
-  for (const [name, value] of Object.entries(stackEnvironment(stackConfig({}, env)))) env[name] ??= value;
+  const config = stackConfig({}, env);
+  env.KAFKA_BROKERS ??= `${config.host}:${config.kafkaPort}`;
+  env.SCHEMA_REGISTRY_URL ??= registryUrl(config);
+  // the local catalog has a URL only once `stack up` has initialised Postgres
+  if (env.DATABASE_URL === undefined) {
+    try {
+      env.DATABASE_URL = catalogDatabaseUrl(config);
+    } catch {
+      // left unset: the engine then says how to get a catalog
+    }
+  }
 }

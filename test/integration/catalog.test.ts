@@ -53,7 +53,7 @@ describe('catalog migrations', () => {
     expect(await appliedVersions(db.url)).toEqual(migrations.map((m) => m.version));
   });
 
-  it('applied by two processes at once leave one catalog, applied by exactly one of them', async () => {
+  it('applied by three processes at once leave one catalog, applied by exactly one of them', async () => {
     const db = await freshDatabase();
     cleanups.push(db.drop);
     const node = process.execPath;

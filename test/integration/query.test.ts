@@ -13,7 +13,7 @@ import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
-import { readCommittedRange } from '../../src/kafka/read.js';
+import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { runQuery } from '../../src/query/run.js';
 import { ReaderService } from '../../src/reader/service.js';
@@ -59,7 +59,8 @@ beforeAll(async () => {
   await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
   table = await findTable(engine.catalog, 'clicks');
   files = await listFiles(engine.catalog, table.tableId);
-  for (const partition of [0, 1]) committed.set(partition, (await readCommittedRange(engine.kafka, topic, partition, 0n, files.filter((f) => f.partition === partition).at(-1)!.endOffset)).records);
+  const ends = [0, 1].map((partition) => ({ topic, partition, start: 0n, end: files.filter((f) => f.partition === partition).at(-1)!.endOffset }));
+  (await readCommittedIndependently(engine.config.kafkaBrokers, ends)).forEach((records, partition) => committed.set(partition, records));
 }, 120_000);
 
 afterAll(async () => {
@@ -143,7 +144,7 @@ describe('offsetlake query', () => {
     expect(count.rows).toEqual([{ n: '161' }]);
   });
 
-  it('the CLI prints a table, --json and --csv; bad SQL and unknown tables are clear errors', async () => {
+  it('the CLI prints a table, --json and --csv; SQL over no table of the catalog is a clear error listing the tables', async () => {
     const cli = (...args: string[]) => run(process.execPath, ['bin/offsetlake.js', 'query', '--database-url', engine.config.databaseUrl, ...args], { cwd: process.cwd() });
     const sql = 'SELECT _partition AS p, count(*) AS n FROM clicks WHERE _timestamp < TIMESTAMP \'' + iso(t0 + hour) + '\' GROUP BY 1 ORDER BY 1';
     // Four processes at once: each pays tsx, the catalog and DuckDB start-up.
@@ -161,7 +162,7 @@ describe('offsetlake query', () => {
     expect(unknown).toMatchObject({ code: 1, stderr: expect.stringMatching(/query: the SQL names no table of the catalog \(tables: clicks\)/) });
   }, 60_000);
 
-  it('bad SQL is an error naming what is wrong', async () => {
+  it('SQL naming a column the table lacks, or holding a string never closed, is an error that names the column or the string', async () => {
     await expect(query('SELECT nope FROM clicks')).rejects.toThrow(/nope/);
     await expect(query("SELECT 'open FROM clicks")).rejects.toThrow(/string that is never closed/);
   });

@@ -16,7 +16,7 @@ import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
-import { readCommittedRange } from '../../src/kafka/read.js';
+import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler, type ReaderHandler } from '../../src/reader/http.js';
 import { readerServer } from '../../src/reader/node-server.js';
@@ -86,8 +86,8 @@ describe('the read API over HTTP', () => {
       'SELECT partition_id, indexed_start, indexed_end FROM lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
     const expected: typeof read.rows = [];
     for (const p of partitions.rows) {
-      const committed = await readCommittedRange(engine.kafka, table.topic, p.partition_id, p.indexed_start, p.indexed_end);
-      for (const r of committed.records) {
+      const [committed] = await readCommittedIndependently(engine.config.kafkaBrokers, [{ topic: table.topic, partition: p.partition_id, start: p.indexed_start, end: p.indexed_end }]);
+      for (const r of committed!) {
         const text = r.value ? Buffer.from(r.value).toString('utf8') : null;
         expected.push({
           partition: p.partition_id,

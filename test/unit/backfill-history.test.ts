@@ -87,7 +87,6 @@ describe('the backfill definition and the 25,000-event history limit', () => {
     // 1,800 partitions × 1 chunk, the same again, then the last 300 partitions × 2.
     expect(run.executions.map((e) => e.chunks)).toEqual([1800, 1800, 600]);
     for (const e of run.executions) expect(e.history).toBeLessThanOrEqual(30 + 13 * 1_800);
-    console.log(`history events per execution: ${run.executions.map((e) => e.history).join(', ')}`);
   }, 120_000);
 
   it('a small budget continues as soon as it is spent', async () => {

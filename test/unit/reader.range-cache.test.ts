@@ -35,7 +35,11 @@ describe('byte-bounded cache', () => {
     expect(cache.size.bytes).toBe(8);
   });
 
-  it('keys by file id and sha256, so other content never answers for a file', () => {
-    expect(ByteBoundedCache.key(7n, new Uint8Array([1, 2]))).not.toBe(ByteBoundedCache.key(7n, new Uint8Array([1, 3])));
+  it('keys by file id and sha256: bytes kept for one file or one content never answer for another', () => {
+    const cache = new ByteBoundedCache(100);
+    cache.set(ByteBoundedCache.key(7n, new Uint8Array([1, 2])), new Uint8Array([9]));
+    expect(cache.get(ByteBoundedCache.key(7n, new Uint8Array([1, 2])))).toEqual(new Uint8Array([9]));
+    expect(cache.get(ByteBoundedCache.key(7n, new Uint8Array([1, 3])))).toBeUndefined(); // same file, other content
+    expect(cache.get(ByteBoundedCache.key(8n, new Uint8Array([1, 2])))).toBeUndefined(); // same content, other file
   });
 });

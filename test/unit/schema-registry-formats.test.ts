@@ -153,11 +153,11 @@ describe('Avro', () => {
 
   it('keeps a bad record as a row: wrong magic byte, unknown schema id, truncated bytes', () => {
     const table = merged('avro', registry);
-    const good = framed(11, Buffer.from([2]));
+    const truncated = framed(11, Buffer.from([2]));
     const arrays = tableDecoder('avro', table).decode([
       record(0, Uint8Array.from([1, 0, 0, 0, 11, 2])),
       record(1, framed(99, Buffer.from([2]))),
-      record(2, good),
+      record(2, truncated),
       record(3, null),
       record(4, Buffer.concat([framed(11, avroType(registry).toBuffer({ ...value, id: 1n })), Buffer.from([7])])),
     ]);

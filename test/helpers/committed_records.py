@@ -1,0 +1,60 @@
+"""Committed records read by a Kafka client we did not write (confluent-kafka, librdkafka)
+with isolation.level=read_committed: what tests expect our files to hold.
+
+stdin:  JSON {"brokers": "host:port", "ranges": [{"topic", "partition", "start", "end"}, ...]}
+stdout: JSON, one list per range: [{"offset", "timestamp", "key", "value", "headers"}], bytes as hex
+"""
+import json
+import sys
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+
+
+def read_range(consumer, topic, partition, start, end, deadline):
+    out = []
+    if end <= start:
+        return out
+    tp = TopicPartition(topic, partition, start)
+    consumer.assign([tp])
+    while True:
+        for message in consumer.consume(1000, timeout=0.2):
+            if message.error():
+                raise RuntimeError(f"{topic}-{partition}: {message.error()}")
+            if message.topic() != topic or message.partition() != partition or message.offset() >= end:
+                continue
+            out.append({
+                "offset": message.offset(),
+                "timestamp": message.timestamp()[1],
+                "key": None if message.key() is None else message.key().hex(),
+                "value": None if message.value() is None else message.value().hex(),
+                "headers": [[k, None if v is None else v.hex()] for k, v in (message.headers() or [])],
+            })
+        position = consumer.position([TopicPartition(topic, partition)])[0].offset
+        if position >= end or (out and out[-1]["offset"] >= end - 1):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{topic}-{partition}: read_committed stopped at {position} before {end}")
+    consumer.unassign()
+    return out
+
+
+def main():
+    request = json.load(sys.stdin)
+    consumer = Consumer({
+        "bootstrap.servers": request["brokers"],
+        "group.id": "offsetlake-test-independent-reader",
+        "isolation.level": "read_committed",
+        "enable.auto.commit": False,
+        "enable.partition.eof": False,
+    })
+    try:
+        deadline = time.monotonic() + 60
+        answer = [read_range(consumer, r["topic"], int(r["partition"]), int(r["start"]), int(r["end"]), deadline) for r in request["ranges"]]
+    finally:
+        consumer.close()
+    json.dump(answer, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

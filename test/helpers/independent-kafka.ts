@@ -1,0 +1,31 @@
+/**
+ * What a read_committed consumer we did not write sees (confluent-kafka for Python, i.e.
+ * librdkafka): the expected records of every check, so that a bug in our own committed
+ * read or aborted-record filter cannot pass unnoticed (test/helpers/committed_records.py).
+ */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export interface IndependentRecord {
+  offset: bigint;
+  timestamp: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: [string, Buffer | null][];
+}
+
+const script = fileURLToPath(new URL('./committed_records.py', import.meta.url));
+
+/** The committed records of each [start, end) of a partition, in order. */
+export function readCommittedIndependently(brokers: readonly string[], ranges: readonly { topic: string; partition: number; start: bigint; end: bigint }[]): Promise<IndependentRecord[][]> {
+  const input = JSON.stringify({ brokers: brokers.join(','), ranges: ranges.map((r) => ({ ...r, start: r.start.toString(), end: r.end.toString() })) });
+  return new Promise((resolve, reject) => {
+    const child = execFile('python3', [script], { maxBuffer: 512 * 1024 * 1024, timeout: 120_000 }, (error, stdout, stderr) => {
+      if (error) return reject(new Error(`the independent read_committed consumer failed (pip install -r test/integration/requirements-reader.txt): ${stderr || error.message}`));
+      const parsed = JSON.parse(stdout) as { offset: number; timestamp: number; key: string | null; value: string | null; headers: [string, string | null][] }[][];
+      const bytes = (hex: string | null): Buffer | null => (hex === null ? null : Buffer.from(hex, 'hex'));
+      resolve(parsed.map((records) => records.map((r) => ({ offset: BigInt(r.offset), timestamp: r.timestamp, key: bytes(r.key), value: bytes(r.value), headers: r.headers.map(([k, v]) => [k, bytes(v)] as [string, Buffer | null]) }))));
+    });
+    child.stdin!.end(input);
+  });
+}
