@@ -91,6 +91,8 @@ export class LocalRunner {
         this.failedPumps.clear();
         if (Date.now() - this.lastDiscovery >= discoverEveryMs || this.options.once) await this.discoverOrWait();
         const delivered = await Promise.all([...this.sources.values()].map((source) => this.pump(source, signal)));
+        // stopping: no tick (it would retry what is waiting, e.g. for the registry); leases go back below
+        if (signal?.aborted) return this.summary;
         await this.tick();
         await this.renewLeases();
         const idle = delivered.every((count) => count === 0);

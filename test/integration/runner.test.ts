@@ -3,7 +3,9 @@
  * on: Kafka deleting offsets nobody indexed, tables sharing a topic, a catalog that goes
  * away, a partition that keeps failing. Against the real broker and Postgres.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
@@ -133,6 +135,34 @@ describe('a runner that stays up', () => {
     expect((await listFiles(engine.catalog, second.tableId)).map((f) => f.sealReason)).toEqual(['age']);
     const status = await partitionStatus(engine, first.name);
     expect(status[0]!.waitingReason).toMatch(/^indexing failed, retrying: /);
+  });
+});
+
+describe('stopping', () => {
+  it('SIGTERM while the Schema Registry cannot be reached: run exits 0 and gives its leases back at once, so another indexer need not wait lease_ttl', async () => {
+    const db = await freshDatabase('sigterm');
+    const engine = await openEngine({ databaseUrl: db.url });
+    onTestFinished(async () => {
+      await engine.close();
+      await db.drop();
+    });
+    const topic = await newTopic(engine, 1, 'sigterm');
+    const created = await testTable(engine, topic, { file_window: '1s', lease_ttl: '10m' }, 'avro');
+    await produce(engine.kafka, topic, [{ value: Buffer.from([0, 0, 0, 0, 42, 2]) }]);
+    const server = createServer();
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const port = (server.address() as AddressInfo).port;
+    await new Promise((done) => server.close(done)); // a port nobody listens on
+    const child = spawn(process.execPath, ['bin/offsetlake.js', 'run'], {
+      env: { ...process.env, DATABASE_URL: db.url, SCHEMA_REGISTRY_URL: `http://127.0.0.1:${port}/apis/ccompat/v7` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    await until(async () => ((await partitionStatus(engine, created.name))[0]?.waitingReason ?? '').startsWith('Schema Registry'), 'the runner to wait for the registry');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const lease = await engine.catalog.query('SELECT lease_owner IS NOT NULL AS held, lease_expires_at <= now() AS free FROM lake_partition WHERE table_id = $1', [created.tableId]);
+    expect(lease.rows).toEqual([{ held: true, free: true }]);
   });
 });
 

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChunkResult } from '../../src/backfill/index.js';
+import { backfillStates } from '../../src/catalog/backfill.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
@@ -46,27 +47,72 @@ async function fileRanges(tableId: bigint): Promise<string[]> {
 }
 
 describe('the synthesized backfill state machine, executed locally', () => {
-  it('backfills two partitions in 500-offset chunks to Kafka\'s earliest, continuing in new executions, while live indexing goes on', async () => {
+  it('backfills two partitions in 500-offset chunks to Kafka\'s earliest in two executions while live indexing commits between its chunks; backfilled and live files together tile [target, indexed_end) with every record in one file', async () => {
     // Prepare: 1,500 records in each of two partitions, then the table (its indexed ranges start at the LSO, 1,500).
     const topic = await newTopic(engine, 2, 'sm-backfill');
     await produce(engine.kafka, topic, records(2, 1_500));
     const table = await tableOf(topic, { backfill_offsets: '500', file_window: '10m' });
-    // Live indexing after the table was made: 100 more per partition, indexed at indexed_end.
-    await produce(engine.kafka, topic, records(2, 100, 10_000));
     const runtime = { catalog: engine.catalog, source: kafkaSource(engine.kafka), build: rangeBuilder(engine.catalog), owner: 'live-sm', clock: Date.now, indexers: new Map(), releaseAfterEvent: false };
-    for (const partition of [0, 1]) {
-      const live = await indexerFor(runtime, table, partition);
-      await live.advance();
-      await live.flush();
-      await live.release();
-    }
+
+    // Every commit, in the order it completed: backfill chunks (reported by the execution) and live ranges.
+    /** For a live commit: how many offsets each partition's backfill still had to go (indexed_start − target) right after it. */
+    type Commit = { kind: 'backfill' | 'live'; execution: number; partition: number; start: bigint; end: bigint; backfillLeft?: bigint[] };
+    const commits: Commit[] = [];
+    let execution = 0;
+    let finished = false;
+    /** Produces `count` records per partition and indexes them live (read, seal by flush, commit under the lease), logging each commit. */
+    const liveRound = async (count: number, from: number) => {
+      await produce(engine.kafka, topic, records(2, count, from));
+      for (const partition of [0, 1]) {
+        const live = await indexerFor(runtime, table, partition);
+        await live.advance();
+        const range = await live.flush();
+        await live.release();
+        expect(range, `live range of partition ${partition}`).toBeDefined();
+        // What the catalog says at that moment: where each partition's backfill stands.
+        const states = await backfillStates(engine.catalog, table.tableId);
+        const backfillLeft = states.map((state) => state.indexedStart - (state.target ?? state.indexedStart));
+        commits.push({ kind: 'live', execution: finished ? 0 : execution, partition, start: range!.startOffset, end: range!.endOffset, backfillLeft });
+      }
+    };
+    // Live indexing after the table was made, before any backfill: 100 more per partition, indexed at indexed_end.
+    await liveRound(100, 10_000);
+
+    // While the execution runs: a live round inside the execution's first chunk after one chunk has
+    // committed, and another inside the second execution's first chunk. The chunk waits for it (its
+    // build is the hook), so both rounds commit while an execution is running, between its chunks.
+    const build = rangeBuilder(engine.catalog);
+    const rounds = [
+      { due: () => execution === 1 && commits.some((c) => c.kind === 'backfill'), count: 50, from: 20_000, heldPartition: -1 },
+      { due: () => execution === 2, count: 50, from: 30_000, heldPartition: -1 },
+    ];
+    const chunkOptions = {
+      build: async (...args: Parameters<typeof build>) => {
+        for (const round of rounds) {
+          if (round.heldPartition < 0 && round.due()) {
+            round.heldPartition = args[1]; // this partition's chunk waits for the round
+            await liveRound(round.count, round.from);
+          }
+        }
+        return build(...args);
+      },
+    };
 
     // Act: a budget of 4 chunks per execution over 2 partitions = 2 chunks each; each partition needs 3.
     const chunks: ChunkResult[] = [];
     const executions: unknown[] = [];
-    const summary = await runBackfillStateMachine(engine, table.name, (chunk) => chunks.push(chunk), {
+    const summary = await runBackfillStateMachine(engine, table.name, (chunk) => {
+      chunks.push(chunk);
+      commits.push({ kind: 'backfill', execution, partition: chunk.partition, start: BigInt(chunk.chunk!.start), end: BigInt(chunk.chunk!.end) });
+    }, {
       chunksPerExecution: 4,
-      onExecution: (_, input) => executions.push(input),
+      chunk: chunkOptions,
+      onExecution: (n, input) => {
+        execution = n;
+        executions.push(input);
+      },
+    }).finally(() => {
+      finished = true;
     });
 
     // Assess: two executions; the second was started by the first with its cursors, and picked up where it stopped.
@@ -89,13 +135,51 @@ describe('the synthesized backfill state machine, executed locally', () => {
     expect(summary.records).toBe(3_000);
     expect(summary.partitions.map((p) => [p.partition, p.indexedStart, p.done])).toEqual([[0, '0', true], [1, '0', true]]);
 
-    // The ranges tile [0, 1,600) in both partitions; every record is in exactly one file; every file rebuilds.
+    // Live indexing went on during the backfill: both rounds ran, each inside a running execution
+    // (1, then 2), each with a backfill chunk of that execution committed after it; when each live
+    // range committed, the catalog's backfill of the partition whose chunk was held had not reached its target.
+    expect(rounds.map((r) => r.heldPartition >= 0)).toEqual([true, true]);
+    const during = commits.filter((c) => c.kind === 'live' && c.execution > 0);
+    expect(during.map((c) => [c.execution, c.partition])).toEqual([[1, 0], [1, 1], [2, 0], [2, 1]]);
+    for (const live of during) {
+      const after = commits.slice(commits.indexOf(live) + 1);
+      expect(after.some((c) => c.kind === 'backfill' && c.execution === live.execution), `a backfill chunk of execution ${live.execution} committed after live ${live.start}-${live.end}`).toBe(true);
+      const held = rounds[live.execution - 1]!.heldPartition;
+      expect(live.backfillLeft![held]! > 0n, `partition ${held}'s backfill had ${live.backfillLeft![held]} offsets to go`).toBe(true);
+    }
+    const first = commits.findIndex((c) => c.kind === 'backfill');
+    expect(first, 'a backfill chunk committed before the first live range of execution 1').toBeLessThan(commits.indexOf(during[0]!));
+    // The live ranges follow each other at indexed_end: [1,500, 1,600), [1,600, 1,650), [1,650, 1,700) per partition.
+    for (const partition of [0, 1]) {
+      expect(commits.filter((c) => c.kind === 'live' && c.partition === partition).map((c) => [c.start, c.end])).toEqual([[1_500n, 1_600n], [1_600n, 1_650n], [1_650n, 1_700n]]);
+    }
+
+    // The catalog's order of commits agrees: file ids interleave, backfill files on both sides of the live ones.
+    const files = await listFiles(engine.catalog, table.tableId);
+    const duringIds = files.filter((f) => f.source === 'live' && f.startOffset >= 1_600n).map((f) => f.dataFileId);
+    const backfillIds = files.filter((f) => f.source === 'backfill').map((f) => f.dataFileId);
+    expect(backfillIds.some((id) => id < duringIds.reduce((a, b) => (a < b ? a : b)))).toBe(true);
+    expect(backfillIds.some((id) => id > duringIds.reduce((a, b) => (a > b ? a : b)))).toBe(true);
+
+    // Backfilled and live files together tile [backfill target, indexed_end) in both partitions:
+    // backfill [0, 1,500), live [1,500, 1,700); every committed record is in exactly one file; every file rebuilds.
     const check = await checkTable(engine, await findTable(engine.catalog, table.name));
-    expect(check.committedOffsets.get(0)!.length).toBe(1_600);
-    expect(check.committedOffsets.get(1)!.length).toBe(1_600);
-    const backfilled = check.files.filter((f) => f.source === 'backfill');
-    expect(backfilled.reduce((n, f) => n + Number(f.recordCount), 0)).toBe(3_000);
-    expect(new Set(backfilled.map((f) => f.sealReason))).toEqual(new Set(['chunk']));
+    for (const partition of [0, 1]) {
+      const [state] = await backfillStates(engine.catalog, table.tableId, [partition]);
+      expect([state!.target, state!.indexedStart, state!.indexedEnd]).toEqual([0n, 0n, 1_700n]);
+      const tiles = (source: 'live' | 'backfill') => [...new Set(check.files.filter((f) => f.partition === partition && f.source === source).map((f) => `${f.startOffset}-${f.endOffset}`))]
+        .map((r) => r.split('-').map(BigInt)).sort((a, b) => (a[0]! < b[0]! ? -1 : 1));
+      const backfilled = tiles('backfill');
+      const live = tiles('live');
+      expect(backfilled[0]![0]).toBe(0n);
+      expect(backfilled.at(-1)![1]).toBe(1_500n);
+      expect(live[0]![0]).toBe(1_500n);
+      expect(live.at(-1)![1]).toBe(1_700n);
+      expect(check.committedOffsets.get(partition)!.length).toBe(1_700);
+    }
+    const recordsOf = (source: 'live' | 'backfill') => check.files.filter((f) => f.source === source).reduce((n, f) => n + Number(f.recordCount), 0);
+    expect([recordsOf('backfill'), recordsOf('live')]).toEqual([3_000, 400]);
+    expect(new Set(check.files.filter((f) => f.source === 'backfill').map((f) => f.sealReason))).toEqual(new Set(['chunk']));
 
     // A second backfill finds nothing to do: one execution, no chunk, the same files.
     const filesBefore = await fileRanges(table.tableId);

@@ -2,7 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { bucketOf } from '../../src/ranges/buckets.js';
 import { RangeOrderError, RangeSealer, type SealedRange, type SealingRules } from '../../src/ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../../src/kafka/record.js';
-import { seededRandom } from '../helpers/random.js';
+import {
+  bucketStart,
+  bytesOf,
+  modelRanges,
+  randomScenario,
+  sealingViolations,
+  totalBytes,
+  type Property,
+  type Scenario,
+  type SealerRun,
+  type Violation,
+} from '../helpers/ranges-model.js';
 
 const hour = 3_600_000;
 const t0 = Date.UTC(2026, 10, 29, 10, 0, 0);
@@ -10,10 +21,6 @@ const rules: SealingRules = { fileBytes: 1000, fileWindowMs: 60_000, granularity
 
 function record(offset: number, timestamp: number, valueBytes = 10): KafkaRecord {
   return { offset: BigInt(offset), timestamp, key: null, value: new Uint8Array(valueBytes), headers: [] };
-}
-
-function offsets(range: SealedRange): number[] {
-  return range.files.flatMap((file) => file.records.map((r) => Number(r.offset))).sort((a, b) => a - b);
 }
 
 describe('RangeSealer: each trigger', () => {
@@ -35,6 +42,7 @@ describe('RangeSealer: each trigger', () => {
   it('counts key, value and header bytes', () => {
     const withAll: KafkaRecord = { offset: 0n, timestamp: t0, key: new Uint8Array(3), value: new Uint8Array(4), headers: [['héader', new Uint8Array(5)], ['x', null]] };
     expect(recordBytes(withAll)).toBe(3 + 4 + 7 + 5 + 1);
+    expect(bytesOf(withAll)).toBe(3 + 4 + 7 + 5 + 1); // the property tests' own count agrees
   });
 
   it('span: max − min of timestamps, not first − last; the record that would reach file_window opens the next range', () => {
@@ -126,79 +134,169 @@ describe('RangeSealer: offsets with no committed record', () => {
   });
 });
 
-
-/** The rules written as plainly as possible: walk the records, ask each trigger in turn. */
-function naiveRanges(batches: { records: KafkaRecord[]; next: bigint; now: number }[], start: bigint, r: SealingRules) {
-  const out: { start: bigint; end: bigint; reason: string; offsets: number[] }[] = [];
-  let current: { start: bigint; records: KafkaRecord[]; readAt: number } | undefined;
-  let rangeStart = start;
-  let position = start;
-  const close = (end: bigint, reason: string) => {
-    out.push({ start: current!.start, end, reason, offsets: current!.records.map((x) => Number(x.offset)) });
-    rangeStart = end;
-    current = undefined;
-  };
-  for (const batch of batches) {
-    for (const rec of batch.records) {
-      if (current) {
-        const bytes = current.records.reduce((s, x) => s + recordBytes(x), 0);
-        const stamps = [...current.records.map((x) => x.timestamp), rec.timestamp];
-        const maxBucket = Math.max(...current.records.map((x) => bucketOf(x.timestamp, r.granularity)));
-        if (bytes >= r.fileBytes) close(rec.offset, 'bytes');
-        else if (batch.now - current.readAt >= r.fileWindowMs) close(rec.offset, 'age');
-        else if (bucketOf(rec.timestamp, r.granularity) > maxBucket) close(rec.offset, 'bucket');
-        else if (Math.max(...stamps) - Math.min(...stamps) >= r.fileWindowMs) close(rec.offset, 'span');
-      }
-      current ??= { start: rangeStart, records: [], readAt: batch.now };
-      current.records.push(rec);
-    }
-    position = batch.next;
-    if (current && current.records.reduce((s, x) => s + recordBytes(x), 0) >= r.fileBytes) close(position, 'bytes');
-  }
-  return { ranges: out, position };
-}
-
-describe('RangeSealer against the naive rules on shuffled input', () => {
-  it('agrees on every range, tiles the offsets, and puts each record in exactly one file', () => {
-    for (let seed = 1; seed <= 200; seed += 1) {
-      const rand = seededRandom(seed);
-      const r: SealingRules = { fileBytes: 200 + Math.floor(rand() * 2000), fileWindowMs: 1000 + Math.floor(rand() * 120_000), granularity: rand() < 0.5 ? 'minute' : 'hour' };
-      const start = BigInt(Math.floor(rand() * 1000));
-      let offset = start;
-      let clock = 0;
-      let time = t0;
-      const batches: { records: KafkaRecord[]; next: bigint; now: number }[] = [];
-      for (let b = 0; b < 30; b += 1) {
-        const records: KafkaRecord[] = [];
-        const count = Math.floor(rand() * 8);
-        for (let i = 0; i < count; i += 1) {
-          offset += BigInt(1 + (rand() < 0.2 ? Math.floor(rand() * 4) : 0)); // aborted records between
-          time += Math.floor(rand() * 20_000);
-          const late = rand() < 0.1 ? Math.floor(rand() * 2 * hour) : 0;
-          records.push(record(Number(offset - 1n), time - late, Math.floor(rand() * 300)));
-        }
-        const next = offset + BigInt(rand() < 0.2 ? Math.floor(rand() * 3) : 0);
-        offset = next;
-        clock += Math.floor(rand() * 20_000);
-        batches.push({ records, next, now: clock });
-      }
-      const sealer = new RangeSealer(r, start);
-      const got = batches.flatMap((batch) => sealer.push(batch.records, batch.next, batch.now));
-      const want = naiveRanges(batches, start, r);
-      expect(got.map((x) => ({ start: x.startOffset, end: x.endOffset, reason: x.reason, offsets: offsets(x) })), `seed ${seed}`).toEqual(want.ranges);
-      // Tiling: each range starts where the one before ended.
-      let expectedStart = start;
-      for (const range of got) {
-        expect(range.startOffset).toBe(expectedStart);
-        expect(range.endOffset).toBeGreaterThan(range.startOffset);
-        for (const file of range.files) for (const rec of file.records) expect(bucketOf(rec.timestamp, r.granularity)).toBe(file.bucket);
-        expectedStart = range.endOffset;
-      }
-      expect(sealer.sealedUpTo).toBe(expectedStart);
-      const all = batches.flatMap((batch) => batch.records.map((x) => Number(x.offset)));
-      const inFiles = [...got.flatMap(offsets), ...Array.from({ length: sealer.openRecords }, () => -1)];
-      expect(inFiles.length).toBe(all.length);
-      expect(new Set(got.flatMap(offsets)).size).toBe(got.flatMap(offsets).length);
+/** Drives a RangeSealer through a scenario's steps, as a partition reader does. */
+function runSealer(scenario: Scenario): SealerRun {
+  const sealer = new RangeSealer(scenario.rules, scenario.start, scenario.earlierReadAt);
+  const sealed: SealerRun['sealed'] = [];
+  scenario.steps.forEach((step, index) => {
+    if (step.kind === 'batch') {
+      for (const range of sealer.push(step.records, step.next, step.now)) sealed.push({ range, step: index });
+    } else {
+      const range = step.kind === 'tick' ? sealer.tick(step.now) : sealer.flush(step.reason);
+      if (range) sealed.push({ range, step: index });
     }
   });
+  return { sealed, sealedUpTo: sealer.sealedUpTo, openRecords: sealer.openRecords, position: sealer.position };
+}
+
+const seeds = Array.from({ length: 500 }, (_, i) => i + 1);
+let memo: { scenario: Scenario; run: SealerRun; violations: Violation[] }[] | undefined;
+const scenarios = () => (memo ??= seeds.map((seed) => {
+  const scenario = randomScenario(seed);
+  const run = runSealer(scenario);
+  return { scenario, run, violations: sealingViolations(scenario, run) };
+}));
+
+/** The violations of one property over every seed (the first few, to read). */
+function violations(property: Property): string[] {
+  return scenarios().flatMap(({ violations: found }) => found.filter((v) => v.property === property).map((v) => v.message)).slice(0, 5);
+}
+
+describe('RangeSealer on seeded out-of-order input (500 seeds), checked against the rules of DESIGN.md', () => {
+  it('every record read is in exactly one file, or in the open range when no flush ends the input', () => {
+    expect(violations('one-file')).toEqual([]);
+  });
+
+  it('ranges tile the offsets from the start position: each starts where the one before ended, holds only its offsets, and ends at the reader\'s next fetch position', () => {
+    expect(violations('tiling')).toEqual([]);
+  });
+
+  it('each file holds the records of one time bucket, in offset order; a range has one file per bucket among its records', () => {
+    expect(violations('one-bucket')).toEqual([]);
+  });
+
+  it('every seal is justified by its reason (bytes reached by its last record, span and bucket by the record that opens the next range, age by the read time, flush, capacity and chunk by the caller)', () => {
+    expect(violations('justified')).toEqual([]);
+  });
+
+  it('no trigger was missed: no range goes on past a record, a batch end, a tick or a flush at which a trigger held', () => {
+    expect(violations('not-missed')).toEqual([]);
+  });
+
+  it('the sealer ends its ranges where the plain model does, each with a reason that holds there', () => {
+    for (const { scenario, run } of scenarios()) {
+      const model = modelRanges(scenario);
+      const got = run.sealed.map(({ range, step }) => ({
+        start: range.startOffset,
+        end: range.endOffset,
+        step,
+        offsets: range.files.flatMap((f) => f.records.map((r) => r.offset)).sort((a, b) => (a < b ? -1 : 1)),
+      }));
+      expect(got, `seed ${scenario.seed}`).toEqual(model.ranges.map(({ start, end, step, offsets }) => ({ start, end, step, offsets })));
+      run.sealed.forEach(({ range }, i) => expect(model.ranges[i]!.reasons, `seed ${scenario.seed}, range ${i}`).toContain(range.reason));
+      expect([run.sealedUpTo, run.openRecords, run.position], `seed ${scenario.seed}`).toEqual([model.sealedUpTo, model.openOffsets.length, model.position]);
+    }
+  });
+
+  it('the input is out of order and reaches every trigger, several at once and each exactly at its threshold', () => {
+    const count = new Map<string, number>();
+    const add = (what: string) => count.set(what, (count.get(what) ?? 0) + 1);
+    for (const { scenario } of scenarios()) {
+      const { rules, steps } = scenario;
+      const reads = steps.flatMap((step, index) => (step.kind === 'batch' ? step.records.map((record) => ({ record, now: step.now, step: index })) : []));
+      reads.forEach((read, i) => {
+        if (i > 0 && read.record.timestamp < reads[i - 1]!.record.timestamp) add('timestamp goes backwards');
+        if (i > 0 && read.record.offset > reads[i - 1]!.record.offset + 1n) add('offset gap between records');
+        if (read.record.offset > 2n ** 53n) add('offset above 2^53');
+      });
+      steps.forEach((step, index) => {
+        if (step.kind === 'batch' && step.records.length === 0) add('batch of no record');
+        if (step.kind === 'batch' && step.records.length > 0 && step.next > step.records.at(-1)!.offset + 1n) add('offsets after a batch\'s last record');
+        if (step.kind === 'tick' && steps[index - 1]?.kind === 'batch' && steps[index + 1]?.kind === 'batch') add('tick between batches');
+      });
+      const model = modelRanges(scenario);
+      model.ranges.forEach((range, r) => {
+        const records = reads.filter((read) => read.record.offset >= range.start && read.record.offset < range.end);
+        const buckets = new Set(records.map((read) => bucketStart(read.record.timestamp, rules.granularity)));
+        if (buckets.size > 1) add('late record: a range with files in several buckets');
+        for (const reason of range.reasons) add(`sealed by ${reason}${reason === 'age' ? (steps[range.step]!.kind === 'tick' ? ' on a tick' : ' on a record') : ''}`);
+        if (range.reasons.length > 1) add('several triggers at one record');
+        const opener = reads.find((read) => read.record.offset === range.end && read.step === range.step);
+        const stamps = [...records, ...(opener ? [opener] : [])].map((read) => read.record.timestamp);
+        const firstReadAt = r === 0 && scenario.earlierReadAt !== undefined ? Math.min(scenario.earlierReadAt, records[0]!.now) : records[0]!.now;
+        const sealStep = steps[range.step]!;
+        const sealNow = sealStep.kind === 'tick' ? sealStep.now : opener?.now;
+        if (range.reasons.includes('bytes') && totalBytes(records.map((read) => read.record)) === rules.fileBytes) add('bytes exactly file_bytes');
+        if (range.reasons.includes('span') && Math.max(...stamps) - Math.min(...stamps) === rules.fileWindowMs) add('span exactly file_window');
+        if (range.reasons.includes('age') && sealNow !== undefined && sealNow - firstReadAt === rules.fileWindowMs) add('age exactly file_window');
+        if (range.reasons.includes('age') && r === 0 && scenario.earlierReadAt !== undefined && scenario.earlierReadAt < records[0]!.now) add('age counted from an earlier reader');
+      });
+      if (model.openOffsets.length > 0) add('input ends with records in the open range');
+    }
+    const wanted = [
+      'timestamp goes backwards', 'offset gap between records', 'offset above 2^53', 'batch of no record', 'offsets after a batch\'s last record',
+      'tick between batches', 'late record: a range with files in several buckets', 'several triggers at one record',
+      'sealed by bytes', 'sealed by span', 'sealed by bucket', 'sealed by age on a record', 'sealed by age on a tick',
+      'sealed by flush', 'sealed by capacity', 'sealed by chunk',
+      'bytes exactly file_bytes', 'span exactly file_window', 'age exactly file_window', 'age counted from an earlier reader',
+      'input ends with records in the open range',
+    ];
+    const seen = Object.fromEntries(wanted.map((what) => [what, count.get(what) ?? 0]));
+    expect(Object.entries(seen).filter(([, n]) => n < 10), JSON.stringify(seen)).toEqual([]);
+  });
 });
+
+describe('the property checks reject a wrong sealer', () => {
+  /** A correct run of the first seed that has a range sealed by `reason` (not at its first range). */
+  function runWith(reason: string) {
+    for (const { scenario, run } of scenarios()) {
+      const index = run.sealed.findIndex(({ range }, i) => i > 0 && range.reason === reason && i + 1 < run.sealed.length);
+      if (index > 0) return { scenario, run, index };
+    }
+    throw new Error(`no seed seals a range by ${reason}`);
+  }
+  const properties = (scenario: Scenario, run: SealerRun) => [...new Set(sealingViolations(scenario, run).map((v) => v.property))].sort();
+  const withRange = (run: SealerRun, index: number, change: (range: SealedRange) => SealedRange): SealerRun => ({
+    ...run,
+    sealed: run.sealed.map((entry, i) => (i === index ? { ...entry, range: change(entry.range) } : entry)),
+  });
+
+  it('a range that goes on past a trigger (two ranges merged) is a missed trigger', () => {
+    for (const reason of ['bytes', 'span', 'bucket', 'age', 'flush'] as const) {
+      const { scenario, run, index } = runWith(reason);
+      const [a, b] = [run.sealed[index - 1]!, run.sealed[index]!];
+      const records = [...a.range.files, ...b.range.files].flatMap((f) => f.records).sort((x, y) => (x.offset < y.offset ? -1 : 1));
+      const merged = { range: { ...b.range, startOffset: a.range.startOffset, files: splitByBucket(records, scenario), recordCount: records.length, bytes: totalBytes(records) }, step: b.step };
+      const wrong = { ...run, sealed: [...run.sealed.slice(0, index - 1), merged, ...run.sealed.slice(index + 1)] };
+      expect(properties(scenario, wrong), `${reason}, seed ${scenario.seed}`).toContain('not-missed');
+    }
+  });
+
+  it('a seal under a reason that does not hold is unjustified', () => {
+    const { scenario, run, index } = runWith('bytes');
+    expect(properties(scenario, withRange(run, index, (range) => ({ ...range, reason: 'chunk' })))).toEqual(['justified']);
+    const span = runWith('span');
+    expect(modelRanges(span.scenario).ranges[span.index]!.reasons).toEqual(['span']);
+    expect(properties(span.scenario, withRange(span.run, span.index, (range) => ({ ...range, reason: 'bytes' })))).toEqual(['justified']);
+  });
+
+  it('an end moved by one offset breaks the tiling', () => {
+    const { scenario, run, index } = runWith('span');
+    const moved = withRange(withRange(run, index, (range) => ({ ...range, endOffset: range.endOffset + 1n })), index + 1, (range) => ({ ...range, startOffset: range.startOffset + 1n }));
+    expect(properties(scenario, moved)).toContain('tiling');
+  });
+
+  it('a record lost or put in two files is reported', () => {
+    const { scenario, run, index } = runWith('bytes');
+    const lost = withRange(run, index, (range) => ({ ...range, files: range.files.map((f, i) => (i === 0 ? { ...f, records: f.records.slice(1) } : f)) }));
+    expect(properties(scenario, lost)).toContain('one-file');
+    const extra = run.sealed[index - 1]!.range.files[0]!.records[0]!;
+    const twice = withRange(run, index, (range) => ({ ...range, files: [...range.files, { bucket: bucketOf(extra.timestamp, scenario.rules.granularity), records: [extra] }] }));
+    expect(properties(scenario, twice)).toContain('one-file');
+  });
+});
+
+function splitByBucket(records: KafkaRecord[], scenario: Scenario) {
+  const buckets = [...new Set(records.map((r) => bucketStart(r.timestamp, scenario.rules.granularity)))].sort((a, b) => a - b);
+  return buckets.map((bucket) => ({ bucket, records: records.filter((r) => bucketStart(r.timestamp, scenario.rules.granularity) === bucket) }));
+}
