@@ -40,6 +40,9 @@ export interface AdvanceResult {
   position: bigint;
 }
 
+/** Errors whose reason this partition already wrote, in its own words: not overwritten by a generic one. */
+const said = new WeakSet<object>();
+
 /** `[first, end)` of consecutive ranges, as status shows it. */
 function spanOf(ranges: readonly SealedRange[]): string {
   return `[${ranges[0]!.startOffset}, ${ranges.at(-1)!.endOffset})`;
@@ -187,9 +190,11 @@ export class PartitionIndexer {
         this.pending = all;
         this.pendingBytes = all.reduce((sum, range) => sum + range.files.reduce((n, file) => n + file.records.reduce((b, r) => b + recordBytes(r), 0), 0), 0);
         await this.setWaiting(lease, error.message).catch(() => {});
+        said.add(error);
       } else {
         // Records cannot cause this (they become error rows); status names the cause.
         await this.setWaiting(lease, `building the files of offsets ${spanOf(all)} failed: ${(error as Error).message}`).catch(() => {});
+        if (error instanceof Object) said.add(error);
         this.drop();
       }
       throw error;
@@ -203,6 +208,7 @@ export class PartitionIndexer {
       // A lost lease (or any failed commit) leaves memory that may no longer match the catalog.
       if (!(error instanceof LeaseLostError)) {
         await this.setWaiting(lease, `the catalog refused the files of offsets ${spanOf(all)}: ${(error as Error).message}`).catch(() => {});
+        if (error instanceof Object) said.add(error);
       }
       this.drop();
       throw error;
@@ -219,7 +225,7 @@ export class PartitionIndexer {
 
   /** A failure outside a build or commit (a Kafka read, the catalog), said on this partition only. */
   async noteFailure(error: unknown): Promise<void> {
-    if (error instanceof LeaseHeldError || error instanceof LeaseLostError) return;
+    if (error instanceof LeaseHeldError || error instanceof LeaseLostError || said.has(error as object)) return;
     this.waiting = true;
     await setWaitingReason(this.deps.catalog, this.table.tableId, this.partition, `indexing failed, retrying: ${(error as Error).message}`, { owner: this.deps.owner }).catch(() => {});
   }

@@ -157,8 +157,12 @@ describe('stopping', () => {
       env: { ...process.env, DATABASE_URL: db.url, SCHEMA_REGISTRY_URL: `http://127.0.0.1:${port}/apis/ccompat/v7` },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
-    await until(async () => ((await partitionStatus(engine, created.name))[0]?.waitingReason ?? '').startsWith('Schema Registry'), 'the runner to wait for the registry');
+    await until(async () => ((await partitionStatus(engine, created.name))[0]?.waitingReason ?? '').startsWith('Schema Registry'), 'the runner to wait for the registry').catch((error: Error) => {
+      throw new Error(`${error.message}; the runner said: ${stderr}`);
+    });
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     const lease = await engine.catalog.query('SELECT lease_owner IS NOT NULL AS held, lease_expires_at <= now() AS free FROM lake_partition WHERE table_id = $1', [created.tableId]);
