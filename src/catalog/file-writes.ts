@@ -50,21 +50,30 @@ export interface CommitResult {
 }
 
 /**
+ * The fence of every live write: locks the partition row and returns its `indexed_end`
+ * if `lease` is still the partition's (owner, epoch, unexpired by Postgres's clock at the
+ * transaction's start); otherwise throws LeaseLostError. NO KEY UPDATE, not UPDATE: a
+ * backfill chunk inserting files of this partition holds KEY SHARE on the row (its
+ * foreign key) while it inserts; live commits must not wait for it.
+ */
+async function fencedIndexedEnd(client: CatalogClient, lease: Lease): Promise<bigint> {
+  const current = await client.query<{ indexed_end: bigint; lease_owner: string | null; lease_epoch: bigint; live: boolean }>(
+    `SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live
+     FROM lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE`,
+    [lease.tableId, lease.partition],
+  );
+  const row = current.rows[0];
+  if (!row || row.lease_owner !== lease.owner || row.lease_epoch !== lease.epoch || !row.live) throw await lostLease(client, lease);
+  return row.indexed_end;
+}
+
+/**
  * Commits consecutive ranges of one partition under `lease`. A range that ends at or
  * below `indexed_end` is already committed and skipped, so committing again is harmless.
  */
 export async function commitRanges(catalog: Catalog, lease: Lease, ranges: readonly NewRange[], leaseTtlMs: number): Promise<CommitResult> {
   return inTransaction(catalog, async (client) => {
-    // NO KEY UPDATE, not UPDATE: a backfill chunk inserting files of this partition holds
-    // KEY SHARE on the row (its foreign key) while it inserts; live commits must not wait for it.
-    const current = await client.query<{ indexed_end: bigint; lease_owner: string | null; lease_epoch: bigint; live: boolean }>(
-      `SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live
-       FROM lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE`,
-      [lease.tableId, lease.partition],
-    );
-    const row = current.rows[0];
-    if (!row || row.lease_owner !== lease.owner || row.lease_epoch !== lease.epoch || !row.live) throw await lostLease(client, lease);
-    let indexedEnd = row.indexed_end;
+    let indexedEnd = await fencedIndexedEnd(client, lease);
     let added = 0;
     let skipped = 0;
     for (const range of ranges) {
@@ -105,17 +114,11 @@ function asUtf8(bound: string | null): Buffer | null {
  */
 export async function recordLostInterval(catalog: Catalog, lease: Lease, earliest: bigint): Promise<bigint> {
   return inTransaction(catalog, async (client) => {
-    const current = await client.query<{ indexed_end: bigint; lease_owner: string | null; lease_epoch: bigint; live: boolean }>(
-      `SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live
-       FROM lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE`,
-      [lease.tableId, lease.partition],
-    );
-    const row = current.rows[0];
-    if (!row || row.lease_owner !== lease.owner || row.lease_epoch !== lease.epoch || !row.live) throw await lostLease(client, lease);
-    if (row.indexed_end >= earliest) return row.indexed_end;
+    const indexedEnd = await fencedIndexedEnd(client, lease);
+    if (indexedEnd >= earliest) return indexedEnd;
     await client.query(
       'INSERT INTO lost_interval (table_id, partition_id, start_offset, end_offset, lease_epoch) VALUES ($1, $2, $3, $4, $5)',
-      [lease.tableId, lease.partition, row.indexed_end, earliest, lease.epoch],
+      [lease.tableId, lease.partition, indexedEnd, earliest, lease.epoch],
     );
     await client.query(
       `UPDATE lake_partition SET indexed_end = $3, open_range_bytes = 0, open_range_records = 0, open_range_since = NULL
