@@ -1,8 +1,9 @@
 """Committed records read by a Kafka client we did not write (confluent-kafka, librdkafka)
 with isolation.level=read_committed: what tests expect our files to hold.
 
-stdin:  JSON {"brokers": "host:port", "ranges": [{"topic", "partition", "start", "end"}, ...]}
+stdin:  JSON {"brokers": "host:port", "ranges": [{"topic", "partition", "start", "end"}, ...], "offsetsOnly": bool}
 stdout: JSON, one list per range: [{"offset", "timestamp", "key", "value", "headers"}], bytes as hex
+        (with offsetsOnly: one list of offsets per range)
 """
 import json
 import sys
@@ -11,17 +12,20 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 
 
-def read_range(consumer, topic, partition, start, end, deadline):
+def read_range(consumer, topic, partition, start, end, deadline, offsets_only):
     out = []
     if end <= start:
         return out
     tp = TopicPartition(topic, partition, start)
     consumer.assign([tp])
     while True:
-        for message in consumer.consume(1000, timeout=0.2):
+        for message in consumer.consume(10000, timeout=0.2):
             if message.error():
                 raise RuntimeError(f"{topic}-{partition}: {message.error()}")
             if message.topic() != topic or message.partition() != partition or message.offset() >= end:
+                continue
+            if offsets_only:
+                out.append(message.offset())
                 continue
             out.append({
                 "offset": message.offset(),
@@ -31,7 +35,8 @@ def read_range(consumer, topic, partition, start, end, deadline):
                 "headers": [[k, None if v is None else v.hex()] for k, v in (message.headers() or [])],
             })
         position = consumer.position([TopicPartition(topic, partition)])[0].offset
-        if position >= end or (out and out[-1]["offset"] >= end - 1):
+        last = (out[-1] if offsets_only else out[-1]["offset"]) if out else -1
+        if position >= end or last >= end - 1:
             break
         if time.monotonic() > deadline:
             raise RuntimeError(f"{topic}-{partition}: read_committed stopped at {position} before {end}")
@@ -47,10 +52,13 @@ def main():
         "isolation.level": "read_committed",
         "enable.auto.commit": False,
         "enable.partition.eof": False,
+        "fetch.max.bytes": 64 * 1024 * 1024,
+        "max.partition.fetch.bytes": 16 * 1024 * 1024,
     })
     try:
         deadline = time.monotonic() + 60
-        answer = [read_range(consumer, r["topic"], int(r["partition"]), int(r["start"]), int(r["end"]), deadline) for r in request["ranges"]]
+        offsets_only = bool(request.get("offsetsOnly"))
+        answer = [read_range(consumer, r["topic"], int(r["partition"]), int(r["start"]), int(r["end"]), deadline, offsets_only) for r in request["ranges"]]
     finally:
         consumer.close()
     json.dump(answer, sys.stdout)

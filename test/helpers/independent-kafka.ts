@@ -16,16 +16,27 @@ export interface IndependentRecord {
 
 const script = fileURLToPath(new URL('./committed_records.py', import.meta.url));
 
-/** The committed records of each [start, end) of a partition, in order. */
-export function readCommittedIndependently(brokers: readonly string[], ranges: readonly { topic: string; partition: number; start: bigint; end: bigint }[]): Promise<IndependentRecord[][]> {
-  const input = JSON.stringify({ brokers: brokers.join(','), ranges: ranges.map((r) => ({ ...r, start: r.start.toString(), end: r.end.toString() })) });
+/** The offsets of the committed records of each [start, end) of a partition, in order. */
+export async function committedOffsetsIndependently(brokers: readonly string[], ranges: readonly { topic: string; partition: number; start: bigint; end: bigint }[]): Promise<bigint[][]> {
+  const answer = (await runReader({ brokers: brokers.join(','), ranges: ranges.map(text), offsetsOnly: true })) as number[][];
+  return answer.map((offsets) => offsets.map(BigInt));
+}
+
+const text = (r: { topic: string; partition: number; start: bigint; end: bigint }) => ({ ...r, start: r.start.toString(), end: r.end.toString() });
+
+function runReader(request: unknown): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const child = execFile('python3', [script], { maxBuffer: 512 * 1024 * 1024, timeout: 120_000 }, (error, stdout, stderr) => {
       if (error) return reject(new Error(`the independent read_committed consumer failed (pip install -r test/integration/requirements-reader.txt): ${stderr || error.message}`));
-      const parsed = JSON.parse(stdout) as { offset: number; timestamp: number; key: string | null; value: string | null; headers: [string, string | null][] }[][];
-      const bytes = (hex: string | null): Buffer | null => (hex === null ? null : Buffer.from(hex, 'hex'));
-      resolve(parsed.map((records) => records.map((r) => ({ offset: BigInt(r.offset), timestamp: r.timestamp, key: bytes(r.key), value: bytes(r.value), headers: r.headers.map(([k, v]) => [k, bytes(v)] as [string, Buffer | null]) }))));
+      resolve(JSON.parse(stdout));
     });
-    child.stdin!.end(input);
+    child.stdin!.end(JSON.stringify(request));
   });
+}
+
+/** The committed records of each [start, end) of a partition, in order. */
+export async function readCommittedIndependently(brokers: readonly string[], ranges: readonly { topic: string; partition: number; start: bigint; end: bigint }[]): Promise<IndependentRecord[][]> {
+  const parsed = (await runReader({ brokers: brokers.join(','), ranges: ranges.map(text) })) as { offset: number; timestamp: number; key: string | null; value: string | null; headers: [string, string | null][] }[][];
+  const bytes = (hex: string | null): Buffer | null => (hex === null ? null : Buffer.from(hex, 'hex'));
+  return parsed.map((records) => records.map((r) => ({ offset: BigInt(r.offset), timestamp: r.timestamp, key: bytes(r.key), value: bytes(r.value), headers: r.headers.map(([k, v]) => [k, bytes(v)] as [string, Buffer | null]) })));
 }

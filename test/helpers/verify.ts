@@ -4,7 +4,7 @@ import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
 import type { TableRecord } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { kafkaSource } from '../../src/kafka/source.js';
-import { readCommittedIndependently } from './independent-kafka.js';
+import { committedOffsetsIndependently } from './independent-kafka.js';
 import { bucketOf } from '../../src/ranges/buckets.js';
 import { rebuildFile } from '../../src/reader/rebuild.js';
 
@@ -77,7 +77,7 @@ export async function checkTable(engine: Engine, table: TableRecord): Promise<Ta
     // Committed records of the ranges, as a consumer we did not write sees them (lost
     // intervals cannot be read: Kafka deleted them).
     const readable = segments.filter((x) => !x.lost && x.endOffset > x.startOffset);
-    const committed = (await readCommittedIndependently(engine.config.kafkaBrokers, readable.map((x) => ({ topic: table.topic, partition, start: x.startOffset, end: x.endOffset })))).flat().map((r) => r.offset);
+    const committed = (await committedOffsetsIndependently(engine.config.kafkaBrokers, readable.map((x) => ({ topic: table.topic, partition, start: x.startOffset, end: x.endOffset })))).flat();
     committedOffsets.set(partition, committed);
     const seen: bigint[] = [];
     for (const file of mine) {
