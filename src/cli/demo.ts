@@ -15,7 +15,7 @@ import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
 import { rebuildFile } from '../reader/rebuild.js';
 import { resolveSettings } from '../catalog/settings.js';
 import { stackConfig } from '../stack/config.js';
-import { stackEnvironment, stackUp } from '../stack/index.js';
+import { stackUp, useLocalStackDefaults } from '../stack/index.js';
 import { createTableFromTopic } from '../catalog/create-table.js';
 import { filesCommand, statusCommand } from './inspect.js';
 import { queryCommand } from './query.js';
@@ -28,7 +28,7 @@ const recordsPerTransaction = 60;
 export async function demoCommand(_args: string[]): Promise<number> {
   const config = stackConfig();
   await stackUp(config, progress);
-  for (const [name, value] of Object.entries(stackEnvironment(config))) process.env[name] ??= value;
+  useLocalStackDefaults();
   const engine = await openEngine();
   try {
     const topic = `demo-orders-${Date.now()}`;

@@ -1,4 +1,3 @@
-import { useLocalStackDefaults } from '../stack/index.js';
 import { stackCommand, stackUsage } from './stack.js';
 import { tableCommand, tableUsage } from './table.js';
 import { filesCommand, inspectUsage, statusCommand } from './inspect.js';
@@ -35,8 +34,6 @@ offsetlake demo`;
 
 /** Runs one command; errors become one line on stderr and a non-zero exit code. */
 export async function main(argv: string[]): Promise<number> {
-  // flags, then environment, then the local stack (README, "Configuration")
-  useLocalStackDefaults();
   const [name, ...args] = argv;
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
     process.stdout.write(`${usage}\n`);

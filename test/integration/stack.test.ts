@@ -11,14 +11,15 @@ const run = promisify(execFile);
 const home = mkdtempSync(join(tmpdir(), 'offsetlake-stack-test-'));
 // Postgres runs as a non-root user when the tests run as root: it must reach its data folder.
 chmodSync(home, 0o755);
+// As a user types it: no DATABASE_URL at all (the test processes have one for the shared stack).
+const { DATABASE_URL: _shared, ...inherited } = process.env;
 const env = {
-  ...process.env,
+  ...inherited,
   OFFSETLAKE_HOME: home,
   OFFSETLAKE_KAFKA_PORT: '39192',
   OFFSETLAKE_CONTROLLER_PORT: '39193',
   OFFSETLAKE_REGISTRY_PORT: '39181',
   OFFSETLAKE_POSTGRES_PORT: '39132',
-  DATABASE_URL: '',
 };
 
 async function offsetlake(...args: string[]) {
