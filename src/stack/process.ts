@@ -146,6 +146,13 @@ export function portAnswers(host: string, port: number): Promise<boolean> {
   });
 }
 
+/** The log's last lines that name an error, so that the reason is in the message itself. */
+function lastErrors(log: string | undefined): string {
+  if (!log || !existsSync(log)) return '';
+  const lines = readFileSync(log, 'utf8').split('\n').filter((line) => /ERROR|Exception|FATAL|Address already in use/.test(line));
+  return lines.length === 0 ? '' : `\n${lines.slice(-3).join('\n')}`;
+}
+
 /**
  * Polls `ready` until it returns true. Gives up after `timeoutMs`, or at once when the
  * daemon `pid` has exited, with an error that points at the daemon's log.
@@ -160,7 +167,7 @@ export async function waitUntil(
   for (;;) {
     if (await ready().catch(() => false)) return;
     if (options.pid !== undefined && (!isAlive(options.pid) || isZombie(options.pid))) {
-      throw new DaemonStartError(`${what} exited while starting${seeLog}`);
+      throw new DaemonStartError(`${what} exited while starting${seeLog}${lastErrors(options.log)}`);
     }
     if (Date.now() > deadline) throw new DaemonStartError(`${what} did not become ready within ${options.timeoutMs} ms${seeLog}`);
     await sleep(250);

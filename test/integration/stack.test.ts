@@ -7,7 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isAlive, isZombie } from '../../src/stack/process.js';
 
 const run = promisify(execFile);
-// Its own home and ports: this stack must not disturb the one the other tests use.
+// Its own home and ports: this stack must not disturb the one the other tests use. The ports
+// lie below the kernel's ephemeral range (32768-60999), where an outgoing connection of
+// another test could hold one just as Kafka binds it.
 const home = mkdtempSync(join(tmpdir(), 'offsetlake-stack-test-'));
 // Postgres runs as a non-root user when the tests run as root: it must reach its data folder.
 chmodSync(home, 0o755);
@@ -16,10 +18,10 @@ const { DATABASE_URL: _shared, ...inherited } = process.env;
 const env = {
   ...inherited,
   OFFSETLAKE_HOME: home,
-  OFFSETLAKE_KAFKA_PORT: '39192',
-  OFFSETLAKE_CONTROLLER_PORT: '39193',
-  OFFSETLAKE_REGISTRY_PORT: '39181',
-  OFFSETLAKE_POSTGRES_PORT: '39132',
+  OFFSETLAKE_KAFKA_PORT: '29192',
+  OFFSETLAKE_CONTROLLER_PORT: '29193',
+  OFFSETLAKE_REGISTRY_PORT: '29181',
+  OFFSETLAKE_POSTGRES_PORT: '29132',
 };
 
 async function offsetlake(...args: string[]) {
@@ -56,7 +58,7 @@ describe('offsetlake stack', () => {
       ['registry', 'running'],
       ['postgres', 'running'],
     ]);
-    expect(first.environment.KAFKA_BROKERS).toBe('127.0.0.1:39192');
+    expect(first.environment.KAFKA_BROKERS).toBe('127.0.0.1:29192');
     expect(first.catalogVersion).toBeGreaterThanOrEqual(1);
     const pids = first.services.map((s: { pid: number }) => s.pid);
     expect(pids.every((pid: number) => Number.isInteger(pid) && pid > 0)).toBe(true);
