@@ -116,6 +116,26 @@ describe('a runner that stays up', () => {
     expect(await settled).toBe('returned');
   });
 
+  it('keeps running while Kafka cannot be reached, and says so', async () => {
+    const engine = await testEngine('no_kafka');
+    const topic = await newTopic(engine, 1, 'no-kafka');
+    // a catalog with a table, and a runner whose Kafka is a port nobody listens on
+    const away = await openEngine({ databaseUrl: engine.config.databaseUrl, kafkaBrokers: `127.0.0.1:${await closedPort()}` });
+    onTestFinished(async () => {
+      await away.close();
+      await engine.close();
+    });
+    await testTable(engine, topic, { file_window: '30m' });
+    const logs: string[] = [];
+    const stop = new AbortController();
+    const running = new LocalRunner(away, rangeBuilder(away.catalog), { ...defaultRunnerOptions, pollIntervalMs: 50 }, (line) => logs.push(line)).run(stop.signal);
+    const settled = running.then(() => 'returned', (error: Error) => `threw: ${error.message}`);
+    await until(() => logs.some((line) => line.startsWith('looking for tables and partitions failed, trying again')), 'the runner to say what it waits for');
+    expect(await Promise.race([settled, new Promise((done) => setTimeout(() => done('running'), 200))])).toBe('running');
+    stop.abort();
+    expect(await settled).toBe('returned');
+  });
+
   it('one partition that fails does not stop the serverless tick for the others: the failure is said on that partition', async () => {
     const engine = await testEngine('tick_failure');
     onTestFinished(() => engine.close());
@@ -149,10 +169,7 @@ describe('stopping', () => {
     const topic = await newTopic(engine, 1, 'sigterm');
     const created = await testTable(engine, topic, { file_window: '1s', lease_ttl: '10m' }, 'avro');
     await produce(engine.kafka, topic, [{ value: Buffer.from([0, 0, 0, 0, 42, 2]) }]);
-    const server = createServer();
-    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-    const port = (server.address() as AddressInfo).port;
-    await new Promise((done) => server.close(done)); // a port nobody listens on
+    const port = await closedPort();
     const child = spawn(process.execPath, ['bin/offsetlake.js', 'run'], {
       env: { ...process.env, DATABASE_URL: db.url, SCHEMA_REGISTRY_URL: `http://127.0.0.1:${port}/apis/ccompat/v7` },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -169,6 +186,14 @@ describe('stopping', () => {
     expect(lease.rows).toEqual([{ held: true, free: true }]);
   });
 });
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((done) => server.close(done));
+  return port;
+}
 
 async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
