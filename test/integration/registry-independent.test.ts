@@ -12,7 +12,7 @@
  * Two data sets, each in its own topic and table per format: `full` has every hazard
  * (Object.prototype names as fields, map keys and header keys, NUL and BOM in strings, empty
  * Protobuf bytes, negative int64 map keys), `plain` has none, so that the type mapping is
- * still checked when a hazard stops the full tables' partitions.
+ * still checked on its own should a hazard ever stop the full tables' partitions again.
  *
  * Expected values come from those tools and the README's "Type mapping" table, never from
  * src/. Needs: pip install -r test/integration/requirements-reader.txt (npm's pretest does).
@@ -33,7 +33,7 @@ const cli = fileURLToPath(new URL('../../bin/offsetlake.js', import.meta.url));
 const formats = ['avro', 'protobuf', 'json-schema'] as const;
 type Format = (typeof formats)[number];
 // full: every hazard (Object.prototype names, NUL, BOM, empty Protobuf bytes, 64-bit map keys);
-// plain: none, so the type mapping is still checked while a hazard stops the full tables.
+// plain: none, so the type mapping is still checked on its own should a hazard ever stop the full tables again.
 const variants = ['full', 'plain'] as const;
 type Variant = (typeof variants)[number];
 const targets = variants.flatMap((variant) => formats.map((format) => ({ variant, format, table: `indep_${variant}_${format.replace('-', '_')}` })));

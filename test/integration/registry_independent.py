@@ -10,7 +10,7 @@ imports or imitates offsetlake's decoders: the expected column values follow the
 Two data sets ("variants"), each in one topic per format: `full` has every hazard (fields,
 map keys and header keys named after Object.prototype members, NUL and BOM in strings,
 empty Protobuf bytes, negative 64-bit Protobuf map keys); `plain` has none of them, so the
-type mapping is still checked when a hazard stops the full topics' partitions.
+type mapping is still checked on its own should a hazard ever stop the full topics' partitions again.
 
     python3 registry_independent.py prepare --work DIR --brokers B --registry URL
         creates the six topics (2 partitions each); writes DIR/state.json, prints the topics
@@ -70,8 +70,8 @@ VARIANT_NAMES = ["full", "plain"]
 
 class Variant:
     """The data set of one topic per format. `full`: every hazard (the acceptance check);
-    `plain`: none of them, so that the type mapping is still checked while a hazard stops
-    the full topics' partitions. For diagnosis, REGIND_WITHOUT=names,nul,... (a comma list
+    `plain`: none of them, so that the type mapping is still checked on its own should a
+    hazard ever stop the full topics' partitions again. For diagnosis, REGIND_WITHOUT=names,nul,... (a comma list
     of HAZARDS) leaves those out of the full variant too."""
 
     def __init__(self, without):
