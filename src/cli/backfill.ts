@@ -1,10 +1,10 @@
-import { parseArgs } from 'node:util';
 import type { ChunkResult } from '../backfill/index.js';
 import { discoverPartitions } from '../retention/discovery.js';
 import { maxChunksPerExecution } from '../backfill/limits.js';
 import { checkRetention } from '../retention/check.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { parseCommandArgs } from './args.js';
 
 export const backfillUsage = `offsetlake backfill NAME [--chunks-per-execution N] [--json]
 offsetlake retention [NAME] [--json]`;
@@ -26,7 +26,7 @@ function describeChunk(chunk: ChunkResult): string {
 
 /** `backfill NAME`: the table's history below its indexed ranges, chunk by chunk, with progress. */
 export async function backfillCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const { values, positionals } = parseCommandArgs('backfill', args, options);
   const name = positionals[0];
   if (!name) throw new UsageError(`backfill needs a table NAME; usage: ${backfillUsage}`);
   const budget = values['chunks-per-execution'];
@@ -53,7 +53,7 @@ export async function backfillCommand(args: string[]): Promise<number> {
 
 /** `retention [NAME]`: one retention check of every partition, then partition discovery. */
 export async function retentionCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const { values, positionals } = parseCommandArgs('retention', args, options);
   const table = positionals[0];
   const result = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     const retention = await checkRetention(engine.catalog, engine.kafka, table === undefined ? {} : { table });

@@ -1,9 +1,9 @@
-import { parseArgs } from 'node:util';
 import { listFiles } from '../catalog/file-reads.js';
 import { findTable } from '../catalog/tables.js';
 import { partitionStatus } from '../catalog/status.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
+import { parseCommandArgs } from './args.js';
 
 export const inspectUsage = `offsetlake files NAME [--json] [--expired]
 offsetlake status [NAME] [--json]`;
@@ -26,7 +26,7 @@ function hex(bytes: Uint8Array): string {
 
 /** `files NAME`: the catalog's files with offsets, bucket, statistics and seal reason. */
 export async function filesCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const { values, positionals } = parseCommandArgs('files', args, options);
   const name = positionals[0];
   if (!name) throw new UsageError(`files needs a table NAME; usage: ${inspectUsage}`);
   const files = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
@@ -65,7 +65,7 @@ function backfillState(cursor: bigint | null, target: bigint | null): string | u
 
 /** `status`: per partition, indexed range, LSO, lag, lease holder, open range, backfill and retention. */
 export async function statusCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const { values, positionals } = parseCommandArgs('status', args, options);
   const rows = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, (engine) => partitionStatus(engine, positionals[0]));
   if (values.json) {
     printJson(rows);

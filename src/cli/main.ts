@@ -3,6 +3,7 @@ import { tableCommand, tableUsage } from './table.js';
 import { filesCommand, inspectUsage, statusCommand } from './inspect.js';
 import { checkCommand, indexUsage, rebuildCommand, runCommand } from './run-commands.js';
 import { UsageError } from './output.js';
+import { commandHelp, helpText } from './help.js';
 import { serveUsage } from './serve.js';
 import { queryUsage } from './query.js';
 import { backfillCommand, backfillUsage, retentionCommand } from './backfill.js';
@@ -35,9 +36,20 @@ offsetlake demo`;
 /** Runs one command; errors become one line on stderr and a non-zero exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
-  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    process.stdout.write(`${usage}\n`);
+  if (name === undefined || ((name === 'help' || name === '--help' || name === '-h') && args.length === 0)) {
+    process.stdout.write(`${usage}\n\n\`offsetlake help COMMAND\` (or COMMAND --help) says more about one.\n`);
     return name === undefined ? 2 : 0;
+  }
+  // `help CMD`, `CMD --help`, `CMD -h`, `CMD SUBCOMMAND --help`, `stack help`: the command's help, and nothing else runs
+  const asked = name === 'help' || name === '--help' || name === '-h' ? args[0]! : name;
+  const flagsBeforeEnd = args.slice(0, args.includes('--') ? args.indexOf('--') : args.length);
+  if (asked !== name || flagsBeforeEnd.some((a) => a === '--help' || a === '-h') || (args[0] === 'help' && name in commandHelp)) {
+    if (!(asked in commandHelp)) {
+      process.stderr.write(`offsetlake: unknown command "${asked}"\n${usage}\n`);
+      return 2;
+    }
+    process.stdout.write(helpText(asked));
+    return 0;
   }
   const command = commands[name];
   try {
@@ -47,6 +59,6 @@ export async function main(argv: string[]): Promise<number> {
     const err = error as Error;
     process.stderr.write(`offsetlake ${name}: ${err.message}\n`);
     if (process.env.OFFSETLAKE_DEBUG && err.stack) process.stderr.write(`${err.stack}\n`);
-    return err instanceof UsageError || (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 2 : 1;
+    return err instanceof UsageError ? 2 : 1;
   }
 }

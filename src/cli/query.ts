@@ -1,10 +1,10 @@
 /** `query "SQL"`: the built-in SQL over a table's files and its fresh tail. */
-import { parseArgs } from 'node:util';
 import type { Json } from '@duckdb/node-api';
 import { kafkaSource } from '../kafka/source.js';
 import { ReaderService } from '../reader/service.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { parseCommandArgs } from './args.js';
 
 export const queryUsage = `offsetlake query "SQL" [--json | --csv] [--plan] [--quiet]`;
 
@@ -20,17 +20,13 @@ export function toCsv(columns: string[], rows: Record<string, Json>[]): string {
 }
 
 export async function queryCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      'database-url': { type: 'string' },
-      'kafka-brokers': { type: 'string' },
-      json: { type: 'boolean' },
-      csv: { type: 'boolean' },
-      plan: { type: 'boolean' },
-      quiet: { type: 'boolean', short: 'q' },
-    },
+  const { values, positionals } = parseCommandArgs('query', args, {
+    'database-url': { type: 'string' },
+    'kafka-brokers': { type: 'string' },
+    json: { type: 'boolean' },
+    csv: { type: 'boolean' },
+    plan: { type: 'boolean' },
+    quiet: { type: 'boolean', short: 'q' },
   });
   const sql = positionals.join(' ').trim();
   if (!sql) throw new UsageError(`query needs SQL; usage: ${queryUsage}`);

@@ -1,5 +1,4 @@
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { findFile, listFiles } from '../catalog/file-reads.js';
 import { findTable, listTables } from '../catalog/tables.js';
 import { rangeBuilder } from '../build/files.js';
@@ -9,6 +8,7 @@ import { checkFiles, rebuildFile } from '../reader/rebuild.js';
 import { parseBytes, parseDuration } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';
+import { parseCommandArgs } from './args.js';
 
 export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--batch-size 10000] [--batch-window 500ms] [--json]
 offsetlake rebuild NAME FILE [-o PATH] [--json]
@@ -18,10 +18,7 @@ const engineOptions = { 'database-url': { type: 'string' }, 'kafka-brokers': { t
 
 /** `run`: every partition of every table in one process, until interrupted (or caught up, with --once). */
 export async function runCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: { ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'batch-size': { type: 'string' }, 'batch-window': { type: 'string' } },
-  });
+  const { values } = parseCommandArgs('run', args, { ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'batch-size': { type: 'string' }, 'batch-window': { type: 'string' } }, false);
   const count = (flag: string, text: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
     if (text === undefined) return fallback;
     const n = Number(text);
@@ -59,7 +56,7 @@ export async function runCommand(args: string[]): Promise<number> {
 
 /** `check [NAME]`: every live file rebuilt from Kafka; the ones that do not match are named. Exit 1 if any. */
 export async function checkCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: engineOptions });
+  const { values, positionals } = parseCommandArgs('check', args, engineOptions);
   const checks = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     const tables = positionals[0] ? [await findTable(engine.catalog, positionals[0])] : await listTables(engine.catalog);
     let done = 0;
@@ -77,18 +74,14 @@ export async function checkCommand(args: string[]): Promise<number> {
 
 /** `rebuild NAME FILE`: the file's bytes from Kafka, checked against the catalog. */
 export async function rebuildCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...engineOptions, output: { type: 'string', short: 'o' } },
-  });
+  const { values, positionals } = parseCommandArgs('rebuild', args, { ...engineOptions, output: { type: 'string', short: 'o' } });
   const [name, fileText] = positionals;
   if (!name || !fileText) throw new UsageError(`rebuild needs a table NAME and a FILE id; usage: ${indexUsage}`);
   if (!/^\d+$/.test(fileText)) throw new UsageError(`FILE must be a file id (a number, as \`files\` lists), got "${fileText}"`);
   const result = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     const table = await findTable(engine.catalog, name);
     const file = await findFile(engine.catalog, table.tableId, BigInt(fileText));
-    if (!file) throw new UsageError(`table ${name} has no file ${fileText}`);
+    if (!file) throw new Error(`table ${name} has no file ${fileText}; \`offsetlake files ${name}\` lists its files`);
     // rebuildFile compares size, footer and sha256 with the catalog and throws on any difference.
     const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file);
     if (values.output) writeFileSync(values.output, rebuilt.bytes);

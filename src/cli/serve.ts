@@ -1,6 +1,5 @@
 /** `serve`: the HTTP read API for engines, until interrupted. */
 import { once } from 'node:events';
-import { parseArgs } from 'node:util';
 import { kafkaSource } from '../kafka/source.js';
 import { readerHandler } from '../reader/http.js';
 import { readerServer } from '../reader/node-server.js';
@@ -8,22 +7,20 @@ import { defaultCacheBytes, ReaderService } from '../reader/service.js';
 import { formatBytes, parseBytes } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
+import { parseCommandArgs } from './args.js';
 
 export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB]`;
 
 export async function serveCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      'database-url': { type: 'string' },
-      'kafka-brokers': { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      token: { type: 'string' },
-      'no-auth': { type: 'boolean' },
-      cache: { type: 'string' },
-    },
-  });
+  const { values } = parseCommandArgs('serve', args, {
+    'database-url': { type: 'string' },
+    'kafka-brokers': { type: 'string' },
+    port: { type: 'string' },
+    host: { type: 'string' },
+    token: { type: 'string' },
+    'no-auth': { type: 'boolean' },
+    cache: { type: 'string' },
+  }, false);
   const port = Number(values.port ?? 8642);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number from 0 to 65535, got "${values.port}"`);
   const token = values.token ?? process.env.OFFSETLAKE_TOKEN ?? null;

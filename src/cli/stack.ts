@@ -1,10 +1,10 @@
-import { parseArgs } from 'node:util';
 import { openCatalog } from '../catalog/db.js';
 import { migrateCatalog } from '../catalog/migrate.js';
 import { parsePort, stackConfig } from '../stack/config.js';
 import { stackDown, stackEnvironment, stackStatus, stackUp } from '../stack/index.js';
 import type { ServiceStatus } from '../stack/types.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { parseCommandArgs } from './args.js';
 
 const options = {
   json: { type: 'boolean' },
@@ -19,7 +19,7 @@ export const stackUsage = `offsetlake stack up | down | status [--json] [--home 
   [--kafka-port N] [--controller-port N] [--registry-port N] [--postgres-port N]`;
 
 export async function stackCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
+  const { values, positionals } = parseCommandArgs('stack', args, options);
   const port = (flag: keyof typeof values) => (typeof values[flag] === 'string' ? parsePort(`--${flag}`, values[flag]) : undefined);
   const config = stackConfig({
     home: values.home,

@@ -1,9 +1,10 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { dropTable, listTables } from '../catalog/tables.js';
 import { createTableFromTopic } from '../catalog/create-table.js';
 import { formatSettings, parseFormat, resolveSettings, settingNames } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
+import { parseCommandArgs } from './args.js';
 
 export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format avro|protobuf|json-schema|json|raw] [--SETTING VALUE ...]
 offsetlake table list [--json]
@@ -26,7 +27,7 @@ const options = {
 } satisfies ParseArgsConfig['options'];
 
 export async function tableCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options, allowPositionals: true, strict: true });
+  const { values, positionals } = parseCommandArgs('table', args, options);
   const [action, name] = positionals;
   const flags = values as Record<string, string | boolean | undefined>;
   const engineFlags = { databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] };
@@ -39,8 +40,15 @@ export async function tableCommand(args: string[]): Promise<number> {
       const text = flags[setting] ?? flags[setting.replaceAll('_', '-')];
       if (typeof text === 'string') given[setting] = text;
     }
-    const settings = resolveSettings(given);
-    const format = parseFormat(values.format ?? 'json');
+    let settings: ReturnType<typeof resolveSettings>;
+    let format: ReturnType<typeof parseFormat>;
+    try {
+      settings = resolveSettings(given);
+      format = parseFormat(values.format ?? 'json');
+    } catch (error) {
+      // a setting or format the command line got wrong: nothing was asked of Kafka or the catalog
+      throw new UsageError((error as Error).message);
+    }
     const table = await withEngine(engineFlags, (engine) => createTableFromTopic(engine, { name, topic: values.topic!, format, settings }));
     if (values.json) printJson(table);
     else process.stdout.write(`created table ${table.name} on topic ${table.topic} (${table.partitions.length} partitions)\n`);

@@ -15,12 +15,21 @@ export interface Engine {
 
 export async function openEngine(flags: EngineFlags = {}): Promise<Engine> {
   const config = engineConfig(flags);
+  let url: URL | undefined;
+  try {
+    url = new URL(config.databaseUrl);
+  } catch {
+    // said below
+  }
+  if (!url || !/^postgres(ql)?:$/.test(url.protocol)) {
+    throw new Error(`the catalog's address "${redact(config.databaseUrl)}" is not a postgres:// URL (DATABASE_URL or --database-url), e.g. postgres://user:password@host:5432/db`);
+  }
   const catalog = openCatalog(config.databaseUrl);
   try {
     await migrateCatalog(catalog);
   } catch (error) {
     await catalog.end();
-    throw new Error(`cannot open the catalog at ${redact(config.databaseUrl)}: ${(error as Error).message}`, { cause: error });
+    throw new Error(`cannot open the catalog at ${redact(config.databaseUrl)}: ${catalogProblem(error as Error & { code?: string })}`, { cause: error });
   }
   const kafka = connectKafka({ brokers: config.kafkaBrokers });
   return {
@@ -31,6 +40,15 @@ export async function openEngine(flags: EngineFlags = {}): Promise<Engine> {
       await Promise.allSettled([kafka.close(), catalog.end()]);
     },
   };
+}
+
+/** What a failed catalog connection means to the user, and what to do. */
+function catalogProblem(error: Error & { code?: string }): string {
+  if (error.code === 'ECONNREFUSED') return 'nothing answers there; `offsetlake stack up` starts the local catalog, or set DATABASE_URL to yours';
+  if (error.code === 'ENOTFOUND' || error.code === 'EAI_AGAIN') return 'its host name is not known; check DATABASE_URL';
+  if (error.code === '28P01' || error.code === '28000') return 'the user name or password is refused; check DATABASE_URL';
+  if (error.code === '3D000') return 'that database does not exist; create it or check DATABASE_URL';
+  return error.message;
 }
 
 export function redact(url: string): string {

@@ -75,6 +75,42 @@ describe('the offsetlake command line', () => {
     expect((await offsetlake('table', 'drop', 'checked')).code).toBe(0);
   });
 
+  it('every command answers --help, -h and `help COMMAND` with its usage, flags and an example, exit 0, and runs nothing', async () => {
+    const commands = ['stack', 'table', 'files', 'status', 'run', 'rebuild', 'check', 'backfill', 'retention', 'serve', 'query', 'demo'];
+    const before = (await offsetlake('table', 'list', '--json')).stdout;
+    for (const command of commands) {
+      for (const args of [[command, '--help'], [command, '-h'], ['help', command]]) {
+        const answer = await offsetlake(...args);
+        expect(answer.code, args.join(' ')).toBe(0);
+        expect(answer.stdout, args.join(' ')).toMatch(new RegExp(`usage:\\n  offsetlake ${command}[\\s\\S]*example:\\n  `));
+      }
+    }
+    // subcommands too, and `stack help`
+    for (const args of [['table', 'create', '--help'], ['stack', 'up', '-h'], ['stack', 'help']]) expect((await offsetlake(...args)).stdout, args.join(' ')).toMatch(/usage:/);
+    // demo --help did not run the demo; nothing changed
+    expect((await offsetlake('table', 'list', '--json')).stdout).toBe(before);
+  });
+
+  it('usage errors are said in our words with exit 2 and change nothing; failures exit 1', async () => {
+    const before = (await offsetlake('table', 'list', '--json')).stdout;
+    const cases: [string[], string][] = [
+      [['files', 'x', '--jsn'], 'unknown flag --jsn; did you mean --json?'],
+      [['table', 'create', 'x', '--topic', 't', '--file_windw', '5s'], 'unknown flag --file_windw; did you mean --file_window?'],
+      [['table', 'create', 'x', '--topic', 't', '--file_window', '-5s'], "--file_window needs a value, and the next word starts with '-'; write a value that starts with '-' as --file_window=VALUE"],
+      [['table', 'create', 'x', '--topic', 't', '--file_window=-5s'], 'file_window'],
+      [['status', '--json=yes'], '--json takes no value'],
+      [['run', 'now'], 'unexpected argument "now"'],
+      [['help', 'nope'], 'unknown command "nope"'],
+    ];
+    for (const [args, message] of cases) {
+      const result = await offsetlake(...args);
+      expect([result.code, result.stderr.includes(message)], `${args.join(' ')}: ${result.stderr}`).toEqual([2, true]);
+    }
+    expect((await offsetlake('table', 'list', '--json')).stdout).toBe(before);
+    const missing = await offsetlake('files', 'no_such_table');
+    expect([missing.code, missing.stderr]).toEqual([1, 'offsetlake files: no table named "no_such_table"\n']);
+  });
+
   it('refuses bad requests with a reason and a non-zero exit', async () => {
     const cases: [string[], string][] = [
       [['table', 'create', 'x', '--topic', 'no-such-topic-here'], 'Kafka topic "no-such-topic-here" does not exist'],

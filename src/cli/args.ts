@@ -1,0 +1,62 @@
+/**
+ * The command line's flags, parsed by node:util's parseArgs, with its errors said in our
+ * own words: an unknown flag names the nearest valid one, a value that looks like a flag
+ * says how to write it, and every message points at `--help`.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { UsageError } from './output.js';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Edit distance of two short strings (flags): insertions, deletions, substitutions. */
+export function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
+/** The valid flag nearest to `flag`, if one is near enough to be what was meant. */
+export function nearestFlag(flag: string, valid: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of valid) {
+    const distance = editDistance(flag, candidate);
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  return bestDistance <= Math.max(2, Math.floor(flag.length / 4)) ? best : undefined;
+}
+
+export function parseCommandArgs<O extends Options>(command: string, args: string[], options: O, allowPositionals = true) {
+  try {
+    return parseArgs({ args, options, allowPositionals, strict: true });
+  } catch (error) {
+    throw usageError(command, options, error as Error & { code?: string });
+  }
+}
+
+function usageError(command: string, options: Options, error: Error & { code?: string }): Error {
+  const help = `\`offsetlake ${command} --help\` lists them`;
+  const flags = Object.entries(options).flatMap(([name, option]) => [`--${name}`, ...(option.short ? [`-${option.short}`] : [])]);
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const flag = /'(-[^']*)'/.exec(error.message)?.[1] ?? 'that flag';
+    const near = nearestFlag(flag, flags);
+    return new UsageError(`unknown flag ${flag}${near ? `; did you mean ${near}?` : ''} (${help})`);
+  }
+  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    const flag = /'(--?[^ ']+)/.exec(error.message)?.[1] ?? 'a flag';
+    if (/ambiguous/.test(error.message)) {
+      return new UsageError(`${flag} needs a value, and the next word starts with '-'; write a value that starts with '-' as ${flag}=VALUE (${help})`);
+    }
+    const boolean = options[flag.replace(/^-+/, '')]?.type === 'boolean';
+    return new UsageError(boolean ? `${flag} takes no value (${help})` : `${flag} needs a value (${help})`);
+  }
+  if (error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+    const word = /'([^']*)'/.exec(error.message)?.[1] ?? 'a word';
+    return new UsageError(`unexpected argument "${word}" (${help})`);
+  }
+  return error;
+}

@@ -1,0 +1,78 @@
+/**
+ * `--help`, `-h` and `offsetlake help CMD`: per command, what it does, its usage, its
+ * flags and an example. A command given `--help` prints this and does nothing else.
+ */
+import { settingNames } from '../catalog/settings.js';
+import { backfillUsage } from './backfill.js';
+import { inspectUsage } from './inspect.js';
+import { queryUsage } from './query.js';
+import { indexUsage } from './run-commands.js';
+import { serveUsage } from './serve.js';
+import { stackUsage } from './stack.js';
+import { tableUsage } from './table.js';
+
+interface Help {
+  about: string;
+  usage: string;
+  flags: [string, string][];
+  example: string;
+}
+
+const engine: [string, string][] = [
+  ['--database-url URL', 'the catalog (default: DATABASE_URL, else the local stack)'],
+  ['--kafka-brokers HOST:PORT,…', 'Kafka (default: KAFKA_BROKERS, else the local stack)'],
+];
+const json: [string, string] = ['--json', 'print one JSON document; progress goes to stderr'];
+const line = (usage: string, name: string) => usage.split('\n').filter((l) => l.startsWith(`offsetlake ${name}`)).join('\n');
+
+export const commandHelp: Record<string, Help> = {
+  stack: {
+    about: 'The local Kafka broker, Schema Registry and Postgres: fetched once, started on loopback, stopped by their pids. Idempotent.',
+    usage: stackUsage,
+    flags: [['--home DIR', 'where state and logs live (default ./.offsetlake, OFFSETLAKE_HOME)'], ['--kafka-port N, --controller-port N, --registry-port N, --postgres-port N', 'move a service (default 29092, 29093, 28081, 25432)'], json],
+    example: 'offsetlake stack up && offsetlake stack status',
+  },
+  table: {
+    about: `Tables over Kafka topics. A new table's partitions start at their last stable offset; history below is backfilled. Settings: ${settingNames.join(', ')} (README, "Configuration").`,
+    usage: tableUsage,
+    flags: [['--topic TOPIC', 'the Kafka topic (it must exist, and not be compacted)'], ['--format F', 'avro, protobuf, json-schema (Schema Registry), json or raw; default json'], ['--SETTING VALUE', 'a table setting, e.g. --file_window 30s or --file-bytes 64MiB'], ['--if-exists', 'drop: no error when the table is missing'], json, ...engine],
+    example: 'offsetlake table create orders --topic orders --format avro --file_window 30s',
+  },
+  files: { about: "The catalog's live files of a table: offsets, bucket, rows, bytes, seal reason, timestamps, sha256.", usage: line(inspectUsage, 'files'), flags: [['--expired', 'include files Kafka can no longer rebuild'], json, ...engine], example: 'offsetlake files orders --json' },
+  status: {
+    about: 'Per partition: indexed range, LSO, lag, lease, open range, files, error rows, lost offsets, waiting reason, backfill, retention, topic problems.',
+    usage: line(inspectUsage, 'status'),
+    flags: [json, ...engine],
+    example: 'offsetlake status orders',
+  },
+  run: {
+    about: 'The long-lived local indexer: every partition of every table in one process, through outages, until Ctrl-C (SIGINT/SIGTERM give the leases back).',
+    usage: line(indexUsage, 'run'),
+    flags: [['--once', 'index what is committed now, flush, and stop; exit 1 naming partitions that kept failing'], ['--memory SIZE', 'budget of all open ranges (default 1GiB)'], ['--builds N', 'file builds at once (default 2)'], ['--batch-size N', 'records per event, 1–10,000'], ['--batch-window DURATION', 'how long records may wait to be delivered (default 500ms)'], json, ...engine],
+    example: 'offsetlake run --once',
+  },
+  rebuild: { about: "One file rebuilt from Kafka; its size, footer and sha256 are compared with the catalog's, and a difference is an error.", usage: line(indexUsage, 'rebuild'), flags: [['-o, --output PATH', 'write the bytes there'], json, ...engine], example: 'offsetlake rebuild orders 12 -o /tmp/12.parquet' },
+  check: { about: 'Every live file rebuilt from Kafka; each one that does not match the catalog is named. Exit 1 if any.', usage: line(indexUsage, 'check'), flags: [json, ...engine], example: 'offsetlake check orders' },
+  backfill: { about: 'The backfill state machine that CDK synthesizes, run locally: history below each partition\'s indexed range, chunk by chunk, with progress.', usage: line(backfillUsage, 'backfill'), flags: [['--chunks-per-execution N', 'chunks before the machine continues as a new execution'], json, ...engine], example: 'offsetlake backfill orders' },
+  retention: { about: "One retention check (files below Kafka's earliest offset expire) and partition discovery.", usage: line(backfillUsage, 'retention'), flags: [json, ...engine], example: 'offsetlake retention' },
+  serve: {
+    about: 'The HTTP read API for engines: tables, manifests, files rebuilt from Kafka and verified, Range requests, /metrics.',
+    usage: serveUsage,
+    flags: [['--port N', 'default 8642'], ['--host H', 'default 127.0.0.1'], ['--token T', 'bearer token every request must carry (or OFFSETLAKE_TOKEN)'], ['--no-auth', 'no token: local use only'], ['--cache SIZE', 'rebuilt-file cache (default 512MiB)'], ...engine],
+    example: 'OFFSETLAKE_TOKEN=secret offsetlake serve --port 8642',
+  },
+  query: {
+    about: 'SQL (DuckDB) over a table: the files its statistics may match, rebuilt and verified, plus the fresh tail not yet in files.',
+    usage: queryUsage,
+    flags: [['--json, --csv', 'machine-readable answers'], ['--plan', 'print the candidate files and the tail on stderr'], ['-q, --quiet', 'no progress'], ...engine],
+    example: `offsetlake query "SELECT _partition, count(*) FROM orders GROUP BY 1"`,
+  },
+  demo: { about: 'From nothing: the local stack, a transactional topic, a table, indexed, every file rebuilt and verified, then files, status and a query. Drops and recreates its table demo_orders.', usage: 'offsetlake demo', flags: [], example: 'npm run demo' },
+};
+
+export function helpText(command: string): string {
+  const help = commandHelp[command]!;
+  const width = Math.max(0, ...help.flags.map(([flag]) => flag.length));
+  const flags = help.flags.length === 0 ? '' : `\nflags:\n${help.flags.map(([flag, meaning]) => `  ${flag.padEnd(width)}  ${meaning}`).join('\n')}\n`;
+  return `${help.about}\n\nusage:\n${help.usage.split('\n').map((l) => `  ${l}`).join('\n')}\n${flags}\nexample:\n  ${help.example}\n`;
+}
