@@ -10,6 +10,8 @@ export interface PartitionStatus {
   indexedStart: bigint;
   indexedEnd: bigint;
   lastStableOffset: bigint | null;
+  /** Why the LSO is unknown (Kafka did not answer for the topic), if it is. */
+  lsoError: string | null;
   /** LSO − indexed_end: committed offsets not yet in files. */
   lag: bigint | null;
   leaseOwner: string | null;
@@ -82,7 +84,7 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
     }),
   );
   return result.rows.map((row) => {
-    const lso = lsos.get(`${row.topic}\u0000${row.partition_id}`) ?? null;
+    const lso = lsos.offsets.get(`${row.topic}\u0000${row.partition_id}`) ?? null;
     return {
       table: row.table_name,
       topic: row.topic,
@@ -90,6 +92,7 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
       indexedStart: row.indexed_start,
       indexedEnd: row.indexed_end,
       lastStableOffset: lso,
+      lsoError: lso === null ? (lsos.errors.get(row.topic) ?? 'Kafka gave no last stable offset for it') : null,
       lag: lso === null ? null : lso > row.indexed_end ? lso - row.indexed_end : 0n,
       leaseOwner: row.lease_owner,
       leaseEpoch: row.lease_epoch,
@@ -115,7 +118,7 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
  * partition and per topic: Kafka may be down, or a topic deleted, while the catalog is
  * up, and status still answers, with no LSO where there is none.
  */
-async function lastStableOffsetsOrNull(engine: Engine, rows: readonly { topic: string; partition_id: number }[]): Promise<Map<string, bigint>> {
+async function lastStableOffsetsOrNull(engine: Engine, rows: readonly { topic: string; partition_id: number }[]): Promise<{ offsets: Map<string, bigint>; errors: Map<string, string> }> {
   const byTopic = new Map<string, Set<number>>();
   for (const row of rows) {
     let partitions = byTopic.get(row.topic);
@@ -123,12 +126,16 @@ async function lastStableOffsetsOrNull(engine: Engine, rows: readonly { topic: s
     partitions.add(row.partition_id);
   }
   const out = new Map<string, bigint>();
+  const errors = new Map<string, string>();
   await Promise.all(
     [...byTopic].map(async ([topic, partitions]) => {
       const refs = [...partitions].map((partition) => ({ topic, partition }));
-      const offsets = await lastStableOffsets(engine.kafka, refs).catch(() => undefined);
+      const offsets = await lastStableOffsets(engine.kafka, refs).catch((error: Error) => {
+        errors.set(topic, `Kafka at ${engine.config.kafkaBrokers.join(',')} did not answer for topic ${topic}: ${error.message}`);
+        return undefined;
+      });
       offsets?.forEach((offset, i) => out.set(`${topic}\u0000${refs[i]!.partition}`, offset));
     }),
   );
-  return out;
+  return { offsets: out, errors };
 }

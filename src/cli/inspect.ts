@@ -2,7 +2,7 @@ import { listFiles } from '../catalog/file-reads.js';
 import { findTable } from '../catalog/tables.js';
 import { partitionStatus } from '../catalog/status.js';
 import { withEngine } from './engine.js';
-import { printJson, printTable, UsageError } from './output.js';
+import { printJson, printTable, progress, UsageError } from './output.js';
 import { parseCommandArgs } from './args.js';
 
 export const inspectUsage = `offsetlake files NAME [--json] [--expired]
@@ -67,9 +67,13 @@ function backfillState(cursor: bigint | null, target: bigint | null): string | u
 export async function statusCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('status', args, options);
   const rows = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, (engine) => partitionStatus(engine, positionals[0]));
+  // what the catalog says is shown either way; a missing LSO is said, and the exit code is 1
+  const unknown = [...new Set(rows.map((row) => row.lsoError).filter((error) => error !== null))];
+  for (const error of unknown) progress(`warning: ${error}; LSO and lag are unknown ("-")`);
+  const code = unknown.length > 0 ? 1 : 0;
   if (values.json) {
     printJson(rows);
-    return 0;
+    return code;
   }
   printTable(
     rows.map((s) => ({
@@ -91,5 +95,5 @@ export async function statusCommand(args: string[]): Promise<number> {
       topic: s.topicProblem ?? undefined,
     })),
   );
-  return 0;
+  return code;
 }

@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { findFile, listFiles } from '../catalog/file-reads.js';
 import { findTable, listTables } from '../catalog/tables.js';
 import { rangeBuilder } from '../build/files.js';
@@ -76,6 +77,11 @@ export async function checkCommand(args: string[]): Promise<number> {
 export async function rebuildCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('rebuild', args, { ...engineOptions, output: { type: 'string', short: 'o' } });
   const [name, fileText] = positionals;
+  // checked before the rebuild, which may take a while, not after
+  if (values.output) {
+    const folder = dirname(resolve(values.output));
+    if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new UsageError(`-o ${values.output}: the folder ${folder} does not exist; create it first`);
+  }
   if (!name || !fileText) throw new UsageError(`rebuild needs a table NAME and a FILE id; usage: ${indexUsage}`);
   if (!/^\d+$/.test(fileText)) throw new UsageError(`FILE must be a file id (a number, as \`files\` lists), got "${fileText}"`);
   const result = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {

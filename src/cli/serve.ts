@@ -32,7 +32,15 @@ export async function serveCommand(args: string[]): Promise<number> {
     const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes });
     const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token }));
     server.listen(port, host);
-    await once(server, 'listening');
+    try {
+      await once(server, 'listening');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EADDRINUSE') throw new Error(`port ${port} on ${host} is taken by another process; choose another with --port`);
+      if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new Error(`${host} is not an address of this machine; choose one with --host`);
+      if (code === 'EACCES') throw new Error(`port ${port} needs privileges this process lacks; choose one above 1023 with --port`);
+      throw error;
+    }
     const address = server.address();
     const bound = typeof address === 'object' && address ? address.port : port;
     progress(`serving http://${host}:${bound}/tables (cache ${formatBytes(cacheBytes)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'}); Ctrl-C stops`);

@@ -6,7 +6,7 @@
  */
 import { listTables } from '../catalog/tables.js';
 import type { Engine } from '../runtime/engine.js';
-import { ownerName } from '../runtime/engine.js';
+import { ownerName, redact } from '../runtime/engine.js';
 import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../indexer/handler.js';
 import type { PartitionIndexer } from '../indexer/partition.js';
 import type { RangeBuilder } from '../build/files.js';
@@ -134,8 +134,14 @@ export class LocalRunner {
   private async discover(): Promise<void> {
     this.lastDiscovery = Date.now();
     const wanted = new Set<string>();
-    for (const table of await listTables(this.engine.catalog)) {
-      for (const partition of await topicPartitions(this.engine.kafka, table.topic)) {
+    const tables = await listTables(this.engine.catalog).catch((error: Error) => {
+      throw new Error(`the catalog at ${redact(this.engine.config.databaseUrl)} does not answer (${error.message})`);
+    });
+    for (const table of tables) {
+      const partitions = await topicPartitions(this.engine.kafka, table.topic).catch((error: Error) => {
+        throw new Error(`Kafka at ${this.engine.config.kafkaBrokers.join(',')} does not answer for topic ${table.topic} (${error.message})`);
+      });
+      for (const partition of partitions) {
         const indexer = await indexerFor(this.runtime, table, partition);
         const key = `${table.topic}-${partition}`;
         const known = this.discovered.has(indexer.key);

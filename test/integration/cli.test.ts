@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
@@ -6,6 +7,14 @@ import { produce } from '../../src/kafka/produce.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
 const run = promisify(execFile);
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((done) => server.close(done));
+  return port;
+}
 let engine: Engine;
 beforeAll(async () => {
   engine = await testEngine('cli');
@@ -13,9 +22,14 @@ beforeAll(async () => {
 afterAll(() => engine.close());
 
 async function offsetlake(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  return offsetlakeWith({}, ...args);
+}
+
+/** The CLI with some of the environment changed (a service moved away, a bad URL). */
+async function offsetlakeWith(changes: Record<string, string>, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ['bin/offsetlake.js', ...args], {
-      env: { ...process.env, DATABASE_URL: engine.config.databaseUrl },
+      env: { ...process.env, DATABASE_URL: engine.config.databaseUrl, ...changes },
       timeout: 120_000,
     });
     return { stdout, stderr, code: 0 };
@@ -112,6 +126,34 @@ describe('the offsetlake command line', () => {
     expect((await offsetlake('table', 'list', '--json')).stdout).toBe(before);
     const missing = await offsetlake('files', 'no_such_table');
     expect([missing.code, missing.stderr]).toEqual([1, 'offsetlake files: no table named "no_such_table"\n']);
+  });
+
+  it('a service that is not there is named with what to do: the catalog, a bad DATABASE_URL, Kafka for status, a taken port for serve; -o into a missing folder is refused before any rebuild', async () => {
+    const closed = await closedPort();
+    const noCatalog = await offsetlakeWith({ DATABASE_URL: `postgres://offsetlake@127.0.0.1:${closed}/offsetlake` }, 'table', 'list');
+    expect([noCatalog.code, noCatalog.stderr]).toEqual([1, `offsetlake table: cannot open the catalog at postgres://offsetlake@127.0.0.1:${closed}/offsetlake: nothing answers there; \`offsetlake stack up\` starts the local catalog, or set DATABASE_URL to yours\n`]);
+    const badUrl = await offsetlakeWith({ DATABASE_URL: 'not-a-url' }, 'status');
+    expect([badUrl.code, badUrl.stderr]).toEqual([1, 'offsetlake status: the catalog\'s address "not-a-url" is not a postgres:// URL (DATABASE_URL or --database-url), e.g. postgres://user:password@host:5432/db\n']);
+
+    const topic = await newTopic(engine, 1, 'away');
+    expect((await offsetlake('table', 'create', 'kafka_away', '--topic', topic)).code).toBe(0);
+    const noKafka = await offsetlakeWith({ KAFKA_BROKERS: `127.0.0.1:${closed}` }, 'status', 'kafka_away', '--json');
+    expect(noKafka.code).toBe(1);
+    expect(noKafka.stderr).toContain(`warning: Kafka at 127.0.0.1:${closed} did not answer for topic ${topic}`);
+    expect(JSON.parse(noKafka.stdout)).toMatchObject([{ table: 'kafka_away', lastStableOffset: null, lsoError: expect.stringContaining(`Kafka at 127.0.0.1:${closed} did not answer`) }]);
+    expect((await offsetlake('table', 'drop', 'kafka_away')).code).toBe(0);
+
+    const taken = createServer();
+    await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const serve = await offsetlake('serve', '--no-auth', '--port', String(port));
+      expect([serve.code, serve.stderr]).toEqual([1, `offsetlake serve: port ${port} on 127.0.0.1 is taken by another process; choose another with --port\n`]);
+    } finally {
+      await new Promise((done) => taken.close(done));
+    }
+    const output = await offsetlake('rebuild', 'no_such_table', '1', '-o', '/no/such/folder/f.parquet');
+    expect([output.code, output.stderr]).toEqual([2, 'offsetlake rebuild: -o /no/such/folder/f.parquet: the folder /no/such/folder does not exist; create it first\n']);
   });
 
   it('refuses bad requests with a reason and a non-zero exit', async () => {
