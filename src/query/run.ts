@@ -9,7 +9,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DuckDBInstance, type Json } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection, type Json } from '@duckdb/node-api';
 import { listFiles, type DataFile } from '../catalog/file-reads.js';
 import { inTransaction, type Catalog } from '../catalog/db.js';
 import { listTables, type TableRecord } from '../catalog/tables.js';
@@ -128,6 +128,27 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
   return { paths, plan: { table: table.name, predicates, files: files.length, candidates: candidates.map((f) => f.dataFileId.toString()), tail } };
 }
 
+/**
+ * Binds `sql` (EXPLAIN parses, resolves every name and plans, and reads no row) over views
+ * of empty files with the tables' current columns. A parser, binder or catalog error is
+ * the user's SQL: it is thrown before anything is rebuilt.
+ */
+async function bindFirst(connection: DuckDBConnection, deps: QueryDeps, tables: TableRecord[], sql: string, dir: string): Promise<void> {
+  for (const table of tables) {
+    const { schema } = await currentSchema(deps.catalog, table.tableId);
+    const path = join(dir, `${table.name}-columns.parquet`);
+    await writeFile(path, encodeFile(table, schema, 0, [], encoderVersion).file.bytes);
+    await connection.run(`CREATE VIEW ${sqlName(table.name)} AS SELECT * FROM read_parquet(${sqlString(path)})`);
+  }
+  try {
+    await connection.run(`EXPLAIN ${sql}`);
+  } catch (error) {
+    if (/^(Parser|Binder|Catalog) Error/.test((error as Error).message)) throw error;
+  } finally {
+    for (const table of tables) await connection.run(`DROP VIEW ${sqlName(table.name)}`);
+  }
+}
+
 export async function runQuery(deps: QueryDeps, sql: string): Promise<QueryResult> {
   const tokens = tokenize(sql);
   const tables = new Map((await listTables(deps.catalog)).map((table) => [table.name, table]));
@@ -140,6 +161,9 @@ export async function runQuery(deps: QueryDeps, sql: string): Promise<QueryResul
   const connection = await instance.connect();
   try {
     await connection.run("SET TimeZone = 'UTC'");
+    // A typo must not cost the rebuild of every candidate: the statement is parsed and
+    // bound first, over empty files with each table's columns.
+    await bindFirst(connection, deps, [...references.keys()].map((name) => tables.get(name)!), sql, dir);
     const plan: TablePlan[] = [];
     for (const [name, positions] of references) {
       // A table named more than once (self-join, subquery) is read whole: one view serves every mention.

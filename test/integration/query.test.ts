@@ -166,4 +166,13 @@ describe('offsetlake query', () => {
     await expect(query('SELECT nope FROM clicks')).rejects.toThrow(/nope/);
     await expect(query("SELECT 'open FROM clicks")).rejects.toThrow(/string that is never closed/);
   });
+
+  it('a typo or a wrong column is reported before any file is rebuilt or any record read from Kafka', async () => {
+    for (const sql of ['SELEC * FROM clicks', 'SELECT _ofset FROM clicks WHERE _partition = 0', 'SELECT count(*) FROM clicks WHERE nope(_offset)']) {
+      const source = countingSource(kafkaSource(engine.kafka));
+      const service = new ReaderService(engine.catalog, source);
+      await expect(runQuery({ catalog: engine.catalog, source, service }, sql), sql).rejects.toThrow(/(Parser|Binder|Catalog) Error/);
+      expect([service.metrics.rebuilds, source.log.records, source.log.reads.length], sql).toEqual([0, 0, 0]);
+    }
+  });
 });
