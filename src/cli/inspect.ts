@@ -95,5 +95,10 @@ export async function statusCommand(args: string[]): Promise<number> {
       topic: s.topicProblem ?? undefined,
     })),
   );
+  const history = new Map<string, bigint>();
+  for (const s of rows) {
+    if (s.backfillCursor !== null && s.backfillTarget !== null && s.backfillCursor > s.backfillTarget) history.set(s.table, (history.get(s.table) ?? 0n) + s.backfillCursor - s.backfillTarget);
+  }
+  for (const [table, left] of history) progress(`${table}: ${left} offsets of history are not indexed yet; \`offsetlake backfill ${table}\` indexes them`);
   return code;
 }

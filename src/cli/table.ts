@@ -2,6 +2,7 @@ import type { ParseArgsConfig } from 'node:util';
 import { dropTable, listTables } from '../catalog/tables.js';
 import { createTableFromTopic } from '../catalog/create-table.js';
 import { formatSettings, parseFormat, resolveSettings, settingNames } from '../catalog/settings.js';
+import { planTablePartitions } from '../backfill/plan.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
 import { parseCommandArgs } from './args.js';
@@ -49,9 +50,17 @@ export async function tableCommand(args: string[]): Promise<number> {
       // a setting or format the command line got wrong: nothing was asked of Kafka or the catalog
       throw new UsageError((error as Error).message);
     }
-    const table = await withEngine(engineFlags, (engine) => createTableFromTopic(engine, { name, topic: values.topic!, format, settings }));
-    if (values.json) printJson(table);
-    else process.stdout.write(`created table ${table.name} on topic ${table.topic} (${table.partitions.length} partitions)\n`);
+    const { table, history } = await withEngine(engineFlags, async (engine) => {
+      const created = await createTableFromTopic(engine, { name, topic: values.topic!, format, settings });
+      // the history below each partition's start is planned now, so that status shows it at once
+      const planned = await planTablePartitions(engine.catalog, engine.kafka, created);
+      return { table: created, history: planned.reduce((sum, p) => sum + (p.done ? 0n : BigInt(p.cursor) - BigInt(p.target)), 0n) };
+    });
+    if (values.json) printJson({ ...table, historyNotIndexed: history });
+    else {
+      process.stdout.write(`created table ${table.name} on topic ${table.topic} (${table.partitions.length} partitions)\n`);
+      if (history > 0n) process.stdout.write(`the topic holds ${history} offsets of history below where indexing starts: \`offsetlake backfill ${table.name}\` indexes them (history: ${formatSettings(table.settings).history})\n`);
+    }
     return 0;
   }
   if (action === 'list') {

@@ -10,6 +10,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type Json } from '@duckdb/node-api';
+import { backfillStates } from '../catalog/backfill.js';
 import { listFiles, type DataFile } from '../catalog/file-reads.js';
 import { inTransaction, type Catalog } from '../catalog/db.js';
 import { listTables, type TableRecord } from '../catalog/tables.js';
@@ -165,6 +166,10 @@ export async function runQuery(deps: QueryDeps, sql: string): Promise<QueryResul
     // bound first, over empty files with each table's columns.
     await bindFirst(connection, deps, [...references.keys()].map((name) => tables.get(name)!), sql, dir);
     const plan: TablePlan[] = [];
+    for (const name of references.keys()) {
+      const left = (await backfillStates(deps.catalog, tables.get(name)!.tableId)).reduce((sum, s) => sum + (s.cursor !== null && s.target !== null && s.cursor > s.target ? s.cursor - s.target : 0n), 0n);
+      if (left > 0n) deps.progress?.(`note: ${name} has ${left} offsets of history not indexed yet; the answer leaves them out (\`offsetlake backfill ${name}\` indexes them)`);
+    }
     for (const [name, positions] of references) {
       // A table named more than once (self-join, subquery) is read whole: one view serves every mention.
       const predicates = positions.length === 1 ? requiredPredicates(tokens, positions[0]!) : [];

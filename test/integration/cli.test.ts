@@ -156,6 +156,23 @@ describe('the offsetlake command line', () => {
     expect([output.code, output.stderr]).toEqual([2, 'offsetlake rebuild: -o /no/such/folder/f.parquet: the folder /no/such/folder does not exist; create it first\n']);
   });
 
+  it('history not yet indexed is said: by table create, by status (with the command to run) and by query on stderr, until backfill has run', async () => {
+    const topic = await newTopic(engine, 1, 'history');
+    await produce(engine.kafka, topic, Array.from({ length: 5 }, (_, i) => ({ value: JSON.stringify({ i }) })));
+    const created = await offsetlake('table', 'create', 'with_history', '--topic', topic);
+    expect(created.stdout).toBe(`created table with_history on topic ${topic} (1 partitions)\nthe topic holds 5 offsets of history below where indexing starts: \`offsetlake backfill with_history\` indexes them (history: all)\n`);
+    const status = await offsetlake('status', 'with_history');
+    expect(status.stdout).toMatch(/5 left \[0, 5\)/);
+    expect(status.stderr).toBe('with_history: 5 offsets of history are not indexed yet; `offsetlake backfill with_history` indexes them\n');
+    const query = await offsetlake('query', 'SELECT count(*) AS n FROM with_history');
+    expect([query.stdout, query.stderr.includes('note: with_history has 5 offsets of history not indexed yet; the answer leaves them out')]).toEqual(['n\n0\n', true]);
+    expect((await offsetlake('backfill', 'with_history')).code).toBe(0);
+    const after = await offsetlake('status', 'with_history');
+    expect([after.stdout.includes('done (from 0)'), after.stderr]).toEqual([true, '']);
+    expect((await offsetlake('query', 'SELECT count(*) AS n FROM with_history', '--quiet')).stdout).toBe('n\n5\n');
+    expect((await offsetlake('table', 'drop', 'with_history')).code).toBe(0);
+  });
+
   it('refuses bad requests with a reason and a non-zero exit', async () => {
     const cases: [string[], string][] = [
       [['table', 'create', 'x', '--topic', 'no-such-topic-here'], 'Kafka topic "no-such-topic-here" does not exist'],
