@@ -31,9 +31,10 @@ export async function stackCommand(args: string[]): Promise<number> {
   const action = positionals[0];
   let statuses: ServiceStatus[];
   let catalogVersion: number | undefined;
+  let migrated: number[] = [];
   if (action === 'up') {
     statuses = await stackUp(config, progress);
-    catalogVersion = await migrateStackCatalog(stackEnvironment(config).DATABASE_URL);
+    ({ version: catalogVersion, applied: migrated } = await migrateStackCatalog(stackEnvironment(config).DATABASE_URL));
   } else if (action === 'down') {
     statuses = await stackDown(config);
   } else if (action === 'status') {
@@ -45,15 +46,15 @@ export async function stackCommand(args: string[]): Promise<number> {
     printJson({ services: statuses, environment: action === 'down' ? undefined : stackEnvironment(config), catalogVersion });
   } else {
     printTable(statuses.map((s) => ({ service: s.name, state: s.state, pid: s.pid, endpoint: s.endpoint, log: s.log, detail: s.detail })));
-    if (catalogVersion !== undefined) process.stdout.write(`catalog migrated to version ${catalogVersion}\n`);
+    if (migrated.length > 0) process.stdout.write(`catalog migrated to version ${catalogVersion}\n`);
   }
   return action === 'status' || statuses.every((s) => s.state !== 'stopped') || action === 'down' ? 0 : 1;
 }
 
-async function migrateStackCatalog(databaseUrl: string): Promise<number> {
+async function migrateStackCatalog(databaseUrl: string): Promise<{ version: number; applied: number[] }> {
   const catalog = openCatalog(databaseUrl, 1);
   try {
-    return (await migrateCatalog(catalog)).version;
+    return await migrateCatalog(catalog);
   } finally {
     await catalog.end();
   }

@@ -189,7 +189,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       allow('GET, HEAD');
       return fileResponse(request, table, decodeSegment(parts[3]!));
     }
-    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet)`);
+    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics)`);
   }
 
   return async (request) => {

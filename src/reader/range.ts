@@ -27,13 +27,14 @@ export function parseRange(header: string, size: number): RangeAnswer {
   if (!match || (match[1] === '' && match[2] === '')) return { kind: 'ignore', reason: `Range "${text}" cannot be parsed` };
   const [, firstText = '', lastText = ''] = match;
   if (firstText === '') {
-    const length = Number(lastText);
-    if (length === 0) return { kind: 'unsatisfiable', reason: `Range "${text}" asks for the last 0 bytes` };
-    return { kind: 'range', start: Math.max(0, size - length), end: size };
+    const length = BigInt(lastText);
+    if (length === 0n) return { kind: 'unsatisfiable', reason: `Range "${text}" asks for the last 0 bytes` };
+    return { kind: 'range', start: length >= BigInt(size) ? 0 : size - Number(length), end: size };
   }
-  const first = Number(firstText);
-  const last = lastText === '' ? Infinity : Number(lastText);
-  if (last < first) return { kind: 'unsatisfiable', reason: `Range "${text}" ends (${last}) before it starts (${first})` };
-  if (first >= size) return { kind: 'unsatisfiable', reason: `Range "${text}" starts at byte ${first}, but the file has ${size} bytes` };
-  return { kind: 'range', start: first, end: Math.min(size, last + 1) };
+  // positions as bigint: a huge one is named as written, never as 1e+23
+  const first = BigInt(firstText);
+  const last = lastText === '' ? undefined : BigInt(lastText);
+  if (last !== undefined && last < first) return { kind: 'unsatisfiable', reason: `Range "${text}" ends (${last}) before it starts (${first})` };
+  if (first >= BigInt(size)) return { kind: 'unsatisfiable', reason: `Range "${text}" starts at byte ${first}, but the file has ${size} bytes` };
+  return { kind: 'range', start: Number(first), end: last === undefined || last + 1n > BigInt(size) ? size : Number(last) + 1 };
 }

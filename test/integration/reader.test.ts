@@ -237,7 +237,7 @@ describe('the read API over HTTP', () => {
       [path(file), { range: 'bytes=9-3' }, 'GET', 416, /ends \(3\) before it starts \(9\)/],
       [path(file), {}, 'DELETE', 405, /DELETE is not allowed/],
       ['/tables', {}, 'POST', 405, /POST is not allowed on \/tables; use GET, HEAD/],
-      ['/nothing/here', {}, 'GET', 404, /no such path/],
+      ['/nothing/here', {}, 'GET', 404, /no such path: \/nothing\/here \(paths: .*\/metrics\)/],
       ['/tables/%E0%A4%A/files', {}, 'GET', 400, /percent-encoding/],
     ];
     for (const [p, headers, method, status, reason] of cases) {

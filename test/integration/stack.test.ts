@@ -65,6 +65,8 @@ describe('offsetlake stack', () => {
 
     const second = JSON.parse(await offsetlake('stack', 'up', '--json'));
     expect(second.services.map((s: { pid: number }) => s.pid)).toEqual(pids);
+    // a third time, as text: nothing to migrate, so no line says it migrated
+    expect(await offsetlake('stack', 'up')).not.toContain('catalog migrated');
 
     const status = JSON.parse(await offsetlake('stack', 'status', '--json'));
     expect(status.services.map((s: { state: string; pid: number }) => [s.state, s.pid])).toEqual(pids.map((pid: number) => ['running', pid]));

@@ -18,6 +18,10 @@ describe('Range header', () => {
 
   it('RFC 9110 §14.1.1: a valid range with no byte in the file, or an invalid one (last before first, suffix of 0), is unsatisfiable (416)', () => {
     for (const header of ['bytes=100-', 'bytes=-0', 'bytes=5-2']) expect(parseRange(header, 100).kind, header).toBe('unsatisfiable');
+    // positions beyond 2^53 are named as written
+    expect(parseRange('bytes=100000000000000000000000-', 100)).toEqual({ kind: 'unsatisfiable', reason: 'Range "bytes=100000000000000000000000-" starts at byte 100000000000000000000000, but the file has 100 bytes' });
+    expect(parseRange('bytes=5-100000000000000000000000', 100)).toEqual({ kind: 'range', start: 5, end: 100 });
+    expect(parseRange('bytes=-100000000000000000000000', 100)).toEqual({ kind: 'range', start: 0, end: 100 });
   });
 });
 
