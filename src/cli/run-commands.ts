@@ -4,14 +4,16 @@ import { findFile, listFiles } from '../catalog/file-reads.js';
 import { findTable, listTables } from '../catalog/tables.js';
 import { rangeBuilder } from '../build/files.js';
 import { kafkaSource } from '../kafka/source.js';
-import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
+import { defaultRunnerOptions, LocalRunner, type RunSummary } from '../local/runner.js';
 import { checkFiles, rebuildFile } from '../reader/rebuild.js';
 import { parseBytes, parseDuration } from '../catalog/settings.js';
+import { partitionStatus } from '../catalog/status.js';
+import type { Engine } from '../runtime/engine.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';
 import { parseCommandArgs } from './args.js';
 
-export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--batch-size 10000] [--batch-window 500ms] [--json]
+export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--batch-size 10000] [--batch-window 500ms] [--progress-every 5s] [--json]
 offsetlake rebuild NAME FILE [-o PATH] [--json]
 offsetlake check [NAME] [--json]`;
 
@@ -19,7 +21,11 @@ const engineOptions = { 'database-url': { type: 'string' }, 'kafka-brokers': { t
 
 /** `run`: every partition of every table in one process, until interrupted (or caught up, with --once). */
 export async function runCommand(args: string[]): Promise<number> {
-  const { values } = parseCommandArgs('run', args, { ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'batch-size': { type: 'string' }, 'batch-window': { type: 'string' } }, false);
+  const { values } = parseCommandArgs('run', args, {
+    ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'batch-size': { type: 'string' }, 'batch-window': { type: 'string' }, 'progress-every': { type: 'string' },
+  }, false);
+  // a line every few seconds on a terminal (or as often as asked), none in a pipe unless asked
+  const progressEvery = values['progress-every'] ? parseDuration('--progress-every', values['progress-every']) : process.stderr.isTTY ? 5000 : undefined;
   const count = (flag: string, text: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
     if (text === undefined) return fallback;
     const n = Number(text);
@@ -43,7 +49,12 @@ export async function runCommand(args: string[]): Promise<number> {
     const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
       const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), options, progress);
       progress(`indexing as ${runner.owner}${options.once ? ' until caught up' : '; Ctrl-C stops'}`);
-      return runner.run(stop.signal);
+      const timer = progressEvery === undefined ? undefined : setInterval(() => void reportProgress(engine, runner.progress, progressEvery), progressEvery);
+      try {
+        return await runner.run(stop.signal);
+      } finally {
+        clearInterval(timer);
+      }
     });
     if (values.json) printJson(summary);
     else process.stdout.write(`${summary.records} records in ${summary.events} events; ${summary.rangesCommitted} ranges, ${summary.filesCommitted} files committed\n`);
@@ -53,6 +64,18 @@ export async function runCommand(args: string[]): Promise<number> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+let lastReported = { records: 0, files: 0 };
+
+/** One progress line: records per second and files since the last line, lag per table. */
+async function reportProgress(engine: Engine, now: RunSummary, everyMs: number): Promise<void> {
+  const lag = new Map<string, bigint>();
+  for (const s of await partitionStatus(engine).catch(() => [])) if (s.lag !== null) lag.set(s.table, (lag.get(s.table) ?? 0n) + s.lag);
+  const rate = Math.round(((now.records - lastReported.records) * 1000) / everyMs);
+  const lags = [...lag].map(([table, behind]) => `${table} ${behind}`).join(', ');
+  progress(`${rate} records/s, ${now.filesCommitted - lastReported.files} files committed; lag (offsets): ${lags || 'no tables'}`);
+  lastReported = { records: now.records, files: now.filesCommitted };
 }
 
 /** `check [NAME]`: every live file rebuilt from Kafka; the ones that do not match are named. Exit 1 if any. */

@@ -85,6 +85,11 @@ export class LocalRunner {
     return this.runtime.owner;
   }
 
+  /** What the run has done so far (a copy). */
+  get progress(): RunSummary {
+    return { ...this.summary, failed: [...this.summary.failed] };
+  }
+
   async run(signal?: AbortSignal): Promise<RunSummary> {
     try {
       for (;;) {

@@ -79,6 +79,12 @@ function checkToken(request: ReaderRequest, token: string): void {
   if (!timingSafeEqual(digest(match[1]!), digest(token))) throw new HttpError(401, 'the bearer token is not valid for this server', challenge);
 }
 
+/**
+ * One file of the manifest. Counts and sizes of one file fit a JSON number (a double holds
+ * every integer below 2^53) and are numbers; ids and offsets are 64-bit and stay decimal
+ * strings, as do statistics bounds (their text is the catalog's exact text). Times are
+ * RFC 3339 in UTC.
+ */
 export function fileEntry(table: TableRecord, file: DataFile) {
   return {
     id: file.dataFileId.toString(),
@@ -98,9 +104,9 @@ export function fileEntry(table: TableRecord, file: DataFile) {
     createdAt: file.createdAt.toISOString(),
     columns: file.columns.map((c) => ({
       name: c.columnName,
-      valueCount: c.valueCount.toString(),
-      nullCount: c.nullCount.toString(),
-      nanCount: c.nanCount.toString(),
+      valueCount: Number(c.valueCount),
+      nullCount: Number(c.nullCount),
+      nanCount: Number(c.nanCount),
       min: c.min,
       max: c.max,
     })),

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -171,6 +171,24 @@ describe('the offsetlake command line', () => {
     expect([after.stdout.includes('done (from 0)'), after.stderr]).toEqual([true, '']);
     expect((await offsetlake('query', 'SELECT count(*) AS n FROM with_history', '--quiet')).stdout).toBe('n\n5\n');
     expect((await offsetlake('table', 'drop', 'with_history')).code).toBe(0);
+  });
+
+  it('run says what it does: a progress line with records/s, files and lag per table as often as asked, and a summary when stopped', async () => {
+    const topic = await newTopic(engine, 1, 'progress');
+    expect((await offsetlake('table', 'create', 'progressing', '--topic', topic, '--history', 'none')).code).toBe(0);
+    await produce(engine.kafka, topic, Array.from({ length: 4 }, (_, i) => ({ value: JSON.stringify({ i }) })));
+    const child = spawn(process.execPath, ['bin/offsetlake.js', 'run', '--progress-every', '1s'], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let [stdout, stderr] = ['', ''];
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    // the open range is not committed yet (file_window 60 s): lag is the 4 records it holds
+    for (let i = 0; i < 300 && !/records\/s, \d+ files committed; lag \(offsets\): progressing 4/.test(stderr); i++) await new Promise((done) => setTimeout(done, 100));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stderr).toMatch(/^\d+ records\/s, 0 files committed; lag \(offsets\): progressing 4$/m);
+    expect(stdout).toMatch(/^4 records in \d+ events; \d+ ranges, \d+ files committed$/m);
+    expect((await offsetlake('table', 'drop', 'progressing')).code).toBe(0);
   });
 
   it('refuses bad requests with a reason and a non-zero exit', async () => {

@@ -217,13 +217,15 @@ describe('the read API over HTTP', () => {
     expect((await open({ method: 'GET', path: '/tables', headers: {} })).status).toBe(200);
   });
 
-  it('the manifest lists offsets, bucket, sizes and statistics for planners', async () => {
+  it('the manifest lists offsets (decimal strings), bucket and times (RFC 3339), sizes and counts (numbers) and statistics for planners', async () => {
     const response = await get('/tables/events/files');
     const manifest = (await response.json()) as { files: { id: string; startOffset: string; endOffset: string; bucket: string; sizeBytes: number; footerBytes: number; records: number; columns: { name: string; min: string | null; max: string | null }[] }[] };
     expect(manifest.files.map((f) => f.id)).toEqual(files.map((f) => f.dataFileId.toString()));
     const first = manifest.files[0]!;
     expect(first).toMatchObject({ startOffset: files[0]!.startOffset.toString(), endOffset: files[0]!.endOffset.toString(), bucket: files[0]!.bucket.toISOString(), sizeBytes: Number(files[0]!.fileSizeBytes), footerBytes: files[0]!.footer.byteLength, records: Number(files[0]!.recordCount) });
-    expect(first.columns.find((c) => c.name === '_offset')).toMatchObject({ min: files[0]!.columns.find((c) => c.columnName === '_offset')!.min });
+    const offsets = files[0]!.columns.find((c) => c.columnName === '_offset')!;
+    expect(first.columns.find((c) => c.name === '_offset')).toEqual({ name: '_offset', valueCount: Number(offsets.valueCount), nullCount: 0, nanCount: 0, min: offsets.min, max: offsets.max });
+    expect(first).toMatchObject({ createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/) });
   });
 
   it('bad paths, ids, methods and invalid ranges get 4xx with a reason', async () => {
