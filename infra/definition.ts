@@ -10,11 +10,11 @@
 import { App } from 'aws-cdk-lib';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { offsetlakeApp } from './app.js';
+import { projectRoot } from './root.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = projectRoot();
 const localRegion = 'us-east-1';
 const localAccount = '000000000000';
 

@@ -18,12 +18,12 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { BackfillStateMachine } from './backfill.js';
 import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
+import { projectRoot } from './root.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const root = projectRoot();
 
 export interface OffsetlakeStackProps extends StackProps {
   settings: OffsetlakeSettings;
