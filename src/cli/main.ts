@@ -7,10 +7,14 @@ import { commandHelp, helpText } from './help.js';
 import { serveUsage } from './serve.js';
 import { queryUsage } from './query.js';
 import { backfillCommand, backfillUsage, retentionCommand } from './backfill.js';
+import { topicCommand, topicUsage } from './topic.js';
+import { produceCommand, produceUsage } from './produce.js';
 
 const commands: Record<string, (args: string[]) => Promise<number>> = {
   stack: stackCommand,
   table: tableCommand,
+  topic: topicCommand,
+  produce: produceCommand,
   files: filesCommand,
   status: statusCommand,
   run: runCommand,
@@ -25,6 +29,8 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
 
 const usage = `usage:
 ${stackUsage}
+${topicUsage}
+${produceUsage}
 ${tableUsage}
 ${inspectUsage}
 ${indexUsage}

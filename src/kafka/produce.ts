@@ -38,6 +38,8 @@ export interface ProduceOptions {
   compression?: 'none' | 'gzip' | 'snappy' | 'lz4' | 'zstd';
   /** Bytes per produce request and partition batch; keep under the broker's message.max.bytes (1 MiB by default). Default 512 KiB. */
   chunkBytes?: number;
+  /** Called after each produce request is acknowledged, with how many records it held (they are written, in order). */
+  onSent?: (records: number) => void;
 }
 
 const toBuffer = (v: Buffer | string | null | undefined): Buffer | undefined =>
@@ -63,17 +65,36 @@ function recordSize(record: RecordToProduce): number {
   return size;
 }
 
+/**
+ * How far a record's timestamp may lie from the first timestamp of its batch (same
+ * partition, same request). @platformatic/kafka 2.12 writes a record's timestamp as a
+ * delta from its batch's first one with @platformatic/dynamic-buffer 0.3.1, whose 64-bit
+ * zigzag varint is wrong from 2^31 ms (24.8 days) on: `(v << 1n) ^ (v >> 31n)` instead of
+ * `>> 63n`, and a 32-bit mask ends the varint early. Such a record is then written with
+ * another timestamp (a few ms off, or years) or refused by the broker. A batch therefore
+ * never spans that much; one day is kept in reserve for records without a timestamp,
+ * which the library stamps when it sends them.
+ */
+const MAX_TIMESTAMP_SPAN = 2 ** 31 - 1 - 86_400_000;
+
 function chunks(records: RecordToProduce[], chunkBytes: number): RecordToProduce[][] {
   const out: RecordToProduce[][] = [];
   let current: RecordToProduce[] = [];
   let size = 0;
+  let firstTimestamps = new Map<number, number>();
+  const now = Date.now();
   for (const record of records) {
     const s = recordSize(record);
-    if (current.length > 0 && size + s > chunkBytes) {
+    const timestamp = record.timestamp === undefined ? now : Number(record.timestamp);
+    const first = firstTimestamps.get(record.partition ?? 0);
+    const tooFar = first !== undefined && Math.abs(timestamp - first) > MAX_TIMESTAMP_SPAN;
+    if (current.length > 0 && (size + s > chunkBytes || tooFar)) {
       out.push(current);
       current = [];
       size = 0;
+      firstTimestamps = new Map();
     }
+    if (!firstTimestamps.has(record.partition ?? 0)) firstTimestamps.set(record.partition ?? 0, timestamp);
     current.push(record);
     size += s;
   }
@@ -102,6 +123,7 @@ async function sendChunks(
   topic: string,
   records: RecordToProduce[],
   chunkBytes: number,
+  onSent?: (records: number) => void,
 ): Promise<ProducedPartition[]> {
   const produced = new Map<number, ProducedPartition>();
   for (const chunk of chunks(records, chunkBytes)) {
@@ -117,6 +139,7 @@ async function sendChunks(
         if (lastOffset > seen.lastOffset) seen.lastOffset = lastOffset;
       } else produced.set(partition, { partition, firstOffset: offset, count, lastOffset });
     }
+    onSent?.(chunk.length);
   }
   return [...produced.values()].sort((a, b) => a.partition - b.partition);
 }
@@ -135,38 +158,60 @@ async function checkTargets(kafka: KafkaConnection, topic: string, records: Reco
  */
 const newProducerIdentity = { idempotent: true, producerId: -1n, producerEpoch: -1 } as const;
 
+/**
+ * A transactional producer that runs one transaction after another (`begin()` again once
+ * the last one is committed or aborted); creating it fences any older producer with the same id.
+ */
+export interface TransactionalProducer {
+  readonly transactionalId: string;
+  /** Begins the next transaction; its `close()` closes the producer. */
+  begin(): Promise<OpenTransaction>;
+  close(): Promise<void>;
+}
+
+export function transactionalProducer(kafka: KafkaConnection, transactionalId: string, options: Pick<ProduceOptions, 'compression' | 'chunkBytes' | 'onSent'> = {}): TransactionalProducer {
+  const producer: Producer = kafka.producer({ transactionalId, ...newProducerIdentity, acks: ProduceAcks.ALL, compression: options.compression ?? 'none' });
+  const chunkBytes = options.chunkBytes ?? 512 * 1024;
+  const close = () => producer.close();
+  return {
+    transactionalId,
+    close,
+    async begin() {
+      const transaction: Transaction = await producer.beginTransaction();
+      const written = new Map<string, { topic: string; partition: number; lastOffset: bigint }>();
+      const end = async (commit: boolean) => {
+        await (commit ? transaction.commit() : transaction.abort());
+        await waitForStable(kafka, [...written.values()]);
+      };
+      return {
+        transactionalId,
+        async send(topic, records) {
+          await checkTargets(kafka, topic, records);
+          const produced = await sendChunks((messages) => transaction.send({ messages }), topic, records, chunkBytes, options.onSent);
+          for (const p of produced) {
+            const key = `${topic}\u0000${p.partition}`;
+            const seen = written.get(key);
+            if (!seen || p.lastOffset > seen.lastOffset) written.set(key, { topic, partition: p.partition, lastOffset: p.lastOffset });
+          }
+          return produced;
+        },
+        commit: () => end(true),
+        abort: () => end(false),
+        close,
+      };
+    },
+  };
+}
+
 /** Begins a transaction on a new transactional producer (which fences any older producer with the same id). */
 export async function openTransaction(kafka: KafkaConnection, transactionalId: string, options: Pick<ProduceOptions, 'compression' | 'chunkBytes'> = {}): Promise<OpenTransaction> {
-  const producer: Producer = kafka.producer({ transactionalId, ...newProducerIdentity, acks: ProduceAcks.ALL, compression: options.compression ?? 'none' });
-  let transaction: Transaction;
+  const producer = transactionalProducer(kafka, transactionalId, options);
   try {
-    transaction = await producer.beginTransaction();
+    return await producer.begin();
   } catch (error) {
     await producer.close().catch(() => {});
     throw error;
   }
-  const chunkBytes = options.chunkBytes ?? 512 * 1024;
-  const written = new Map<string, { topic: string; partition: number; lastOffset: bigint }>();
-  const end = async (commit: boolean) => {
-    await (commit ? transaction.commit() : transaction.abort());
-    await waitForStable(kafka, [...written.values()]);
-  };
-  return {
-    transactionalId,
-    async send(topic, records) {
-      await checkTargets(kafka, topic, records);
-      const produced = await sendChunks((messages) => transaction.send({ messages }), topic, records, chunkBytes);
-      for (const p of produced) {
-        const key = `${topic}\u0000${p.partition}`;
-        const seen = written.get(key);
-        if (!seen || p.lastOffset > seen.lastOffset) written.set(key, { topic, partition: p.partition, lastOffset: p.lastOffset });
-      }
-      return produced;
-    },
-    commit: () => end(true),
-    abort: () => end(false),
-    close: () => producer.close(),
-  };
 }
 
 /** Waits until each partition's LSO is past the given offset: the transaction holding it has its marker. */
@@ -206,7 +251,7 @@ export async function produce(kafka: KafkaConnection, topic: string, records: Re
   await checkTargets(kafka, topic, records);
   const producer = kafka.producer({ ...newProducerIdentity, acks: ProduceAcks.ALL, compression: options.compression ?? 'none' });
   try {
-    return await sendChunks((messages) => producer.send({ messages }), topic, records, options.chunkBytes ?? 512 * 1024);
+    return await sendChunks((messages) => producer.send({ messages }), topic, records, options.chunkBytes ?? 512 * 1024, options.onSent);
   } finally {
     await producer.close();
   }

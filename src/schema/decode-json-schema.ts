@@ -149,7 +149,7 @@ function civilDays(year: number, month: number, day: number): number | undefined
 }
 
 /** RFC 3339 full-date: exactly `YYYY-MM-DD`, a day that exists. */
-function dateDays(text: string, path: string): number {
+export function dateDays(text: string, path: string): number {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
   const days = m ? civilDays(Number(m[1]), Number(m[2]), Number(m[3])) : undefined;
   if (days === undefined) throw new DecodeError(`${path}: expected a date YYYY-MM-DD that exists, got ${JSON.stringify(text.slice(0, 40))}`);
@@ -161,7 +161,7 @@ function dateDays(text: string, path: string): number {
  * exist, an offset within ±23:59, at most microsecond precision (further digits must be
  * zeros). A leap second (:60) has no instant of its own and is refused.
  */
-function dateTimeMicros(text: string, path: string): bigint {
+export function dateTimeMicros(text: string, path: string): bigint {
   const m = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/.exec(text);
   const refuse = (why: string): never => {
     throw new DecodeError(`${path}: expected an RFC 3339 date-time, got ${JSON.stringify(text.slice(0, 40))} (${why})`);

@@ -54,7 +54,8 @@ interface SchemaAnswer {
   references?: { name: string; subject: string; version: number }[];
 }
 
-export function schemaRegistry(url: string, options: RegistryOptions = {}, env: NodeJS.ProcessEnv = process.env): SchemaRegistry {
+/** The registry's URL without credentials, and the headers of a request (basic auth from the URL or the environment). */
+function registryAccess(url: string, options: Pick<RegistryOptions, 'user' | 'password'>, env: NodeJS.ProcessEnv): { base: string; headers: Record<string, string> } {
   const parsed = new URL(url);
   const user = options.user ?? (parsed.username ? decodeURIComponent(parsed.username) : env.SCHEMA_REGISTRY_USER);
   const password = options.password ?? (parsed.password ? decodeURIComponent(parsed.password) : env.SCHEMA_REGISTRY_PASSWORD);
@@ -63,6 +64,11 @@ export function schemaRegistry(url: string, options: RegistryOptions = {}, env: 
   const base = parsed.toString().replace(/\/+$/, '');
   const headers: Record<string, string> = { accept: 'application/vnd.schemaregistry.v1+json, application/json' };
   if (user !== undefined) headers.authorization = `Basic ${Buffer.from(`${user}:${password ?? ''}`).toString('base64')}`;
+  return { base, headers };
+}
+
+export function schemaRegistry(url: string, options: RegistryOptions = {}, env: NodeJS.ProcessEnv = process.env): SchemaRegistry {
+  const { base, headers } = registryAccess(url, options, env);
   const backoff = options.backoffMs ?? defaultBackoff;
   const timeoutMs = options.timeoutMs ?? 10_000;
   const missingTtlMs = options.missingTtlMs ?? 5_000;
@@ -128,6 +134,46 @@ export function schemaRegistry(url: string, options: RegistryOptions = {}, env: 
       return schema;
     },
   };
+}
+
+/** The registry answered a registration with an error: the schema was not registered. */
+export class RegistryRefusedError extends Error {
+  override name = 'RegistryRefusedError';
+  constructor(readonly url: string, readonly subject: string, readonly status: number, readonly reason: string) {
+    super(`the Schema Registry at ${url} refused the schema for subject "${subject}" (HTTP ${status}): ${reason}`);
+  }
+}
+
+/**
+ * Registers a schema under a subject (POST /subjects/{subject}/versions) and returns its
+ * registry-wide id; a schema the subject already has keeps its id. One try: a
+ * registration is made by a person at a command line, who can run it again.
+ */
+export async function registerSchema(url: string, subject: string, type: SchemaType, schema: string, options: Pick<RegistryOptions, 'user' | 'password' | 'timeoutMs'> = {}, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const { base, headers } = registryAccess(url, options, env);
+  let response: Response;
+  try {
+    response = await fetch(`${base}/subjects/${encodeURIComponent(subject)}/versions`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify(type === 'AVRO' ? { schema } : { schema, schemaType: type }),
+      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+    });
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    throw new RegistryUnavailableError(base, cause?.code ?? cause?.message ?? (error as Error).message);
+  }
+  const text = await response.text();
+  let answer: { id?: unknown; message?: unknown } | undefined;
+  try {
+    answer = JSON.parse(text) as typeof answer;
+  } catch {
+    answer = undefined;
+  }
+  if (response.ok && typeof answer?.id === 'number') return answer.id;
+  if (response.status >= 500 || response.status === 401 || response.status === 403) throw new RegistryUnavailableError(base, `HTTP ${response.status} for a registration under ${subject}`);
+  const reason = typeof answer?.message === 'string' ? answer.message : text.slice(0, 200) || 'no reason given';
+  throw new RegistryRefusedError(base, subject, response.status, reason);
 }
 
 /** One try that got no usable answer: tried again, and after the last try the registry is unavailable. */

@@ -1,0 +1,207 @@
+/** `topic create NAME`: a topic of one's own (auto-create is off on the local broker). */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { connectKafka, type KafkaConnection } from '../kafka/connect.js';
+import { KafkaRequestError, protocolErrorCodes } from '../kafka/errors.js';
+import { compactionProblem, createTopic, topicPartitions } from '../kafka/topics.js';
+import { useLocalStackDefaults } from '../stack/index.js';
+import { printJson, UsageError } from './output.js';
+
+export const topicUsage = `offsetlake topic create NAME [--partitions 1] [--config KEY=VALUE ...] [--if-not-exists] [--json]`;
+
+const topicHelp = `${topicUsage}
+
+Creates a Kafka topic (the local broker creates none by itself) and waits until every
+partition has a leader, so that \`produce\` and \`table create\` work at once.
+
+  --partitions N        how many partitions (default 1)
+  --config KEY=VALUE    a topic config, repeatable: retention.ms=604800000, max.message.bytes=...
+                        (https://kafka.apache.org/documentation/#topicconfigs); a table cannot
+                        be created over a topic with cleanup.policy=compact
+  --if-not-exists       a topic of that name is left as it is, and that is no error
+  --json                one JSON document: {"topic", "created", "partitions", "configs"}
+  --kafka-brokers H:P   Kafka (default: KAFKA_BROKERS, then the local stack)
+
+example:
+  offsetlake topic create clicks --partitions 3 --config retention.ms=604800000`;
+
+const options = {
+  partitions: { type: 'string' },
+  config: { type: 'string', multiple: true },
+  'if-not-exists': { type: 'boolean' },
+  json: { type: 'boolean' },
+  'kafka-brokers': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} satisfies ParseArgsConfig['options'];
+
+/** node:util's parseArgs, with its complaints said in our words (and `--help` pointed at). */
+export function parseFlags<O extends NonNullable<ParseArgsConfig['options']>>(command: string, args: string[], flags: O) {
+  try {
+    return parseArgs({ args, options: flags, allowPositionals: true, strict: true });
+  } catch (error) {
+    const err = error as Error & { code?: string };
+    const help = `\`offsetlake ${command} --help\` lists the flags`;
+    const flag = /'(--?[^ ']+)/.exec(err.message)?.[1];
+    if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      const near = flag === undefined ? undefined : nearest(flag.replace(/^-+/, ''), Object.keys(flags));
+      throw new UsageError(`${command} has no flag ${flag ?? 'like that'}${near ? `; did you mean --${near}?` : ''} (${help})`);
+    }
+    if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+      const name = flag?.replace(/^-+/, '') ?? '';
+      if (/ambiguous/.test(err.message)) throw new UsageError(`${flag} needs a value, and the next word starts with '-'; write such a value as ${flag}=VALUE (${help})`);
+      throw new UsageError(flags[name]?.type === 'boolean' ? `${flag} takes no value (${help})` : `${flag} needs a value (${help})`);
+    }
+    throw new UsageError(`${err.message} (${help})`);
+  }
+}
+
+/** The flag name within two edits of `name`, if one is. */
+function nearest(name: string, names: string[]): string | undefined {
+  const distance = (a: string, b: string): number => {
+    let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const next = [i];
+      for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      row = next;
+    }
+    return row[b.length]!;
+  };
+  const [best] = names.map((n) => [n, distance(name, n)] as const).filter(([, d]) => d <= 2).sort((x, y) => x[1] - y[1]);
+  return best?.[0];
+}
+
+/** Brokers from the flag, then KAFKA_BROKERS, then the local stack. */
+function kafkaBrokers(flag: string | undefined): string {
+  useLocalStackDefaults();
+  return flag ?? process.env.KAFKA_BROKERS!;
+}
+
+/** A failure whose message already says what happened and what was written: withKafka passes it on as it is. */
+export class CommandFailure extends Error {
+  override name = 'CommandFailure';
+}
+
+/** A Kafka connection for one command, closed whatever happens; "Kafka does not answer" said as a sentence. */
+export async function withKafka<T>(flag: string | undefined, work: (kafka: KafkaConnection) => Promise<T>): Promise<T> {
+  const brokers = kafkaBrokers(flag);
+  const kafka = connectKafka({ brokers });
+  try {
+    return await work(kafka);
+  } catch (error) {
+    const unreachable = error instanceof CommandFailure ? undefined : networkFailure(error);
+    if (unreachable) {
+      throw new Error(`Kafka at ${brokers} does not answer (${unreachable}); \`offsetlake stack up\` starts the local one, or name your brokers with KAFKA_BROKERS or --kafka-brokers`, { cause: error });
+    }
+    throw error;
+  } finally {
+    await kafka.close();
+  }
+}
+
+/** The reason when the error chain is the library failing to reach any broker (ECONNREFUSED, ETIMEDOUT, …). */
+export function networkFailure(error: unknown): string | undefined {
+  let network = false;
+  let reason: string | undefined;
+  const visit = (e: unknown, depth: number): void => {
+    if (depth > 6 || e === null || typeof e !== 'object') return;
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) reason ??= code;
+    if (code === 'PLT_KFK_NETWORK' || (typeof message === 'string' && /Cannot connect to any broker/.test(message))) network = true;
+    for (const inner of (e as { errors?: unknown[] }).errors ?? []) visit(inner, depth + 1);
+    visit((e as { cause?: unknown }).cause, depth + 1);
+  };
+  visit(error, 0);
+  return network ? (reason ?? 'no connection') : undefined;
+}
+
+/** The broker's own sentence about a refused CreateTopics (`Unknown topic config name: x`), if it gave one. */
+function brokerMessage(error: unknown): string | undefined {
+  let found: string | undefined;
+  const visit = (e: unknown, depth: number): void => {
+    if (found || depth > 6 || e === null || typeof e !== 'object') return;
+    const topics = (e as { response?: { topics?: { errorMessage?: unknown }[] } }).response?.topics;
+    const message = topics?.find((t) => typeof t.errorMessage === 'string' && t.errorMessage !== '')?.errorMessage;
+    if (typeof message === 'string') found = message;
+    for (const inner of (e as { errors?: unknown[] }).errors ?? []) visit(inner, depth + 1);
+    visit((e as { cause?: unknown }).cause, depth + 1);
+  };
+  visit(error, 0);
+  return found;
+}
+
+const TOPIC_ALREADY_EXISTS = 36;
+const INVALID_PARTITIONS = 37;
+const INVALID_REPLICATION_FACTOR = 38;
+const INVALID_CONFIG = 40;
+const POLICY_VIOLATION = 44;
+
+/** Kafka's rule for topic names: 1–249 of ASCII letters, digits, '.', '_' and '-', and not `.` or `..`. */
+export function topicNameProblem(name: string): string | undefined {
+  if (name === '' || name === '.' || name === '..') return `"${name}" cannot name a Kafka topic`;
+  if (name.length > 249) return `a Kafka topic name has at most 249 characters; "${name.slice(0, 20)}…" has ${name.length}`;
+  const bad = /[^a-zA-Z0-9._-]/.exec(name);
+  if (bad) return `topic name "${name}" contains ${JSON.stringify(bad[0])}: Kafka allows ASCII letters, digits, '.', '_' and '-'`;
+  return undefined;
+}
+
+export async function topicCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseFlags('topic', args, options);
+  if (values.help) {
+    process.stdout.write(`${topicHelp}\n`);
+    return 0;
+  }
+  const [action, name, ...rest] = positionals;
+  if (action !== 'create') throw new UsageError(action === undefined ? `topic needs an action; usage: ${topicUsage}` : `unknown topic action "${action}"; usage: ${topicUsage}`);
+  if (name === undefined) throw new UsageError(`topic create needs a NAME; usage: ${topicUsage}`);
+  if (rest.length > 0) throw new UsageError(`topic create takes one NAME, got also "${rest.join(' ')}" (flags start with --)`);
+  const nameProblem = topicNameProblem(name);
+  if (nameProblem) throw new UsageError(nameProblem);
+
+  let partitions = 1;
+  if (values.partitions !== undefined) {
+    partitions = Number(values.partitions);
+    if (!/^\d+$/.test(values.partitions.trim()) || !Number.isSafeInteger(partitions) || partitions < 1) {
+      throw new UsageError(`--partitions must be a whole number of at least 1, got "${values.partitions}"`);
+    }
+  }
+  const configs: Record<string, string> = {};
+  for (const text of values.config ?? []) {
+    const at = text.indexOf('=');
+    const key = at < 0 ? '' : text.slice(0, at).trim();
+    if (at < 0 || key === '') throw new UsageError(`--config takes KEY=VALUE (such as --config retention.ms=604800000), got "${text}"`);
+    if (Object.hasOwn(configs, key)) throw new UsageError(`--config ${key} is given twice ("${configs[key]}" and "${text.slice(at + 1)}"); give it once`);
+    configs[key] = text.slice(at + 1);
+  }
+
+  const result = await withKafka(values['kafka-brokers'], async (kafka) => {
+    try {
+      await createTopic(kafka, name, partitions, { configs });
+      return { topic: name, created: true, partitions, configs };
+    } catch (error) {
+      const code = error instanceof KafkaRequestError ? error.code : protocolErrorCodes(error)[0];
+      const said = brokerMessage(error);
+      if (code === TOPIC_ALREADY_EXISTS) {
+        const existing = (await topicPartitions(kafka, name)).length;
+        if (values['if-not-exists']) return { topic: name, created: false, partitions: existing, configs: {} };
+        throw new Error(`topic "${name}" already exists (${existing} partition${existing === 1 ? '' : 's'}); choose another name, or write into it with \`offsetlake produce ${name}\``);
+      }
+      if (code === INVALID_CONFIG) {
+        // nothing was created: Kafka checks the configs before it creates the topic
+        throw new UsageError(`Kafka refused the topic's configuration: ${said ?? 'a config is invalid'}. Topic "${name}" was not created; the topic configs are listed at https://kafka.apache.org/documentation/#topicconfigs`);
+      }
+      if (code === INVALID_PARTITIONS || code === INVALID_REPLICATION_FACTOR || code === POLICY_VIOLATION) {
+        throw new Error(`Kafka refused to create topic "${name}": ${said ?? (error as Error).message}`);
+      }
+      throw error;
+    }
+  });
+
+  if (values.json) printJson(result);
+  else if (!result.created) process.stdout.write(`topic ${name} already exists (${result.partitions} partition${result.partitions === 1 ? '' : 's'}); left as it is\n`);
+  else {
+    const settings = Object.entries(result.configs).map(([k, v]) => `${k}=${v}`);
+    process.stdout.write(`created topic ${name} (${partitions} partition${partitions === 1 ? '' : 's'}${settings.length ? `; ${settings.join(', ')}` : ''})\n`);
+  }
+  const compacted = result.created && configs['cleanup.policy'] !== undefined ? compactionProblem(name, configs['cleanup.policy']) : undefined;
+  if (compacted) process.stderr.write(`note: no table can be created over this topic: ${compacted}\n`);
+  return 0;
+}
