@@ -51,6 +51,9 @@ export async function main(argv: string[]): Promise<number> {
   const flagsBeforeEnd = args.slice(0, args.includes('--') ? args.indexOf('--') : args.length);
   if (asked !== name || flagsBeforeEnd.some((a) => a === '--help' || a === '-h') || (args[0] === 'help' && name in commandHelp)) {
     if (!(asked in commandHelp)) {
+      // commands that print their own help (topic, produce)
+      const own = commands[asked];
+      if (own) return own(['--help']);
       process.stderr.write(`offsetlake: unknown command "${asked}"\n${usage}\n`);
       return 2;
     }

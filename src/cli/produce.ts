@@ -18,7 +18,8 @@ import { registerSchema, RegistryRefusedError, RegistryUnavailableError, type Re
 import { dateTimeMicros } from '../schema/decode-json-schema.js';
 import { wireHeader } from '../schema/wire.js';
 import { printJson, progress, UsageError } from './output.js';
-import { CommandFailure, networkFailure, parseFlags, topicNameProblem, withKafka } from './topic.js';
+import { CommandFailure, networkFailure, topicNameProblem, withKafka } from './topic.js';
+import { parseCommandArgs } from './args.js';
 
 export const produceUsage = `offsetlake produce TOPIC [FILE] [--format avro|protobuf|json-schema --schema FILE] [--transactional [--commit-every 1000]] [--json]`;
 
@@ -412,7 +413,7 @@ async function write(kafka: KafkaConnection, topic: string, records: InputRecord
 }
 
 export async function produceCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseFlags('produce', args, options);
+  const { values, positionals } = parseCommandArgs('produce', args, options);
   if (values.help) {
     process.stdout.write(`${produceHelp}\n`);
     return 0;

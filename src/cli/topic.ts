@@ -1,10 +1,11 @@
 /** `topic create NAME`: a topic of one's own (auto-create is off on the local broker). */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { connectKafka, type KafkaConnection } from '../kafka/connect.js';
 import { KafkaRequestError, protocolErrorCodes } from '../kafka/errors.js';
 import { compactionProblem, createTopic, topicPartitions } from '../kafka/topics.js';
 import { useLocalStackDefaults } from '../stack/index.js';
 import { printJson, UsageError } from './output.js';
+import { parseCommandArgs } from './args.js';
 
 export const topicUsage = `offsetlake topic create NAME [--partitions 1] [--config KEY=VALUE ...] [--if-not-exists] [--json]`;
 
@@ -33,41 +34,6 @@ const options = {
   help: { type: 'boolean', short: 'h' },
 } satisfies ParseArgsConfig['options'];
 
-/** node:util's parseArgs, with its complaints said in our words (and `--help` pointed at). */
-export function parseFlags<O extends NonNullable<ParseArgsConfig['options']>>(command: string, args: string[], flags: O) {
-  try {
-    return parseArgs({ args, options: flags, allowPositionals: true, strict: true });
-  } catch (error) {
-    const err = error as Error & { code?: string };
-    const help = `\`offsetlake ${command} --help\` lists the flags`;
-    const flag = /'(--?[^ ']+)/.exec(err.message)?.[1];
-    if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-      const near = flag === undefined ? undefined : nearest(flag.replace(/^-+/, ''), Object.keys(flags));
-      throw new UsageError(`${command} has no flag ${flag ?? 'like that'}${near ? `; did you mean --${near}?` : ''} (${help})`);
-    }
-    if (err.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-      const name = flag?.replace(/^-+/, '') ?? '';
-      if (/ambiguous/.test(err.message)) throw new UsageError(`${flag} needs a value, and the next word starts with '-'; write such a value as ${flag}=VALUE (${help})`);
-      throw new UsageError(flags[name]?.type === 'boolean' ? `${flag} takes no value (${help})` : `${flag} needs a value (${help})`);
-    }
-    throw new UsageError(`${err.message} (${help})`);
-  }
-}
-
-/** The flag name within two edits of `name`, if one is. */
-function nearest(name: string, names: string[]): string | undefined {
-  const distance = (a: string, b: string): number => {
-    let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-    for (let i = 1; i <= a.length; i++) {
-      const next = [i];
-      for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      row = next;
-    }
-    return row[b.length]!;
-  };
-  const [best] = names.map((n) => [n, distance(name, n)] as const).filter(([, d]) => d <= 2).sort((x, y) => x[1] - y[1]);
-  return best?.[0];
-}
 
 /** Brokers from the flag, then KAFKA_BROKERS, then the local stack. */
 function kafkaBrokers(flag: string | undefined): string {
@@ -144,7 +110,7 @@ export function topicNameProblem(name: string): string | undefined {
 }
 
 export async function topicCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseFlags('topic', args, options);
+  const { values, positionals } = parseCommandArgs('topic', args, options);
   if (values.help) {
     process.stdout.write(`${topicHelp}\n`);
     return 0;

@@ -235,7 +235,7 @@ describe('offsetlake produce', () => {
       [['produce', topic, '--format', 'avro', '--schema', join(work, 'no-such.avsc')], 2, `--schema ${join(work, 'no-such.avsc')}: there is no such file`],
       [['produce', topic, '--format', 'avro', '--schema', badSchema], 2, `--schema ${badSchema}: it is not an Avro schema: unknown type: "recordz"`],
       [['produce', topic, join(work, 'no-such.jsonl')], 2, `FILE ${join(work, 'no-such.jsonl')}: there is no such file`],
-      [['produce', topic, '--jsn'], 2, 'produce has no flag --jsn; did you mean --json?'],
+      [['produce', topic, '--jsn'], 2, 'unknown flag --jsn; did you mean --json?'],
       [['produce', missing], 1, `topic "${missing}" does not exist; create it with \`offsetlake topic create ${missing} [--partitions N]\` (nothing was produced)`],
     ];
     const runs = await Promise.all(cases.map(([args]) => offsetlake(args, record)));
