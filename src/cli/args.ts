@@ -30,21 +30,22 @@ export function nearestFlag(flag: string, valid: readonly string[]): string | un
   return bestDistance <= Math.max(2, Math.floor(flag.length / 4)) ? best : undefined;
 }
 
-export function parseCommandArgs<O extends Options>(command: string, args: string[], options: O, allowPositionals = true) {
+/** `unknownHint`: said after an unknown flag (e.g. the table settings there are). */
+export function parseCommandArgs<O extends Options>(command: string, args: string[], options: O, allowPositionals = true, unknownHint = '') {
   try {
     return parseArgs({ args, options, allowPositionals, strict: true });
   } catch (error) {
-    throw usageError(command, options, error as Error & { code?: string });
+    throw usageError(command, options, error as Error & { code?: string }, unknownHint);
   }
 }
 
-function usageError(command: string, options: Options, error: Error & { code?: string }): Error {
+function usageError(command: string, options: Options, error: Error & { code?: string }, unknownHint: string): Error {
   const help = `\`offsetlake ${command} --help\` lists them`;
   const flags = Object.entries(options).flatMap(([name, option]) => [`--${name}`, ...(option.short ? [`-${option.short}`] : [])]);
   if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
     const flag = /'(-[^']*)'/.exec(error.message)?.[1] ?? 'that flag';
     const near = nearestFlag(flag, flags);
-    return new UsageError(`unknown flag ${flag}${near ? `; did you mean ${near}?` : ''} (${help})`);
+    return new UsageError(`unknown flag ${flag}${near ? `; did you mean ${near}?` : ''}${unknownHint ? `; ${unknownHint}` : ''} (${help})`);
   }
   if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
     const flag = /'(--?[^ ']+)/.exec(error.message)?.[1] ?? 'a flag';

@@ -28,7 +28,7 @@ const options = {
 } satisfies ParseArgsConfig['options'];
 
 export async function tableCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseCommandArgs('table', args, options);
+  const { values, positionals } = parseCommandArgs('table', args, options, true, `the table settings are ${settingNames.map((n) => `--${n}`).join(', ')}`);
   const [action, name] = positionals;
   const flags = values as Record<string, string | boolean | undefined>;
   const engineFlags = { databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] };
