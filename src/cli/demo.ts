@@ -91,9 +91,10 @@ export async function demoCommand(_args: string[]): Promise<number> {
   process.stdout.write(`\nSQL over the rebuilt files (offsetlake query "${sql}"):\n`);
   await queryCommand([sql, '--quiet']);
   process.stdout.write(
-    '\nThe local stack keeps running (Kafka, the Schema Registry and Postgres: about 1 GiB of memory, measured as resident sets of ~550, ~250 and ~250 MiB), ' +
-      'so that files, status, query, serve and run work on demo_orders now. `offsetlake stack down` stops it; ' +
-      'its data stays in ./.offsetlake until you delete that folder.\n',
+    '\nThe local stack keeps running (Kafka, the Schema Registry and Postgres: about 1 GiB of\n' +
+      'memory, resident sets of ~550, ~250 and ~250 MiB), so that files, status, query, serve\n' +
+      'and run work on demo_orders now. `npm run -s offsetlake -- stack down` stops it; its\n' +
+      'data stays in ./.offsetlake until you delete that folder.\n',
   );
   return 0;
 }

@@ -29,7 +29,7 @@ export const commandHelp: Record<string, Help> = {
   stack: {
     about: 'The local Kafka broker, Schema Registry and Postgres: fetched once, started on loopback, stopped by their pids. Idempotent.',
     usage: stackUsage,
-    flags: [['--home DIR', 'where state and logs live (default ./.offsetlake, OFFSETLAKE_HOME)'], ['--kafka-port N, --controller-port N, --registry-port N, --postgres-port N', 'move a service (default 29092, 29093, 28081, 25432)'], json],
+    flags: [['--wide', 'the log files too (wider than 100 columns)'], ['--home DIR', 'where state and logs live (default ./.offsetlake, OFFSETLAKE_HOME)'], ['--kafka-port N, --controller-port N, --registry-port N, --postgres-port N', 'move a service (default 29092, 29093, 28081, 25432)'], json],
     example: 'offsetlake stack up && offsetlake stack status',
   },
   table: {
@@ -38,7 +38,7 @@ export const commandHelp: Record<string, Help> = {
     flags: [['--topic TOPIC', 'the Kafka topic (it must exist, and not be compacted)'], ['--format F', 'avro, protobuf, json-schema (Schema Registry), json or raw; default json'], ['--SETTING VALUE', 'a table setting, e.g. --file_window 30s or --file-bytes 64MiB'], ['--if-exists', 'drop: no error when the table is missing'], json, ...engine],
     example: 'offsetlake table create orders --topic orders --format avro --file_window 30s',
   },
-  files: { about: "The catalog's live files of a table: offsets, bucket, rows, bytes, seal reason, timestamps, sha256.", usage: line(inspectUsage, 'files'), flags: [['--expired', 'include files Kafka can no longer rebuild'], json, ...engine], example: 'offsetlake files orders --json' },
+  files: { about: "The catalog's live files of a table: offsets, bucket, rows, bytes, seal reason, timestamps, sha256.", usage: line(inspectUsage, 'files'), flags: [['--expired', 'include files Kafka can no longer rebuild'], ['--wide', 'whole times and the sha256 (wider than 100 columns)'], json, ...engine], example: 'offsetlake files orders --json' },
   status: {
     about: 'Per partition: indexed range, LSO, lag, lease, open range, files, error rows, lost offsets, waiting reason, backfill, retention, topic problems.',
     usage: line(inspectUsage, 'status'),

@@ -5,12 +5,13 @@ import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
 import { parseCommandArgs } from './args.js';
 
-export const inspectUsage = `offsetlake files NAME [--json] [--expired]
+export const inspectUsage = `offsetlake files NAME [--json] [--expired] [--wide]
 offsetlake status [NAME] [--json]`;
 
 const options = {
   json: { type: 'boolean' },
   expired: { type: 'boolean' },
+  wide: { type: 'boolean' },
   'database-url': { type: 'string' },
   'kafka-brokers': { type: 'string' },
 } as const;
@@ -37,6 +38,10 @@ export async function filesCommand(args: string[]): Promise<number> {
     printJson(files.map(({ footer, sha256, ...file }) => ({ ...file, footerSize: footer.byteLength, sha256: hex(sha256) })));
     return 0;
   }
+  // 100 columns: the bucket to the minute, timestamps as times (the bucket gives the day), no
+  // sha256; --wide shows them whole
+  const wide = values.wide ?? false;
+  const clock = (millis: string): string => (wide ? isoTime(millis) : isoTime(millis).slice(11, 19));
   printTable(
     files.map((f) => {
       const ts = f.columns.find((c) => c.columnName === '_timestamp');
@@ -44,12 +49,12 @@ export async function filesCommand(args: string[]): Promise<number> {
         file: f.dataFileId,
         partition: f.partition,
         offsets: `[${f.startOffset}, ${f.endOffset})`,
-        bucket: f.bucket.toISOString(),
+        bucket: wide ? f.bucket.toISOString() : f.bucket.toISOString().slice(0, 16).replace('T', ' '),
         rows: f.recordCount,
         bytes: f.fileSizeBytes,
         sealed: f.sealReason,
-        timestamps: ts?.min && ts.max ? `${isoTime(ts.min)} .. ${isoTime(ts.max)}` : undefined,
-        sha256: hex(f.sha256).slice(0, 12),
+        timestamps: ts?.min && ts.max ? `${clock(ts.min)}..${clock(ts.max)}` : undefined,
+        ...(wide ? { sha256: hex(f.sha256).slice(0, 12) } : {}),
         expired: f.expiredAt ?? undefined,
       };
     }),

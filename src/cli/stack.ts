@@ -8,6 +8,7 @@ import { parseCommandArgs } from './args.js';
 
 const options = {
   json: { type: 'boolean' },
+  wide: { type: 'boolean' },
   home: { type: 'string' },
   'kafka-port': { type: 'string' },
   'controller-port': { type: 'string' },
@@ -15,7 +16,7 @@ const options = {
   'postgres-port': { type: 'string' },
 } as const;
 
-export const stackUsage = `offsetlake stack up | down | status [--json] [--home DIR]
+export const stackUsage = `offsetlake stack up | down | status [--json] [--wide] [--home DIR]
   [--kafka-port N] [--controller-port N] [--registry-port N] [--postgres-port N]`;
 
 export async function stackCommand(args: string[]): Promise<number> {
@@ -45,7 +46,8 @@ export async function stackCommand(args: string[]): Promise<number> {
   if (values.json) {
     printJson({ services: statuses, environment: action === 'down' ? undefined : stackEnvironment(config), catalogVersion });
   } else {
-    printTable(statuses.map((s) => ({ service: s.name, state: s.state, pid: s.pid, endpoint: s.endpoint, log: s.log, detail: s.detail })));
+    // 100 columns: no log paths and no password in the endpoint; --wide shows the log
+    printTable(statuses.map((s) => ({ service: s.name, state: s.state, pid: s.pid, endpoint: s.endpoint?.replace(/\/\/([^:/@]+):[^@]*@/, '//$1@'), ...(values.wide ? { log: s.log } : {}), detail: values.wide ? s.detail : s.detail?.split(', ')[0] })));
     if (migrated.length > 0) process.stdout.write(`catalog migrated to version ${catalogVersion}\n`);
   }
   return action === 'status' || statuses.every((s) => s.state !== 'stopped') || action === 'down' ? 0 : 1;
