@@ -5,16 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
 import { produce } from '../../src/kafka/produce.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
+import { closedPort } from '../helpers/ports.js';
 
 const run = promisify(execFile);
 
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise((done) => server.close(done));
-  return port;
-}
 let engine: Engine;
 beforeAll(async () => {
   engine = await testEngine('cli');

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import type { TableRecord } from '../../src/catalog/tables.js';
@@ -20,6 +19,7 @@ import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine, testRuntime } from '../helpers/engine.js';
 import { encodeWith, registerSchema } from '../helpers/registry.js';
 import { checkTable, type Row } from '../helpers/verify.js';
+import { closedPort } from '../helpers/ports.js';
 
 let engine: Engine;
 beforeAll(async () => {
@@ -57,14 +57,6 @@ function records(values: (Buffer | null)[], keys: (Buffer | null)[] = []): Recor
   return values.map((value, i) => ({ value, key: keys[i] ?? null, timestamp: t0 + at++ * 1000 }));
 }
 
-/** A loopback port nobody listens on: a registry that is down. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((done) => server.close(done));
-  return port;
-}
 
 const rowsOf = (check: Awaited<ReturnType<typeof checkTable>>): Row[] => [...check.rowsByFile.values()].flat().sort((a, b) => Number((a._offset as bigint) - (b._offset as bigint)));
 

@@ -5,7 +5,6 @@
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
@@ -28,6 +27,7 @@ import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
+import { closedPort } from '../helpers/ports.js';
 
 const t0 = Date.UTC(2026, 10, 30, 8, 0, 0);
 const once = { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 };
@@ -187,13 +187,6 @@ describe('stopping', () => {
   });
 });
 
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise((done) => server.close(done));
-  return port;
-}
 
 async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
