@@ -1,6 +1,7 @@
 import { catalogColumns, type TableSchema } from '../schema/table-schema.js';
 import type { TableFormat, TableSettings } from './settings.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
+import { topicNameProblem } from '../kafka/topics.js';
 
 export interface TableRecord {
   tableId: bigint;
@@ -25,7 +26,6 @@ export class TableError extends Error {
 }
 
 const tableNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
-const topicPattern = /^[a-zA-Z0-9._-]{1,249}$/;
 
 export function checkTableName(name: string): void {
   if (!tableNamePattern.test(name)) {
@@ -34,9 +34,8 @@ export function checkTableName(name: string): void {
 }
 
 export function checkTopicName(topic: string): void {
-  if (!topicPattern.test(topic) || topic === '.' || topic === '..') {
-    throw new TableError(`topic "${topic}" is not a legal Kafka topic name (letters, digits, '.', '_', '-'; at most 249)`);
-  }
+  const problem = topicNameProblem(topic);
+  if (problem) throw new TableError(problem);
 }
 
 interface TableRow {

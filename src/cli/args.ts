@@ -61,3 +61,14 @@ function usageError(command: string, options: Options, error: Error & { code?: s
   }
   return error;
 }
+
+/**
+ * A flag that counts something: whole decimal digits, at least 1, at most `max` when there
+ * is one; `fallback` when the flag is absent. Anything else is a usage error naming the flag.
+ */
+export function wholeNumberFlag(flag: string, text: string | undefined, fallback: number, max?: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text.trim());
+  if (/^\d+$/.test(text.trim()) && Number.isSafeInteger(n) && n >= 1 && (max === undefined || n <= max)) return n;
+  throw new UsageError(`--${flag} must be a whole number ${max === undefined ? 'of at least 1' : `from 1 to ${max}`}, got "${text}"`);
+}

@@ -4,7 +4,7 @@ import { maxChunksPerExecution } from '../backfill/limits.js';
 import { checkRetention } from '../retention/check.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
-import { parseCommandArgs } from './args.js';
+import { parseCommandArgs, wholeNumberFlag } from './args.js';
 
 export const backfillUsage = `offsetlake backfill NAME [--chunks-per-execution N] [--json]
 offsetlake retention [NAME] [--json]`;
@@ -30,10 +30,7 @@ export async function backfillCommand(args: string[]): Promise<number> {
   const name = positionals[0];
   if (!name) throw new UsageError(`backfill needs a table NAME; usage: ${backfillUsage}`);
   const budget = values['chunks-per-execution'];
-  const chunksPerExecution = budget === undefined ? undefined : Number(budget);
-  if (chunksPerExecution !== undefined && !(Number.isInteger(chunksPerExecution) && chunksPerExecution >= 1 && chunksPerExecution <= maxChunksPerExecution)) {
-    throw new UsageError(`--chunks-per-execution must be a whole number from 1 to ${maxChunksPerExecution}, got "${budget}"`);
-  }
+  const chunksPerExecution = budget === undefined ? undefined : wholeNumberFlag('chunks-per-execution', budget, 0, maxChunksPerExecution);
   const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     // The state machine CDK synthesizes, executed locally (loads aws-cdk-lib: imported only here).
     const { runBackfillStateMachine } = await import('../../infra/local-execution.js');

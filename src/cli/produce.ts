@@ -18,8 +18,9 @@ import { registerSchema, RegistryRefusedError, RegistryUnavailableError, type Re
 import { dateTimeMicros } from '../schema/decode-json-schema.js';
 import { wireHeader } from '../schema/wire.js';
 import { printJson, progress, UsageError } from './output.js';
-import { CommandFailure, networkFailure, topicNameProblem, withKafka } from './topic.js';
-import { parseCommandArgs } from './args.js';
+import { topicNameProblem } from '../kafka/topics.js';
+import { CommandFailure, networkFailure, withKafka } from './topic.js';
+import { parseCommandArgs, wholeNumberFlag } from './args.js';
 
 export const produceUsage = `offsetlake produce TOPIC [FILE] [--format avro|protobuf|json-schema --schema FILE] [--transactional [--commit-every 1000]] [--json]`;
 
@@ -432,11 +433,7 @@ export async function produceCommand(args: string[]): Promise<number> {
   } else if (values.schema !== undefined) {
     throw new UsageError('--schema needs --format avro, protobuf or json-schema (which kind of schema the file holds)');
   }
-  let every = 1000;
-  if (values['commit-every'] !== undefined) {
-    every = Number(values['commit-every']);
-    if (!/^\d+$/.test(values['commit-every'].trim()) || !Number.isSafeInteger(every) || every < 1) throw new UsageError(`--commit-every must be a whole number of records, at least 1, got "${values['commit-every']}"`);
-  }
+  const every = wholeNumberFlag('commit-every', values['commit-every'], 1000);
   const transactional = Boolean(values.transactional) || values['commit-every'] !== undefined;
 
   let schema: RegistrySchema | undefined;

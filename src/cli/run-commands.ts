@@ -11,7 +11,7 @@ import { partitionStatus } from '../catalog/status.js';
 import type { Engine } from '../runtime/engine.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';
-import { parseCommandArgs } from './args.js';
+import { parseCommandArgs, wholeNumberFlag } from './args.js';
 
 export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--batch-size 10000] [--batch-window 500ms] [--progress-every 5s] [--json]
 offsetlake rebuild NAME FILE [-o PATH] [--json]
@@ -26,20 +26,14 @@ export async function runCommand(args: string[]): Promise<number> {
   }, false);
   // a line every few seconds on a terminal (or as often as asked), none in a pipe unless asked
   const progressEvery = values['progress-every'] ? parseDuration('--progress-every', values['progress-every']) : process.stderr.isTTY ? 5000 : undefined;
-  const count = (flag: string, text: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
-    if (text === undefined) return fallback;
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1 || n > max) throw new UsageError(`--${flag} must be a whole number from 1 to ${max}, got "${text}"`);
-    return n;
-  };
   const options = {
     ...defaultRunnerOptions,
     once: values.once ?? false,
     memoryBudgetBytes: values.memory ? parseBytes('--memory', values.memory) : defaultRunnerOptions.memoryBudgetBytes,
-    maxConcurrentBuilds: count('builds', values.builds, defaultRunnerOptions.maxConcurrentBuilds, 64),
+    maxConcurrentBuilds: wholeNumberFlag('builds', values.builds, defaultRunnerOptions.maxConcurrentBuilds, 64),
     // Like the event source mapping's batching window: how long records may wait to be delivered.
     pollIntervalMs: values['batch-window'] ? parseDuration('--batch-window', values['batch-window']) : defaultRunnerOptions.pollIntervalMs,
-    emulator: { ...defaultRunnerOptions.emulator, batchSize: count('batch-size', values['batch-size'], defaultRunnerOptions.emulator.batchSize, 10_000) },
+    emulator: { ...defaultRunnerOptions.emulator, batchSize: wholeNumberFlag('batch-size', values['batch-size'], defaultRunnerOptions.emulator.batchSize, 10_000) },
   };
   const stop = new AbortController();
   const onSignal = () => stop.abort();
@@ -49,7 +43,8 @@ export async function runCommand(args: string[]): Promise<number> {
     const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
       const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), options, progress);
       progress(`indexing as ${runner.owner}${options.once ? ' until caught up' : '; Ctrl-C stops'}`);
-      const timer = progressEvery === undefined ? undefined : setInterval(() => void reportProgress(engine, runner.progress, progressEvery), progressEvery);
+      const report = progressReporter(engine, progressEvery ?? 0);
+      const timer = progressEvery === undefined ? undefined : setInterval(() => void report(runner.progress), progressEvery);
       try {
         return await runner.run(stop.signal);
       } finally {
@@ -66,16 +61,17 @@ export async function runCommand(args: string[]): Promise<number> {
   }
 }
 
-let lastReported = { records: 0, files: 0 };
-
-/** One progress line: records per second and files since the last line, lag per table. */
-async function reportProgress(engine: Engine, now: RunSummary, everyMs: number): Promise<void> {
-  const lag = new Map<string, bigint>();
-  for (const s of await partitionStatus(engine).catch(() => [])) if (s.lag !== null) lag.set(s.table, (lag.get(s.table) ?? 0n) + s.lag);
-  const rate = Math.round(((now.records - lastReported.records) * 1000) / everyMs);
-  const lags = [...lag].map(([table, behind]) => `${table} ${behind}`).join(', ');
-  progress(`${rate} records/s, ${now.filesCommitted - lastReported.files} files committed; lag (offsets): ${lags || 'no tables'}`);
-  lastReported = { records: now.records, files: now.filesCommitted };
+/** Progress lines for one run: records per second and files since the line before, lag per table. */
+function progressReporter(engine: Engine, everyMs: number): (now: RunSummary) => Promise<void> {
+  let last = { records: 0, files: 0 };
+  return async (now) => {
+    const lag = new Map<string, bigint>();
+    for (const s of await partitionStatus(engine).catch(() => [])) if (s.lag !== null) lag.set(s.table, (lag.get(s.table) ?? 0n) + s.lag);
+    const rate = Math.round(((now.records - last.records) * 1000) / everyMs);
+    const lags = [...lag].map(([table, behind]) => `${table} ${behind}`).join(', ');
+    progress(`${rate} records/s, ${now.filesCommitted - last.files} files committed; lag (offsets): ${lags || 'no tables'}`);
+    last = { records: now.records, files: now.filesCommitted };
+  };
 }
 
 /** `check [NAME]`: every live file rebuilt from Kafka; the ones that do not match are named. Exit 1 if any. */

@@ -2,10 +2,10 @@
 import type { ParseArgsConfig } from 'node:util';
 import { connectKafka, type KafkaConnection } from '../kafka/connect.js';
 import { KafkaRequestError, protocolErrorCodes } from '../kafka/errors.js';
-import { compactionProblem, createTopic, topicPartitions } from '../kafka/topics.js';
+import { compactionProblem, createTopic, topicNameProblem, topicPartitions } from '../kafka/topics.js';
 import { useLocalStackDefaults } from '../stack/index.js';
 import { printJson, UsageError } from './output.js';
-import { parseCommandArgs } from './args.js';
+import { parseCommandArgs, wholeNumberFlag } from './args.js';
 
 export const topicUsage = `offsetlake topic create NAME [--partitions 1] [--config KEY=VALUE ...] [--if-not-exists] [--json]`;
 
@@ -100,14 +100,6 @@ const INVALID_REPLICATION_FACTOR = 38;
 const INVALID_CONFIG = 40;
 const POLICY_VIOLATION = 44;
 
-/** Kafka's rule for topic names: 1–249 of ASCII letters, digits, '.', '_' and '-', and not `.` or `..`. */
-export function topicNameProblem(name: string): string | undefined {
-  if (name === '' || name === '.' || name === '..') return `"${name}" cannot name a Kafka topic`;
-  if (name.length > 249) return `a Kafka topic name has at most 249 characters; "${name.slice(0, 20)}…" has ${name.length}`;
-  const bad = /[^a-zA-Z0-9._-]/.exec(name);
-  if (bad) return `topic name "${name}" contains ${JSON.stringify(bad[0])}: Kafka allows ASCII letters, digits, '.', '_' and '-'`;
-  return undefined;
-}
 
 export async function topicCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('topic', args, options);
@@ -122,13 +114,7 @@ export async function topicCommand(args: string[]): Promise<number> {
   const nameProblem = topicNameProblem(name);
   if (nameProblem) throw new UsageError(nameProblem);
 
-  let partitions = 1;
-  if (values.partitions !== undefined) {
-    partitions = Number(values.partitions);
-    if (!/^\d+$/.test(values.partitions.trim()) || !Number.isSafeInteger(partitions) || partitions < 1) {
-      throw new UsageError(`--partitions must be a whole number of at least 1, got "${values.partitions}"`);
-    }
-  }
+  const partitions = wholeNumberFlag('partitions', values.partitions, 1);
   const configs: Record<string, string> = {};
   for (const text of values.config ?? []) {
     const at = text.indexOf('=');

@@ -10,7 +10,7 @@ import { isUtf8 } from 'node:buffer';
 import avro from 'avsc';
 import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
-import { checkDecimal, DecodeError, jsonText, mapType, signedBigInt, type WriterSchema } from './writer.js';
+import { aliasAbsentFrom, checkDecimal, DecodeError, jsonText, mapType, signedBigInt, type WriterSchema } from './writer.js';
 import { ownValue, setOwn } from '../common/objects.js';
 
 type AvroType = avro.Type;
@@ -112,9 +112,7 @@ export function avroType(schema: RegistrySchema, bytesStrings = false): AvroType
 const protoAliases = new WeakMap<AvroType, string>();
 
 function renameProtoFields(json: unknown, schema: RegistrySchema): { json: unknown; alias?: string } {
-  const texts = [schema.schema, ...schema.references.map((r) => r.schema)].join('\n');
-  let alias = 'proto_field';
-  for (let n = 0; texts.includes(alias); n++) alias = `proto_field_${n}`;
+  const alias = aliasAbsentFrom(schema, 'proto_field');
   let renamed = false;
   const visit = (node: unknown): void => {
     if (Array.isArray(node)) return node.forEach(visit);

@@ -13,7 +13,7 @@ import protobuf from 'protobufjs';
 import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { readMessageIndexes } from './wire.js';
-import { DecodeError, jsonText, mapType, type WriterSchema } from './writer.js';
+import { aliasAbsentFrom, DecodeError, jsonText, mapType, type WriterSchema } from './writer.js';
 import { setOwn } from '../common/objects.js';
 
 interface Shape {
@@ -31,10 +31,7 @@ const identity = (value: unknown): unknown => value;
  * numbers, not names, are on the wire, so decoding is unchanged.
  */
 export function protoAlias(schema: RegistrySchema): string {
-  const texts = [schema.schema, ...schema.references.map((r) => r.schema)].join('\n');
-  let alias = 'proto_name';
-  for (let n = 0; texts.includes(alias); n++) alias = `proto_name_${n}`;
-  return alias;
+  return aliasAbsentFrom(schema, 'proto_name');
 }
 
 function safeText(text: string, alias: string): string {

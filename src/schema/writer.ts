@@ -8,6 +8,7 @@
  * own words, never a library's message (which may change with its version).
  */
 import type { ColumnType } from '../parquet/schema.js';
+import type { RegistrySchema } from './registry.js';
 
 export interface WriterSchema {
   /** What a decoded value looks like; a struct's fields become the table's columns. */
@@ -56,4 +57,15 @@ export function mapType(value: ColumnType): ColumnType {
       type: { kind: 'struct', fields: [{ name: 'key', type: { kind: 'string' }, nullable: true }, { name: 'value', type: value, nullable: true }] },
     },
   };
+}
+
+/**
+ * A name that appears nowhere in the schema's texts (its own and its references'): what a
+ * decoder reads a `__proto__` name under, which the libraries would otherwise lose.
+ */
+export function aliasAbsentFrom(schema: RegistrySchema, base: string): string {
+  const texts = [schema.schema, ...schema.references.map((r) => r.schema)].join('\n');
+  let alias = base;
+  for (let n = 0; texts.includes(alias); n++) alias = `${base}_${n}`;
+  return alias;
 }
