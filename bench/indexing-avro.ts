@@ -81,7 +81,7 @@ try {
 
   const tableName = `bench_avro_${randomUUID().slice(0, 6)}`;
   const table = await createTableFromTopic(engine, { name: tableName, topic, format: 'avro', settings: resolveSettings({ file_bytes: '32MiB', file_window: '1h' }) });
-  await engine.catalog.query('UPDATE lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [table.tableId]);
+  await engine.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [table.tableId]);
   const runtime: IndexerRuntime = {
     catalog: engine.catalog,
     source: kafkaSource(engine.kafka),
@@ -100,7 +100,7 @@ try {
   const wall = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
   const cpuSeconds = (used.user + used.system) / 1e6;
-  const files = await engine.catalog.query<{ n: bigint; rows: bigint; errors: bigint }>('SELECT count(*) AS n, sum(record_count) AS rows FROM data_file WHERE table_id = $1', [table.tableId]);
+  const files = await engine.catalog.query<{ n: bigint; rows: bigint; errors: bigint }>('SELECT count(*) AS n, sum(record_count) AS rows FROM offsetlake.data_file WHERE table_id = $1', [table.tableId]);
   const rows = Number(files.rows[0]!.rows);
   if (rows !== total) throw new Error(`${rows} rows indexed, ${total} produced`);
   const mb = bytes / MiB;

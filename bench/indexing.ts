@@ -72,7 +72,7 @@ try {
     const tableName = `bench_${name}_${randomUUID().slice(0, 6)}`;
     // Tables start at the LSO; this one must see the loaded history, so its start is moved to 0.
     const table = await createTableFromTopic(engine, { name: tableName, topic, format: 'json', settings });
-    await engine.catalog.query('UPDATE lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [table.tableId]);
+    await engine.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [table.tableId]);
     stages.read = stages.build = 0;
     const cpu = process.cpuUsage();
     const started = performance.now();
@@ -80,7 +80,7 @@ try {
     const wall = (performance.now() - started) / 1000;
     const used = process.cpuUsage(cpu);
     const cpuSeconds = (used.user + used.system) / 1e6;
-    const files = await engine.catalog.query<{ n: bigint; rows: bigint }>('SELECT count(*) AS n, sum(record_count) AS rows FROM data_file WHERE table_id = $1', [table.tableId]);
+    const files = await engine.catalog.query<{ n: bigint; rows: bigint }>('SELECT count(*) AS n, sum(record_count) AS rows FROM offsetlake.data_file WHERE table_id = $1', [table.tableId]);
     const rows = Number(files.rows[0]!.rows);
     if (rows !== total) throw new Error(`${name}: ${rows} rows indexed, ${total} produced`);
     const mb = bytes / MiB;

@@ -1,19 +1,34 @@
+import type { TestProject } from 'vitest/node';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The catalog's URL through PgBouncer in transaction mode: what every integration test uses. */
+    pooledDatabaseUrl: string;
+  }
+}
+
 /**
- * Unit tests need nothing; integration tests need the real broker, registry and Postgres.
- * `OFFSETLAKE_UNIT_ONLY=1` skips the stack for a quick run of test/unit.
+ * Unit tests need nothing; integration tests need the real broker, registry and Postgres,
+ * and reach Postgres through PgBouncer in transaction pooling mode, as functions on AWS
+ * reach it through RDS Proxy. `OFFSETLAKE_UNIT_ONLY=1` skips the stack for a quick run of
+ * test/unit.
  */
-export default async function setup(): Promise<void> {
-  if (process.env.OFFSETLAKE_UNIT_ONLY) return;
+export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  if (process.env.OFFSETLAKE_UNIT_ONLY) return undefined;
   const { openCatalog } = await import('../src/catalog/db.js');
   const { migrateCatalog } = await import('../src/catalog/migrate.js');
   const { stackConfig } = await import('../src/stack/config.js');
   const { stackEnvironment, stackUp } = await import('../src/stack/index.js');
+  const { poolerPort, startPooler } = await import('./helpers/pooler.js');
   const config = stackConfig();
   await stackUp(config, (line) => process.stderr.write(`[stack] ${line}\n`));
-  const catalog = openCatalog(process.env.DATABASE_URL ?? stackEnvironment(config).DATABASE_URL, 1);
+  const pooler = await startPooler(config.paths, process.env.DATABASE_URL ?? stackEnvironment(config).DATABASE_URL, poolerPort());
+  project.provide('pooledDatabaseUrl', pooler.url);
+  const catalog = openCatalog(pooler.url, 1);
   try {
     await migrateCatalog(catalog);
   } finally {
     await catalog.end();
   }
+  return pooler.stop;
 }

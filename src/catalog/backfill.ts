@@ -88,7 +88,7 @@ function toState(row: StateRow): BackfillState {
 
 export async function backfillStates(catalog: Catalog | CatalogClient, tableId: bigint, partitions?: number[]): Promise<BackfillState[]> {
   const result = await catalog.query<StateRow>(
-    `SELECT ${stateColumns} FROM lake_partition WHERE table_id = $1 AND ($2::int[] IS NULL OR partition_id = ANY($2)) ORDER BY partition_id`,
+    `SELECT ${stateColumns} FROM offsetlake.lake_partition WHERE table_id = $1 AND ($2::int[] IS NULL OR partition_id = ANY($2)) ORDER BY partition_id`,
     [tableId, partitions ?? null],
   );
   return result.rows.map(toState);
@@ -108,7 +108,7 @@ export async function backfillState(catalog: Catalog | CatalogClient, tableId: b
 export async function planPartition(catalog: Catalog | CatalogClient, tableId: bigint, partition: number, initial: bigint, atLeast: bigint): Promise<BackfillState> {
   const target = 'greatest(coalesce(backfill_target, $3::bigint), $4::bigint)';
   const result = await catalog.query<StateRow>(
-    `UPDATE lake_partition SET backfill_target = ${target},
+    `UPDATE offsetlake.lake_partition SET backfill_target = ${target},
        backfill_cursor = least(greatest(coalesce(backfill_cursor, indexed_start), ${target}), indexed_start)
      WHERE table_id = $1 AND partition_id = $2 RETURNING ${stateColumns}`,
     [tableId, partition, initial, atLeast],
@@ -124,7 +124,7 @@ export async function planPartition(catalog: Catalog | CatalogClient, tableId: b
  */
 export async function raiseBackfillTarget(catalog: Catalog | CatalogClient, tableId: bigint, partition: number, atLeast: bigint): Promise<BackfillState> {
   const result = await catalog.query<StateRow>(
-    `UPDATE lake_partition SET backfill_target = greatest(backfill_target, $3::bigint),
+    `UPDATE offsetlake.lake_partition SET backfill_target = greatest(backfill_target, $3::bigint),
        backfill_cursor = least(greatest(backfill_cursor, greatest(backfill_target, $3::bigint)), indexed_start)
      WHERE table_id = $1 AND partition_id = $2 AND backfill_target IS NOT NULL AND backfill_target < $3::bigint
      RETURNING ${stateColumns}`,
@@ -142,7 +142,7 @@ const ttlSql = (param: string) => `now() + make_interval(secs => ${param}::doubl
  */
 export async function claimBackfill(catalog: Catalog, tableId: bigint, partition: number, owner: string, ttlMs: number): Promise<{ claim: BackfillClaim; state: BackfillState }> {
   const result = await catalog.query<StateRow & { backfill_epoch: bigint }>(
-    `UPDATE lake_partition SET
+    `UPDATE offsetlake.lake_partition SET
        backfill_epoch = CASE WHEN backfill_owner = $3 THEN backfill_epoch ELSE backfill_epoch + 1 END,
        backfill_owner = $3, backfill_expires_at = ${ttlSql('$4')}
      WHERE table_id = $1 AND partition_id = $2
@@ -152,7 +152,7 @@ export async function claimBackfill(catalog: Catalog, tableId: bigint, partition
   );
   const row = result.rows[0];
   if (!row) {
-    const held = await catalog.query<{ backfill_owner: string | null }>('SELECT backfill_owner FROM lake_partition WHERE table_id = $1 AND partition_id = $2', [tableId, partition]);
+    const held = await catalog.query<{ backfill_owner: string | null }>('SELECT backfill_owner FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2', [tableId, partition]);
     if (!held.rows[0]) throw new Error(`table ${tableId} has no partition ${partition} in the catalog`);
     throw new BackfillClaimedError(tableId, partition, held.rows[0].backfill_owner ?? 'another run');
   }
@@ -162,7 +162,7 @@ export async function claimBackfill(catalog: Catalog, tableId: bigint, partition
 /** Extends a live claim; throws BackfillClaimLostError when it expired or another run took it. */
 export async function renewBackfillClaim(catalog: Catalog, claim: BackfillClaim, ttlMs: number): Promise<void> {
   const result = await catalog.query(
-    `UPDATE lake_partition SET backfill_expires_at = ${ttlSql('$5')}
+    `UPDATE offsetlake.lake_partition SET backfill_expires_at = ${ttlSql('$5')}
      WHERE table_id = $1 AND partition_id = $2 AND backfill_owner = $3 AND backfill_epoch = $4 AND backfill_expires_at > now()`,
     [claim.tableId, claim.partition, claim.owner, claim.epoch, ttlMs],
   );
@@ -172,7 +172,7 @@ export async function renewBackfillClaim(catalog: Catalog, claim: BackfillClaim,
 /** Hands the claim back at once (the owner stays recorded, so taking it back keeps the epoch). */
 export async function releaseBackfillClaim(catalog: Catalog, claim: BackfillClaim): Promise<void> {
   await catalog.query(
-    `UPDATE lake_partition SET backfill_expires_at = now()
+    `UPDATE offsetlake.lake_partition SET backfill_expires_at = now()
      WHERE table_id = $1 AND partition_id = $2 AND backfill_owner = $3 AND backfill_epoch = $4 AND backfill_expires_at > now()`,
     [claim.tableId, claim.partition, claim.owner, claim.epoch],
   );
@@ -180,7 +180,7 @@ export async function releaseBackfillClaim(catalog: Catalog, claim: BackfillClai
 
 async function lostClaim(catalog: Catalog | CatalogClient, claim: BackfillClaim): Promise<BackfillClaimLostError> {
   const current = await catalog.query<{ backfill_owner: string | null; backfill_epoch: bigint; live: boolean }>(
-    `SELECT backfill_owner, backfill_epoch, coalesce(backfill_expires_at > now(), false) AS live FROM lake_partition WHERE table_id = $1 AND partition_id = $2`,
+    `SELECT backfill_owner, backfill_epoch, coalesce(backfill_expires_at > now(), false) AS live FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2`,
     [claim.tableId, claim.partition],
   );
   const row = current.rows[0];
@@ -215,7 +215,7 @@ export async function commitBackfillChunk(
     return await inTransaction(catalog, async (client) => {
       for (const range of ranges) await insertRange(client, claim, range, 'backfill');
       const moved = await client.query<StateRow>(
-        `UPDATE lake_partition SET indexed_start = $7, backfill_cursor = $8, backfill_expires_at = ${ttlSql('$9')}
+        `UPDATE offsetlake.lake_partition SET indexed_start = $7, backfill_cursor = $8, backfill_expires_at = ${ttlSql('$9')}
          WHERE table_id = $1 AND partition_id = $2 AND backfill_owner = $3 AND backfill_epoch = $4 AND backfill_expires_at > now()
            AND indexed_start = $5 AND backfill_cursor = $6 AND backfill_target IS NOT DISTINCT FROM $10
          RETURNING ${stateColumns}`,
@@ -233,7 +233,7 @@ export async function commitBackfillChunk(
 
 async function whyNotCommitted(client: CatalogClient, claim: BackfillClaim, expected: BackfillState): Promise<Error> {
   const row = await client.query<{ backfill_owner: string | null; backfill_epoch: bigint; live: boolean }>(
-    `SELECT backfill_owner, backfill_epoch, coalesce(backfill_expires_at > now(), false) AS live FROM lake_partition WHERE table_id = $1 AND partition_id = $2`,
+    `SELECT backfill_owner, backfill_epoch, coalesce(backfill_expires_at > now(), false) AS live FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2`,
     [claim.tableId, claim.partition],
   );
   const current = row.rows[0];

@@ -1,5 +1,4 @@
 import pg from 'pg';
-import { catalogSchema } from './migrations.js';
 
 export type Catalog = pg.Pool;
 export type CatalogClient = pg.PoolClient;
@@ -12,12 +11,16 @@ const types = {
   },
 };
 
-/** A pool whose connections see the catalog's tables without schema prefixes. */
+/**
+ * A pool of catalog connections. They carry no session state: every name is
+ * schema-qualified and nothing is SET outside a transaction, because RDS Proxy refuses
+ * startup options (`-c search_path=…`) and a transaction pooler hands each transaction
+ * to whichever server connection is free.
+ */
 export function openCatalog(databaseUrl: string, max = 5): Catalog {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
-    options: `-c search_path=${catalogSchema},public`,
     types,
   });
   // An idle client that loses its server must not crash the process; the next query fails instead.

@@ -60,10 +60,10 @@ const selectFiles = `
                    'value_count', s.value_count::text, 'null_count', s.null_count::text, 'nan_count', s.nan_count::text,
                    'min_value', s.min_value, 'max_value', s.max_value,
                    'min_value_utf8', encode(s.min_value_utf8, 'hex'), 'max_value_utf8', encode(s.max_value_utf8, 'hex')) ORDER BY s.column_id)
-            FROM file_column_stats s
-            LEFT JOIN table_column c ON c.table_id = s.table_id AND c.column_id = s.column_id AND c.end_schema_version IS NULL
+            FROM offsetlake.file_column_stats s
+            LEFT JOIN offsetlake.table_column c ON c.table_id = s.table_id AND c.column_id = s.column_id AND c.end_schema_version IS NULL
            WHERE s.data_file_id = f.data_file_id) AS columns
-  FROM data_file f`;
+  FROM offsetlake.data_file f`;
 
 function toDataFile(row: FileRow): DataFile {
   return {
@@ -113,7 +113,7 @@ export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint
 export async function lostOffsets(catalog: Catalog | CatalogClient): Promise<{ table: string; partition: number; intervals: number; offsets: bigint }[]> {
   const result = await catalog.query<{ table_name: string; partition_id: number; intervals: number; offsets: string }>(
     `SELECT t.table_name, l.partition_id, count(*)::int AS intervals, sum(l.end_offset - l.start_offset)::text AS offsets
-     FROM lost_interval l JOIN lake_table t USING (table_id) WHERE t.dropped_at IS NULL
+     FROM offsetlake.lost_interval l JOIN offsetlake.lake_table t USING (table_id) WHERE t.dropped_at IS NULL
      GROUP BY t.table_name, l.partition_id ORDER BY t.table_name, l.partition_id`,
   );
   return result.rows.map((row) => ({ table: row.table_name, partition: row.partition_id, intervals: row.intervals, offsets: BigInt(row.offsets) }));

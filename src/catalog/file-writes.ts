@@ -59,7 +59,7 @@ export interface CommitResult {
 async function fencedIndexedEnd(client: CatalogClient, lease: Lease): Promise<bigint> {
   const current = await client.query<{ indexed_end: bigint; lease_owner: string | null; lease_epoch: bigint; live: boolean }>(
     `SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live
-     FROM lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE`,
+     FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE`,
     [lease.tableId, lease.partition],
   );
   const row = current.rows[0];
@@ -88,7 +88,7 @@ export async function commitRanges(catalog: Catalog, lease: Lease, ranges: reado
     }
     // A commit is proof of life: it renews the lease in the same statement that moves the end.
     await client.query(
-      `UPDATE lake_partition SET indexed_end = $3, lease_expires_at = now() + make_interval(secs => $4::double precision / 1000),
+      `UPDATE offsetlake.lake_partition SET indexed_end = $3, lease_expires_at = now() + make_interval(secs => $4::double precision / 1000),
          open_range_bytes = 0, open_range_records = 0, open_range_since = NULL
        WHERE table_id = $1 AND partition_id = $2`,
       [lease.tableId, lease.partition, indexedEnd, leaseTtlMs],
@@ -117,11 +117,11 @@ export async function recordLostInterval(catalog: Catalog, lease: Lease, earlies
     const indexedEnd = await fencedIndexedEnd(client, lease);
     if (indexedEnd >= earliest) return indexedEnd;
     await client.query(
-      'INSERT INTO lost_interval (table_id, partition_id, start_offset, end_offset, lease_epoch) VALUES ($1, $2, $3, $4, $5)',
+      'INSERT INTO offsetlake.lost_interval (table_id, partition_id, start_offset, end_offset, lease_epoch) VALUES ($1, $2, $3, $4, $5)',
       [lease.tableId, lease.partition, indexedEnd, earliest, lease.epoch],
     );
     await client.query(
-      `UPDATE lake_partition SET indexed_end = $3, open_range_bytes = 0, open_range_records = 0, open_range_since = NULL
+      `UPDATE offsetlake.lake_partition SET indexed_end = $3, open_range_bytes = 0, open_range_records = 0, open_range_since = NULL
        WHERE table_id = $1 AND partition_id = $2`,
       [lease.tableId, lease.partition, earliest],
     );
@@ -132,7 +132,7 @@ export async function recordLostInterval(catalog: Catalog, lease: Lease, earlies
 export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tableId' | 'partition' | 'epoch'>, range: NewRange, source: 'live' | 'backfill'): Promise<void> {
   for (const file of range.files) {
     const inserted = await client.query<{ data_file_id: bigint }>(
-      `INSERT INTO data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
+      `INSERT INTO offsetlake.data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
          footer_size, footer, sha256, seal_reason, schema_version, encoder_version, source, lease_epoch)
        VALUES ($1, $2, $3, $4, to_timestamp($5::double precision / 1000), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
        RETURNING data_file_id`,
@@ -144,7 +144,7 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
     const fileId = inserted.rows[0]!.data_file_id;
     const c = file.columns;
     await client.query(
-      `INSERT INTO file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value, min_value_utf8, max_value_utf8)
+      `INSERT INTO offsetlake.file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value, min_value_utf8, max_value_utf8)
        SELECT $1, $2, * FROM unnest($3::int[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::bytea[], $10::bytea[])`,
       [
         fileId, lease.tableId, c.map((s) => s.columnId), c.map((s) => s.valueCount), c.map((s) => s.nullCount),

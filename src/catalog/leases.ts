@@ -51,7 +51,7 @@ const ttl = 'make_interval(secs => $TTL::double precision / 1000)';
  */
 export async function acquireLease(catalog: Catalog, tableId: bigint, partition: number, owner: string, ttlMs: number): Promise<Lease | undefined> {
   const result = await catalog.query<LeaseRow>(
-    `UPDATE lake_partition SET
+    `UPDATE offsetlake.lake_partition SET
        lease_epoch = CASE WHEN lease_owner = $3 THEN lease_epoch ELSE lease_epoch + 1 END,
        lease_owner = $3,
        lease_expires_at = now() + ${ttl.replace('$TTL', '$4')}
@@ -79,7 +79,7 @@ export interface OpenRangeReport {
  */
 export async function renewLease(catalog: Catalog | CatalogClient, lease: Lease, ttlMs: number, open?: OpenRangeReport): Promise<Lease> {
   const result = await catalog.query<LeaseRow>(
-    `UPDATE lake_partition SET lease_expires_at = now() + ${ttl.replace('$TTL', '$5')},
+    `UPDATE offsetlake.lake_partition SET lease_expires_at = now() + ${ttl.replace('$TTL', '$5')},
        open_range_bytes = coalesce($6, open_range_bytes), open_range_records = coalesce($7, open_range_records),
        open_range_since = CASE WHEN $6::bigint IS NULL THEN open_range_since ELSE to_timestamp($8::double precision / 1000) END,
        waiting_reason = CASE WHEN $6::bigint IS NULL THEN waiting_reason ELSE $9 END
@@ -98,7 +98,7 @@ export async function renewLease(catalog: Catalog | CatalogClient, lease: Lease,
  */
 export async function releaseLease(catalog: Catalog, lease: Lease): Promise<boolean> {
   const result = await catalog.query(
-    `UPDATE lake_partition SET lease_expires_at = now()
+    `UPDATE offsetlake.lake_partition SET lease_expires_at = now()
      WHERE table_id = $1 AND partition_id = $2 AND lease_owner = $3 AND lease_epoch = $4 AND lease_expires_at > now()`,
     [lease.tableId, lease.partition, lease.owner, lease.epoch],
   );
@@ -109,7 +109,7 @@ export async function releaseLease(catalog: Catalog, lease: Lease): Promise<bool
 export async function lostLease(catalog: Catalog | CatalogClient, lease: Pick<Lease, 'tableId' | 'partition' | 'owner' | 'epoch'>): Promise<LeaseLostError> {
   const current = await catalog.query<{ lease_owner: string | null; lease_epoch: bigint; live: boolean }>(
     `SELECT lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live
-     FROM lake_partition WHERE table_id = $1 AND partition_id = $2`,
+     FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2`,
     [lease.tableId, lease.partition],
   );
   const row = current.rows[0];
@@ -145,7 +145,7 @@ export async function setWaitingReason(
   holder: { owner: string; epoch?: bigint },
 ): Promise<void> {
   await catalog.query(
-    `UPDATE lake_partition SET waiting_reason = $3
+    `UPDATE offsetlake.lake_partition SET waiting_reason = $3
      WHERE table_id = $1 AND partition_id = $2 AND waiting_reason IS DISTINCT FROM $3
        AND CASE WHEN $5::bigint IS NULL
                 THEN lease_owner IS NULL OR lease_owner = $4 OR lease_expires_at IS NULL OR lease_expires_at <= now()

@@ -57,17 +57,17 @@ export async function createTable(catalog: Catalog, table: NewTable, initialSche
   checkTopicName(table.topic);
   return inTransaction(catalog, async (client) => {
     const inserted = await client.query<TableRow>(
-      `INSERT INTO lake_table (table_name, topic, format, settings) VALUES ($1, $2, $3, $4)
+      `INSERT INTO offsetlake.lake_table (table_name, topic, format, settings) VALUES ($1, $2, $3, $4)
        ON CONFLICT (table_name) WHERE dropped_at IS NULL DO NOTHING
        RETURNING table_id, table_name, topic, format, settings, created_at`,
       [table.name, table.topic, table.format, JSON.stringify(table.settings)],
     );
     const row = inserted.rows[0];
     if (!row) throw new TableError(`table "${table.name}" already exists`);
-    await client.query('INSERT INTO table_schema (table_id, schema_version, schema) VALUES ($1, 1, $2)', [row.table_id, JSON.stringify(initialSchema)]);
+    await client.query('INSERT INTO offsetlake.table_schema (table_id, schema_version, schema) VALUES ($1, 1, $2)', [row.table_id, JSON.stringify(initialSchema)]);
     const columns = catalogColumns(initialSchema);
     await client.query(
-      `INSERT INTO table_column (table_id, column_id, column_name, column_type, column_order, parent_column, nulls_allowed, begin_schema_version)
+      `INSERT INTO offsetlake.table_column (table_id, column_id, column_name, column_type, column_order, parent_column, nulls_allowed, begin_schema_version)
        SELECT $1, id, name, type, ord, parent, nullable, 1
        FROM unnest($2::int[], $3::text[], $4::text[], $5::int[], $6::int[], $7::bool[]) AS c(id, name, type, ord, parent, nullable)`,
       [row.table_id, columns.map((c) => c.id), columns.map((c) => c.name), columns.map((c) => c.type), columns.map((_, i) => i), columns.map((c) => c.parent), columns.map((c) => c.nullable)],
@@ -83,7 +83,7 @@ export async function addPartitions(client: CatalogClient | Catalog, tableId: bi
   const ids = [...starts.keys()];
   const offsets = ids.map((id) => String(starts.get(id)));
   const added = await client.query<{ partition_id: number }>(
-    `INSERT INTO lake_partition (table_id, partition_id, indexed_start, indexed_end)
+    `INSERT INTO offsetlake.lake_partition (table_id, partition_id, indexed_start, indexed_end)
      SELECT $1, p, o, o FROM unnest($2::int[], $3::bigint[]) AS s(p, o)
      ON CONFLICT DO NOTHING RETURNING partition_id`,
     [tableId, ids, offsets],
@@ -93,14 +93,14 @@ export async function addPartitions(client: CatalogClient | Catalog, tableId: bi
 
 export async function listTables(catalog: Catalog): Promise<TableRecord[]> {
   const result = await catalog.query<TableRow>(
-    'SELECT table_id, table_name, topic, format, settings, created_at FROM lake_table WHERE dropped_at IS NULL ORDER BY table_name',
+    'SELECT table_id, table_name, topic, format, settings, created_at FROM offsetlake.lake_table WHERE dropped_at IS NULL ORDER BY table_name',
   );
   return result.rows.map(toRecord);
 }
 
 export async function findTable(catalog: Catalog | CatalogClient, name: string): Promise<TableRecord> {
   const result = await catalog.query<TableRow>(
-    'SELECT table_id, table_name, topic, format, settings, created_at FROM lake_table WHERE table_name = $1 AND dropped_at IS NULL',
+    'SELECT table_id, table_name, topic, format, settings, created_at FROM offsetlake.lake_table WHERE table_name = $1 AND dropped_at IS NULL',
     [name],
   );
   const row = result.rows[0];
@@ -111,7 +111,7 @@ export async function findTable(catalog: Catalog | CatalogClient, name: string):
 /** A live table by its id (jobs such as backfill carry the id across steps). */
 export async function findTableById(catalog: Catalog | CatalogClient, tableId: bigint): Promise<TableRecord> {
   const result = await catalog.query<TableRow>(
-    'SELECT table_id, table_name, topic, format, settings, created_at FROM lake_table WHERE table_id = $1 AND dropped_at IS NULL',
+    'SELECT table_id, table_name, topic, format, settings, created_at FROM offsetlake.lake_table WHERE table_id = $1 AND dropped_at IS NULL',
     [tableId],
   );
   const row = result.rows[0];
@@ -122,7 +122,7 @@ export async function findTableById(catalog: Catalog | CatalogClient, tableId: b
 /** Marks the table dropped: it leaves `table list` and indexing; its catalog rows stay as history. */
 export async function dropTable(catalog: Catalog, name: string, options: { ifExists?: boolean } = {}): Promise<boolean> {
   const result = await catalog.query(
-    `UPDATE lake_table SET dropped_at = now() WHERE table_name = $1 AND dropped_at IS NULL`,
+    `UPDATE offsetlake.lake_table SET dropped_at = now() WHERE table_name = $1 AND dropped_at IS NULL`,
     [name],
   );
   if (result.rowCount === 0 && !options.ifExists) throw new TableError(`no table named "${name}"`);

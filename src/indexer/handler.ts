@@ -34,7 +34,7 @@ export interface PartitionOutcome {
 
 export async function tablesOfTopic(catalog: Catalog, topic: string): Promise<TableRecord[]> {
   const result = await catalog.query<{ table_id: bigint; table_name: string; topic: string; format: TableRecord['format']; settings: TableRecord['settings']; created_at: Date }>(
-    'SELECT table_id, table_name, topic, format, settings, created_at FROM lake_table WHERE topic = $1 AND dropped_at IS NULL ORDER BY table_id',
+    'SELECT table_id, table_name, topic, format, settings, created_at FROM offsetlake.lake_table WHERE topic = $1 AND dropped_at IS NULL ORDER BY table_id',
     [topic],
   );
   return result.rows.map((row) => ({ tableId: row.table_id, name: row.table_name, topic: row.topic, format: row.format, settings: row.settings, createdAt: row.created_at }));

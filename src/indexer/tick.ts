@@ -27,7 +27,7 @@ export interface TickFailure {
 export async function tickIdlePartitions(runtime: IndexerRuntime): Promise<(PartitionOutcome | TickFailure)[]> {
   const due = await runtime.catalog.query<DueRow>(
     `SELECT t.topic, t.table_id, p.partition_id
-     FROM lake_partition p JOIN lake_table t USING (table_id)
+     FROM offsetlake.lake_partition p JOIN offsetlake.lake_table t USING (table_id)
      WHERE t.dropped_at IS NULL AND p.open_range_records > 0
        AND p.open_range_since <= to_timestamp(($1::double precision - (t.settings->>'file_window')::double precision) / 1000)
        AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= now())

@@ -178,7 +178,7 @@ export class LocalRunner {
 
   private async indexedEnd(tableId: bigint, partition: number): Promise<bigint> {
     const result = await this.engine.catalog.query<{ indexed_end: bigint }>(
-      'SELECT indexed_end FROM lake_partition WHERE table_id = $1 AND partition_id = $2',
+      'SELECT indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2',
       [tableId, partition],
     );
     return result.rows[0]?.indexed_end ?? 0n;

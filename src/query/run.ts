@@ -58,7 +58,7 @@ async function snapshot(catalog: Catalog, table: TableRecord): Promise<Snapshot>
     await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
     const files = await listFiles(client, table.tableId);
     const partitions = await client.query<{ partition_id: number; indexed_end: bigint }>(
-      'SELECT partition_id, indexed_end FROM lake_partition WHERE table_id = $1 ORDER BY partition_id',
+      'SELECT partition_id, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id',
       [table.tableId],
     );
     return { files, partitions: partitions.rows.map((row) => ({ partition: row.partition_id, indexedEnd: BigInt(row.indexed_end) })) };

@@ -71,7 +71,7 @@ export async function checkRetention(catalog: Catalog, kafka: KafkaConnection, o
 
 async function checkTable(catalog: Catalog, kafka: KafkaConnection, table: TableRecord, dueOnly: boolean): Promise<PartitionRetention[]> {
   const due = await catalog.query<{ partition_id: number }>(
-    `SELECT partition_id FROM lake_partition WHERE table_id = $1
+    `SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1
        AND (NOT $2 OR earliest_checked_at IS NULL OR earliest_checked_at <= now() - make_interval(secs => $3::double precision / 1000))
      ORDER BY partition_id`,
     [table.tableId, dueOnly, table.settings.retention_check],
@@ -103,19 +103,19 @@ async function checkTable(catalog: Catalog, kafka: KafkaConnection, table: Table
  */
 async function expireBelow(catalog: Catalog, tableId: bigint, partition: number, earliest: bigint): Promise<Row> {
   return inTransaction(catalog, async (client) => {
-    await client.query('SELECT 1 FROM lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE', [tableId, partition]);
+    await client.query('SELECT 1 FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE', [tableId, partition]);
     const expired = await client.query(
-      `UPDATE data_file SET expired_at = now()
+      `UPDATE offsetlake.data_file SET expired_at = now()
        WHERE table_id = $1 AND partition_id = $2 AND expired_at IS NULL AND start_offset < $3`,
       [tableId, partition, earliest],
     );
     const count = expired.rowCount ?? 0;
     const start = count === 0
       ? 'indexed_start'
-      : `coalesce((SELECT min(start_offset) FROM data_file f WHERE f.table_id = $1 AND f.partition_id = $2 AND f.expired_at IS NULL), indexed_end)`;
+      : `coalesce((SELECT min(start_offset) FROM offsetlake.data_file f WHERE f.table_id = $1 AND f.partition_id = $2 AND f.expired_at IS NULL), indexed_end)`;
     const target = 'greatest(backfill_target, $3::bigint)';
     const updated = await client.query<Omit<Row, 'expired'>>(
-      `UPDATE lake_partition SET
+      `UPDATE offsetlake.lake_partition SET
          indexed_start = ${start},
          -- No plan (history none, or not planned yet) stays no plan: greatest() ignores NULLs.
          backfill_target = CASE WHEN backfill_target IS NULL THEN NULL ELSE ${target} END,

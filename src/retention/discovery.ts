@@ -39,7 +39,7 @@ export async function discoverPartitions(catalog: Catalog, kafka: KafkaConnectio
   const found: DiscoveredPartition[] = [];
   for (const table of tables) {
     const known = await catalog.query<{ partition_id: number; planned: boolean }>(
-      'SELECT partition_id, backfill_cursor IS NOT NULL AS planned FROM lake_partition WHERE table_id = $1',
+      'SELECT partition_id, backfill_cursor IS NOT NULL AS planned FROM offsetlake.lake_partition WHERE table_id = $1',
       [table.tableId],
     );
     const knownIds = new Set(known.rows.map((row) => row.partition_id));

@@ -53,23 +53,23 @@ export async function schemaForRecords(catalog: Catalog, table: TableRecord, cur
   if (fetched.length === 0) return current;
   const format = table.format;
   return inTransaction(catalog, async (client) => {
-    await client.query('SELECT 1 FROM lake_table WHERE table_id = $1 FOR UPDATE', [table.tableId]);
+    await client.query('SELECT 1 FROM offsetlake.lake_table WHERE table_id = $1 FOR UPDATE', [table.tableId]);
     const latest = await currentSchema(client, table.tableId);
     const next = mergeRegistrySchemas(latest.schema, format, fetched);
     if (next === latest.schema) return latest;
     const version = latest.version + 1;
     const ids = Object.keys(next.registrySchemas ?? {}).map(Number).sort((a, b) => a - b);
-    await client.query('INSERT INTO table_schema (table_id, schema_version, schema, source_schema_ids) VALUES ($1, $2, $3, $4)', [table.tableId, version, JSON.stringify(next), ids]);
+    await client.query('INSERT INTO offsetlake.table_schema (table_id, schema_version, schema, source_schema_ids) VALUES ($1, $2, $3, $4)', [table.tableId, version, JSON.stringify(next), ids]);
     const before = new Map(catalogColumns(latest.schema).map((row) => [row.id, row]));
     const rows = catalogColumns(next);
     for (const [order, row] of rows.entries()) {
       const old = before.get(row.id);
       if (old && old.name === row.name && old.type === row.type && old.parent === row.parent && old.nullable === row.nullable) continue;
       if (old) {
-        await client.query('UPDATE table_column SET end_schema_version = $3 WHERE table_id = $1 AND column_id = $2 AND end_schema_version IS NULL', [table.tableId, row.id, version]);
+        await client.query('UPDATE offsetlake.table_column SET end_schema_version = $3 WHERE table_id = $1 AND column_id = $2 AND end_schema_version IS NULL', [table.tableId, row.id, version]);
       }
       await client.query(
-        `INSERT INTO table_column (table_id, column_id, column_name, column_type, column_order, parent_column, nulls_allowed, begin_schema_version)
+        `INSERT INTO offsetlake.table_column (table_id, column_id, column_name, column_type, column_order, parent_column, nulls_allowed, begin_schema_version)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
         [table.tableId, row.id, row.name, row.type, order, row.parent, row.nullable, version],
       );

@@ -9,7 +9,7 @@ export interface VersionedSchema {
 /** The table's newest schema version: what new files are built with. */
 export async function currentSchema(catalog: Catalog | CatalogClient, tableId: bigint): Promise<VersionedSchema> {
   const result = await catalog.query<{ schema_version: number; schema: TableSchema }>(
-    'SELECT schema_version, schema FROM table_schema WHERE table_id = $1 ORDER BY schema_version DESC LIMIT 1',
+    'SELECT schema_version, schema FROM offsetlake.table_schema WHERE table_id = $1 ORDER BY schema_version DESC LIMIT 1',
     [tableId],
   );
   const row = result.rows[0];
@@ -19,7 +19,7 @@ export async function currentSchema(catalog: Catalog | CatalogClient, tableId: b
 
 /** One exact schema version: what a rebuild of a file built with it needs. */
 export async function schemaVersion(catalog: Catalog | CatalogClient, tableId: bigint, version: number): Promise<TableSchema> {
-  const result = await catalog.query<{ schema: TableSchema }>('SELECT schema FROM table_schema WHERE table_id = $1 AND schema_version = $2', [tableId, version]);
+  const result = await catalog.query<{ schema: TableSchema }>('SELECT schema FROM offsetlake.table_schema WHERE table_id = $1 AND schema_version = $2', [tableId, version]);
   const row = result.rows[0];
   if (!row) throw new Error(`table ${tableId} has no schema version ${version}`);
   return row.schema;

@@ -112,7 +112,7 @@ function idOf(flag: '-u' | '-g'): number {
 }
 
 /** As root: the system user to run as, created on first use. As anyone else: run as oneself. */
-function owner(): Owner | undefined {
+export function unprivilegedOwner(): Owner | undefined {
   if (process.getuid?.() !== 0) return undefined;
   if (spawnSync('id', ['-u', systemUser], { stdio: 'ignore' }).status !== 0) {
     const made = spawnSync(
@@ -236,7 +236,7 @@ export const postgresService: Service = {
       throw new DaemonStartError(`port ${config.postgresPort} on ${config.host} is taken; set OFFSETLAKE_POSTGRES_PORT to another port`);
     }
     const bin = binaries();
-    const as = owner();
+    const as = unprivilegedOwner();
     initdb(config, bin, as, progress);
     clearStaleLock(config);
     progress(`postgres: starting on ${config.host}:${config.postgresPort}`);

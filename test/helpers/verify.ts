@@ -49,13 +49,13 @@ export interface TableCheck {
 export async function checkTable(engine: Engine, table: TableRecord): Promise<TableCheck> {
   const files = await listFiles(engine.catalog, table.tableId);
   const partitions = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
-    'SELECT partition_id, indexed_start, indexed_end FROM lake_partition WHERE table_id = $1 ORDER BY partition_id',
+    'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id',
     [table.tableId],
   );
   const rowsByFile = new Map<bigint, Row[]>();
   const committedOffsets = new Map<number, bigint[]>();
   const lost = await engine.catalog.query<{ partition_id: number; start_offset: bigint; end_offset: bigint }>(
-    'SELECT partition_id, start_offset, end_offset FROM lost_interval WHERE table_id = $1',
+    'SELECT partition_id, start_offset, end_offset FROM offsetlake.lost_interval WHERE table_id = $1',
     [table.tableId],
   );
   for (const { partition_id: partition, indexed_start: start, indexed_end: end } of partitions.rows) {

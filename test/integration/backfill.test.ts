@@ -87,7 +87,7 @@ describe('backfill against the real broker and Postgres', () => {
     const check = await checkTable(engine, after);
     const checkMs = performance.now() - checkStarted;
     const partition = await engine.catalog.query<{ indexed_start: bigint; indexed_end: bigint; backfill_cursor: bigint; backfill_target: bigint }>(
-      'SELECT indexed_start, indexed_end, backfill_cursor, backfill_target FROM lake_partition WHERE table_id = $1', [created.tableId]);
+      'SELECT indexed_start, indexed_end, backfill_cursor, backfill_target FROM offsetlake.lake_partition WHERE table_id = $1', [created.tableId]);
     expect(partition.rows[0]).toMatchObject({ indexed_start: 0n, backfill_cursor: 0n, backfill_target: 0n });
     expect(partition.rows[0]!.indexed_end).toBe(350_000n + BigInt(liveRecords));
     expect(check.committedOffsets.get(0)!.length).toBe(350_000 - 31 + liveRecords);
@@ -151,7 +151,7 @@ describe('backfill against the real broker and Postgres', () => {
     const chunk = await backfillChunk(engine.catalog, engine.kafka, { tableId: String(created.tableId), partition: 1 });
     expect([chunk.outcome, chunk.done, chunk.files]).toEqual(['done', true, 0]);
     expect(await listFiles(engine.catalog, created.tableId)).toEqual([]);
-    const rows = await engine.catalog.query('SELECT partition_id, indexed_start, backfill_cursor, backfill_target FROM lake_partition WHERE table_id = $1 ORDER BY partition_id', [created.tableId]);
+    const rows = await engine.catalog.query('SELECT partition_id, indexed_start, backfill_cursor, backfill_target FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [created.tableId]);
     expect(rows.rows).toEqual([
       { partition_id: 0, indexed_start: 50n, backfill_cursor: null, backfill_target: null },
       { partition_id: 1, indexed_start: 40n, backfill_cursor: null, backfill_target: null },

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openCatalog } from '../../src/catalog/db.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
@@ -27,7 +28,7 @@ async function catalogTables(url: string): Promise<string[]> {
 async function appliedVersions(url: string): Promise<number[]> {
   const catalog = openCatalog(url, 1);
   try {
-    return (await catalog.query<{ version: number }>('SELECT version FROM schema_migration ORDER BY version')).rows.map((row) => row.version);
+    return (await catalog.query<{ version: number }>('SELECT version FROM offsetlake.schema_migration ORDER BY version')).rows.map((row) => row.version);
   } finally {
     await catalog.end();
   }
@@ -35,6 +36,43 @@ async function appliedVersions(url: string): Promise<number[]> {
 
 const expectedTables = ['data_file', 'file_column_stats', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'schema_migration', 'table_column', 'table_schema'];
 const latest = Math.max(...migrations.map((m) => m.version));
+
+describe('the catalog through a transaction pooler (as through RDS Proxy)', () => {
+  it('the tests reach Postgres through PgBouncer in transaction mode: a startup option is refused, and the pooler console says pool_mode = transaction', async () => {
+    const url = new URL(process.env.DATABASE_URL!);
+    url.searchParams.set('options', '-c search_path=offsetlake');
+    const withOption = new pg.Client({ connectionString: url.toString() });
+    await expect(withOption.connect()).rejects.toThrow(/unsupported startup parameter: options/);
+    await withOption.end().catch(() => {});
+
+    // PgBouncer's console (the database `pgbouncer`) says how it pools.
+    const consoleUrl = new URL(process.env.DATABASE_URL!);
+    consoleUrl.pathname = '/pgbouncer';
+    const console = new pg.Client({ connectionString: consoleUrl.toString() });
+    await console.connect();
+    try {
+      const config = await console.query<{ key: string; value: string }>({ text: 'SHOW CONFIG', queryMode: 'simple' } as pg.QueryConfig);
+      const setting = (key: string): string | undefined => config.rows.find((row) => row.key === key)?.value;
+      expect(setting('pool_mode')).toBe('transaction');
+      expect(setting('ignore_startup_parameters')).toBe('');
+    } finally {
+      await console.end();
+    }
+  });
+
+  it('every server session the pooler opens has search_path = public, and migrations still build the whole catalog: every name the catalog uses is schema-qualified', async () => {
+    const db = await freshDatabase();
+    cleanups.push(db.drop);
+    const catalog = openCatalog(db.url, 2);
+    try {
+      expect((await catalog.query<{ search_path: string }>('SHOW search_path')).rows[0]!.search_path).toBe('public');
+      expect((await migrateCatalog(catalog)).version).toBe(latest);
+      expect(await catalogTables(db.url)).toEqual(expectedTables);
+    } finally {
+      await catalog.end();
+    }
+  });
+});
 
 describe('catalog migrations', () => {
   it('applied twice leave one catalog at the newest version', async () => {
@@ -73,7 +111,7 @@ describe('catalog migrations', () => {
     const catalog = openCatalog(db.url, 1);
     try {
       await migrateCatalog(catalog);
-      await catalog.query("INSERT INTO schema_migration (version, name) VALUES (999, 'from the future')");
+      await catalog.query("INSERT INTO offsetlake.schema_migration (version, name) VALUES (999, 'from the future')");
       await expect(migrateCatalog(catalog)).rejects.toThrow('catalog has migration versions 999 that this offsetlake does not know');
     } finally {
       await catalog.end();

@@ -75,7 +75,7 @@ describe('the offsetlake command line', () => {
 
     // a catalog whose record of a file no longer matches what Kafka gives back
     const files = JSON.parse((await offsetlake('files', 'checked', '--json')).stdout) as { dataFileId: string; startOffset: string; endOffset: string }[];
-    await engine.catalog.query('UPDATE data_file SET sha256 = $2 WHERE data_file_id = $1', [files[1]!.dataFileId, Buffer.alloc(32)]);
+    await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2 WHERE data_file_id = $1', [files[1]!.dataFileId, Buffer.alloc(32)]);
     const dirty = await offsetlake('check', 'checked');
     expect(dirty.code).toBe(1);
     expect(dirty.stderr).toContain(`checked file ${files[1]!.dataFileId} (partition 0, offsets [${files[1]!.startOffset}, ${files[1]!.endOffset})) cannot be rebuilt: sha256 `);

@@ -50,7 +50,7 @@ describe('compacted topics', () => {
 
     // What compaction does to a file (the log cleaner runs on its own schedule): its bytes no longer match.
     const [file] = await listFiles(engine.catalog, table.tableId);
-    await engine.catalog.query('UPDATE data_file SET sha256 = $2 WHERE data_file_id = $1', [file!.dataFileId, Buffer.alloc(32)]);
+    await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2 WHERE data_file_id = $1', [file!.dataFileId, Buffer.alloc(32)]);
     const handler = readerHandler(new ReaderService(engine.catalog, kafkaSource(engine.kafka)), { token: null });
     const response = await handler({ method: 'GET', path: `/tables/${table.name}/files/${file!.dataFileId}.parquet`, headers: {} });
     expect(response.status).toBe(500);

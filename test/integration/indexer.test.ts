@@ -171,7 +171,7 @@ describe('live indexing against the real broker and Postgres', () => {
       // Discovery of the new partition happens when it is first indexed: at its LSO then.
       const tableRecord = await findTable(engine.catalog, created.name);
       const partition1 = await indexerFor(run, tableRecord, 1);
-      const rows = await engine.catalog.query('SELECT partition_id, indexed_start FROM lake_partition WHERE table_id = $1 ORDER BY partition_id', [created.tableId]);
+      const rows = await engine.catalog.query('SELECT partition_id, indexed_start FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [created.tableId]);
       expect(rows.rows).toEqual([{ partition_id: 0, indexed_start: 2n }, { partition_id: 1, indexed_start: lsoOfNew + 1n }]);
       await produce(engine.kafka, topic, [{ key: null, value: '{"p1":3}', partition: 1 }]);
       await partition1.advance();
@@ -202,7 +202,7 @@ describe('live indexing against the real broker and Postgres', () => {
       await expect(a.flush()).rejects.toThrow(LeaseHeldError);
       const check = await checkTable(engine, tableRecord);
       expect(check.files.map((f) => [f.startOffset, f.endOffset, Number(f.recordCount)])).toEqual([[0n, 6n, 6], [6n, 10n, 4]]);
-      const lease = await engine.catalog.query('SELECT lease_owner, lease_epoch FROM lake_partition WHERE table_id = $1', [created.tableId]);
+      const lease = await engine.catalog.query('SELECT lease_owner, lease_epoch FROM offsetlake.lake_partition WHERE table_id = $1', [created.tableId]);
       expect(lease.rows[0]).toEqual({ lease_owner: `lease-b-${topic}`, lease_epoch: 2n });
     });
 
@@ -304,7 +304,7 @@ describe('live indexing against the real broker and Postgres', () => {
     const lambda = (owner: string): IndexerRuntime => ({ ...runtime(owner, () => now), releaseAfterEvent: true });
     const event = toKafkaEvent([{ topic, partition: 0, records: (await readCommittedRange(engine.kafka, topic, 0, 0n, 3n)).records }], 'local');
     await handleKafkaEvent(event, lambda(`instance-a-${topic}`));
-    const reported = await engine.catalog.query('SELECT open_range_records, lease_expires_at <= now() AS free FROM lake_partition WHERE table_id = $1', [created.tableId]);
+    const reported = await engine.catalog.query('SELECT open_range_records, lease_expires_at <= now() AS free FROM offsetlake.lake_partition WHERE table_id = $1', [created.tableId]);
     expect(reported.rows[0]).toEqual({ open_range_records: 3n, free: true });
 
     now += 30_000;

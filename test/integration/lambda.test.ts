@@ -28,7 +28,7 @@ describe('functions/indexer: the Lambda entry', () => {
     const result = await handler(JSON.parse(JSON.stringify(event)));
     expect(result.partitions).toEqual([{ table: 'lambda_orders', topic, partition: 0, indexedEnd: '4', position: '4', rangesCommitted: 2, filesCommitted: 2 }]);
     expect((await listFiles(engine.catalog, table.tableId)).map((f) => [f.startOffset, f.endOffset, f.sealReason])).toEqual([[0n, 2n, 'bytes'], [2n, 4n, 'bytes']]);
-    const lease = await engine.catalog.query('SELECT lease_expires_at <= now() AS free FROM lake_partition WHERE table_id = $1', [table.tableId]);
+    const lease = await engine.catalog.query('SELECT lease_expires_at <= now() AS free FROM offsetlake.lake_partition WHERE table_id = $1', [table.tableId]);
     expect(lease.rows[0]).toEqual({ free: true });
 
     await expect(handler({ eventSource: 'aws:kafka', records: 'none' } as never)).rejects.toThrow('malformed Kafka event: records: expected an object');

@@ -59,12 +59,12 @@ function range(start: bigint, end: bigint): NewRange {
 }
 
 async function partitionRow(partition: number) {
-  const result = await catalog.query('SELECT indexed_start, indexed_end, lease_owner, lease_epoch FROM lake_partition WHERE table_id = $1 AND partition_id = $2', [table.tableId, partition]);
+  const result = await catalog.query('SELECT indexed_start, indexed_end, lease_owner, lease_epoch FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2', [table.tableId, partition]);
   return result.rows[0];
 }
 
 async function fileCount(partition: number): Promise<number> {
-  const result = await catalog.query<{ n: bigint }>('SELECT count(*) AS n FROM data_file WHERE table_id = $1 AND partition_id = $2', [table.tableId, partition]);
+  const result = await catalog.query<{ n: bigint }>('SELECT count(*) AS n FROM offsetlake.data_file WHERE table_id = $1 AND partition_id = $2', [table.tableId, partition]);
   return Number(result.rows[0]!.n);
 }
 
@@ -121,11 +121,11 @@ describe('leases and lease-fenced commits (real Postgres)', () => {
 /** The race table's partition row and files, in offset order, with the epoch that added each. */
 async function raceState(partition: number) {
   const row = await other.query<{ indexed_end: bigint; lease_owner: string | null; lease_epoch: bigint }>(
-    'SELECT indexed_end, lease_owner, lease_epoch FROM lake_partition WHERE table_id = $1 AND partition_id = $2',
+    'SELECT indexed_end, lease_owner, lease_epoch FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2',
     [races.tableId, partition],
   );
   const files = await other.query<{ start_offset: bigint; end_offset: bigint; lease_epoch: bigint }>(
-    'SELECT start_offset, end_offset, lease_epoch FROM data_file WHERE table_id = $1 AND partition_id = $2 ORDER BY start_offset',
+    'SELECT start_offset, end_offset, lease_epoch FROM offsetlake.data_file WHERE table_id = $1 AND partition_id = $2 ORDER BY start_offset',
     [races.tableId, partition],
   );
   return { ...row.rows[0]!, files: files.rows.map((f) => `[${f.start_offset}, ${f.end_offset}) epoch ${f.lease_epoch}`) };
@@ -135,7 +135,7 @@ async function raceState(partition: number) {
 async function untilLeaseExpired(partition: number, ttlMs: number): Promise<void> {
   await sleep(ttlMs);
   for (;;) {
-    const expired = await other.query<{ expired: boolean }>('SELECT lease_expires_at <= now() AS expired FROM lake_partition WHERE table_id = $1 AND partition_id = $2', [races.tableId, partition]);
+    const expired = await other.query<{ expired: boolean }>('SELECT lease_expires_at <= now() AS expired FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2', [races.tableId, partition]);
     if (expired.rows[0]!.expired) return;
     await sleep(20);
   }
@@ -169,8 +169,8 @@ function settle<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }>
 }
 
 const commitSelect = 'SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live%FOR NO KEY UPDATE';
-const fileInsert = 'INSERT INTO data_file %';
-const leaseTakeover = 'UPDATE lake_partition SET%lease_epoch = CASE WHEN lease_owner = $3%';
+const fileInsert = 'INSERT INTO offsetlake.data_file %';
+const leaseTakeover = 'UPDATE offsetlake.lake_partition SET%lease_epoch = CASE WHEN lease_owner = $3%';
 
 describe('a file commit racing a lease takeover on two connections (real Postgres)', () => {
   it('after lease_ttl, B takes the lease on its own connection (epoch 2); A\'s commitRanges under epoch 1 is then refused with LeaseLostError, adds no file and leaves indexed_end and B\'s lease as they were', async () => {
@@ -185,7 +185,7 @@ describe('a file commit racing a lease takeover on two connections (real Postgre
     expect((late.error as Error).message).toBe(`lease on partition 0 of table ${races.tableId} is lost: this indexer holds indexer-a epoch 1, the catalog has indexer-b epoch 2`);
     expect(await raceState(0)).toEqual({ indexed_end: 10n, lease_owner: 'indexer-b', lease_epoch: 2n, files: ['[0, 10) epoch 1'] });
     // The refused commit renewed nothing: B's lease still ends where B's acquisition put it.
-    const expiry = await other.query<{ lease_expires_at: Date }>('SELECT lease_expires_at FROM lake_partition WHERE table_id = $1 AND partition_id = 0', [races.tableId]);
+    const expiry = await other.query<{ lease_expires_at: Date }>('SELECT lease_expires_at FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = 0', [races.tableId]);
     expect(expiry.rows[0]!.lease_expires_at).toEqual(b.expiresAt);
   });
 
@@ -227,7 +227,7 @@ describe('a file commit racing a lease takeover on two connections (real Postgre
     try {
       // Hold A's commit after it has read (and locked) the partition row: its insert into data_file waits for this lock.
       await blocker.query('BEGIN');
-      await blocker.query('LOCK TABLE data_file IN SHARE MODE');
+      await blocker.query('LOCK TABLE offsetlake.data_file IN SHARE MODE');
       const commit = settle(commitRanges(catalog, a, [range(0n, 10n)], 30_000));
       const aBackend = await blockedBy(fileInsert, await backendPid(blocker));
 
@@ -251,7 +251,7 @@ describe('a file commit racing a lease takeover on two connections (real Postgre
     const blocker = await other.connect();
     try {
       await blocker.query('BEGIN');
-      await blocker.query('LOCK TABLE data_file IN SHARE MODE');
+      await blocker.query('LOCK TABLE offsetlake.data_file IN SHARE MODE');
       const commit = settle(commitRanges(catalog, a, [range(0n, 10n)], 60_000));
       const aBackend = await blockedBy(fileInsert, await backendPid(blocker));
       await untilLeaseExpired(4, 1000);
@@ -274,7 +274,7 @@ describe('a file commit racing a lease takeover on two connections (real Postgre
     const blocker = await other.connect();
     try {
       await blocker.query('BEGIN');
-      await blocker.query('LOCK TABLE data_file IN SHARE MODE');
+      await blocker.query('LOCK TABLE offsetlake.data_file IN SHARE MODE');
       const commit = settle(commitRanges(catalog, a, [range(0n, 10n)], 1000));
       const aBackend = await blockedBy(fileInsert, await backendPid(blocker));
 

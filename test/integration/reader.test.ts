@@ -83,7 +83,7 @@ describe('the read API over HTTP', () => {
     for (const file of files) expect(read.sizes[file.dataFileId.toString()]).toBe(Number(file.fileSizeBytes));
 
     const partitions = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
-      'SELECT partition_id, indexed_start, indexed_end FROM lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
+      'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
     const expected: typeof read.rows = [];
     for (const p of partitions.rows) {
       const [committed] = await readCommittedIndependently(engine.config.kafkaBrokers, [{ topic: table.topic, partition: p.partition_id, start: p.indexed_start, end: p.indexed_end }]);
@@ -174,7 +174,7 @@ describe('the read API over HTTP', () => {
 
   it('an expired file is 410 Gone, for HEAD and GET', async () => {
     const file = files[files.length - 1]!;
-    await engine.catalog.query('UPDATE data_file SET expired_at = now() WHERE data_file_id = $1', [file.dataFileId]);
+    await engine.catalog.query('UPDATE offsetlake.data_file SET expired_at = now() WHERE data_file_id = $1', [file.dataFileId]);
     try {
       const response = await get(path(file));
       expect(response.status).toBe(410);
@@ -182,14 +182,14 @@ describe('the read API over HTTP', () => {
       expect((await get(path(file), {}, 'HEAD')).status).toBe(410);
       expect((await get(path(file), { range: 'bytes=-8' })).status).toBe(410);
     } finally {
-      await engine.catalog.query('UPDATE data_file SET expired_at = NULL WHERE data_file_id = $1', [file.dataFileId]);
+      await engine.catalog.query('UPDATE offsetlake.data_file SET expired_at = NULL WHERE data_file_id = $1', [file.dataFileId]);
     }
   });
 
   it('a rebuild that does not match the catalog is a 500 naming the difference, counted, and no bytes', async () => {
     const file = files[3]!;
     const original = file.sha256;
-    await engine.catalog.query('UPDATE data_file SET sha256 = $2 WHERE data_file_id = $1', [file.dataFileId, Buffer.alloc(32, 7)]);
+    await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2 WHERE data_file_id = $1', [file.dataFileId, Buffer.alloc(32, 7)]);
     try {
       const before = service.metrics.mismatches;
       const response = await get(path(file), { range: 'bytes=0-3' });
@@ -199,7 +199,7 @@ describe('the read API over HTTP', () => {
       expect(body.error).toMatch(/the bytes were not served/);
       expect(service.metrics.mismatches).toBe(before + 1);
     } finally {
-      await engine.catalog.query('UPDATE data_file SET sha256 = $2 WHERE data_file_id = $1', [file.dataFileId, original]);
+      await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2 WHERE data_file_id = $1', [file.dataFileId, original]);
     }
   });
 

@@ -66,7 +66,7 @@ describe('values Postgres text cannot hold, and names from Object.prototype', ()
     expect(bounds('constructor')).toEqual([['a\u0000', '\uFEFFz']]);
     expect(bounds('_headers.list.element.key')).toEqual([['\u0000key', 'constructor']]);
     const stored = await engine.catalog.query<{ min_value: string | null; min_value_utf8: Buffer | null; max_value: string | null; max_value_utf8: Buffer | null }>(
-      `SELECT s.min_value, s.min_value_utf8, s.max_value, s.max_value_utf8 FROM file_column_stats s JOIN table_column c USING (table_id, column_id)
+      `SELECT s.min_value, s.min_value_utf8, s.max_value, s.max_value_utf8 FROM offsetlake.file_column_stats s JOIN offsetlake.table_column c USING (table_id, column_id)
        WHERE s.data_file_id = $1 AND c.column_name = 's'`,
       [file!.dataFileId],
     );
@@ -125,7 +125,7 @@ describe('a commit the catalog refuses', () => {
     await produce(engine.kafka, topic, [0, 1].flatMap((partition) => [1, 2, 3].map((n) => ({ partition, value: Buffer.from(wire(schema.id, utf8(`{"n": ${n}}`))), timestamp: t0 + n }))));
     // A stand-in for any refusal the catalog may make (a constraint, a full disk, a revoked grant).
     const constraint = `refuse_${table.tableId}`;
-    await engine.catalog.query(`ALTER TABLE data_file ADD CONSTRAINT ${constraint} CHECK (NOT (table_id = ${table.tableId} AND partition_id = 1)) NOT VALID`);
+    await engine.catalog.query(`ALTER TABLE offsetlake.data_file ADD CONSTRAINT ${constraint} CHECK (NOT (table_id = ${table.tableId} AND partition_id = 1)) NOT VALID`);
     const rt = runtime();
     try {
       await indexAll(rt, table, 0);
@@ -137,7 +137,7 @@ describe('a commit the catalog refuses', () => {
       ]);
       expect(status[1]!.waitingReason).toContain(constraint);
     } finally {
-      await engine.catalog.query(`ALTER TABLE data_file DROP CONSTRAINT ${constraint}`);
+      await engine.catalog.query(`ALTER TABLE offsetlake.data_file DROP CONSTRAINT ${constraint}`);
     }
     await indexAll(rt, table, 1);
     const status = await partitionStatus(engine, table.name);

@@ -97,7 +97,7 @@ const evolutions = {
 
 async function columnTypes(table: TableRecord): Promise<Record<string, string>> {
   const result = await engine.catalog.query<{ column_name: string; column_type: string }>(
-    `SELECT column_name, column_type FROM table_column WHERE table_id = $1 AND parent_column IS NULL AND end_schema_version IS NULL AND column_name NOT LIKE '\\_%' ORDER BY column_order`,
+    `SELECT column_name, column_type FROM offsetlake.table_column WHERE table_id = $1 AND parent_column IS NULL AND end_schema_version IS NULL AND column_name NOT LIKE '\\_%' ORDER BY column_order`,
     [table.tableId],
   );
   return Object.fromEntries(result.rows.map((r) => [r.column_name, r.column_type]));
@@ -162,7 +162,7 @@ describe('registry formats against the real Schema Registry and broker', () => {
       // The catalog's column lifetimes: version 1 has Kafka's columns only; v1's schema
       // made version 2; v2's widened or added columns begin at version 3.
       const lifetimes = await engine.catalog.query<{ column_name: string; column_type: string; begin_schema_version: number; end_schema_version: number | null }>(
-        `SELECT column_name, column_type, begin_schema_version, end_schema_version FROM table_column
+        `SELECT column_name, column_type, begin_schema_version, end_schema_version FROM offsetlake.table_column
          WHERE table_id = $1 AND column_name IN ('id', 'note', 'address', 'address.zip') ORDER BY column_name, begin_schema_version`,
         [table.tableId],
       );

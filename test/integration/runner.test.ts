@@ -50,7 +50,7 @@ describe('offsets Kafka deleted before anyone indexed them', () => {
     const summary = await new LocalRunner(engine, rangeBuilder(engine.catalog), once, (line) => logs.push(line)).run();
     expect(summary.failed).toEqual([]);
     expect(summary.records).toBe(10); // [15, 25): what Kafka still holds
-    const lost = await engine.catalog.query('SELECT start_offset, end_offset FROM lost_interval WHERE table_id = $1', [created.tableId]);
+    const lost = await engine.catalog.query('SELECT start_offset, end_offset FROM offsetlake.lost_interval WHERE table_id = $1', [created.tableId]);
     expect(lost.rows).toEqual([{ start_offset: 10n, end_offset: 15n }]);
     const [status] = await partitionStatus(engine, created.name);
     expect([status!.indexedEnd, status!.lag, status!.lostOffsets, status!.waitingReason]).toEqual([25n, 0n, 5n, null]);
@@ -58,8 +58,8 @@ describe('offsets Kafka deleted before anyone indexed them', () => {
     const metrics = await readerHandler(new ReaderService(engine.catalog, kafkaSource(engine.kafka)), { token: null })({ method: 'GET', path: '/metrics', headers: {} });
     expect(JSON.parse(Buffer.from(metrics.body).toString()).lostOffsets).toEqual([{ table: created.name, partition: 0, intervals: 1, offsets: '5' }]);
     // The file [0, 10) can no longer be rebuilt (Kafka deleted it): retention's business, not the checker's.
-    await engine.catalog.query('UPDATE data_file SET expired_at = now() WHERE table_id = $1 AND end_offset <= 15', [created.tableId]);
-    await engine.catalog.query('UPDATE lake_partition SET indexed_start = 10 WHERE table_id = $1', [created.tableId]);
+    await engine.catalog.query('UPDATE offsetlake.data_file SET expired_at = now() WHERE table_id = $1 AND end_offset <= 15', [created.tableId]);
+    await engine.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 10 WHERE table_id = $1', [created.tableId]);
     const check = await checkTable(engine, await findTable(engine.catalog, created.name));
     expect(check.committedOffsets.get(0)).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(15 + i)));
   });
@@ -182,7 +182,7 @@ describe('stopping', () => {
     });
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    const lease = await engine.catalog.query('SELECT lease_owner IS NOT NULL AS held, lease_expires_at <= now() AS free FROM lake_partition WHERE table_id = $1', [created.tableId]);
+    const lease = await engine.catalog.query('SELECT lease_owner IS NOT NULL AS held, lease_expires_at <= now() AS free FROM offsetlake.lake_partition WHERE table_id = $1', [created.tableId]);
     expect(lease.rows).toEqual([{ held: true, free: true }]);
   });
 });
