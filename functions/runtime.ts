@@ -1,9 +1,10 @@
 /**
- * What every Lambda entry shares: the catalog (migrated once per instance), Kafka, and
- * the warm indexers. Kept at module scope across invocations of one instance.
+ * What every Lambda entry shares: the catalog (its version checked once per instance;
+ * the deploy migrates it, functions/migrate), Kafka, and the warm indexers. Kept at module
+ * scope across invocations of one instance.
  */
 import { openCatalog } from '../src/catalog/db.js';
-import { migrateCatalog } from '../src/catalog/migrate.js';
+import { requireCatalogVersion } from '../src/catalog/migrate.js';
 import { ownerName } from '../src/runtime/engine.js';
 import type { IndexerRuntime } from '../src/indexer/handler.js';
 import { rangeBuilder } from '../src/build/files.js';
@@ -15,7 +16,7 @@ import { databaseUrl, kafkaSecurity } from './connections.js';
 let runtime: Promise<IndexerRuntime> | undefined;
 let services: Promise<LambdaServices> | undefined;
 
-/** The catalog (migrated) and Kafka, shared by every entry of one instance. */
+/** The catalog (at this code's version) and Kafka, shared by every entry of one instance. */
 export interface LambdaServices {
   catalog: Catalog;
   kafka: KafkaConnection;
@@ -23,7 +24,10 @@ export interface LambdaServices {
 
 async function connect(bootstrapServers: string | undefined): Promise<LambdaServices> {
   const catalog = openCatalog(await databaseUrl(), 2);
-  await migrateCatalog(catalog);
+  await requireCatalogVersion(catalog).catch(async (error: unknown) => {
+    await catalog.end();
+    throw error;
+  });
   const brokers = process.env.KAFKA_BROKERS ?? bootstrapServers;
   if (!brokers) throw new Error('KAFKA_BROKERS is not set and the event names no bootstrap servers');
   return { catalog, kafka: connectKafka({ brokers, ...(await kafkaSecurity()) }) };

@@ -14,12 +14,20 @@ export type KafkaSettings =
       /** `iam`: MSK IAM access control (no secret); `scram`: SASL/SCRAM-SHA-512 with an `AmazonMSK_` secret. */
       auth: 'iam' | 'scram';
       scramSecretArn?: string | undefined;
+      /** MSK only takes SCRAM secrets encrypted with a customer-managed KMS key: the functions and the event source decrypt with it. */
+      scramSecretKeyArn?: string | undefined;
+      /** The cluster's security group: the functions' group is let in on the broker ports. */
+      securityGroupId: string;
     }
   | {
       kind: 'self-managed';
       /** SASL/SCRAM credentials (`{"username","password"}`) in Secrets Manager. */
       scramSecretArn: string;
+      /** The secret's customer-managed KMS key, when it has one (an AWS-managed key needs no grant). */
+      scramSecretKeyArn?: string | undefined;
       mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
+      /** The brokers' security group, when the brokers are in AWS: the functions' group is let in. */
+      securityGroupId?: string | undefined;
     };
 
 export type VpcSettings =
@@ -27,7 +35,12 @@ export type VpcSettings =
   | { kind: 'existing'; vpcId: string; availabilityZones: string[]; privateSubnetIds: string[] };
 
 export type DatabaseSettings =
-  | { kind: 'create'; databaseName: string }
+  | {
+      kind: 'create';
+      databaseName: string;
+      /** A standby in a second zone: on unless turned off, since the catalog is the only copy of what was indexed. */
+      multiAz: boolean;
+    }
   | {
       kind: 'existing';
       databaseName: string;
@@ -45,9 +58,12 @@ export interface OffsetlakeSettings {
   brokers: string[];
   /** One event source mapping per topic. */
   topics: string[];
-  /** The security group of the Kafka brokers: the functions' group is allowed in (optional). */
-  kafkaSecurityGroupId?: string | undefined;
   vpc: VpcSettings;
+  /**
+   * Interface endpoints in the VPC for what the functions call (Secrets Manager, Step
+   * Functions): for a VPC whose private subnets have no NAT.
+   */
+  vpcEndpoints: boolean;
   database: DatabaseSettings;
   /** The tables' largest `file_bytes`: the indexer's and the backfill's memory follow it. */
   fileBytes: number;
@@ -59,6 +75,12 @@ export interface OffsetlakeSettings {
   retentionMinutes: number;
   /** Default chunk budget of one backfill execution (see infra/backfill.ts for the arithmetic). */
   chunksPerExecution: number;
+  /**
+   * The reader's reserved concurrency: its public URL can then never take the concurrency
+   * the indexer needs. `undefined` leaves it unreserved (accounts whose Lambda quota is
+   * the new-account 10 cannot reserve any).
+   */
+  readerConcurrency: number | undefined;
 }
 
 const MiB = 1024 * 1024;
@@ -95,10 +117,25 @@ function integer(context: Context, key: string, fallback: number, min: number, m
   return number;
 }
 
+function flag(context: Context, key: string, fallback: boolean): boolean {
+  const value = context(key);
+  if (value === undefined || value === '') return fallback;
+  if (value === true || value === 'true') return true;
+  if (value === false || value === 'false') return false;
+  throw new Error(`context "${key}" must be true or false, got ${JSON.stringify(value)}`);
+}
+
 function oneOf<T extends string>(context: Context, key: string, allowed: readonly T[], fallback: T): T {
   const value = text(context, key) ?? fallback;
   if (!allowed.includes(value as T)) throw new Error(`context "${key}" must be one of ${allowed.join(', ')}, got "${value}"`);
   return value as T;
+}
+
+function kmsKeyArn(arn: string): string {
+  if (!/^arn:aws[\w-]*:kms:[\w-]+:\d{12}:key\/[\w-]+$/.test(arn)) {
+    throw new Error(`context "kafkaSecretKeyArn" is not a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID): "${arn}"`);
+  }
+  return arn;
 }
 
 export function settingsFromContext(context: Context): OffsetlakeSettings {
@@ -110,12 +147,24 @@ export function settingsFromContext(context: Context): OffsetlakeSettings {
       throw new Error(`context "mskClusterArn" is not an MSK cluster ARN (arn:aws:kafka:REGION:ACCOUNT:cluster/NAME/UUID): "${clusterArn}"`);
     }
     const auth = oneOf(context, 'kafkaAuth', ['iam', 'scram'] as const, 'iam');
-    kafka = { kind, clusterArn, auth, scramSecretArn: auth === 'scram' ? required(context, 'kafkaSecretArn', 'for kafkaAuth=scram') : undefined };
+    kafka = {
+      kind,
+      clusterArn,
+      auth,
+      scramSecretArn: auth === 'scram' ? required(context, 'kafkaSecretArn', 'for kafkaAuth=scram') : undefined,
+      scramSecretKeyArn: auth === 'scram'
+        ? kmsKeyArn(required(context, 'kafkaSecretKeyArn', 'for kafkaAuth=scram: MSK only accepts SCRAM secrets encrypted with a customer-managed KMS key, and the functions and the event source must decrypt with it'))
+        : undefined,
+      securityGroupId: required(context, 'kafkaSecurityGroupId', 'for kafka=msk: the cluster\'s security group, which the functions must be let into'),
+    };
   } else {
+    const keyArn = text(context, 'kafkaSecretKeyArn');
     kafka = {
       kind,
       scramSecretArn: required(context, 'kafkaSecretArn', 'for kafka=self-managed (SASL/SCRAM credentials)'),
+      scramSecretKeyArn: keyArn === undefined ? undefined : kmsKeyArn(keyArn),
       mechanism: oneOf(context, 'kafkaScramMechanism', ['SCRAM-SHA-256', 'SCRAM-SHA-512'] as const, 'SCRAM-SHA-512'),
+      securityGroupId: text(context, 'kafkaSecurityGroupId'),
     };
   }
   const brokers = list(context, 'kafkaBrokers');
@@ -124,6 +173,10 @@ export function settingsFromContext(context: Context): OffsetlakeSettings {
   if (topics.length === 0) throw new Error('context "topics" is required: the topics of the tables, comma separated');
 
   const vpcId = text(context, 'vpcId');
+  if (kind === 'msk' && !vpcId) {
+    // A new VPC cannot reach the cluster: its security group rule would name a group of another VPC.
+    throw new Error('context "vpcId" is required for kafka=msk: the functions run in the MSK cluster\'s VPC (with "privateSubnetIds" and "availabilityZones" of its private subnets)');
+  }
   const vpc: VpcSettings = vpcId
     ? { kind: 'existing', vpcId, availabilityZones: list(context, 'availabilityZones'), privateSubnetIds: list(context, 'privateSubnetIds') }
     : { kind: 'new', maxAzs: integer(context, 'maxAzs', 2, 2, 6) };
@@ -143,14 +196,15 @@ export function settingsFromContext(context: Context): OffsetlakeSettings {
         securityGroupId: required(context, 'databaseSecurityGroupId', 'with databaseInstanceId'),
         secretArn: required(context, 'databaseSecretArn', 'with databaseInstanceId'),
       }
-    : { kind: 'create', databaseName };
+    : { kind: 'create', databaseName, multiAz: flag(context, 'databaseMultiAz', true) };
+  const readerConcurrency = context('readerConcurrency') === 'off' ? undefined : integer(context, 'readerConcurrency', 10, 1, 1000);
 
   return {
     kafka,
     brokers,
     topics,
-    kafkaSecurityGroupId: text(context, 'kafkaSecurityGroupId'),
     vpc,
+    vpcEndpoints: flag(context, 'vpcEndpoints', false),
     database,
     fileBytes: integer(context, 'fileBytesMiB', 128, 1, 1024) * MiB,
     batchSize: integer(context, 'batchSize', 10_000, 1, 10_000),
@@ -158,6 +212,7 @@ export function settingsFromContext(context: Context): OffsetlakeSettings {
     tickMinutes: integer(context, 'tickMinutes', 1, 1, 60),
     retentionMinutes: integer(context, 'retentionMinutes', 5, 1, 1440),
     chunksPerExecution: integer(context, 'chunksPerExecution', defaultChunksPerExecution, 1, maxChunksPerExecution),
+    readerConcurrency,
   };
 }
 

@@ -6,7 +6,7 @@
  * its cluster and topics when IAM auth is used, and (backfill) StartExecution on its own
  * state machine.
  */
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -17,11 +17,14 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
+import * as cr from 'aws-cdk-lib/custom-resources';
 import type { Construct } from 'constructs';
 import { join } from 'node:path';
 import { BackfillStateMachine } from './backfill.js';
 import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
 import { projectRoot } from './root.js';
+import { stackScopedName } from './names.js';
+import { latestCatalogVersion } from '../src/catalog/migrations.js';
 
 const root = projectRoot();
 
@@ -46,6 +49,7 @@ export class OffsetlakeStack extends Stack {
   readonly retention: nodejs.NodejsFunction;
   readonly tick: nodejs.NodejsFunction;
   readonly reader: nodejs.NodejsFunction;
+  readonly migrate: nodejs.NodejsFunction;
   readonly readerUrl: lambda.FunctionUrl;
   readonly backfillStateMachine: BackfillStateMachine;
 
@@ -62,10 +66,18 @@ export class OffsetlakeStack extends Stack {
       : new ec2.Vpc(this, 'Vpc', { maxAzs: settings.vpc.maxAzs, natGateways: 1 });
     const subnets: ec2.SubnetSelection = { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS };
     const functionsGroup = new ec2.SecurityGroup(this, 'FunctionsSecurityGroup', { vpc, description: 'offsetlake functions', allowAllOutbound: true });
-    if (settings.kafkaSecurityGroupId) {
-      const kafkaGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'KafkaSecurityGroup', settings.kafkaSecurityGroupId, { mutable: true });
+    if (settings.kafka.securityGroupId) {
+      const kafkaGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'KafkaSecurityGroup', settings.kafka.securityGroupId, { mutable: true });
       // 9092 plaintext, 9094 TLS, 9096 SASL/SCRAM, 9098 IAM (MSK's listener ports).
       kafkaGroup.addIngressRule(functionsGroup, ec2.Port.tcpRange(9092, 9098), 'offsetlake functions');
+    }
+    if (settings.vpcEndpoints) {
+      // Private subnets without NAT: what the functions call must be reachable inside the VPC.
+      const endpointsGroup = new ec2.SecurityGroup(this, 'EndpointsSecurityGroup', { vpc, description: 'offsetlake VPC endpoints', allowAllOutbound: false });
+      endpointsGroup.addIngressRule(functionsGroup, ec2.Port.tcp(443), 'offsetlake functions');
+      for (const [id, service] of [['SecretsManagerEndpoint', ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER], ['StepFunctionsEndpoint', ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS]] as const) {
+        vpc.addInterfaceEndpoint(id, { service, subnets, securityGroups: [endpointsGroup], privateDnsEnabled: true, open: false });
+      }
     }
 
     // The catalog: Postgres behind RDS Proxy (connection pooling for many short-lived
@@ -84,8 +96,10 @@ export class OffsetlakeStack extends Stack {
       ...(settings.kafka.kind === 'self-managed' ? { KAFKA_SCRAM_MECHANISM: settings.kafka.mechanism } : { KAFKA_SCRAM_MECHANISM: 'SCRAM-SHA-512' }),
     };
     const buildMemory = memoryForFileBytes(settings.fileBytes);
-    const make = (id: string, entry: string, memorySize: number, timeout: Duration): nodejs.NodejsFunction => {
+    const kafkaSecretKey = settings.kafka.scramSecretKeyArn;
+    const make = (id: string, entry: string, memorySize: number, timeout: Duration, extra: Partial<nodejs.NodejsFunctionProps> = {}): nodejs.NodejsFunction => {
       const fn = new nodejs.NodejsFunction(this, id, {
+        ...extra,
         entry: join(root, entry),
         projectRoot: root,
         depsLockFilePath: join(root, 'package-lock.json'),
@@ -117,6 +131,15 @@ export class OffsetlakeStack extends Stack {
       databaseSecret.grantRead(fn);
       proxy.grantConnect(fn);
       kafkaSecret?.grantRead(fn);
+      if (kafkaSecretKey) {
+        // The secret's customer-managed key, only through Secrets Manager. The event source
+        // mapping reads the secret with the indexer's role, so this grant covers it too.
+        fn.addToRolePolicy(new iam.PolicyStatement({
+          actions: ['kms:Decrypt'],
+          resources: [kafkaSecretKey],
+          conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${this.region}.amazonaws.com` } },
+        }));
+      }
       return fn;
     };
 
@@ -133,7 +156,11 @@ export class OffsetlakeStack extends Stack {
     // reads come as Range requests; a rebuild of a 128 MiB file holds about 1 GB and takes
     // seconds. The URL itself is open (auth NONE): the handler checks a bearer token kept
     // in a secret of its own.
-    this.reader = make('Reader', 'functions/reader/index.ts', 2048, Duration.seconds(120));
+    // Reserved concurrency: requests from anyone who finds the URL can take at most this
+    // many instances, never the concurrency the indexer and backfill need. A request
+    // without a valid token is refused before any catalog or Kafka I/O.
+    this.reader = make('Reader', 'functions/reader/index.ts', 2048, Duration.seconds(120),
+      settings.readerConcurrency === undefined ? {} : { reservedConcurrentExecutions: settings.readerConcurrency });
     const readerToken = new secrets.Secret(this, 'ReaderToken', {
       description: 'offsetlake reader: the bearer token engines send',
       generateSecretString: { secretStringTemplate: '{}', generateStringKey: 'token', excludePunctuation: true, passwordLength: 40 },
@@ -142,6 +169,17 @@ export class OffsetlakeStack extends Stack {
     this.reader.addEnvironment('OFFSETLAKE_TOKEN_SECRET_ARN', readerToken.secretArn);
     this.readerUrl = this.reader.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode.BUFFERED });
     new CfnOutput(this, 'ReaderUrl', { value: this.readerUrl.url, description: 'engines read files here: GET /tables, /tables/:t/files, /tables/:t/files/:id.parquet' });
+
+    // Migrations run once per deploy, before any function that uses the catalog is created
+    // or updated, never from a request path: a function only checks the catalog's version.
+    this.migrate = make('Migrate', 'functions/migrate/index.ts', 512, Duration.minutes(5));
+    const migrations = new CustomResource(this, 'CatalogMigrations', {
+      serviceToken: new cr.Provider(this, 'CatalogMigrationsProvider', { onEventHandler: this.migrate }).serviceToken,
+      resourceType: 'Custom::OffsetlakeCatalogMigrations',
+      // A new migration changes this property, so an update runs it.
+      properties: { version: latestCatalogVersion },
+    });
+    for (const fn of [this.indexer, this.backfill, this.tick, this.retention, this.reader]) fn.node.addDependency(migrations);
 
     this.addKafkaTrigger(settings, kafkaSecret, vpc, subnets, functionsGroup);
     if (settings.kafka.kind === 'msk' && settings.kafka.auth === 'iam') this.grantMskIam(settings.kafka.clusterArn, settings.topics);
@@ -186,7 +224,10 @@ export class OffsetlakeStack extends Stack {
       const dbGroup = new ec2.SecurityGroup(this, 'DatabaseSecurityGroup', { vpc, description: 'offsetlake catalog', allowAllOutbound: false });
       dbGroup.addIngressRule(proxyGroup, ec2.Port.tcp(5432), 'offsetlake RDS Proxy');
       const instance = new rds.DatabaseInstance(this, 'Database', {
-        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_17 }),
+        // A pinned minor version, upgraded by changing it here: the template says what runs.
+        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_17_9 }),
+        autoMinorVersionUpgrade: false,
+        multiAz: settings.database.multiAz,
         instanceType: ec2.InstanceType.of(ec2.InstanceClass.T4G, ec2.InstanceSize.MEDIUM),
         vpc,
         vpcSubnets: subnets,
@@ -204,6 +245,11 @@ export class OffsetlakeStack extends Stack {
       databaseSecret = instance.secret!;
     }
     const proxy = new rds.DatabaseProxy(this, 'Proxy', {
+      // Named after the stack: the default (the construct id) would collide with a second stack.
+      dbProxyName: stackScopedName(this, 'catalog', 60),
+      // A function waits at most this long for a connection, then fails and is retried,
+      // saying that the catalog is away (the default is 120 s).
+      borrowTimeout: Duration.seconds(30),
       proxyTarget: target,
       secrets: [databaseSecret],
       vpc,
@@ -232,8 +278,8 @@ export class OffsetlakeStack extends Stack {
         // on-failure destination (which would let the mapping move on), and no partial
         // batch responses. A failing batch blocks its partitions until it succeeds, and
         // the function only returns success once every record of the batch is committed
-        // to the catalog or can be read again from indexed_end.
-        bisectBatchOnError: false,
+        // to the catalog or can be read again from indexed_end. BisectBatchOnFunctionError
+        // is left unset: unset it is off, and the property is documented for provisioned mode only.
       } satisfies Partial<sources.ManagedKafkaEventSourceProps>;
       if (settings.kafka.kind === 'msk') {
         this.indexer.addEventSource(new sources.ManagedKafkaEventSource({

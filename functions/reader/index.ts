@@ -7,7 +7,7 @@
  * OFFSETLAKE_CACHE_BYTES (default 256 MiB).
  */
 import { kafkaSource } from '../../src/kafka/source.js';
-import { readerHandler, type ReaderHandler } from '../../src/reader/http.js';
+import { authorizationRefusal, readerHandler, type ReaderHandler, type ReaderResponse } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { readerToken } from '../connections.js';
 import { lambdaServices } from '../runtime.js';
@@ -30,25 +30,47 @@ export interface FunctionUrlResult {
 }
 
 let reader: Promise<ReaderHandler> | undefined;
+let expectedToken: Promise<string | null> | undefined;
 
+/** The catalog and Kafka are reached only for a request whose token was checked. */
 async function start(): Promise<ReaderHandler> {
-  const noAuth = process.env.OFFSETLAKE_NO_AUTH === '1';
-  const token = noAuth ? null : await readerToken();
-  if (!noAuth && !token) throw new Error('neither OFFSETLAKE_TOKEN nor OFFSETLAKE_TOKEN_SECRET_ARN is set (set OFFSETLAKE_NO_AUTH=1 to serve without authentication)');
   const cacheBytes = Number(process.env.OFFSETLAKE_CACHE_BYTES ?? 256 * 1024 * 1024);
   if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`OFFSETLAKE_CACHE_BYTES must be a number of bytes, got "${process.env.OFFSETLAKE_CACHE_BYTES}"`);
   const { catalog, kafka } = await lambdaServices();
   const service = new ReaderService(catalog, kafkaSource(kafka), { cacheBytes });
-  return readerHandler(service, { token: noAuth ? null : token, maxBodyBytes: lambdaMaxBodyBytes });
+  const token = await instanceToken();
+  return readerHandler(service, { token, maxBodyBytes: lambdaMaxBodyBytes });
+}
+
+/** The token engines must send, read once per instance (a secret read, no catalog); null only with OFFSETLAKE_NO_AUTH=1. */
+function instanceToken(): Promise<string | null> {
+  expectedToken ??= (async () => {
+    if (process.env.OFFSETLAKE_NO_AUTH === '1') return null;
+    const token = await readerToken();
+    if (!token) throw new Error('neither OFFSETLAKE_TOKEN nor OFFSETLAKE_TOKEN_SECRET_ARN is set (set OFFSETLAKE_NO_AUTH=1 to serve without authentication)');
+    return token;
+  })().catch((error: unknown) => {
+    expectedToken = undefined;
+    throw error;
+  });
+  return expectedToken;
+}
+
+function functionUrlResult(answer: ReaderResponse): FunctionUrlResult {
+  return { statusCode: answer.status, headers: answer.headers, body: Buffer.from(answer.body).toString('base64'), isBase64Encoded: true };
 }
 
 export async function handler(event: FunctionUrlEvent): Promise<FunctionUrlResult> {
+  const request = { method: event.requestContext.http.method, path: event.rawQueryString ? `${event.rawPath}?${event.rawQueryString}` : event.rawPath, headers: event.headers ?? {} };
+  // The URL is public: a request without a bearer token costs no I/O at all, and one with
+  // a wrong token costs at most the instance's one read of its secret.
+  if (process.env.OFFSETLAKE_NO_AUTH !== '1') {
+    const refused = authorizationRefusal(request) ?? authorizationRefusal(request, (await instanceToken()) ?? undefined);
+    if (refused) return functionUrlResult(refused);
+  }
   reader ??= start().catch((error: unknown) => {
     reader = undefined;
     throw error;
   });
-  const read = await reader;
-  const path = event.rawQueryString ? `${event.rawPath}?${event.rawQueryString}` : event.rawPath;
-  const answer = await read({ method: event.requestContext.http.method, path, headers: event.headers ?? {} });
-  return { statusCode: answer.status, headers: answer.headers, body: Buffer.from(answer.body).toString('base64'), isBase64Encoded: true };
+  return functionUrlResult(await (await reader)(request));
 }

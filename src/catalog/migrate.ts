@@ -1,5 +1,5 @@
 import { inTransaction, type Catalog } from './db.js';
-import { catalogSchema, migrations, type Migration } from './migrations.js';
+import { catalogSchema, latestCatalogVersion, migrations, type Migration } from './migrations.js';
 
 // Any constant shared by every process that migrates this database.
 const migrationLockKey = 0x6f66_6c6b; // "oflk"
@@ -38,4 +38,27 @@ export async function migrateCatalog(catalog: Catalog, all: readonly Migration[]
     const version = Math.max(0, ...appliedBefore, ...applied);
     return { applied, version };
   });
+}
+
+/** A catalog older than this code: the deploy's migration has not run (yet). */
+export class CatalogVersionError extends Error {
+  constructor(readonly version: number, readonly needed: number) {
+    super(`the catalog is at version ${version} and this offsetlake needs version ${needed}: its migrations have not run ` +
+      '(on AWS the deploy runs them in the CatalogMigrations custom resource; locally `offsetlake stack up` does)');
+    this.name = 'CatalogVersionError';
+  }
+}
+
+/**
+ * Checks, without changing anything, that the catalog has every migration this code
+ * needs. For processes that must not migrate (the Lambda functions: a deploy migrates once).
+ */
+export async function requireCatalogVersion(catalog: Catalog, needed = latestCatalogVersion): Promise<number> {
+  // Two statements: a query naming a table that does not exist fails when it is planned.
+  const exists = await catalog.query<{ found: boolean }>(`SELECT to_regclass('${catalogSchema}.schema_migration') IS NOT NULL AS found`);
+  const version = exists.rows[0]?.found
+    ? Number((await catalog.query<{ version: number }>(`SELECT coalesce(max(version), 0) AS version FROM ${catalogSchema}.schema_migration`)).rows[0]?.version ?? 0)
+    : 0;
+  if (version < needed) throw new CatalogVersionError(version, needed);
+  return version;
 }

@@ -200,3 +200,6 @@ CREATE TABLE lost_interval (
 `,
   },
 ];
+
+/** The version a catalog has once every migration this offsetlake knows is applied. */
+export const latestCatalogVersion = Math.max(...migrations.map((migration) => migration.version));

@@ -69,14 +69,36 @@ function header(request: ReaderRequest, name: string): string | undefined {
   return undefined;
 }
 
-function checkToken(request: ReaderRequest, token: string): void {
+/** Throws the 401 for a missing or malformed bearer token, or (when `token` is given) a different one. */
+function checkToken(request: ReaderRequest, token: string | undefined): void {
   const given = header(request, 'authorization');
   const challenge = { 'www-authenticate': 'Bearer realm="offsetlake"' };
   if (!given) throw new HttpError(401, 'this server needs a bearer token: send "Authorization: Bearer <token>"', challenge);
   const match = /^Bearer\s+(\S+)\s*$/i.exec(given);
   if (!match) throw new HttpError(401, 'the Authorization header must be "Bearer <token>"', challenge);
   // Compare digests so the comparison takes the same time whatever the token's length.
-  if (!timingSafeEqual(digest(match[1]!), digest(token))) throw new HttpError(401, 'the bearer token is not valid for this server', challenge);
+  if (token !== undefined && !timingSafeEqual(digest(match[1]!), digest(token))) throw new HttpError(401, 'the bearer token is not valid for this server', challenge);
+}
+
+/** An error as the body `{"error": message}`; a HEAD gets the headers only. */
+function errorResponse(request: ReaderRequest, status: number, message: string, headers: Record<string, string> = {}): ReaderResponse {
+  const response = json(status, { error: message }, headers);
+  return request.method === 'HEAD' ? { ...response, body: empty } : response;
+}
+
+/**
+ * The 401 for a request without a well-formed bearer token or, when `token` is given, with
+ * another one; null when the request may pass. Pure: a deployment refuses strangers with it
+ * before any I/O, and looks its own token up only for requests that carry one.
+ */
+export function authorizationRefusal(request: ReaderRequest, token?: string): ReaderResponse | null {
+  try {
+    checkToken(request, token);
+    return null;
+  } catch (error) {
+    if (error instanceof HttpError) return errorResponse(request, error.status, error.message, error.headers);
+    throw error;
+  }
 }
 
 /**
@@ -207,11 +229,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       if (request.method === 'HEAD' && response.body.byteLength > 0) return { ...response, headers: { ...response.headers, 'content-length': String(response.body.byteLength) }, body: empty };
       return response;
     } catch (error) {
-      const headOnly = request.method === 'HEAD';
-      const answer = (status: number, message: string, headers: Record<string, string> = {}) => {
-        const response = json(status, { error: message }, headers);
-        return headOnly ? { ...response, body: empty } : response;
-      };
+      const answer = (status: number, message: string, headers: Record<string, string> = {}) => errorResponse(request, status, message, headers);
       if (error instanceof HttpError) return answer(error.status, error.message, error.headers);
       if (error instanceof RebuildMismatchError) return answer(500, `${error.message}; the bytes were not served`);
       if (error instanceof FileExpiredError) return answer(410, error.message);

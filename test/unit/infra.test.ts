@@ -9,15 +9,26 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveDefinitionString } from '../../infra/definition.js';
 import { memoryForFileBytes, settingsFromContext, type OffsetlakeSettings } from '../../infra/config.js';
 import { OffsetlakeStack } from '../../infra/stack.js';
+import { latestCatalogVersion } from '../../src/catalog/migrations.js';
 
 const clusterArn = 'arn:aws:kafka:eu-west-1:123456789012:cluster/lake/0b1c2d3e-aaaa-bbbb-cccc-123456789012-7';
 const MiB = 1024 * 1024;
 
-function synth(context: Record<string, unknown>): Template {
+/** The MSK cluster's network: its VPC, private subnets and security group. */
+const clusterNetwork = {
+  vpcId: 'vpc-0123456789abcdef0', availabilityZones: 'eu-west-1a,eu-west-1b', privateSubnetIds: 'subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb',
+  kafkaSecurityGroupId: 'sg-0cccccccccccccccc',
+};
+
+function synthStacks(context: Record<string, unknown>, ids: string[]): Template[] {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   const settings: OffsetlakeSettings = settingsFromContext((key) => context[key]);
-  const stack = new OffsetlakeStack(app, 'Lake', { settings, env: { account: '123456789012', region: 'eu-west-1' } });
-  return Template.fromStack(stack);
+  const stacks = ids.map((id) => new OffsetlakeStack(app, id, { settings, env: { account: '123456789012', region: 'eu-west-1' } }));
+  return stacks.map((stack) => Template.fromStack(stack));
+}
+
+function synth(context: Record<string, unknown>): Template {
+  return synthStacks(context, ['Lake'])[0]!;
 }
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -43,13 +54,13 @@ function roleOf(template: Template, functionIdPrefix: string): string {
 const actions = (statement: Statement): string[] => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]);
 const resources = (statement: Statement): unknown[] => (Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource]);
 
-describe('the CDK stack, MSK with IAM auth, a new VPC, a new database', () => {
+describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database', () => {
   let template: Template;
   beforeAll(() => {
-    template = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098,b-2.lake:9098', topics: 'orders,payments', fileBytesMiB: 128, batchSize: 5000, batchingWindowSeconds: 20 });
+    template = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098,b-2.lake:9098', topics: 'orders,payments', fileBytesMiB: 128, batchSize: 5000, batchingWindowSeconds: 20, ...clusterNetwork });
   });
 
-  it('one event source mapping per topic: batch size, window, LATEST, named group, no retry limit, no record age, no bisect, no on-failure', () => {
+  it('one event source mapping per topic: batch size, window, LATEST, named group, no retry limit, no record age, BisectBatchOnFunctionError unset, no on-failure', () => {
     const mappings = template.findResources('AWS::Lambda::EventSourceMapping') as Record<string, Resource>;
     expect(Object.values(mappings).map((m) => m.Properties.Topics).sort()).toEqual([['orders'], ['payments']]);
     for (const { Properties: p } of Object.values(mappings)) {
@@ -59,21 +70,22 @@ describe('the CDK stack, MSK with IAM auth, a new VPC, a new database', () => {
       for (const key of ['MaximumRetryAttempts', 'MaximumRecordAgeInSeconds', 'DestinationConfig', 'FunctionResponseTypes', 'SourceAccessConfigurations']) {
         expect(p, key).not.toHaveProperty(key);
       }
-      expect(p.BisectBatchOnFunctionError ?? false).toBe(false);
+      expect(p).not.toHaveProperty('BisectBatchOnFunctionError');
     }
   });
 
-  it('five functions on nodejs22.x; the builders\' memory follows file_bytes', () => {
+  it('six functions on nodejs22.x in the cluster\'s private subnets; the builders\' memory follows file_bytes', () => {
     const functions = Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Runtime: Match.anyValue() } })) as Resource[];
     const ours = functions.filter((f) => f.Properties.Handler === 'index.handler');
-    expect(ours).toHaveLength(5);
+    expect(ours).toHaveLength(6);
+    template.resourceCountIs('AWS::EC2::VPC', 0);
     for (const fn of ours) {
       expect(fn.Properties.Runtime).toBe('nodejs22.x');
-      expect(fn.Properties.VpcConfig.SubnetIds).toBeDefined();
+      expect(fn.Properties.VpcConfig.SubnetIds).toEqual(['subnet-0aaaaaaaaaaaaaaaa', 'subnet-0bbbbbbbbbbbbbbbb']);
       expect(Object.keys(fn.Properties.Environment.Variables)).toEqual(expect.arrayContaining(['DATABASE_SECRET_ARN', 'DATABASE_HOST', 'KAFKA_BROKERS', 'KAFKA_AUTH']));
       expect(fn.Properties.Environment.Variables).not.toHaveProperty('DATABASE_URL');
     }
-    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 1024, 1024, 1024, 2048]);
+    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 512, 1024, 1024, 1024, 2048]);
     expect(memoryForFileBytes(128 * MiB)).toBe(1024);
     expect(memoryForFileBytes(512 * MiB)).toBe(3328);
     expect(memoryForFileBytes(1024 * MiB)).toBe(6400);
@@ -85,9 +97,18 @@ describe('the CDK stack, MSK with IAM auth, a new VPC, a new database', () => {
     expect(rules.map((r) => r.Properties.ScheduleExpression).sort()).toEqual(['rate(1 minute)', 'rate(5 minutes)']);
   });
 
-  it('Postgres through RDS Proxy with TLS, its credentials in Secrets Manager', () => {
+  it('the functions are let into the cluster\'s security group on the broker ports', () => {
+    template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', {
+      GroupId: 'sg-0cccccccccccccccc', FromPort: 9092, ToPort: 9098, IpProtocol: 'tcp',
+      SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^FunctionsSecurityGroup'), 'GroupId'] },
+    });
+  });
+
+  it('Postgres through RDS Proxy with TLS, Multi-AZ, a pinned minor version, its credentials in Secrets Manager', () => {
     template.resourceCountIs('AWS::RDS::DBInstance', 1);
+    template.hasResourceProperties('AWS::RDS::DBInstance', { MultiAZ: true, EngineVersion: '17.9', AutoMinorVersionUpgrade: false });
     template.hasResourceProperties('AWS::RDS::DBProxy', { RequireTLS: true, EngineFamily: 'POSTGRESQL' });
+    template.hasResourceProperties('AWS::RDS::DBProxyTargetGroup', { ConnectionPoolConfigurationInfo: Match.objectLike({ ConnectionBorrowTimeout: 30 }) });
     // The database's generated credentials and the reader's token.
     template.resourceCountIs('AWS::SecretsManager::Secret', 2);
   });
@@ -157,7 +178,7 @@ describe('the CDK stack, MSK with IAM auth, a new VPC, a new database', () => {
     expect(retention).toEqual([{ Ref: expect.stringMatching(/^BackfillMachineStateMachine/) }]);
   });
 
-  it('IAM: the five functions and RDS Proxy read the database secret; only the reader reads its token secret', () => {
+  it('IAM: the six functions and RDS Proxy read the database secret; only the reader reads its token secret', () => {
     const reads = [...statementsByRole(template)].flatMap(([role, statements]) => statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue')).map((s) => [role, JSON.stringify(resources(s))] as const));
     const bySecret = new Map<string, Set<string>>();
     for (const [role, secret] of reads) bySecret.set(secret, (bySecret.get(secret) ?? new Set()).add(role));
@@ -165,7 +186,7 @@ describe('the CDK stack, MSK with IAM auth, a new VPC, a new database', () => {
     const tokenSecret = [...bySecret.keys()].find((secret) => secret.includes('ReaderToken'))!;
     expect(bySecret.get(tokenSecret)).toEqual(new Set([roleOf(template, 'Reader')]));
     const databaseSecret = [...bySecret.keys()].find((secret) => secret !== tokenSecret)!;
-    const functionRoles = ['Indexer', 'Backfill', 'Tick', 'Retention', 'Reader'].map((id) => roleOf(template, id));
+    const functionRoles = ['Indexer', 'Backfill', 'Tick', 'Retention', 'Reader', 'Migrate'].map((id) => roleOf(template, id));
     expect(bySecret.get(databaseSecret)).toEqual(new Set([...functionRoles, expect.stringMatching(/^ProxyIAMRole/)]));
   });
 
@@ -175,9 +196,74 @@ describe('the CDK stack, MSK with IAM auth, a new VPC, a new database', () => {
     expect(Object.keys(reader.Properties.Environment.Variables)).toContain('OFFSETLAKE_TOKEN_SECRET_ARN');
     expect(Object.keys(template.findOutputs('ReaderUrl'))).toEqual(['ReaderUrl']);
   });
+
+  it('the reader has reserved concurrency (10 by default), so its public URL cannot take the others\' concurrency; no other function reserves any', () => {
+    const functions = Object.entries(template.findResources('AWS::Lambda::Function')) as [string, Resource][];
+    const reserved = functions.filter(([, f]) => f.Properties.ReservedConcurrentExecutions !== undefined).map(([id, f]) => [id.replace(/[0-9A-F]{8}$/, ''), f.Properties.ReservedConcurrentExecutions]);
+    expect(reserved).toEqual([['Reader', 10]]);
+  });
+
+  it('migrations run once per deploy in a custom resource carrying the catalog version; every function that uses the catalog is created after it', () => {
+    const migrations = Object.entries(template.findResources('Custom::OffsetlakeCatalogMigrations')) as [string, Resource][];
+    expect(migrations).toHaveLength(1);
+    const [migrationId, migration] = migrations[0]!;
+    expect(migration.Properties.version).toBe(latestCatalogVersion);
+    const functions = Object.entries(template.findResources('AWS::Lambda::Function')) as [string, Resource & { DependsOn?: string[] }][];
+    for (const name of ['Indexer', 'Backfill', 'Tick', 'Retention', 'Reader']) {
+      const [, fn] = functions.find(([id]) => id.startsWith(name) && !id.includes('Logs'))!;
+      expect(fn.DependsOn, name).toContain(migrationId);
+    }
+    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')) as (Resource & { DependsOn?: string[] })[];
+    for (const mapping of mappings) expect(mapping.DependsOn).toContain(migrationId);
+  });
 });
 
-describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an existing database', () => {
+describe('the CDK stack, MSK with SASL/SCRAM', () => {
+  const kafkaSecret = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:AmazonMSK_lake-AbCdEf';
+  const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+  let template: Template;
+  beforeAll(() => {
+    template = synth({ mskClusterArn: clusterArn, kafkaAuth: 'scram', kafkaSecretArn: kafkaSecret, kafkaSecretKeyArn: keyArn, kafkaBrokers: 'b-1.lake:9096', topics: 'orders', ...clusterNetwork });
+  });
+
+  it('the event source authenticates with the AmazonMSK_ secret, and every function (the indexer\'s role is the event source\'s) may decrypt its customer-managed key, through Secrets Manager only', () => {
+    const mapping = (Object.values(template.findResources('AWS::Lambda::EventSourceMapping')) as Resource[])[0]!.Properties;
+    expect(mapping.SourceAccessConfigurations).toEqual([{ Type: 'SASL_SCRAM_512_AUTH', URI: kafkaSecret }]);
+    for (const name of ['Indexer', 'Backfill', 'Tick', 'Retention', 'Reader', 'Migrate']) {
+      const decrypt = statementsByRole(template).get(roleOf(template, name))!.filter((s) => actions(s).includes('kms:Decrypt'));
+      expect(decrypt, name).toEqual([expect.objectContaining({
+        Effect: 'Allow', Resource: keyArn, Condition: { StringEquals: { 'kms:ViaService': 'secretsmanager.eu-west-1.amazonaws.com' } },
+      })]);
+    }
+  });
+});
+
+describe('two stacks in one account and region', () => {
+  it('share no physical name: every name property of one template differs from the other\'s', () => {
+    const [first, second] = synthStacks({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork }, ['Lake', 'LakeStaging']);
+    // Properties that name a resource account- or region-wide; left out are names scoped to
+    // their parent: DBName (a database in the instance), PolicyName (an inline policy of its
+    // role), TargetGroupName (a proxy's only target group, which RDS requires to be "default").
+    const names = (template: Template): Map<string, string> => {
+      const found = new Map<string, string>();
+      for (const [id, resource] of Object.entries(template.toJSON().Resources as Record<string, Resource>)) {
+        for (const [key, value] of Object.entries(resource.Properties ?? {})) {
+          // A Ref or GetAtt points at another resource of the same template: not a name of its own.
+          const reference = typeof value === 'object' && value !== null && ('Ref' in value || 'Fn::GetAtt' in value);
+          if (/Name$/.test(key) && !['DBName', 'DatabaseName', 'PolicyName', 'TargetGroupName'].includes(key) && !reference) found.set(`${id}.${key}`, JSON.stringify(value));
+        }
+      }
+      return found;
+    };
+    const [a, b] = [names(first!), names(second!)];
+    expect([...a.keys()].map((key) => key.split('.')[1]).sort()).toEqual(expect.arrayContaining(['DBProxyName', 'StateMachineName']));
+    for (const [key, value] of a) expect(value, key).not.toBe(b.get(key));
+    const proxy = (template: Template) => (Object.values(template.findResources('AWS::RDS::DBProxy')) as Resource[])[0]!.Properties.DBProxyName;
+    expect([proxy(first!), proxy(second!)]).toEqual(['Lake-catalog', 'LakeStaging-catalog']);
+  });
+});
+
+describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an existing database, VPC endpoints, no reserved concurrency', () => {
   const kafkaSecret = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:kafka-scram-AbCdEf';
   const dbSecret = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:catalog-GhIjKl';
   let template: Template;
@@ -186,7 +272,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
       kafka: 'self-managed', kafkaSecretArn: kafkaSecret, kafkaScramMechanism: 'SCRAM-SHA-256', kafkaBrokers: 'k1.example:9096', topics: 'events',
       vpcId: 'vpc-0123456789abcdef0', availabilityZones: 'eu-west-1a,eu-west-1b', privateSubnetIds: 'subnet-0aaaaaaaaaaaaaaaa,subnet-0bbbbbbbbbbbbbbbb',
       databaseInstanceId: 'catalog', databaseEndpoint: 'catalog.abc.eu-west-1.rds.amazonaws.com', databaseSecurityGroupId: 'sg-0123456789abcdef0', databaseSecretArn: dbSecret,
-      fileBytesMiB: 512,
+      fileBytesMiB: 512, vpcEndpoints: 'true', readerConcurrency: 'off', databaseMultiAz: 'false',
     });
   });
 
@@ -208,7 +294,16 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     expect(secrets).toContain(JSON.stringify(dbSecret));
     expect([...secrets].filter((r) => r.includes('ReaderToken'))).toHaveLength(1);
     const memories = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler').map((f) => f.Properties.MemorySize);
-    expect(memories.sort((a, b) => a - b)).toEqual([512, 2048, 3328, 3328, 3328]);
+    expect(memories.sort((a, b) => a - b)).toEqual([512, 512, 2048, 3328, 3328, 3328]);
+  });
+
+  it('interface endpoints for Secrets Manager and Step Functions, open to the functions on 443; no function reserves concurrency', () => {
+    const endpoints = Object.values(template.findResources('AWS::EC2::VPCEndpoint')) as Resource[];
+    expect(endpoints.map((e) => JSON.stringify(e.Properties.ServiceName)).sort()).toEqual([expect.stringContaining('secretsmanager'), expect.stringContaining('states')]);
+    for (const endpoint of endpoints) expect(endpoint.Properties).toMatchObject({ VpcEndpointType: 'Interface', PrivateDnsEnabled: true, SubnetIds: ['subnet-0aaaaaaaaaaaaaaaa', 'subnet-0bbbbbbbbbbbbbbbb'] });
+    template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 443, ToPort: 443, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^FunctionsSecurityGroup'), 'GroupId'] } });
+    const reserved = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.ReservedConcurrentExecutions !== undefined);
+    expect(reserved).toEqual([]);
   });
 });
 
@@ -216,9 +311,18 @@ describe('settings from context', () => {
   it('names the key that is missing or wrong', () => {
     expect(() => settingsFromContext(() => undefined)).toThrow(/context "mskClusterArn" is required/);
     expect(() => settingsFromContext((key) => ({ mskClusterArn: 'arn:aws:kafka:x' } as Record<string, unknown>)[key])).toThrow(/not an MSK cluster ARN/);
-    const base = { mskClusterArn: clusterArn, kafkaBrokers: 'b:9098', topics: 't' } as Record<string, unknown>;
+    const withoutNetwork = { mskClusterArn: clusterArn, kafkaBrokers: 'b:9098', topics: 't', kafkaSecurityGroupId: 'sg-0cccccccccccccccc' } as Record<string, unknown>;
+    expect(() => settingsFromContext((key) => withoutNetwork[key])).toThrow(/context "vpcId" is required for kafka=msk: the functions run in the MSK cluster's VPC/);
+    expect(() => settingsFromContext((key) => ({ ...withoutNetwork, ...clusterNetwork, kafkaSecurityGroupId: undefined } as Record<string, unknown>)[key])).toThrow(/context "kafkaSecurityGroupId" is required for kafka=msk/);
+    const base = { ...withoutNetwork, ...clusterNetwork } as Record<string, unknown>;
+    expect(() => settingsFromContext((key) => ({ ...base, kafkaAuth: 'scram', kafkaSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:AmazonMSK_x' } as Record<string, unknown>)[key]))
+      .toThrow(/context "kafkaSecretKeyArn" is required for kafkaAuth=scram: MSK only accepts SCRAM secrets encrypted with a customer-managed KMS key/);
+    expect(() => settingsFromContext((key) => ({ ...base, databaseMultiAz: 'yes' } as Record<string, unknown>)[key])).toThrow(/"databaseMultiAz" must be true or false/);
+    expect(() => settingsFromContext((key) => ({ ...base, readerConcurrency: '0' } as Record<string, unknown>)[key])).toThrow(/"readerConcurrency" must be an integer from 1 to 1000/);
     expect(() => settingsFromContext((key) => ({ ...base, batchSize: '20000' })[key])).toThrow(/"batchSize" must be an integer from 1 to 10000/);
     expect(() => settingsFromContext((key) => ({ ...base, chunksPerExecution: 5000 })[key])).toThrow(/"chunksPerExecution" must be an integer from 1 to 1800/);
-    expect(settingsFromContext((key) => base[key])).toMatchObject({ batchSize: 10_000, batchingWindowSeconds: 10, fileBytes: 128 * MiB, vpc: { kind: 'new' }, database: { kind: 'create' } });
+    expect(settingsFromContext((key) => base[key])).toMatchObject({
+      batchSize: 10_000, batchingWindowSeconds: 10, fileBytes: 128 * MiB, vpc: { kind: 'existing' }, vpcEndpoints: false, readerConcurrency: 10, database: { kind: 'create', multiAz: true },
+    });
   });
 });

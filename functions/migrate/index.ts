@@ -1,0 +1,34 @@
+/**
+ * The deploy's catalog migration: the CloudFormation custom resource CatalogMigrations
+ * (through the CDK provider framework) calls this on create and update, so the catalog is
+ * migrated once per deploy and before any function that uses it is created or updated.
+ * Deleting the stack leaves the catalog as it is (it outlives the stack: snapshot on delete).
+ */
+import { openCatalog } from '../../src/catalog/db.js';
+import { migrateCatalog } from '../../src/catalog/migrate.js';
+import { databaseUrl } from '../connections.js';
+
+export interface MigrationEvent {
+  RequestType: 'Create' | 'Update' | 'Delete';
+  PhysicalResourceId?: string;
+}
+
+export interface MigrationResponse {
+  PhysicalResourceId: string;
+  Data?: { version: number; applied: string };
+}
+
+/** One catalog per stack: the resource's id never changes, so an update never replaces (and deletes) it. */
+const physicalId = 'offsetlake-catalog';
+
+export async function handler(event: MigrationEvent): Promise<MigrationResponse> {
+  if (event.RequestType === 'Delete') return { PhysicalResourceId: event.PhysicalResourceId ?? physicalId };
+  const catalog = openCatalog(await databaseUrl(), 1);
+  try {
+    const result = await migrateCatalog(catalog);
+    console.log(JSON.stringify({ message: 'catalog migrated', version: result.version, applied: result.applied }));
+    return { PhysicalResourceId: physicalId, Data: { version: result.version, applied: result.applied.join(',') } };
+  } finally {
+    await catalog.end();
+  }
+}
