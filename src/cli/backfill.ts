@@ -1,7 +1,7 @@
 import type { ChunkResult } from '../backfill/index.js';
 import { discoverPartitions } from '../retention/discovery.js';
 import { maxChunksPerExecution } from '../backfill/limits.js';
-import { checkRetention } from '../retention/check.js';
+import { checkRetention, type PartitionRetention } from '../retention/check.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
 import { parseCommandArgs, wholeNumberFlag } from './args.js';
@@ -48,6 +48,22 @@ export async function backfillCommand(args: string[]): Promise<number> {
   return 0;
 }
 
+/** What one partition's check did and planned, in sentences; nothing when it changed nothing and nothing is due. */
+export function retentionPlan(p: PartitionRetention): string[] {
+  const where = `${p.table} partition ${p.partition}`;
+  const lines: string[] = [];
+  if (p.expiredFiles > 0) {
+    lines.push(`${where}: ${p.expiredFiles} file${p.expiredFiles === 1 ? '' : 's'} expired (Kafka now starts at offset ${p.earliest}); its live files now start at ${p.indexedStart} (were from ${p.before.indexedStart})`);
+  }
+  if (p.backfillTarget !== p.before.backfillTarget && p.backfillTarget !== null) {
+    lines.push(`${where}: backfill will stop at Kafka's earliest offset ${p.backfillTarget} (was ${p.before.backfillTarget})`);
+  }
+  if (p.backfillDue && p.backfillCursor !== null && p.backfillTarget !== null) {
+    lines.push(`${where}: offsets ${p.backfillTarget} to ${p.backfillCursor} are planned for backfill: run \`offsetlake backfill ${p.table}\``);
+  }
+  return lines;
+}
+
 /** `retention [NAME]`: one retention check of every partition, then partition discovery. */
 export async function retentionCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('retention', args, options);
@@ -64,6 +80,7 @@ export async function retentionCommand(args: string[]): Promise<number> {
   printTable(result.partitions.map((p) => ({
     table: p.table, partition: p.partition, earliest: p.earliest, expired_now: p.expiredFiles, indexed_start: p.indexedStart, backfill_target: p.backfillTarget,
   })));
+  for (const partition of result.partitions) for (const line of retentionPlan(partition)) process.stdout.write(`${line}\n`);
   for (const d of result.discovered) {
     const what = d.found === 'topic' ? `new partition ${d.partition} of ${d.table} (topic ${d.topic}): indexed from its LSO ${d.start}` : `partition ${d.partition} of ${d.table}: planned`;
     process.stdout.write(`${what}${d.backfill ? `; history below ${d.start} is due for \`offsetlake backfill ${d.table}\`` : ''}\n`);

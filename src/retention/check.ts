@@ -33,6 +33,8 @@ export interface PartitionRetention {
   backfillCursor: string | null;
   /** History is left to backfill (cursor above target), e.g. the tail of an expired file: a backfill run is due. */
   backfillDue: boolean;
+  /** The plan as it was before this check, so that a caller can say what changed. */
+  before: { indexedStart: string; backfillTarget: string | null; backfillCursor: string | null };
 }
 
 export interface RetentionResult {
@@ -48,13 +50,19 @@ export interface RetentionOptions {
   dueOnly?: boolean;
 }
 
-interface Row {
-  partition_id: number;
-  expired: number;
+interface Plan {
   indexed_start: bigint;
   backfill_target: bigint | null;
   backfill_cursor: bigint | null;
 }
+
+interface Row extends Plan {
+  partition_id: number;
+  expired: number;
+  before: Plan;
+}
+
+const text = (offset: bigint | null): string | null => (offset === null ? null : String(offset));
 
 /** One check of every partition of one table or of all (see the module comment). */
 export async function checkRetention(catalog: Catalog, kafka: KafkaConnection, options: RetentionOptions = {}): Promise<RetentionResult> {
@@ -88,9 +96,10 @@ async function checkTable(catalog: Catalog, kafka: KafkaConnection, table: Table
       earliest: String(earliest[i]!),
       expiredFiles: row.expired,
       indexedStart: String(row.indexed_start),
-      backfillTarget: row.backfill_target === null ? null : String(row.backfill_target),
-      backfillCursor: row.backfill_cursor === null ? null : String(row.backfill_cursor),
+      backfillTarget: text(row.backfill_target),
+      backfillCursor: text(row.backfill_cursor),
       backfillDue: row.backfill_cursor !== null && row.backfill_target !== null && row.backfill_cursor > row.backfill_target,
+      before: { indexedStart: String(row.before.indexed_start), backfillTarget: text(row.before.backfill_target), backfillCursor: text(row.before.backfill_cursor) },
     });
   }
   return checked;
@@ -103,7 +112,10 @@ async function checkTable(catalog: Catalog, kafka: KafkaConnection, table: Table
  */
 async function expireBelow(catalog: Catalog, tableId: bigint, partition: number, earliest: bigint): Promise<Row> {
   return inTransaction(catalog, async (client) => {
-    await client.query('SELECT 1 FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE', [tableId, partition]);
+    const before = await client.query<Plan>(
+      'SELECT indexed_start, backfill_target, backfill_cursor FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE',
+      [tableId, partition],
+    );
     const expired = await client.query(
       `UPDATE offsetlake.data_file SET expired_at = now()
        WHERE table_id = $1 AND partition_id = $2 AND expired_at IS NULL AND start_offset < $3`,
@@ -114,7 +126,7 @@ async function expireBelow(catalog: Catalog, tableId: bigint, partition: number,
       ? 'indexed_start'
       : `coalesce((SELECT min(start_offset) FROM offsetlake.data_file f WHERE f.table_id = $1 AND f.partition_id = $2 AND f.expired_at IS NULL), indexed_end)`;
     const target = 'greatest(backfill_target, $3::bigint)';
-    const updated = await client.query<Omit<Row, 'expired'>>(
+    const updated = await client.query<Omit<Row, 'expired' | 'before'>>(
       `UPDATE offsetlake.lake_partition SET
          indexed_start = ${start},
          -- No plan (history none, or not planned yet) stays no plan: greatest() ignores NULLs.
@@ -125,6 +137,6 @@ async function expireBelow(catalog: Catalog, tableId: bigint, partition: number,
        RETURNING partition_id, indexed_start, backfill_target, backfill_cursor`,
       [tableId, partition, earliest],
     );
-    return { ...updated.rows[0]!, expired: count };
+    return { ...updated.rows[0]!, expired: count, before: before.rows[0]! };
   });
 }

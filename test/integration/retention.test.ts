@@ -174,7 +174,7 @@ describe('the backfill and retention commands', () => {
     }
   }
 
-  it('backfill NAME indexes the history with progress on stderr; retention expires and reports; a bad name is a clear error', async () => {
+  it('backfill NAME indexes the history with progress on stderr; retention expires, reports, and says what it expired and planned; a bad name is a clear error', async () => {
     const topic = await newTopic(engine, 1, 'cli-backfill');
     await produce(engine.kafka, topic, records(250, 0));
     const created = await table(topic, { backfill_offsets: '100', file_bytes: '600' });
@@ -191,6 +191,18 @@ describe('the backfill and retention commands', () => {
     expect(expired.length).toBeGreaterThan(0);
     expect(expired.every((f) => f.startOffset < 120n)).toBe(true);
     expect(JSON.parse(retention.stdout)).toMatchObject({ expiredFiles: expired.length, discovered: [] });
+
+    // Without --json, retention says in sentences what it expired and what it planned.
+    const liveBefore = await listFiles(engine.catalog, created.tableId);
+    const cut = liveBefore[1]!.startOffset + 1n;
+    await deleteRecords(engine.kafka, topic, 0, cut);
+    const told = await offsetlake('retention', created.name);
+    expect(told.code, told.stderr).toBe(0);
+    const liveAfter = await listFiles(engine.catalog, created.tableId);
+    expect(liveAfter[0]!.startOffset).toBe(liveBefore[2]!.startOffset);
+    expect(told.stdout).toContain(`${created.name} partition 0: 2 files expired (Kafka now starts at offset ${cut}); its live files now start at ${liveAfter[0]!.startOffset} (were from ${liveBefore[0]!.startOffset})`);
+    expect(told.stdout).toContain(`${created.name} partition 0: offsets ${cut} to ${liveAfter[0]!.startOffset} are planned for backfill: run \`offsetlake backfill ${created.name}\``);
+    expect(told.stdout).toMatch(/2 files expired, 0 partitions discovered\n$/);
 
     const missing = await offsetlake('backfill', 'no_such_table');
     expect(missing.code).toBe(1);
