@@ -9,6 +9,9 @@ import { queryUsage } from './query.js';
 import { backfillCommand, backfillUsage, retentionCommand } from './backfill.js';
 import { topicCommand, topicUsage } from './topic.js';
 import { produceCommand, produceUsage } from './produce.js';
+import { latestCatalogVersion } from '../catalog/migrations.js';
+import { encoderVersion } from '../parquet/encoder.js';
+import project from '../../package.json' with { type: 'json' };
 
 const commands: Record<string, (args: string[]) => Promise<number>> = {
   stack: stackCommand,
@@ -37,11 +40,21 @@ ${indexUsage}
 ${backfillUsage}
 ${serveUsage}
 ${queryUsage}
-offsetlake demo`;
+offsetlake demo
+offsetlake --version`;
+
+/** What a bug report needs: this offsetlake, the catalog version it migrates to, the encoder it writes new files with. */
+function versionText(): string {
+  return `offsetlake ${project.version} (catalog version ${latestCatalogVersion}, encoder ${encoderVersion}, Node ${process.versions.node})\n`;
+}
 
 /** Runs one command; errors become one line on stderr and a non-zero exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
+  if ((name === '--version' || name === '-V' || name === 'version') && args.length === 0) {
+    process.stdout.write(versionText());
+    return 0;
+  }
   if (name === undefined || ((name === 'help' || name === '--help' || name === '-h') && args.length === 0)) {
     process.stdout.write(`${usage}\n\n\`offsetlake help COMMAND\` (or COMMAND --help) says more about one.\n`);
     return name === undefined ? 2 : 0;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { execFile, spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
@@ -100,6 +101,15 @@ describe('the offsetlake command line', () => {
     for (const args of [['table', 'create', '--help'], ['stack', 'up', '-h'], ['stack', 'help']]) expect((await offsetlake(...args)).stdout, args.join(' ')).toMatch(/usage:/);
     // demo --help did not run the demo; nothing changed
     expect((await offsetlake('table', 'list', '--json')).stdout).toBe(before);
+  });
+
+  it('--version names the package version, the catalog and encoder versions and Node, exit 0', async () => {
+    const project = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const answer = await offsetlake(flag);
+      expect(answer.code, flag).toBe(0);
+      expect(answer.stdout, flag).toMatch(new RegExp(`^offsetlake ${project.version.replaceAll('.', '\\.')} \\(catalog version \\d+, encoder \\S+, Node 22\\.\\d+\\.\\d+\\)\n$`));
+    }
   });
 
   it('usage errors are said in our words with exit 2 and change nothing; failures exit 1', async () => {
