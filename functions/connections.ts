@@ -5,7 +5,8 @@
  *   DATABASE_SECRET_ARN + DATABASE_HOST (+ _NAME)  the RDS secret's username and password,
  *                                                  through RDS Proxy, over TLS;
  *   KAFKA_BROKERS, KAFKA_AUTH (scram | iam | none), KAFKA_SECRET_ARN, KAFKA_SCRAM_MECHANISM.
- * The AWS SDK comes from the Lambda runtime (not bundled), loaded only when a secret is read.
+ * The AWS SDK clients and the MSK IAM signer are bundled with the function (infra/stack.ts),
+ * and loaded only when a secret is read or an IAM token is signed.
  */
 import type { KafkaConnectOptions } from '../src/kafka/connect.js';
 

