@@ -26,6 +26,9 @@ import { readCommittedIndependently, type IndependentRecord } from '../helpers/i
 import { deployedCopy, deployedFunctions, invokeBundle, nodeModulesAbove, synthesizeFunctions, type DeployedFunction, type SynthesizedFunction } from '../helpers/lambda-bundles.js';
 import { startSaslCaptureBroker } from '../helpers/sasl-capture-broker.js';
 import { checkTable } from '../helpers/verify.js';
+import { freshDatabase } from '../helpers/database.js';
+import { latestCatalogVersion, migrations } from '../../src/catalog/migrations.js';
+import pg from 'pg';
 
 let engine: Engine;
 let assembly: string;
@@ -91,7 +94,7 @@ async function committed(topic: string, start: bigint, end: bigint): Promise<Ind
 const json = (i: number): string => JSON.stringify({ i, pad: 'x'.repeat(60) });
 
 describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a folder with no node_modules', () => {
-  it('cdk synth gives each of the five functions one asset of index.mjs and its source map, run as index.handler on nodejs22.x', () => {
+  it('cdk synth gives each of the six functions one asset of index.mjs and its source map, run as index.handler on nodejs22.x', () => {
     expect([...functions.keys()].sort()).toEqual([...deployedFunctions].sort());
     for (const [name, fn] of functions) {
       expect({ name, files: readdirSync(fn.assetDir).sort(), handler: fn.handler, runtime: fn.runtime }).toEqual({ name, files: ['index.mjs', 'index.mjs.map'], handler: 'index.handler', runtime: 'nodejs22.x' });
@@ -157,6 +160,26 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     // The other tests' tables share this catalog; theirs may be reported as never planned.
     expect([result.discovered.filter((p) => p.table === table.name), result.backfills]).toEqual([[], []]);
     expect(await listFiles(engine.catalog, table.tableId)).toEqual([]);
+  });
+
+  it('Migrate: the CloudFormation custom resource\'s Create migrates an empty catalog to the newest version, Update applies nothing, Delete leaves it', async () => {
+    const db = await freshDatabase('bundle_migrate');
+    onTestFinished(() => db.drop());
+    const request = (type: string) => ({ RequestType: type, ServiceToken: 'arn:aws:lambda:eu-west-1:123456789012:function:provider', ResourceType: 'Custom::OffsetlakeCatalogMigrations', LogicalResourceId: 'CatalogMigrations', ResourceProperties: { version: latestCatalogVersion }, ...(type === 'Create' ? {} : { PhysicalResourceId: 'offsetlake-catalog' }) });
+    const outcomes = await invokeDeployed('Migrate', [request('Create'), request('Update'), request('Delete')], { ...stackEnv(), DATABASE_URL: db.url });
+    const all = migrations.map((m) => m.version);
+    expect(outcomes.map((o) => (o as { result: unknown }).result)).toEqual([
+      { PhysicalResourceId: 'offsetlake-catalog', Data: { version: latestCatalogVersion, applied: all.join(',') } },
+      { PhysicalResourceId: 'offsetlake-catalog', Data: { version: latestCatalogVersion, applied: '' } },
+      { PhysicalResourceId: 'offsetlake-catalog' },
+    ]);
+    const catalog = new pg.Client({ connectionString: db.url });
+    await catalog.connect();
+    try {
+      expect((await catalog.query<{ version: number }>('SELECT version FROM offsetlake.schema_migration ORDER BY version')).rows.map((r) => r.version)).toEqual(all);
+    } finally {
+      await catalog.end();
+    }
   });
 
   it('Reader: answers Function URL events: 401 without the token, the table list, and a file whose bytes hyparquet reads as the records librdkafka reads', async () => {
