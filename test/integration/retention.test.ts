@@ -56,8 +56,14 @@ describe('retention', () => {
     const firstKept = kept[0]!.startOffset;
     expect(result.expiredFiles).toBe(below.length);
     expect(result.partitions).toEqual([
-      { table: indexed.name, partition: 0, earliest: '437', expiredFiles: below.length, indexedStart: String(firstKept), backfillTarget: '437', backfillCursor: String(firstKept), backfillDue: true },
-      { table: untouched.name, partition: 0, earliest: '437', expiredFiles: 0, indexedStart: '1000', backfillTarget: null, backfillCursor: null, backfillDue: false },
+      {
+        table: indexed.name, partition: 0, earliest: '437', expiredFiles: below.length, indexedStart: String(firstKept), backfillTarget: '437', backfillCursor: String(firstKept), backfillDue: true,
+        before: { indexedStart: '0', backfillTarget: '0', backfillCursor: '0' },
+      },
+      {
+        table: untouched.name, partition: 0, earliest: '437', expiredFiles: 0, indexedStart: '1000', backfillTarget: null, backfillCursor: null, backfillDue: false,
+        before: { indexedStart: '1000', backfillTarget: null, backfillCursor: null },
+      },
     ]);
     const all = await listFiles(engine.catalog, indexed.tableId, { includeExpired: true });
     expect(all.filter((f) => f.expiredAt !== null).map((f) => f.dataFileId)).toEqual(below.map((f) => f.dataFileId));
