@@ -18,6 +18,8 @@ export interface Lease {
   indexedEnd: bigint;
   /** When the last holder first read the open range from `indexedEnd` (it may be gone). */
   openRangeSince: Date | null;
+  /** How many records that holder last reported in its open range. */
+  openRangeRecords: number;
 }
 
 export class LeaseLostError extends Error {
@@ -41,6 +43,7 @@ interface LeaseRow {
   lease_expires_at: Date;
   indexed_end: bigint;
   open_range_since: Date | null;
+  open_range_records: number;
 }
 
 const ttl = 'make_interval(secs => $TTL::double precision / 1000)';
@@ -57,7 +60,7 @@ export async function acquireLease(catalog: Catalog, tableId: bigint, partition:
        lease_expires_at = now() + ${ttl.replace('$TTL', '$4')}
      WHERE table_id = $1 AND partition_id = $2
        AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= now() OR lease_owner = $3)
-     RETURNING lease_owner, lease_epoch, lease_expires_at, indexed_end, open_range_since`,
+     RETURNING lease_owner, lease_epoch, lease_expires_at, indexed_end, open_range_since, open_range_records`,
     [tableId, partition, owner, ttlMs],
   );
   const row = result.rows[0];
@@ -84,7 +87,7 @@ export async function renewLease(catalog: Catalog | CatalogClient, lease: Lease,
        open_range_since = CASE WHEN $6::bigint IS NULL THEN open_range_since ELSE to_timestamp($8::double precision / 1000) END,
        waiting_reason = CASE WHEN $6::bigint IS NULL THEN waiting_reason ELSE $9 END
      WHERE table_id = $1 AND partition_id = $2 AND lease_owner = $3 AND lease_epoch = $4 AND lease_expires_at > now()
-     RETURNING lease_owner, lease_epoch, lease_expires_at, indexed_end, open_range_since`,
+     RETURNING lease_owner, lease_epoch, lease_expires_at, indexed_end, open_range_since, open_range_records`,
     [lease.tableId, lease.partition, lease.owner, lease.epoch, ttlMs, open?.bytes ?? null, open?.records ?? null, open?.since ?? null, open?.waitingReason ?? null],
   );
   const row = result.rows[0];
@@ -129,6 +132,7 @@ function toLease(tableId: bigint, partition: number, row: LeaseRow): Lease {
     expiresAt: row.lease_expires_at,
     indexedEnd: row.indexed_end,
     openRangeSince: row.open_range_since,
+    openRangeRecords: Number(row.open_range_records),
   };
 }
 

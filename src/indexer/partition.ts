@@ -169,6 +169,7 @@ export class PartitionIndexer {
         { fileBytes: this.table.settings.file_bytes, fileWindowMs: this.table.settings.file_window, granularity: this.table.settings.granularity },
         lease.indexedEnd,
         lease.openRangeSince?.getTime(),
+        lease.openRangeRecords,
       );
     }
     this.lease = lease;

@@ -61,6 +61,8 @@ interface OpenRange {
   maxTimestamp: number;
   maxBucket: number;
   firstReadAt: number;
+  /** How many of its first records an earlier reader had read already: the age trigger does not split those. */
+  earlierRecords: number;
 }
 
 export class RangeSealer {
@@ -74,8 +76,10 @@ export class RangeSealer {
    * `position`: where reading starts, the partition's `indexed_end` (or a chunk's start).
    * `earlierReadAt`: when an earlier reader first read the range that starts there (it held
    * it in memory and is gone); the age trigger counts from then, not from this re-read.
+   * `earlierRecords`: how many records that reader held in it. They were read before the
+   * range aged, so age does not split them off: the range ages after the last of them.
    */
-  constructor(readonly rules: SealingRules, position: bigint, private earlierReadAt?: number) {
+  constructor(readonly rules: SealingRules, position: bigint, private earlierReadAt?: number, private earlierRecords = 0) {
     this.next = position;
     this.unsealedFrom = position;
   }
@@ -141,7 +145,7 @@ export class RangeSealer {
     const open = this.open;
     if (!open) return undefined;
     if (open.bytes >= this.rules.fileBytes) return 'bytes';
-    if (now - open.firstReadAt >= this.rules.fileWindowMs) return 'age';
+    if (now - open.firstReadAt >= this.rules.fileWindowMs && open.records.length >= open.earlierRecords) return 'age';
     if (bucketOf(record.timestamp, this.rules.granularity) > open.maxBucket) return 'bucket';
     const span = Math.max(open.maxTimestamp, record.timestamp) - Math.min(open.minTimestamp, record.timestamp);
     if (span >= this.rules.fileWindowMs) return 'span';
@@ -158,8 +162,10 @@ export class RangeSealer {
       maxTimestamp: record.timestamp,
       maxBucket: bucket,
       firstReadAt: this.earlierReadAt !== undefined && this.earlierReadAt < now ? this.earlierReadAt : now,
+      earlierRecords: this.earlierReadAt !== undefined ? this.earlierRecords : 0,
     });
     this.earlierReadAt = undefined;
+    this.earlierRecords = 0;
     open.records.push(record);
     open.bytes += recordBytes(record);
     if (record.timestamp < open.minTimestamp) open.minTimestamp = record.timestamp;

@@ -32,6 +32,11 @@ export interface Scenario {
   start: bigint;
   /** When an earlier reader (now gone) first read the range that starts at `start`. */
   earlierReadAt: number | undefined;
+  /**
+   * How many records that reader held in that range. They were read before the range
+   * aged, so the age trigger does not fire at any of them (only at the records after).
+   */
+  earlierRecords: number;
   steps: Step[];
 }
 
@@ -83,13 +88,18 @@ export function laterBucket(rules: SealingRules, held: readonly KafkaRecord[], n
 }
 
 /** The triggers that hold when `next` is read at `now` into a range holding `held` (first read at `firstReadAt`). */
-export function triggersAtRecord(rules: SealingRules, held: readonly KafkaRecord[], firstReadAt: number, next: KafkaRecord, now: number): SealReason[] {
+export function triggersAtRecord(rules: SealingRules, held: readonly KafkaRecord[], firstReadAt: number, next: KafkaRecord, now: number, ageCounts = true): SealReason[] {
   const reasons: SealReason[] = [];
   if (bytesReached(rules, held)) reasons.push('bytes');
-  if (aged(rules, firstReadAt, now)) reasons.push('age');
+  if (ageCounts && aged(rules, firstReadAt, now)) reasons.push('age');
   if (laterBucket(rules, held, next)) reasons.push('bucket');
   if (spanReached(rules, held, next)) reasons.push('span');
   return reasons;
+}
+
+/** Whether age may end range `r` at its record number `held` (0-based): not among those an earlier reader had read. */
+export function ageMayEndAt(scenario: Scenario, r: number, held: number): boolean {
+  return !(r === 0 && scenario.earlierReadAt !== undefined && held < scenario.earlierRecords);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -137,7 +147,7 @@ export function modelRanges(scenario: Scenario): ModelResult {
     if (step.kind === 'batch') {
       step.records.forEach((record, i) => {
         if (open) {
-          const reasons = triggersAtRecord(rules, open.records, open.firstReadAt, record, step.now);
+          const reasons = triggersAtRecord(rules, open.records, open.firstReadAt, record, step.now, ageMayEndAt(scenario, ranges.length, open.records.length));
           if (reasons.length > 0) close(record.offset, reasons, index);
         }
         if (!open) {
@@ -306,7 +316,7 @@ export function sealingViolations(scenario: Scenario, run: SealerRun): Violation
           if (!aged(rules, firstReadAt, sealStep.now)) fail('justified', `${name}: sealed by a tick at ${sealStep.now}, but first read at ${firstReadAt}`);
           if (!endIsPosition) fail('justified', `${name}: sealed by a tick, but it does not end at the reader's position ${positionAfter[step]}`);
         } else {
-          atRecord('age', (next) => aged(rules, firstReadAt, next.now));
+          atRecord('age', (next) => aged(rules, firstReadAt, next.now) && ageMayEndAt(scenario, r, records.length));
         }
         break;
       default:
@@ -324,7 +334,7 @@ export function sealingViolations(scenario: Scenario, run: SealerRun): Violation
     const firstReadAt = r === 0 && scenario.earlierReadAt !== undefined ? Math.min(scenario.earlierReadAt, reads_[0]!.now) : reads_[0]!.now;
     for (let k = 1; k < reads_.length; k += 1) {
       const held = reads_.slice(0, k).map((read) => read.record);
-      const fired = triggersAtRecord(rules, held, firstReadAt, reads_[k]!.record, reads_[k]!.now);
+      const fired = triggersAtRecord(rules, held, firstReadAt, reads_[k]!.record, reads_[k]!.now, ageMayEndAt(scenario, r, k));
       if (fired.length > 0) fail('not-missed', `${name} went on past offset ${reads_[k]!.record.offset} (read at step ${reads_[k]!.step}), where ${fired.join(', ')} held`);
     }
     for (let t = reads_[0]!.step; t < sealedAt; t += 1) {
@@ -424,5 +434,6 @@ export function randomScenario(seed: number): Scenario {
     }
   }
   if (rand() < 0.7) steps.push({ kind: 'flush', reason: 'flush' });
-  return { seed, rules, start, earlierReadAt, steps };
+  const earlierRecords = earlierReadAt === undefined ? 0 : int(0, 6);
+  return { seed, rules, start, earlierReadAt, earlierRecords, steps };
 }

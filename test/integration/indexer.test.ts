@@ -316,6 +316,21 @@ describe('live indexing against the real broker and Postgres', () => {
     await checkTable(engine, await findTable(engine.catalog, created.name));
   });
 
+  it('serverless: a tick long after the range aged still seals every record the gone instance had read as one range', async () => {
+    const topic = await newTopic(engine, 1, 'tick-late');
+    const created = await table(topic, { file_window: '60s' });
+    await produce(engine.kafka, topic, [0, 1, 2].map((i) => ({ key: null, value: `{"i":${i}}`, partition: 0, timestamp: t0 + i })));
+    let now = Date.now();
+    const lambda = (owner: string): IndexerRuntime => ({ ...runtime(owner, () => now), releaseAfterEvent: true });
+    const event = toKafkaEvent([{ topic, partition: 0, records: (await readCommittedRange(engine.kafka, topic, 0, 0n, 3n)).records }], 'local');
+    await handleKafkaEvent(event, lambda(`instance-a-${topic}`));
+    now += 120_000;
+    const ticked = await tickIdlePartitions(lambda(`tick-${topic}`));
+    expect(ticked.map((o) => ('indexedEnd' in o ? [o.indexedEnd, o.rangesCommitted] : o.error))).toEqual([['3', 1]]);
+    const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+    expect(check.files.map((f) => [f.startOffset, f.endOffset, f.sealReason])).toEqual([[0n, 3n, 'age']]);
+  });
+
   it('raw tables keep the value bytes as they are', async () => {
     const topic = await newTopic(engine, 1, 'raw');
     const created = await table(topic, {}, 'raw');

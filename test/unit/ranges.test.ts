@@ -3,6 +3,7 @@ import { bucketOf } from '../../src/ranges/buckets.js';
 import { RangeOrderError, RangeSealer, type SealedRange, type SealingRules } from '../../src/ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../../src/kafka/record.js';
 import {
+  aged,
   bucketStart,
   bytesOf,
   modelRanges,
@@ -136,7 +137,7 @@ describe('RangeSealer: offsets with no committed record', () => {
 
 /** Drives a RangeSealer through a scenario's steps, as a partition reader does. */
 function runSealer(scenario: Scenario): SealerRun {
-  const sealer = new RangeSealer(scenario.rules, scenario.start, scenario.earlierReadAt);
+  const sealer = new RangeSealer(scenario.rules, scenario.start, scenario.earlierReadAt, scenario.earlierRecords);
   const sealed: SealerRun['sealed'] = [];
   scenario.steps.forEach((step, index) => {
     if (step.kind === 'batch') {
@@ -230,6 +231,8 @@ describe('RangeSealer on seeded out-of-order input (500 seeds), checked against 
         if (range.reasons.includes('span') && Math.max(...stamps) - Math.min(...stamps) === rules.fileWindowMs) add('span exactly file_window');
         if (range.reasons.includes('age') && sealNow !== undefined && sealNow - firstReadAt === rules.fileWindowMs) add('age exactly file_window');
         if (range.reasons.includes('age') && r === 0 && scenario.earlierReadAt !== undefined && scenario.earlierReadAt < records[0]!.now) add('age counted from an earlier reader');
+        // The earlier reader's records stay together although the range was already aged when they were read again.
+        if (r === 0 && scenario.earlierReadAt !== undefined && scenario.earlierRecords >= 2 && records.length >= scenario.earlierRecords && aged(rules, firstReadAt, records[1]!.now)) add('records an earlier reader held are not split by age');
       });
       if (model.openOffsets.length > 0) add('input ends with records in the open range');
     }
@@ -239,6 +242,7 @@ describe('RangeSealer on seeded out-of-order input (500 seeds), checked against 
       'sealed by bytes', 'sealed by span', 'sealed by bucket', 'sealed by age on a record', 'sealed by age on a tick',
       'sealed by flush', 'sealed by capacity', 'sealed by chunk',
       'bytes exactly file_bytes', 'span exactly file_window', 'age exactly file_window', 'age counted from an earlier reader',
+      'records an earlier reader held are not split by age',
       'input ends with records in the open range',
     ];
     const seen = Object.fromEntries(wanted.map((what) => [what, count.get(what) ?? 0]));
