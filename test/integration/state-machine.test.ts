@@ -17,6 +17,7 @@ import { StateMachine } from 'aws-local-stepfunctions';
 import { synthesizeBackfillDefinition } from '../../infra/definition.js';
 import { runBackfillStateMachine } from '../../infra/local-execution.js';
 import { chunkTask, planTask } from '../../src/backfill/tasks.js';
+import type { SlotStepResult } from '../../src/backfill/slot.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 
@@ -115,13 +116,13 @@ describe('the synthesized backfill state machine, executed locally', () => {
       finished = true;
     });
 
-    // Assess: two executions; the second was started by the first with its cursors, and picked up where it stopped.
+    // Assess: two executions, named after the table and their number; the second was started
+    // by the first with no cursor (they live in the catalog), and picked up where it stopped.
     expect(summary.executions).toBe(2);
-    expect(executions[0]).toEqual({ table: table.name, chunksPerExecution: 4 });
+    expect(summary.executionNames).toEqual([`${table.name}-${table.tableId}-1`, `${table.name}-${table.tableId}-2`]);
+    expect(executions[0]).toEqual({ table: table.name, execution: 1, chunksPerExecution: 4 });
     expect(executions[1]).toMatchObject({ table: table.name, chunksPerExecution: 4, execution: 2 });
-    const cursors = (executions[1] as { cursors: { partition: number; cursor: string; target: string }[] }).cursors;
-    expect(cursors.map((c) => [c.partition, c.cursor, c.target])).toEqual([[0, '500', '0'], [1, '500', '0']]);
-    expect(executions[1]).toHaveProperty('AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID');
+    expect(Object.keys(executions[1] as object).sort()).toEqual(['AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID', 'chunksPerExecution', 'execution', 'table']);
 
     const byPartition = (partition: number) => chunks.filter((c) => c.partition === partition).map((c) => [c.outcome, c.chunk?.start, c.chunk?.end]);
     for (const partition of [0, 1]) {
@@ -238,7 +239,7 @@ describe('the synthesized backfill state machine, executed locally', () => {
     const table = await tableOf(topic, { backfill_offsets: '300' });
     const { definition, stateMachineArn } = synthesizeBackfillDefinition();
     const deps = { catalog: engine.catalog, kafka: engine.kafka };
-    const results: ChunkResult[] = [];
+    const steps: SlotStepResult[] = [];
     let calls = 0;
     const machine = new StateMachine(definition as never);
     const execution = machine.run({ table: table.name } as never, {
@@ -248,24 +249,28 @@ describe('the synthesized backfill state machine, executed locally', () => {
           Replan: async (event) => (await planTask(deps, event)) as never,
           Chunk: async (event) => {
             calls += 1;
-            const result = await chunkTask(deps, event);
-            results.push(result);
+            const step = await chunkTask(deps, event);
+            steps.push(step);
             // The second chunk commits, then its response is lost: Lambda reports a failure.
             if (calls === 2) throw new Error('Lambda.SdkClientException: response lost after the chunk committed');
-            return result as never;
+            return step as never;
           },
         },
         retryIntervalOverrides: { Chunk: 0 },
       },
-      context: { StateMachine: { Id: stateMachineArn }, Execution: { Id: 'local' } } as never,
+      context: { StateMachine: { Id: stateMachineArn }, Execution: { Id: 'local', Name: `${table.name}-retry` } } as never,
     });
     await execution.result;
-    expect(results.map((r) => [r.outcome, r.chunk?.start, r.chunk?.end, r.cursor])).toEqual([
+    // The retried step finds the record its first attempt committed with its chunk; the slot's
+    // last step finds nothing left to claim.
+    expect(steps.map((s) => s.result && [s.result.outcome, s.result.chunk?.start, s.result.chunk?.end, s.result.cursor])).toEqual([
       ['committed', '600', '900', '600'],
       ['committed', '300', '600', '300'],
       ['skipped', undefined, undefined, '300'],
       ['committed', '0', '300', '0'],
+      null,
     ]);
+    expect(steps.map((s) => s.idle)).toEqual([false, false, false, false, true]);
     const check = await checkTable(engine, await findTable(engine.catalog, table.name));
     expect(check.committedOffsets.get(0)!.length).toBe(900);
     expect(check.files.reduce((n, f) => n + Number(f.recordCount), 0)).toBe(900);
