@@ -4,7 +4,7 @@
  * steps, and each step:
  *   - if this very step ran before (its answer was lost and Step Functions retried it),
  *     reports the partition it ran, outcome `skipped`, and changes nothing;
- *   - else claims the next partition with work (the one the slot holds first, then the
+ *   - else claims the next partition with work (the one of its last step first, then the
  *     free one with the lowest id), runs that partition's next chunk, and records the
  *     step in the chunk's commit (backfill_step);
  *   - reports `idle` when no partition with work is free: the slot's loop ends.
@@ -18,7 +18,7 @@
  * execution's claims expire after the table's lease_ttl; the scheduled check then resumes
  * the backfill (src/backfill/resume.ts).
  */
-import { backfillState, claimNextBackfill, findBackfillStep, releaseSlotClaims, type SlotStep } from '../catalog/backfill.js';
+import { backfillState, claimNextBackfill, lastSlotStep, releaseSlotClaims, type SlotStep } from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
 import { findTableById } from '../catalog/tables.js';
 import type { KafkaConnection } from '../kafka/connect.js';
@@ -79,12 +79,12 @@ export async function backfillSlotStep(catalog: Catalog, kafka: KafkaConnection,
   const mark: SlotStep = { slot: slotOwner(executionName, slot), step };
   const last = step + 1 >= budget;
 
-  const ranBefore = await findBackfillStep(catalog, tableId, mark);
+  const before = await lastSlotStep(catalog, tableId, mark.slot);
   let result: ChunkResult;
-  if (ranBefore !== undefined) {
-    result = chunkResult(table, await backfillState(catalog, tableId, ranBefore), 'skipped', noWork, started);
+  if (before?.step === step) {
+    result = chunkResult(table, await backfillState(catalog, tableId, before.partition), 'skipped', noWork, started);
   } else {
-    const claimed = await claimNextBackfill(catalog, tableId, mark.slot, ttlMs);
+    const claimed = await claimNextBackfill(catalog, tableId, mark.slot, ttlMs, before?.partition);
     if (!claimed) return { idle: true, result: null };
     result = await new ChunkRun(catalog, table, claimed.claim, ttlMs, kafka, options, mark).run(claimed.state, undefined, started);
   }

@@ -177,23 +177,21 @@ const claimable = '(backfill_owner IS NULL OR backfill_expires_at IS NULL OR bac
 
 /**
  * Claims, for a slot of a state machine execution (`owner`), the partition whose next
- * chunk it runs: the one the slot held last if that still has work and nobody took it
- * since, else the free partition with work that has the lowest id (free: no claim, an
- * expired one, or the slot's own). Undefined when no partition with work is free. Two
- * slots that pick the same partition at once: Postgres orders their UPDATEs and checks
- * the second one's WHERE again on the row the first wrote, so it claims nothing and
- * looks again.
+ * chunk it runs: `preferred` (the partition of the slot's last step) if that still has
+ * work and nobody took it since, else the free partition with work that has the lowest id
+ * (free: no claim, an expired one, or the slot's own). Undefined when no partition with
+ * work is free. Two slots that pick the same partition at once: Postgres orders their
+ * UPDATEs and checks the second one's WHERE again on the row the first wrote, so it
+ * claims nothing and looks again.
  */
-export async function claimNextBackfill(catalog: Catalog, tableId: bigint, owner: string, ttlMs: number): Promise<{ claim: BackfillClaim; state: BackfillState } | undefined> {
-  for (;;) {
-    const next = await catalog.query<{ partition_id: number }>(
-      `SELECT partition_id FROM offsetlake.lake_partition
-       WHERE table_id = $1 AND backfill_cursor > backfill_target AND ${claimable}
-       ORDER BY backfill_owner IS NOT DISTINCT FROM $2 DESC, partition_id LIMIT 1`,
-      [tableId, owner],
-    );
-    const partition = next.rows[0]?.partition_id;
-    if (partition === undefined) return undefined;
+export async function claimNextBackfill(
+  catalog: Catalog,
+  tableId: bigint,
+  owner: string,
+  ttlMs: number,
+  preferred?: number,
+): Promise<{ claim: BackfillClaim; state: BackfillState } | undefined> {
+  const claim = async (partition: number) => {
     const claimed = await catalog.query<StateRow & { backfill_epoch: bigint }>(
       `UPDATE offsetlake.lake_partition SET
          backfill_epoch = CASE WHEN backfill_owner = $2 THEN backfill_epoch ELSE backfill_epoch + 1 END,
@@ -203,7 +201,24 @@ export async function claimNextBackfill(catalog: Catalog, tableId: bigint, owner
       [tableId, owner, partition, ttlMs],
     );
     const row = claimed.rows[0];
-    if (row) return { claim: { tableId, partition, owner, epoch: row.backfill_epoch }, state: toState(row) };
+    return row && { claim: { tableId, partition, owner, epoch: row.backfill_epoch }, state: toState(row) };
+  };
+  if (preferred !== undefined) {
+    const kept = await claim(preferred);
+    if (kept) return kept;
+  }
+  for (;;) {
+    // In partition order along lake_partition_backfill_left: the first free row ends the scan.
+    const next = await catalog.query<{ partition_id: number }>(
+      `SELECT partition_id FROM offsetlake.lake_partition
+       WHERE table_id = $1 AND backfill_cursor > backfill_target AND ${claimable}
+       ORDER BY table_id, partition_id LIMIT 1`,
+      [tableId, owner],
+    );
+    const partition = next.rows[0]?.partition_id;
+    if (partition === undefined) return undefined;
+    const claimed = await claim(partition);
+    if (claimed) return claimed;
   }
 }
 
@@ -250,13 +265,14 @@ export async function recordBackfillStep(catalog: Catalog | CatalogClient, table
   );
 }
 
-/** The partition this very step ran a chunk of, if it ran before (a retry after a lost answer). */
-export async function findBackfillStep(catalog: Catalog | CatalogClient, tableId: bigint, step: SlotStep): Promise<number | undefined> {
-  const found = await catalog.query<{ partition_id: number }>(
-    'SELECT partition_id FROM offsetlake.backfill_step WHERE table_id = $1 AND slot = $2 AND step = $3',
-    [tableId, step.slot, step.step],
+/** A slot's last recorded step and the partition it ran a chunk of (undefined before its first). */
+export async function lastSlotStep(catalog: Catalog | CatalogClient, tableId: bigint, slot: string): Promise<{ step: number; partition: number } | undefined> {
+  const found = await catalog.query<{ step: number; partition_id: number }>(
+    'SELECT step, partition_id FROM offsetlake.backfill_step WHERE table_id = $1 AND slot = $2',
+    [tableId, slot],
   );
-  return found.rows[0]?.partition_id;
+  const row = found.rows[0];
+  return row && { step: row.step, partition: row.partition_id };
 }
 
 /** Steps are retried within minutes (8 attempts, at most 2 minutes apart): a day-old record is no longer needed. */
