@@ -15,6 +15,7 @@ import { toBackfillPartition } from '../src/backfill/plan.js';
 import type { BackfillStarter } from '../src/backfill/resume.js';
 import { chunkTask, planTask, type BackfillTaskDeps } from '../src/backfill/tasks.js';
 import { backfillStates as partitionStates } from '../src/catalog/backfill.js';
+import { recordBackfillExecution } from '../src/catalog/backfill-executions.js';
 import { findTable } from '../src/catalog/tables.js';
 
 /** One event of a local execution: a state entered or exited (with its input and output), a Map iteration, … (the library does not export the type). */
@@ -73,9 +74,10 @@ export async function runBackfillStateMachine(
   progress: (chunk: ChunkResult) => void = () => {},
   options: LocalBackfillOptions = {},
 ): Promise<LocalBackfillSummary> {
-  const first = await nextBackfillExecution(engine.catalog, tableName, options.chunksPerExecution);
+  const { tableId, execution, ...first } = await nextBackfillExecution(engine.catalog, tableName, options.chunksPerExecution);
   const executions = options.executions ?? localExecutions();
   executions.start(first.name, first.input);
+  await recordBackfillExecution(engine.catalog, tableId, execution);
   return runChain(engine, first, progress, { ...options, executions });
 }
 

@@ -37,11 +37,18 @@ export interface BackfillStart {
   input: BackfillExecutionInput;
 }
 
-/** The execution that comes next for a table's backfill: one above the last that ran or was started. */
-export async function nextBackfillExecution(catalog: Catalog, tableName: string, chunksPerExecution?: number): Promise<BackfillStart> {
+/**
+ * The execution that comes next for a table's backfill: one above the last that ran or was
+ * started. Whoever starts it records its number once StartExecution answered
+ * (recordBackfillExecution), so that an execution that dies before its plan ran is not
+ * named again.
+ */
+export async function nextBackfillExecution(catalog: Catalog, tableName: string, chunksPerExecution?: number): Promise<BackfillStart & { tableId: bigint; execution: number }> {
   const table = await findTable(catalog, tableName);
   const execution = (await lastBackfillExecution(catalog, table.tableId)) + 1;
   return {
+    tableId: table.tableId,
+    execution,
     name: backfillExecutionName(table.name, table.tableId, execution),
     input: { table: table.name, execution, ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}) },
   };
