@@ -139,28 +139,38 @@ export async function raiseBackfillTarget(catalog: Catalog | CatalogClient, tabl
 
 const ttlSql = (param: string) => `now() + make_interval(secs => ${param}::double precision / 1000)`;
 
+/** The claim is free for `owner`: nobody holds it, it expired, or it is the owner's own. */
+const freeFor = (owner: string) => `(backfill_owner IS NULL OR backfill_expires_at IS NULL OR backfill_expires_at <= now() OR backfill_owner = ${owner})`;
+
+/**
+ * Takes the partition's claim for `owner` if it is free; the epoch grows unless the claim
+ * was the owner's already (nobody else can have committed in between). `withWork`: only
+ * while the partition has backfill left.
+ */
+async function takeClaim(catalog: Catalog, tableId: bigint, partition: number, owner: string, ttlMs: number, withWork: boolean): Promise<{ claim: BackfillClaim; state: BackfillState } | undefined> {
+  const result = await catalog.query<StateRow & { backfill_epoch: bigint }>(
+    `UPDATE offsetlake.lake_partition SET
+       backfill_epoch = CASE WHEN backfill_owner = $3 THEN backfill_epoch ELSE backfill_epoch + 1 END,
+       backfill_owner = $3, backfill_expires_at = ${ttlSql('$4')}
+     WHERE table_id = $1 AND partition_id = $2 AND ${freeFor('$3')}${withWork ? ' AND backfill_cursor > backfill_target' : ''}
+     RETURNING ${stateColumns}, backfill_epoch`,
+    [tableId, partition, owner, ttlMs],
+  );
+  const row = result.rows[0];
+  return row && { claim: { tableId, partition, owner, epoch: row.backfill_epoch }, state: toState(row) };
+}
+
 /**
  * Claims the partition's backfill for one chunk, if it is free, expired, or ours (then
  * the epoch is kept: nobody else can have committed in between). Returns the plan as the
  * claim found it; throws BackfillClaimedError while another run holds a live claim.
  */
 export async function claimBackfill(catalog: Catalog, tableId: bigint, partition: number, owner: string, ttlMs: number): Promise<{ claim: BackfillClaim; state: BackfillState }> {
-  const result = await catalog.query<StateRow & { backfill_epoch: bigint }>(
-    `UPDATE offsetlake.lake_partition SET
-       backfill_epoch = CASE WHEN backfill_owner = $3 THEN backfill_epoch ELSE backfill_epoch + 1 END,
-       backfill_owner = $3, backfill_expires_at = ${ttlSql('$4')}
-     WHERE table_id = $1 AND partition_id = $2
-       AND (backfill_owner IS NULL OR backfill_expires_at IS NULL OR backfill_expires_at <= now() OR backfill_owner = $3)
-     RETURNING ${stateColumns}, backfill_epoch`,
-    [tableId, partition, owner, ttlMs],
-  );
-  const row = result.rows[0];
-  if (!row) {
-    const held = await catalog.query<{ backfill_owner: string | null }>('SELECT backfill_owner FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2', [tableId, partition]);
-    if (!held.rows[0]) throw new Error(`table ${tableId} has no partition ${partition} in the catalog`);
-    throw new BackfillClaimedError(tableId, partition, held.rows[0].backfill_owner ?? 'another run');
-  }
-  return { claim: { tableId, partition, owner, epoch: row.backfill_epoch }, state: toState(row) };
+  const taken = await takeClaim(catalog, tableId, partition, owner, ttlMs, false);
+  if (taken) return taken;
+  const held = await catalog.query<{ backfill_owner: string | null }>('SELECT backfill_owner FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2', [tableId, partition]);
+  if (!held.rows[0]) throw new Error(`table ${tableId} has no partition ${partition} in the catalog`);
+  throw new BackfillClaimedError(tableId, partition, held.rows[0].backfill_owner ?? 'another run');
 }
 
 /** Extends a live claim; throws BackfillClaimLostError when it expired or another run took it. */
@@ -172,8 +182,6 @@ export async function renewBackfillClaim(catalog: Catalog, claim: BackfillClaim,
   );
   if ((result.rowCount ?? 0) === 0) throw await lostClaim(catalog, claim);
 }
-
-const claimable = '(backfill_owner IS NULL OR backfill_expires_at IS NULL OR backfill_expires_at <= now() OR backfill_owner = $2)';
 
 /**
  * Claims, for a slot of a state machine execution (`owner`), the partition whose next
@@ -191,33 +199,21 @@ export async function claimNextBackfill(
   ttlMs: number,
   preferred?: number,
 ): Promise<{ claim: BackfillClaim; state: BackfillState } | undefined> {
-  const claim = async (partition: number) => {
-    const claimed = await catalog.query<StateRow & { backfill_epoch: bigint }>(
-      `UPDATE offsetlake.lake_partition SET
-         backfill_epoch = CASE WHEN backfill_owner = $2 THEN backfill_epoch ELSE backfill_epoch + 1 END,
-         backfill_owner = $2, backfill_expires_at = ${ttlSql('$4')}
-       WHERE table_id = $1 AND partition_id = $3 AND backfill_cursor > backfill_target AND ${claimable}
-       RETURNING ${stateColumns}, backfill_epoch`,
-      [tableId, owner, partition, ttlMs],
-    );
-    const row = claimed.rows[0];
-    return row && { claim: { tableId, partition, owner, epoch: row.backfill_epoch }, state: toState(row) };
-  };
   if (preferred !== undefined) {
-    const kept = await claim(preferred);
+    const kept = await takeClaim(catalog, tableId, preferred, owner, ttlMs, true);
     if (kept) return kept;
   }
   for (;;) {
     // In partition order along lake_partition_backfill_left: the first free row ends the scan.
     const next = await catalog.query<{ partition_id: number }>(
       `SELECT partition_id FROM offsetlake.lake_partition
-       WHERE table_id = $1 AND backfill_cursor > backfill_target AND ${claimable}
+       WHERE table_id = $1 AND backfill_cursor > backfill_target AND ${freeFor('$2')}
        ORDER BY table_id, partition_id LIMIT 1`,
       [tableId, owner],
     );
     const partition = next.rows[0]?.partition_id;
     if (partition === undefined) return undefined;
-    const claimed = await claim(partition);
+    const claimed = await takeClaim(catalog, tableId, partition, owner, ttlMs, true);
     if (claimed) return claimed;
   }
 }
