@@ -3,7 +3,8 @@
  * at once. An execution holds at most 25,000 history events and writes at most
  * 30 + 9 × chunksPerExecution + 4 × slots of them (infra/backfill.ts has the count;
  * test/unit/backfill-history.test.ts counts them): 13,570 for the default 1,500 steps
- * over 10 slots, 16,270 for the maximum 1,800, leaving room for retries (3 events each).
+ * over 10 slots, 16,270 for the maximum 1,800 (16,390 over 40 slots), leaving room for
+ * retries (3 events each).
  */
 export const defaultChunksPerExecution = 1_500;
 export const maxChunksPerExecution = 1_800;

@@ -12,11 +12,11 @@
  * from the catalog and commits the next one there, under a claim fenced by its epoch.
  *
  * A slot keeps its claim between its steps (it stays on one partition and no other slot
- * takes it in between), also when a step fails (the retry takes it back, same owner, same
- * epoch), and hands it back after the partition's last chunk and after the slot's last
- * step, so the next execution finds every partition free. A failed or timed-out
- * execution's claims expire after the table's lease_ttl; the scheduled check then resumes
- * the backfill (src/backfill/resume.ts).
+ * takes it in between) and hands it back after the partition's last chunk, after the
+ * slot's last step (so the next execution finds every partition free) and when a step
+ * fails (its retry may come minutes later; the claim is free for others meanwhile). A
+ * failed or timed-out execution's claims expire after the table's lease_ttl; the
+ * scheduled check then resumes the backfill (src/backfill/resume.ts).
  */
 import { backfillState, claimNextBackfill, lastSlotStep, releaseSlotClaims, type SlotStep } from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
@@ -86,7 +86,12 @@ export async function backfillSlotStep(catalog: Catalog, kafka: KafkaConnection,
   } else {
     const claimed = await claimNextBackfill(catalog, tableId, mark.slot, ttlMs, before?.partition);
     if (!claimed) return { idle: true, result: null };
-    result = await new ChunkRun(catalog, table, claimed.claim, ttlMs, kafka, options, mark).run(claimed.state, undefined, started);
+    try {
+      result = await new ChunkRun(catalog, table, claimed.claim, ttlMs, kafka, options, mark).run(claimed.state, undefined, started);
+    } catch (error) {
+      await releaseSlotClaims(catalog, tableId, mark.slot).catch(() => {});
+      throw error;
+    }
   }
   if (result.done || last) await releaseSlotClaims(catalog, tableId, mark.slot);
   return { idle: false, result };

@@ -64,10 +64,11 @@ export interface UnattendedBackfill {
 /**
  * Tables (not dropped) whose backfill has partitions left and no live claim on any of
  * them: no execution is working on them. A slot holds its claim during a chunk (renewed)
- * and between its steps (src/backfill/slot.ts); a failed or timed-out execution's claims
- * expire after the table's lease_ttl. An execution that waits out a retry longer than
- * that looks the same: the scheduled check then starts the execution it would continue
- * as, under the same name, so the two end as one chain (src/backfill/resume.ts).
+ * and between its successful steps (src/backfill/slot.ts); a failed or timed-out
+ * execution's claims expire after the table's lease_ttl. An execution that waits out a
+ * retry, or that is between its last step and its ContinueAsNew, looks the same: the
+ * scheduled check then starts the execution it would continue as, under the same name,
+ * so the two end as one chain (src/backfill/resume.ts).
  */
 export async function unattendedBackfills(catalog: Catalog | CatalogClient, tableName?: string): Promise<UnattendedBackfill[]> {
   const result = await catalog.query<{ table_id: bigint; table_name: string; backfill_execution: bigint }>(
