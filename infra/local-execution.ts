@@ -7,7 +7,7 @@
  */
 import { StateMachine } from 'aws-local-stepfunctions';
 import { synthesizeBackfillDefinition, type SynthesizedBackfill } from './definition.js';
-import { backfillStates } from './backfill.js';
+import { backfillStates, executionAlreadyExists } from './backfill.js';
 import { LocalExecutions } from './local-executions.js';
 import type { BackfillPartition, BackfillRunner, BackfillSummary, ChunkResult } from '../src/backfill/index.js';
 import { nextBackfillExecution, type BackfillStart } from '../src/backfill/executions.js';
@@ -95,8 +95,14 @@ export function localBackfillStarter(
 ): BackfillStarter {
   return async (start) => {
     const executions = options.executions ?? localExecutions();
-    // Not started: the running execution of this name and input is the answer (Step Functions returns it).
-    const { started } = executions.start(start.name, start.input);
+    let started: boolean;
+    try {
+      // Not started: the running execution of this name and input is the answer (Step Functions returns it).
+      ({ started } = executions.start(start.name, start.input));
+    } catch (error) {
+      if ((error as { name?: unknown }).name === executionAlreadyExists) return 'exists';
+      throw error;
+    }
     if (started) onStarted(start, () => runChain(engine, start, options.progress ?? (() => {}), { ...options, executions }));
     return 'started';
   };

@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { backfillExecutionName, executionNamePattern } from '../../src/backfill/executions.js';
 import { stepFunctionsStarter, type StartExecutionRequest } from '../../functions/retention/index.js';
 import { LocalExecutions } from '../../infra/local-executions.js';
+import { localBackfillStarter } from '../../infra/local-execution.js';
+import type { BackfillRunner } from '../../src/backfill/index.js';
 
 describe('backfill execution names', () => {
   it('<table>-<table id>-<number>: 1–80 letters, digits, - and _, the same every time', () => {
@@ -60,5 +62,19 @@ describe('StartExecution of a backfill execution', () => {
     executions.close('orders-7-2');
     expect(() => executions.start('orders-7-2', input)).toThrow(alreadyExists);
     expect(() => executions.start('orders 7/2', input)).toThrow(expect.objectContaining({ name: 'StepFunctions.InvalidNameException' }));
+  });
+
+  it('the scheduled check\'s local StartExecution answers as the AWS one: started (new, or running with the same input) or exists', async () => {
+    const executions = new LocalExecutions(arn);
+    const runs: string[] = [];
+    // No execution runs here (the test runs none of them), so no engine is needed.
+    const start = localBackfillStarter({} as BackfillRunner, (started) => runs.push(started.name), { executions });
+    const input = { table: 'orders', execution: 2 };
+    expect(await start({ name: 'orders-7-2', input })).toBe('started');
+    expect(await start({ name: 'orders-7-2', input })).toBe('started');
+    expect(await start({ name: 'orders-7-2', input: { ...input, chunksPerExecution: 4 } })).toBe('exists');
+    executions.close('orders-7-2');
+    expect(await start({ name: 'orders-7-2', input })).toBe('exists');
+    expect(runs).toEqual(['orders-7-2']);
   });
 });
