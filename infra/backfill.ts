@@ -5,34 +5,50 @@
  *   Plan ─▶ HasWork? ─no─▶ Done
  *              │yes
  *              ▼
- *   Partitions (Map over the plan's partitions; per partition:
- *       Chunk ─▶ Count ─▶ MoreChunks? ─done──────▶ PartitionDone
+ *   Slots (Map over a few slot numbers; per slot:
+ *       Chunk ─▶ Count ─▶ MoreChunks? ─idle───────────▶ SlotIdle
  *         ▲                   │ chunks ≥ budget ─▶ BudgetSpent
  *         └───────────────────┘ otherwise)
  *              ▼
  *   Replan ─▶ Unfinished? ─no─▶ Done
  *              │yes
  *              ▼
- *   ContinueAsNew (StartExecution of this state machine with the plan's cursors) ─▶ end
+ *   ContinueAsNew (StartExecution of this machine, named continuation.name) ─▶ end
+ *        └─ ExecutionAlreadyExists ─▶ AlreadyContinued
  *
- * History events. One execution holds at most 25,000. A chunk costs 9 (Chunk: entered,
+ * The state is O(1) in the table's partitions: cursors live in the catalog. The plan
+ * hands over counts, the next execution's number and name, and at most `maxConcurrency`
+ * slot numbers; each Chunk step claims the next partition with work in the catalog (its
+ * own first), runs its chunk and commits the cursor there (src/backfill/slot.ts), and
+ * answers `idle` when nothing is left to claim. ContinueAsNew's input is the table, the
+ * budget and the next execution's number. Measured at 5,000 partitions: every state's
+ * input and output stays under 1 KiB (test/integration/state-machine.test.ts).
+ *
+ * The next execution's name is `<table>-<table id>-<number>` (src/backfill/executions.ts):
+ * a retried StartExecution with the same name and input returns the same execution, and
+ * ExecutionAlreadyExists means that execution was started already (by this chain, or by
+ * the scheduled check resuming it, src/backfill/resume.ts): this one ends, one chain goes on.
+ *
+ * History events. One execution holds at most 25,000. A step costs 9 (Chunk: entered,
  * scheduled, started, succeeded, exited; Count and MoreChunks: entered, exited each); a
- * partition's Map iteration 4 more (iteration started and succeeded, its final Succeed
- * state entered and exited); Plan, HasWork, Replan, Unfinished, ContinueAsNew and the
- * Map's own events under 30. The plan hands one execution at most `chunksPerExecution`
- * chunks over at most as many partitions (each gets `chunksPerPartition` =
- * ⌊chunksPerExecution / partitions⌋ ≥ 1), so one execution writes ≤ 30 + 9 × chunks +
- * 4 × partitions ≤ 30 + 13 × chunksPerExecution events: 19,530 for the default 1,500
- * (room for ~1,800 retry events, 3 per Lambda retry), 23,430 for the allowed maximum
- * 1,800 (src/backfill/limits.ts). A backfill of 10^9 offsets in 100,000-offset
- * chunks is 10,000 chunks: 7 executions, each started by the last.
+ * slot's Map iteration 4 more (iteration started and succeeded, its final Succeed state
+ * entered and exited); Plan, HasWork, the Map's own four, Replan, Unfinished,
+ * ContinueAsNew (or its caught failure and AlreadyContinued) and the execution's start
+ * and end stay under 30. The plan runs at most min(maxConcurrency, chunksPerExecution)
+ * slots of ⌊chunksPerExecution / slots⌋ steps each (an idle step included), so one
+ * execution writes ≤ 30 + 9 × chunksPerExecution + 4 × slots events: 13,570 for the
+ * default 1,500 over 10 slots (room for ~3,800 Lambda retries, 3 events each), 16,270 for
+ * the allowed maximum 1,800 (src/backfill/limits.ts). A backfill of 10^9 offsets in
+ * 100,000-offset chunks is 10,000 chunks: 7 executions, each started by the last.
  *
  * The task contract (functions/backfill, src/backfill/tasks.ts):
- *   Plan / Replan: {action: 'plan', table, chunksPerExecution?, execution?}
- *                  → {table, chunksPerExecution, execution, chunksPerPartition, partitions: [cursor]}
- *   Chunk:         {action: 'chunk', table, cursor} → cursor (with `done`)
- * A chunk is idempotent (its range is committed contiguously, once), so every task retries
- * on any error: a chunk run twice changes nothing.
+ *   Plan / Replan: {action: 'plan', table, input, slots}
+ *                  → {table, tableId, chunksPerExecution, execution, continuation: {execution, name},
+ *                     slots: [0, 1, …], chunksPerSlot, left, claimable, finished}
+ *   Chunk:         {action: 'chunk', table, tableId, executionName, slot, step, budget}
+ *                  → {idle, result: chunk result | null}
+ * A step is idempotent (a retried step finds the record its first attempt committed with
+ * its chunk, and changes nothing), so every task retries on any error.
  */
 import { ArnFormat, Aws, Duration, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -41,6 +57,8 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
+import { stackScopedName } from './names.js';
+import { defaultSlots, maxSlots } from '../src/backfill/limits.js';
 
 /** State names the local runner maps to the engine (taskResourceLocalHandlers is keyed by state name). */
 export const backfillStates = {
@@ -53,10 +71,13 @@ export const backfillStates = {
 /** Error names (Lambda's errorType) of requests that can never succeed: not retried. */
 export const badRequestErrors = ['BackfillTaskError', 'ChunkRequestError', 'TableError'] as const;
 
+/** StartExecution's error for a name already used (Step Functions' service integration names it so). */
+export const executionAlreadyExists = 'StepFunctions.ExecutionAlreadyExistsException';
+
 export interface BackfillStateMachineProps {
   /** The function behind Plan, Replan and Chunk (functions/backfill). */
   backfill: lambda.IFunction;
-  /** How many partitions run their chunks at once. */
+  /** Slots: how many partitions run their chunks at once (default 10, at most 40). */
   maxConcurrency?: number;
 }
 
@@ -66,9 +87,13 @@ export class BackfillStateMachine extends Construct {
   constructor(scope: Construct, id: string, props: BackfillStateMachineProps) {
     super(scope, id);
     const stack = Stack.of(this);
+    const maxConcurrency = props.maxConcurrency ?? defaultSlots;
+    if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > maxSlots) {
+      throw new Error(`backfill state machine: maxConcurrency must be a whole number from 1 to ${maxSlots}, got ${maxConcurrency}`);
+    }
     // A fixed name, so the machine's own ARN is known without referring to the machine:
     // the StartExecution permission on itself would otherwise be a circular dependency.
-    const name = `${stack.stackName}-backfill`;
+    const name = stackScopedName(this, 'backfill', 80);
     const selfArn = stack.formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
 
     const retryAll = (task: sfn.TaskStateBase): void => {
@@ -85,11 +110,12 @@ export class BackfillStateMachine extends Construct {
         payload: sfn.TaskInput.fromObject({
           action: 'plan',
           table: sfn.JsonPath.stringAt('$.table'),
-          // The execution input, so the plan can take its defaults and the last execution's cursors.
+          // The execution input (Replan: the state), so the plan keeps its budget and number.
           input: sfn.JsonPath.entirePayload,
+          slots: maxConcurrency,
         }),
         // Plan: no ResultPath (its result replaces the state; aws-local-stepfunctions 3.0.0
-        // would nest an explicit "$" under a key "$"). Replan: $.next.
+        // would nest an explicit "$" under a key "$"). Replan: $.replan.
         ...(resultPath ? { resultPath } : {}),
       });
       retryAll(task);
@@ -105,66 +131,81 @@ export class BackfillStateMachine extends Construct {
       payload: sfn.TaskInput.fromObject({
         action: 'chunk',
         table: sfn.JsonPath.stringAt('$.table'),
-        cursor: sfn.JsonPath.objectAt('$.cursor'),
+        tableId: sfn.JsonPath.stringAt('$.tableId'),
+        executionName: sfn.JsonPath.stringAt('$.executionName'),
+        slot: sfn.JsonPath.numberAt('$.slot'),
+        step: sfn.JsonPath.numberAt('$.chunks'),
+        budget: sfn.JsonPath.numberAt('$.budget'),
       }),
-      resultPath: '$.cursor',
+      resultPath: '$.step',
     });
     retryAll(chunk);
-    // The chunk counter lives in the state: it is what bounds one execution's history.
+    // The step counter lives in the state: it is what bounds one execution's history. The
+    // step's result is dropped here; only whether the slot found work goes on.
     const count = new sfn.Pass(this, 'Count', {
       parameters: {
         table: sfn.JsonPath.stringAt('$.table'),
-        cursor: sfn.JsonPath.objectAt('$.cursor'),
+        tableId: sfn.JsonPath.stringAt('$.tableId'),
+        executionName: sfn.JsonPath.stringAt('$.executionName'),
+        slot: sfn.JsonPath.numberAt('$.slot'),
         budget: sfn.JsonPath.numberAt('$.budget'),
         chunks: sfn.JsonPath.mathAdd(sfn.JsonPath.numberAt('$.chunks'), 1),
+        idle: sfn.JsonPath.stringAt('$.step.idle'),
       },
     });
-    const perPartition = chunk.next(count).next(
+    const perSlot = chunk.next(count).next(
       new sfn.Choice(this, 'MoreChunks')
-        .when(sfn.Condition.booleanEquals('$.cursor.done', true), new sfn.Succeed(this, 'PartitionDone'))
+        .when(sfn.Condition.booleanEquals('$.idle', true), new sfn.Succeed(this, 'SlotIdle'))
         .when(sfn.Condition.numberGreaterThanEqualsJsonPath('$.chunks', '$.budget'), new sfn.Succeed(this, 'BudgetSpent'))
         .otherwise(chunk),
     );
-    const partitions = new sfn.Map(this, 'Partitions', {
-      itemsPath: '$.partitions',
-      maxConcurrency: props.maxConcurrency ?? 10,
+    const slots = new sfn.Map(this, 'Slots', {
+      itemsPath: '$.slots',
+      maxConcurrency,
       itemSelector: {
         table: sfn.JsonPath.stringAt('$.table'),
-        cursor: sfn.JsonPath.objectAt('$$.Map.Item.Value'),
-        budget: sfn.JsonPath.numberAt('$.chunksPerPartition'),
+        tableId: sfn.JsonPath.stringAt('$.tableId'),
+        // With the slot's number, the owner of the slot's claims and the key of its step records.
+        executionName: sfn.JsonPath.stringAt('$$.Execution.Name'),
+        slot: sfn.JsonPath.numberAt('$$.Map.Item.Value'),
+        budget: sfn.JsonPath.numberAt('$.chunksPerSlot'),
         chunks: 0,
       },
       resultPath: sfn.JsonPath.DISCARD,
     });
-    partitions.itemProcessor(perPartition);
+    slots.itemProcessor(perSlot);
 
     // The catalog, not the Map's results, says what is left: Replan reads it again.
-    const replan = planTask(backfillStates.replan, '$.next');
+    const replan = planTask(backfillStates.replan, '$.replan');
     const continueAsNew = new sfn.CustomState(this, backfillStates.continueAsNew, {
       stateJson: {
         Type: 'Task',
         Resource: `arn:${Aws.PARTITION}:states:::states:startExecution`,
         Parameters: {
           'StateMachineArn.$': '$$.StateMachine.Id',
+          'Name.$': '$.continuation.name',
           Input: {
             'table.$': '$.table',
             'chunksPerExecution.$': '$.chunksPerExecution',
-            'execution.$': 'States.MathAdd($.execution, 1)',
-            'cursors.$': '$.next.partitions',
+            'execution.$': '$.continuation.execution',
             'AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$': '$$.Execution.Id',
           },
         },
         ResultSelector: { 'executionArn.$': '$.ExecutionArn' },
         ResultPath: '$.continuedAs',
-        Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 5, BackoffRate: 2, MaxAttempts: 8 }],
       },
     });
+    // The name is taken: the next execution was started already (this chain's retried
+    // StartExecution after its answer was lost, or the scheduled check): it goes on, this one ends.
+    continueAsNew.addRetry({ errors: [executionAlreadyExists], maxAttempts: 0 });
+    continueAsNew.addRetry({ errors: [sfn.Errors.ALL], interval: Duration.seconds(5), backoffRate: 2, maxAttempts: 8 });
+    continueAsNew.addCatch(new sfn.Succeed(this, 'AlreadyContinued'), { errors: [executionAlreadyExists], resultPath: '$.alreadyContinued' });
     const done = new sfn.Succeed(this, 'Done');
 
     const definition = plan.next(
       new sfn.Choice(this, 'HasWork')
-        .when(sfn.Condition.isPresent('$.partitions[0]'), partitions.next(replan).next(
-          new sfn.Choice(this, 'Unfinished').when(sfn.Condition.isPresent('$.next.partitions[0]'), continueAsNew).otherwise(done),
+        .when(sfn.Condition.isPresent('$.slots[0]'), slots.next(replan).next(
+          new sfn.Choice(this, 'Unfinished').when(sfn.Condition.isPresent('$.replan.slots[0]'), continueAsNew).otherwise(done),
         ))
         .otherwise(done),
     );

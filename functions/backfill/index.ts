@@ -1,16 +1,14 @@
 /**
  * The backfill state machine's Lambda (Plan, Replan and Chunk states; infra/backfill.ts):
  * parses the task's event, runs the engine's step, returns its JSON. A thrown error is
- * retried by the state's Retry; a chunk run twice changes nothing.
+ * retried by the state's Retry; a slot's step run twice changes nothing. A step's claims
+ * are owned by its slot (named after the execution), not by this instance.
  */
-import { ownerName } from '../../src/runtime/engine.js';
 import { backfillTask, type BackfillPlanState } from '../../src/backfill/tasks.js';
-import type { ChunkResult } from '../../src/backfill/index.js';
+import type { SlotStepResult } from '../../src/backfill/slot.js';
 import { lambdaServices } from '../runtime.js';
 
-const owner = ownerName('backfill');
-
-export async function handler(event: unknown): Promise<BackfillPlanState | ChunkResult> {
+export async function handler(event: unknown): Promise<BackfillPlanState | SlotStepResult> {
   const { catalog, kafka } = await lambdaServices();
-  return backfillTask({ catalog, kafka, chunk: { owner } }, event);
+  return backfillTask({ catalog, kafka }, event);
 }

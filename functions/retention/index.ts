@@ -2,36 +2,47 @@
  * The scheduled retention check with partition discovery (EventBridge, every
  * `retentionMinutes`): expires the files of partitions whose `retention_check` is due,
  * adds partitions new to their topics at their LSO, and starts a backfill execution for
- * each table whose new partitions have history to backfill.
+ * each table whose backfill no execution is working on (src/retention/scheduled.ts).
  */
-import { discoverPartitions, type DiscoveredPartition } from '../../src/retention/discovery.js';
-import { checkRetention, type RetentionResult } from '../../src/retention/check.js';
+import type { BackfillStarter } from '../../src/backfill/resume.js';
+import { scheduledCheck, type ScheduledCheckResult } from '../../src/retention/scheduled.js';
 import { lambdaServices } from '../runtime.js';
 
-export interface RetentionOutcome extends RetentionResult {
-  discovered: DiscoveredPartition[];
-  /** Backfill executions started for tables with discovered partitions. */
-  backfills: string[];
+export interface StartExecutionRequest {
+  stateMachineArn: string;
+  name: string;
+  input: string;
 }
 
-async function startBackfills(tables: string[], env: NodeJS.ProcessEnv): Promise<string[]> {
+/**
+ * StartExecution under the name the check chose. The name is derived from the table and
+ * the execution's number, so an execution that already has it is this backfill's own
+ * (started by the chain's ContinueAsNew or by an earlier check): ExecutionAlreadyExists
+ * is an answer, not an error.
+ */
+export function stepFunctionsStarter(startExecution: (request: StartExecutionRequest) => Promise<unknown>, stateMachineArn: string): BackfillStarter {
+  return async ({ name, input }) => {
+    try {
+      await startExecution({ stateMachineArn, name, input: JSON.stringify(input) });
+      return 'started';
+    } catch (error) {
+      if ((error as { name?: unknown }).name === 'ExecutionAlreadyExists') return 'exists';
+      throw error;
+    }
+  };
+}
+
+async function starter(env: NodeJS.ProcessEnv): Promise<BackfillStarter | undefined> {
   const stateMachineArn = env.BACKFILL_STATE_MACHINE_ARN;
-  if (tables.length === 0 || !stateMachineArn) return [];
+  if (!stateMachineArn) return undefined;
   const { SFNClient, StartExecutionCommand } = await import('@aws-sdk/client-sfn');
   const client = new SFNClient({});
-  const chunksPerExecution = env.CHUNKS_PER_EXECUTION ? Number(env.CHUNKS_PER_EXECUTION) : undefined;
-  const started: string[] = [];
-  for (const table of tables) {
-    const result = await client.send(new StartExecutionCommand({ stateMachineArn, input: JSON.stringify({ table, ...(chunksPerExecution ? { chunksPerExecution } : {}) }) }));
-    if (result.executionArn) started.push(result.executionArn);
-  }
-  return started;
+  return stepFunctionsStarter((request) => client.send(new StartExecutionCommand(request)), stateMachineArn);
 }
 
-export async function handler(): Promise<RetentionOutcome> {
+export async function handler(): Promise<ScheduledCheckResult> {
   const { catalog, kafka } = await lambdaServices();
-  const retention = await checkRetention(catalog, kafka, { dueOnly: true });
-  const discovered = await discoverPartitions(catalog, kafka);
-  const tables = [...new Set(discovered.filter((partition) => partition.backfill).map((partition) => partition.table))];
-  return { ...retention, discovered, backfills: await startBackfills(tables, process.env) };
+  const startBackfill = await starter(process.env);
+  const chunksPerExecution = process.env.CHUNKS_PER_EXECUTION ? Number(process.env.CHUNKS_PER_EXECUTION) : undefined;
+  return scheduledCheck(catalog, kafka, { ...(startBackfill ? { startBackfill } : {}), ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}) });
 }

@@ -21,7 +21,18 @@
  * below it and running it again does nothing. A chunk whose plan moved while it ran
  * (retention raised the target, another run committed) commits nothing.
  */
-import { claimBackfill, commitBackfillChunk, raiseBackfillTarget, releaseBackfillClaim, renewBackfillClaim, BackfillStaleError, type BackfillClaim, type BackfillState } from '../catalog/backfill.js';
+import {
+  claimBackfill,
+  commitBackfillChunk,
+  raiseBackfillTarget,
+  recordBackfillStep,
+  releaseBackfillClaim,
+  renewBackfillClaim,
+  BackfillStaleError,
+  type BackfillClaim,
+  type BackfillState,
+  type SlotStep,
+} from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
 import type { NewRange } from '../catalog/file-writes.js';
 import { findTableById, type TableRecord } from '../catalog/tables.js';
@@ -32,18 +43,46 @@ import type { KafkaConnection } from '../kafka/connect.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import { earliestOffset } from '../kafka/offsets.js';
 import { readCommitted, type ReadOptions } from '../kafka/read.js';
+import type { KafkaRecord } from '../kafka/record.js';
 import { RangeSealer, type SealedRange } from '../ranges/sealer.js';
 import { toBackfillPartition } from './plan.js';
 import type { ChunkOutcome, ChunkRequest, ChunkResult } from './types.js';
 
+/** Where a chunk reads the history it indexes (Kafka, read_committed; a test may read elsewhere). */
+export interface HistorySource {
+  earliest(topic: string, partition: number): Promise<bigint>;
+  /**
+   * The committed batches of [start, end), in order, each with the next fetch position
+   * after it; fails unless the read reaches `end`. OffsetOutOfRangeError when `start` is
+   * below Kafka's earliest offset.
+   */
+  read(topic: string, partition: number, start: bigint, end: bigint): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint; bytes: number }>;
+}
+
+/** The history in Kafka, read_committed. */
+export function kafkaHistory(kafka: KafkaConnection, options: ReadOptions = {}): HistorySource {
+  return {
+    earliest: (topic, partition) => earliestOffset(kafka, topic, partition),
+    async *read(topic, partition, start, end) {
+      const reader = readCommitted(kafka, topic, partition, start, end, options);
+      yield* reader;
+      if (reader.position !== end) {
+        throw new Error(`backfill read of ${topic}-${partition} stopped at ${reader.position} (${reader.end ?? 'unknown'}) before the chunk's end ${end}`);
+      }
+    },
+  };
+}
+
 export interface ChunkOptions {
-  /** The claim's owner; default a name unique to this process. */
+  /** The claim's owner; default a name unique to this process. (A state machine slot's claims are owned by the slot.) */
   owner?: string;
   /** Default: the table's current schema and encoder, as live indexing builds. */
   build?: RangeBuilder;
   /** How long the claim lives without renewal; default the table's lease_ttl. It is renewed while the chunk runs. */
   claimTtlMs?: number;
   read?: ReadOptions;
+  /** Default: Kafka (`kafkaHistory` with `read`). */
+  history?: HistorySource;
 }
 
 export class ChunkRequestError extends Error {
@@ -75,14 +114,13 @@ export async function backfillChunk(catalog: Catalog, kafka: KafkaConnection, re
   const ttlMs = options.claimTtlMs ?? table.settings.lease_ttl;
   const { claim, state } = await claimBackfill(catalog, tableId, partition, options.owner ?? ownerName('backfill'), ttlMs);
   try {
-    const run = new ChunkRun(catalog, kafka, table, claim, ttlMs, options);
-    return await run.run(state, end, started);
+    return await new ChunkRun(catalog, table, claim, ttlMs, kafka, options).run(state, end, started);
   } finally {
     await releaseBackfillClaim(catalog, claim).catch(() => {});
   }
 }
 
-interface ChunkWork {
+export interface ChunkWork {
   chunk: { start: bigint; end: bigint } | null;
   ranges: number;
   files: number;
@@ -90,39 +128,55 @@ interface ChunkWork {
   bytes: number;
 }
 
-const noWork: ChunkWork = { chunk: null, ranges: 0, files: 0, records: 0, bytes: 0 };
+export const noWork: ChunkWork = { chunk: null, ranges: 0, files: 0, records: 0, bytes: 0 };
 
-class ChunkRun {
+/** What a chunk reports: the partition's backfill as `state` has it, and the chunk's work. */
+export function chunkResult(table: TableRecord, state: BackfillState, outcome: ChunkOutcome, work: ChunkWork, started: number): ChunkResult {
+  return {
+    ...toBackfillPartition(table, state),
+    outcome,
+    chunk: work.chunk && { start: String(work.chunk.start), end: String(work.chunk.end) },
+    ranges: work.ranges,
+    files: work.files,
+    records: work.records,
+    bytes: work.bytes,
+    elapsedMs: Math.round(performance.now() - started),
+  };
+}
+
+/** One chunk of the claimed partition; with a slot's `step`, every outcome records the step (a commit in its own transaction). */
+export class ChunkRun {
   private lastRenewal = Date.now();
   private readonly build: RangeBuilder;
+  private readonly history: HistorySource;
 
   constructor(
     private readonly catalog: Catalog,
-    private readonly kafka: KafkaConnection,
     private readonly table: TableRecord,
     private readonly claim: BackfillClaim,
     private readonly ttlMs: number,
-    private readonly options: ChunkOptions,
+    kafka: KafkaConnection,
+    options: ChunkOptions,
+    private readonly step?: SlotStep,
   ) {
     this.build = options.build ?? rangeBuilder(catalog);
+    this.history = options.history ?? kafkaHistory(kafka, options.read);
   }
 
   async run(initial: BackfillState, end: bigint | undefined, started: number): Promise<ChunkResult> {
-    const result = (outcome: ChunkOutcome, state: BackfillState, work: ChunkWork = noWork): ChunkResult => ({
-      ...toBackfillPartition(this.table, state),
-      outcome,
-      chunk: work.chunk && { start: String(work.chunk.start), end: String(work.chunk.end) },
-      ranges: work.ranges,
-      files: work.files,
-      records: work.records,
-      bytes: work.bytes,
-      elapsedMs: Math.round(performance.now() - started),
-    });
+    const result = await this.runChunk(initial, end, started);
+    const recordedByCommit = result.outcome === 'committed' || result.outcome === 'empty';
+    if (this.step && !recordedByCommit) await recordBackfillStep(this.catalog, this.claim.tableId, this.step, this.claim.partition);
+    return result;
+  }
+
+  private async runChunk(initial: BackfillState, end: bigint | undefined, started: number): Promise<ChunkResult> {
+    const result = (outcome: ChunkOutcome, state: BackfillState, work: ChunkWork = noWork): ChunkResult => chunkResult(this.table, state, outcome, work, started);
     let state = initial;
     if (state.cursor === null || state.target === null) return result('done', state);
     if (end !== undefined && end !== state.cursor) return result('skipped', state);
     // Retention may have passed the target since the plan: never read below Kafka's earliest.
-    const earliest = await earliestOffset(this.kafka, this.table.topic, this.claim.partition);
+    const earliest = await this.history.earliest(this.table.topic, this.claim.partition);
     if (earliest > state.target) state = await raiseBackfillTarget(this.catalog, this.claim.tableId, this.claim.partition, earliest);
     if (state.cursor === null || state.target === null || state.cursor <= state.target) return result('done', state);
 
@@ -147,7 +201,7 @@ class ChunkRun {
       bytes: read.bytes,
     };
     try {
-      const committed = await commitBackfillChunk(this.catalog, this.claim, state, read.ranges, chunkStart, this.ttlMs);
+      const committed = await commitBackfillChunk(this.catalog, this.claim, state, read.ranges, chunkStart, this.ttlMs, this.step);
       return result(read.ranges.length > 0 ? 'committed' : 'empty', committed, work);
     } catch (error) {
       if (error instanceof BackfillStaleError) return result('stale', error.actual, { ...work, ranges: 0, files: 0 });
@@ -165,8 +219,7 @@ class ChunkRun {
     let sealer: RangeSealer | undefined;
     let records = 0;
     let bytes = 0;
-    const reader = readCommitted(this.kafka, this.table.topic, this.claim.partition, start, end, this.options.read);
-    for await (const batch of reader) {
+    for await (const batch of this.history.read(this.table.topic, this.claim.partition, start, end)) {
       if (!sealer) {
         if (batch.records.length === 0) continue;
         sealer = new RangeSealer({ fileBytes, fileWindowMs, granularity }, fromStart ? start : batch.records[0]!.offset);
@@ -176,9 +229,6 @@ class ChunkRun {
       records += batch.records.length;
       bytes += batch.bytes;
       await this.renewIfDue();
-    }
-    if (reader.position !== end) {
-      throw new Error(`backfill read of ${this.table.topic}-${this.claim.partition} stopped at ${reader.position} (${reader.end ?? 'unknown'}) before the chunk's end ${end}`);
     }
     if (sealer) await this.addBuilt(ranges, [sealer.flush('chunk')].filter((r): r is SealedRange => r !== undefined));
     const last = ranges[ranges.length - 1];

@@ -2,13 +2,14 @@
  * Backfill: indexing the history below a partition's indexed_start, backwards, one chunk
  * of `backfill_offsets` offsets at a time, down to the target the table's `history` sets.
  *
- * The state machine's steps (all JSON in, JSON out):
+ * The steps (all JSON in, JSON out):
  *   planBackfill(catalog, kafka, table?)            → BackfillPlan {partitions, finished}
  *   backfillChunk(catalog, kafka, {tableId, partition, end: cursor}) → ChunkResult
  *     … loop while !done, passing the result's `cursor` as the next `end`.
- * Everything lives in the catalog (target, cursor, indexed_start), so a new execution
- * (after the history limit, a failure, or a restart) picks up where the last stopped:
- * plan again and go on. `runBackfill` runs the same steps in this process.
+ * Everything lives in the catalog (target, cursor, indexed_start), so a new run (after a
+ * failure or a restart) picks up where the last stopped: plan again and go on.
+ * `runBackfill` runs these steps in this process. The state machine names no partition:
+ * its slots claim the next partition with work (slot.ts, tasks.ts).
  *
  * Errors a chunk throws: BackfillClaimedError (another run holds the partition's claim;
  * retry after its lease_ttl), BackfillClaimLostError and Kafka/Postgres errors (retry:

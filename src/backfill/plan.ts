@@ -45,6 +45,17 @@ export async function planTablePartitions(catalog: Catalog, kafka: KafkaConnecti
   return planned;
 }
 
+/** Plans the table's partitions that have no plan yet (none when its history is `none`). */
+export async function planUnplannedPartitions(catalog: Catalog, kafka: KafkaConnection, table: TableRecord): Promise<BackfillPartition[]> {
+  if (table.settings.history.kind === 'none') return [];
+  const unplanned = await catalog.query<{ partition_id: number }>(
+    'SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1 AND backfill_cursor IS NULL ORDER BY partition_id',
+    [table.tableId],
+  );
+  if (unplanned.rows.length === 0) return [];
+  return planTablePartitions(catalog, kafka, table, unplanned.rows.map((row) => row.partition_id));
+}
+
 /**
  * Plans every partition of one table (by name) or of every table. Returns the partitions
  * with work left: the state machine runs chunks for each until `done`.

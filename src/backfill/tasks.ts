@@ -3,21 +3,29 @@
  * entry (functions/backfill) and the local execution (infra/local-execution.ts), so
  * both run the same code behind the same state names:
  *
- *   plan  {action: 'plan', table, input}  → BackfillPlanState
+ *   plan  {action: 'plan', table, input, slots} → BackfillPlanState
  *         `input` is the execution's input (or, for Replan, the current state): its
- *         `chunksPerExecution` (default 1,500) and `execution` (default 1) are kept.
- *   chunk {action: 'chunk', table, cursor: BackfillPartition} → ChunkResult (a cursor with `done`)
+ *         `chunksPerExecution` (default 1,500) and `execution` (absent: the next number
+ *         of the table's executions) are kept; `slots` is the machine's Map concurrency.
+ *   chunk {action: 'chunk', table, tableId, executionName, slot, step, budget} → SlotStepResult
  *
- * One execution gets at most `chunksPerExecution` chunks: the plan hands it at most that
- * many partitions, each with ⌊chunksPerExecution / partitions⌋ ≥ 1 chunks. The rest (and
- * what a partition's budget left) goes to the next execution, which plans again from the
- * catalog, where every cursor lives.
+ * Nothing in the state grows with the table's partitions: cursors live in the catalog,
+ * the plan hands over counts and at most `slots` slot numbers, and each slot step claims
+ * its partition there (src/backfill/slot.ts). One execution runs at most
+ * `chunksPerExecution` steps: `slots` = min(slots, chunksPerExecution, claimable
+ * partitions) slots of ⌊chunksPerExecution / slots⌋ steps each. What is left goes to the
+ * next execution, named `continuation.name`.
  */
+import { allocateBackfillExecution, backfillProgress, recordBackfillExecution, type BackfillProgress } from '../catalog/backfill-executions.js';
+import { forgetOldBackfillSteps } from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
+import { findTable } from '../catalog/tables.js';
 import type { KafkaConnection } from '../kafka/connect.js';
-import { backfillChunk, planBackfill, type BackfillPartition, type BackfillPlan, type ChunkOptions, type ChunkResult } from './index.js';
-
-import { defaultChunksPerExecution, maxChunksPerExecution } from './limits.js';
+import type { ChunkOptions } from './chunk.js';
+import { backfillExecutionName } from './executions.js';
+import { defaultChunksPerExecution, defaultSlots, maxChunksPerExecution, maxSlots } from './limits.js';
+import { planUnplannedPartitions } from './plan.js';
+import { backfillSlotStep, type SlotStepRequest, type SlotStepResult } from './slot.js';
 
 export { defaultChunksPerExecution, maxChunksPerExecution };
 
@@ -29,15 +37,22 @@ export interface BackfillTaskDeps {
 
 export interface BackfillPlanState {
   table: string;
+  /** lake_table.table_id, as a decimal string: slots name the table by id, so a table made again under the name is not taken for it. */
+  tableId: string;
   chunksPerExecution: number;
-  /** 1 for the first execution of a backfill, +1 for each continuation. */
+  /** This execution's number among the table's backfill executions. */
   execution: number;
-  chunksPerPartition: number;
-  /** This execution's partitions (at most chunksPerExecution), with work left. */
-  partitions: BackfillPartition[];
-  /** Partitions with work left that this execution does not take. */
-  deferred: number;
-  /** Partitions already done. */
+  /** The execution that continues this one, if one must: its number and its name. */
+  continuation: { execution: number; name: string };
+  /** The Map's items: one slot number per slot this execution runs (none: nothing claimable). */
+  slots: number[];
+  /** Steps per slot. */
+  chunksPerSlot: number;
+  /** Partitions with backfill left. */
+  left: number;
+  /** Of those, the ones no run holds a live claim on. */
+  claimable: number;
+  /** Partitions already done (or with history `none`). */
   finished: number;
 }
 
@@ -49,8 +64,8 @@ function field(object: unknown, name: string): unknown {
   return typeof object === 'object' && object !== null ? (object as Record<string, unknown>)[name] : undefined;
 }
 
-function wholeNumber(value: unknown, name: string, fallback: number, min: number, max: number): number {
-  if (value === undefined || value === null) return fallback;
+function wholeNumber(value: unknown, name: string, min: number, max: number): number | undefined {
+  if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new BackfillTaskError(`backfill: ${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`);
   }
@@ -63,37 +78,64 @@ function tableName(event: unknown): string {
   return table;
 }
 
-export async function planTask(deps: BackfillTaskDeps, event: unknown): Promise<BackfillPlanState> {
-  const table = tableName(event);
-  return planState(event, await planBackfill(deps.catalog, deps.kafka, table));
+export interface PlanRequest {
+  table: string;
+  chunksPerExecution: number;
+  /** Absent: an execution started by hand; the plan gives it the table's next number. */
+  execution: number | undefined;
+  slots: number;
 }
 
-/** This execution's share of a plan (pure): at most chunksPerExecution partitions, and each one's chunk budget. */
-export function planState(event: unknown, plan: BackfillPlan): BackfillPlanState {
-  const table = tableName(event);
+export function parsePlanRequest(event: unknown): PlanRequest {
   const input = field(event, 'input');
-  const chunksPerExecution = wholeNumber(field(input, 'chunksPerExecution'), 'chunksPerExecution', defaultChunksPerExecution, 1, maxChunksPerExecution);
-  const execution = wholeNumber(field(input, 'execution'), 'execution', 1, 1, Number.MAX_SAFE_INTEGER);
-  const partitions = plan.partitions.slice(0, chunksPerExecution);
   return {
-    table,
-    chunksPerExecution,
-    execution,
-    chunksPerPartition: Math.max(1, Math.floor(chunksPerExecution / Math.max(1, partitions.length))),
-    partitions,
-    deferred: plan.partitions.length - partitions.length,
-    finished: plan.finished,
+    table: tableName(event),
+    chunksPerExecution: wholeNumber(field(input, 'chunksPerExecution'), 'chunksPerExecution', 1, maxChunksPerExecution) ?? defaultChunksPerExecution,
+    execution: wholeNumber(field(input, 'execution'), 'execution', 1, Number.MAX_SAFE_INTEGER),
+    slots: wholeNumber(field(event, 'slots'), 'slots', 1, maxSlots) ?? defaultSlots,
   };
 }
 
-export async function chunkTask(deps: BackfillTaskDeps, event: unknown): Promise<ChunkResult> {
+/** This execution's share of the work (pure): how many slots, and each one's step budget. */
+export function planState(request: PlanRequest, tableId: string, execution: number, progress: BackfillProgress): BackfillPlanState {
+  const slots = Math.min(request.slots, request.chunksPerExecution, progress.claimable);
+  return {
+    table: request.table,
+    tableId,
+    chunksPerExecution: request.chunksPerExecution,
+    execution,
+    continuation: { execution: execution + 1, name: backfillExecutionName(request.table, tableId, execution + 1) },
+    slots: Array.from({ length: slots }, (_, slot) => slot),
+    chunksPerSlot: Math.max(1, Math.floor(request.chunksPerExecution / Math.max(1, slots))),
+    left: progress.left,
+    claimable: progress.claimable,
+    finished: progress.finished,
+  };
+}
+
+/**
+ * Plans the partitions never planned (new ones; history below each one's start), numbers
+ * the execution, and counts what is left. Partitions planned before keep their plan: a
+ * chunk raises its target itself when Kafka's earliest offset passed it.
+ */
+export async function planTask(deps: BackfillTaskDeps, event: unknown): Promise<BackfillPlanState> {
+  const request = parsePlanRequest(event);
+  const table = await findTable(deps.catalog, request.table);
+  await planUnplannedPartitions(deps.catalog, deps.kafka, table);
+  let execution = request.execution;
+  if (execution === undefined) execution = await allocateBackfillExecution(deps.catalog, table.tableId);
+  else await recordBackfillExecution(deps.catalog, table.tableId, execution);
+  await forgetOldBackfillSteps(deps.catalog, table.tableId);
+  return planState(request, String(table.tableId), execution, await backfillProgress(deps.catalog, table.tableId));
+}
+
+export async function chunkTask(deps: BackfillTaskDeps, event: unknown): Promise<SlotStepResult> {
   tableName(event);
-  const cursor = field(event, 'cursor');
-  return backfillChunk(deps.catalog, deps.kafka, { tableId: field(cursor, 'tableId') as string, partition: field(cursor, 'partition') as number, end: field(cursor, 'cursor') as string }, deps.chunk);
+  return backfillSlotStep(deps.catalog, deps.kafka, event as SlotStepRequest, deps.chunk);
 }
 
 /** The Lambda's dispatch: one function serves Plan, Replan and Chunk. */
-export async function backfillTask(deps: BackfillTaskDeps, event: unknown): Promise<BackfillPlanState | ChunkResult> {
+export async function backfillTask(deps: BackfillTaskDeps, event: unknown): Promise<BackfillPlanState | SlotStepResult> {
   const action = field(event, 'action');
   if (action === 'plan') return planTask(deps, event);
   if (action === 'chunk') return chunkTask(deps, event);

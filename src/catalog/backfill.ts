@@ -15,6 +15,10 @@
  * still what the chunk was planned from: one UPDATE checks all of it and moves I and C,
  * after the files are inserted, in the same transaction. So a chunk that lost its claim,
  * or whose plan changed under it (retention, another run), adds nothing.
+ *
+ * The state machine's slots (src/backfill/slot.ts) claim "the next partition with work"
+ * instead of a named one, and record each step in `backfill_step` in the same commit, so
+ * that a step retried after its answer was lost finds what it did.
  */
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 import { insertRange, type NewRange } from './file-writes.js';
@@ -135,28 +139,38 @@ export async function raiseBackfillTarget(catalog: Catalog | CatalogClient, tabl
 
 const ttlSql = (param: string) => `now() + make_interval(secs => ${param}::double precision / 1000)`;
 
+/** The claim is free for `owner`: nobody holds it, it expired, or it is the owner's own. */
+const freeFor = (owner: string) => `(backfill_owner IS NULL OR backfill_expires_at IS NULL OR backfill_expires_at <= now() OR backfill_owner = ${owner})`;
+
+/**
+ * Takes the partition's claim for `owner` if it is free; the epoch grows unless the claim
+ * was the owner's already (nobody else can have committed in between). `withWork`: only
+ * while the partition has backfill left.
+ */
+async function takeClaim(catalog: Catalog, tableId: bigint, partition: number, owner: string, ttlMs: number, withWork: boolean): Promise<{ claim: BackfillClaim; state: BackfillState } | undefined> {
+  const result = await catalog.query<StateRow & { backfill_epoch: bigint }>(
+    `UPDATE offsetlake.lake_partition SET
+       backfill_epoch = CASE WHEN backfill_owner = $3 THEN backfill_epoch ELSE backfill_epoch + 1 END,
+       backfill_owner = $3, backfill_expires_at = ${ttlSql('$4')}
+     WHERE table_id = $1 AND partition_id = $2 AND ${freeFor('$3')}${withWork ? ' AND backfill_cursor > backfill_target' : ''}
+     RETURNING ${stateColumns}, backfill_epoch`,
+    [tableId, partition, owner, ttlMs],
+  );
+  const row = result.rows[0];
+  return row && { claim: { tableId, partition, owner, epoch: row.backfill_epoch }, state: toState(row) };
+}
+
 /**
  * Claims the partition's backfill for one chunk, if it is free, expired, or ours (then
  * the epoch is kept: nobody else can have committed in between). Returns the plan as the
  * claim found it; throws BackfillClaimedError while another run holds a live claim.
  */
 export async function claimBackfill(catalog: Catalog, tableId: bigint, partition: number, owner: string, ttlMs: number): Promise<{ claim: BackfillClaim; state: BackfillState }> {
-  const result = await catalog.query<StateRow & { backfill_epoch: bigint }>(
-    `UPDATE offsetlake.lake_partition SET
-       backfill_epoch = CASE WHEN backfill_owner = $3 THEN backfill_epoch ELSE backfill_epoch + 1 END,
-       backfill_owner = $3, backfill_expires_at = ${ttlSql('$4')}
-     WHERE table_id = $1 AND partition_id = $2
-       AND (backfill_owner IS NULL OR backfill_expires_at IS NULL OR backfill_expires_at <= now() OR backfill_owner = $3)
-     RETURNING ${stateColumns}, backfill_epoch`,
-    [tableId, partition, owner, ttlMs],
-  );
-  const row = result.rows[0];
-  if (!row) {
-    const held = await catalog.query<{ backfill_owner: string | null }>('SELECT backfill_owner FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2', [tableId, partition]);
-    if (!held.rows[0]) throw new Error(`table ${tableId} has no partition ${partition} in the catalog`);
-    throw new BackfillClaimedError(tableId, partition, held.rows[0].backfill_owner ?? 'another run');
-  }
-  return { claim: { tableId, partition, owner, epoch: row.backfill_epoch }, state: toState(row) };
+  const taken = await takeClaim(catalog, tableId, partition, owner, ttlMs, false);
+  if (taken) return taken;
+  const held = await catalog.query<{ backfill_owner: string | null }>('SELECT backfill_owner FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2', [tableId, partition]);
+  if (!held.rows[0]) throw new Error(`table ${tableId} has no partition ${partition} in the catalog`);
+  throw new BackfillClaimedError(tableId, partition, held.rows[0].backfill_owner ?? 'another run');
 }
 
 /** Extends a live claim; throws BackfillClaimLostError when it expired or another run took it. */
@@ -169,12 +183,55 @@ export async function renewBackfillClaim(catalog: Catalog, claim: BackfillClaim,
   if ((result.rowCount ?? 0) === 0) throw await lostClaim(catalog, claim);
 }
 
+/**
+ * Claims, for a slot of a state machine execution (`owner`), the partition whose next
+ * chunk it runs: `preferred` (the partition of the slot's last step) if that still has
+ * work and nobody took it since, else the free partition with work that has the lowest id
+ * (free: no claim, an expired one, or the slot's own). Undefined when no partition with
+ * work is free. Two slots that pick the same partition at once: Postgres orders their
+ * UPDATEs and checks the second one's WHERE again on the row the first wrote, so it
+ * claims nothing and looks again.
+ */
+export async function claimNextBackfill(
+  catalog: Catalog,
+  tableId: bigint,
+  owner: string,
+  ttlMs: number,
+  preferred?: number,
+): Promise<{ claim: BackfillClaim; state: BackfillState } | undefined> {
+  if (preferred !== undefined) {
+    const kept = await takeClaim(catalog, tableId, preferred, owner, ttlMs, true);
+    if (kept) return kept;
+  }
+  for (;;) {
+    // In partition order along lake_partition_backfill_left: the first free row ends the scan.
+    const next = await catalog.query<{ partition_id: number }>(
+      `SELECT partition_id FROM offsetlake.lake_partition
+       WHERE table_id = $1 AND backfill_cursor > backfill_target AND ${freeFor('$2')}
+       ORDER BY table_id, partition_id LIMIT 1`,
+      [tableId, owner],
+    );
+    const partition = next.rows[0]?.partition_id;
+    if (partition === undefined) return undefined;
+    const claimed = await takeClaim(catalog, tableId, partition, owner, ttlMs, true);
+    if (claimed) return claimed;
+  }
+}
+
 /** Hands the claim back at once (the owner stays recorded, so taking it back keeps the epoch). */
 export async function releaseBackfillClaim(catalog: Catalog, claim: BackfillClaim): Promise<void> {
   await catalog.query(
     `UPDATE offsetlake.lake_partition SET backfill_expires_at = now()
      WHERE table_id = $1 AND partition_id = $2 AND backfill_owner = $3 AND backfill_epoch = $4 AND backfill_expires_at > now()`,
     [claim.tableId, claim.partition, claim.owner, claim.epoch],
+  );
+}
+
+/** Hands back every live claim `owner` holds on the table's partitions (a slot holds at most one). */
+export async function releaseSlotClaims(catalog: Catalog, tableId: bigint, owner: string): Promise<void> {
+  await catalog.query(
+    'UPDATE offsetlake.lake_partition SET backfill_expires_at = now() WHERE table_id = $1 AND backfill_owner = $2 AND backfill_expires_at > now()',
+    [tableId, owner],
   );
 }
 
@@ -189,12 +246,43 @@ async function lostClaim(catalog: Catalog | CatalogClient, claim: BackfillClaim)
 
 const UNIQUE_VIOLATION = '23505';
 
+/** A step of a state machine slot: `slot` is '<execution name>/<slot number>', the owner of its claims. */
+export interface SlotStep {
+  slot: string;
+  step: number;
+}
+
+/** Records what a slot's step did (the partition it ran a chunk of); a slot keeps only its last step. */
+export async function recordBackfillStep(catalog: Catalog | CatalogClient, tableId: bigint, step: SlotStep, partition: number): Promise<void> {
+  await catalog.query(
+    `INSERT INTO offsetlake.backfill_step (table_id, slot, step, partition_id) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (table_id, slot) DO UPDATE SET step = excluded.step, partition_id = excluded.partition_id, recorded_at = now()`,
+    [tableId, step.slot, step.step, partition],
+  );
+}
+
+/** A slot's last recorded step and the partition it ran a chunk of (undefined before its first). */
+export async function lastSlotStep(catalog: Catalog | CatalogClient, tableId: bigint, slot: string): Promise<{ step: number; partition: number } | undefined> {
+  const found = await catalog.query<{ step: number; partition_id: number }>(
+    'SELECT step, partition_id FROM offsetlake.backfill_step WHERE table_id = $1 AND slot = $2',
+    [tableId, slot],
+  );
+  const row = found.rows[0];
+  return row && { step: row.step, partition: row.partition_id };
+}
+
+/** Steps are retried within minutes (8 attempts, at most 2 minutes apart): a day-old record is no longer needed. */
+export async function forgetOldBackfillSteps(catalog: Catalog | CatalogClient, tableId: bigint): Promise<void> {
+  await catalog.query(`DELETE FROM offsetlake.backfill_step WHERE table_id = $1 AND recorded_at < now() - interval '1 day'`, [tableId]);
+}
+
 /**
  * Commits one chunk: its ranges (consecutive, the last ending at `expected.indexedStart`;
  * none when the chunk held no committed record) are inserted, then one UPDATE moves
  * indexed_start to the first range's start and the cursor to `cursor`, only if the claim
  * is live and the plan is still `expected`. The partition row is locked by that UPDATE
  * alone, just before COMMIT, so live commits at indexed_end wait for it only for moments.
+ * A slot's `step` is recorded in the same transaction: committed and recorded, or neither.
  */
 export async function commitBackfillChunk(
   catalog: Catalog,
@@ -203,6 +291,7 @@ export async function commitBackfillChunk(
   ranges: readonly NewRange[],
   cursor: bigint,
   ttlMs: number,
+  step?: SlotStep,
 ): Promise<BackfillState> {
   for (let i = 0; i < ranges.length; i += 1) {
     const next = ranges[i + 1]?.startOffset ?? expected.indexedStart;
@@ -221,8 +310,9 @@ export async function commitBackfillChunk(
          RETURNING ${stateColumns}`,
         [claim.tableId, claim.partition, claim.owner, claim.epoch, expected.indexedStart, expected.cursor, indexedStart, cursor, ttlMs, expected.target],
       );
-      if (moved.rows[0]) return toState(moved.rows[0]);
-      throw await whyNotCommitted(client, claim, expected);
+      if (!moved.rows[0]) throw await whyNotCommitted(client, claim, expected);
+      if (step) await recordBackfillStep(client, claim.tableId, step, claim.partition);
+      return toState(moved.rows[0]);
     });
   } catch (error) {
     // Another run inserted the same offsets first: the plan moved.

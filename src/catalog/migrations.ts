@@ -199,6 +199,35 @@ CREATE TABLE lost_interval (
 );
 `,
   },
+  {
+    version: 5,
+    name: 'backfill executions and slot steps',
+    sql: `
+-- The backfill state machine keeps no cursor in its state: each of an execution's slots
+-- claims the next partition with work here, and the executions of one backfill are
+-- numbered. backfill_execution is the highest number an execution of the table ran as
+-- (or the scheduled check started): the next one is named after number + 1, so a
+-- retried StartExecution, the scheduled check and ContinueAsNew all name it alike.
+ALTER TABLE lake_table ADD COLUMN backfill_execution bigint NOT NULL DEFAULT 0;
+
+-- What a slot's step did, written in the transaction that commits its chunk: a step
+-- retried after its answer was lost finds itself here and changes nothing. One row per
+-- slot (its last step); rows older than a day are deleted when a backfill plans.
+CREATE TABLE backfill_step (
+  table_id      bigint NOT NULL REFERENCES lake_table ON DELETE CASCADE,
+  -- '<execution name>/<slot>': also the owner of the slot's partition claims.
+  slot          text NOT NULL,
+  step          integer NOT NULL,
+  partition_id  integer NOT NULL,
+  recorded_at   timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (table_id, slot)
+);
+
+-- Slots look for the next partition with work: only those rows.
+CREATE INDEX lake_partition_backfill_left ON lake_partition (table_id, partition_id)
+  WHERE backfill_cursor > backfill_target;
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

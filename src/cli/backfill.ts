@@ -36,7 +36,7 @@ export async function backfillCommand(args: string[]): Promise<number> {
     const { runBackfillStateMachine } = await import('../../infra/local-execution.js');
     return runBackfillStateMachine(engine, name, (chunk) => progress(describeChunk(chunk)), {
       ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}),
-      onExecution: (execution) => progress(`${name}: state machine execution ${execution}${execution > 1 ? ' (continued from the last)' : ''}`),
+      onExecution: (execution, _input, executionName) => progress(`${name}: state machine execution ${executionName}${execution > 1 ? ' (continued from the last)' : ''}`),
     });
   });
   if (values.json) {
@@ -45,6 +45,9 @@ export async function backfillCommand(args: string[]): Promise<number> {
   }
   printTable(summary.partitions.map((p) => ({ partition: p.partition, indexed_start: p.indexedStart, cursor: p.cursor, target: p.target, done: p.done })));
   process.stdout.write(`${summary.chunks} chunks in ${summary.executions} executions, ${summary.records} records, ${summary.files} files in ${summary.elapsedMs} ms\n`);
+  // Left only where another run holds the claim: it goes on with them, or its claims expire after lease_ttl.
+  const left = summary.partitions.filter((p) => !p.done).length;
+  if (left > 0) process.stdout.write(`${left} partitions have history left that another backfill run holds; it continues them, or run this again after their claims expire (the table's lease_ttl)\n`);
   return 0;
 }
 

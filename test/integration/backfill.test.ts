@@ -14,6 +14,7 @@ import { sealRange } from '../../src/ranges/sealer.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 import { runBackfillStateMachine } from '../../infra/local-execution.js';
+import { backfillSlotStep } from '../../src/backfill/slot.js';
 
 let engine: Engine;
 beforeAll(async () => {
@@ -170,6 +171,30 @@ describe('backfill against the real broker and Postgres', () => {
     const chunk = await backfillChunk(engine.catalog, engine.kafka, { tableId: String(created.tableId), partition: 0 });
     expect([chunk.outcome, chunk.indexedStart, chunk.done]).toEqual(['committed', '0', true]);
     await checkTable(engine, await findTable(engine.catalog, created.name));
+  });
+
+  it('a state machine slot\'s step that fails hands its claim back; its retry claims the partition again and commits the chunk once', async () => {
+    const topic = await newTopic(engine, 1, 'backfill-slot-fail');
+    await produce(engine.kafka, topic, records(100, 0));
+    const created = await table(topic, {});
+    await planBackfill(engine.catalog, engine.kafka, created.name);
+    const step = { tableId: String(created.tableId), executionName: `${created.name}-1`, slot: 0, step: 0, budget: 5 };
+    const claimOf = async () => (await engine.catalog.query<{ backfill_owner: string; live: boolean }>(
+      'SELECT backfill_owner, backfill_expires_at > now() AS live FROM offsetlake.lake_partition WHERE table_id = $1', [created.tableId])).rows[0];
+    const build = rangeBuilder(engine.catalog);
+    await expect(backfillSlotStep(engine.catalog, engine.kafka, step, { build: async () => { throw new Error('the registry went away'); } })).rejects.toThrow('the registry went away');
+    expect(await claimOf()).toEqual({ backfill_owner: `${created.name}-1/0`, live: false });
+    expect(await listFiles(engine.catalog, created.tableId)).toEqual([]);
+
+    const retried = await backfillSlotStep(engine.catalog, engine.kafka, step, { build });
+    expect([retried.idle, retried.result?.outcome, retried.result?.chunk, retried.result?.done]).toEqual([false, 'committed', { start: '0', end: '100' }, true]);
+    // The partition is done: the claim is handed back. The same step again (a lost answer) changes nothing.
+    expect(await claimOf()).toEqual({ backfill_owner: `${created.name}-1/0`, live: false });
+    const again = await backfillSlotStep(engine.catalog, engine.kafka, step, { build });
+    expect([again.result?.outcome, again.result?.files]).toEqual(['skipped', 0]);
+    expect((await backfillSlotStep(engine.catalog, engine.kafka, { ...step, step: 1 }, { build })).idle).toBe(true);
+    const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+    expect(check.committedOffsets.get(0)!.length).toBe(100);
   });
 
   it('rejects a malformed chunk request with a message naming the field', async () => {

@@ -34,7 +34,7 @@ async function appliedVersions(url: string): Promise<number[]> {
   }
 }
 
-const expectedTables = ['data_file', 'file_column_stats', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'schema_migration', 'table_column', 'table_schema'];
+const expectedTables = ['backfill_step', 'data_file', 'file_column_stats', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'schema_migration', 'table_column', 'table_schema'];
 const latest = Math.max(...migrations.map((m) => m.version));
 
 describe('the catalog through a transaction pooler (as through RDS Proxy)', () => {

@@ -9,6 +9,8 @@ import { deleteRecords } from '../../src/kafka/topics.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
+import type { BackfillPlanState } from '../../src/backfill/tasks.js';
+import type { SlotStepResult } from '../../src/backfill/slot.js';
 
 let engine: Engine;
 beforeAll(async () => {
@@ -26,18 +28,20 @@ describe('functions/backfill and functions/retention: the Lambda entries', () =>
     await produce(engine.kafka, topic, Array.from({ length: 250 }, (_, i) => ({ value: `{"i":${i}}` })));
     await createTableFromTopic(engine, { name: 'lambda_history', topic, format: 'json', settings: resolveSettings({ backfill_offsets: '100' }) });
 
-    const plan = (await handler({ action: 'plan', table: 'lambda_history', input: { table: 'lambda_history', chunksPerExecution: 10 } })) as { partitions: { cursor: string; target: string }[]; chunksPerPartition: number; execution: number };
-    expect(plan.partitions.map((p) => [p.cursor, p.target])).toEqual([['250', '0']]);
-    expect([plan.chunksPerPartition, plan.execution]).toEqual([10, 1]);
+    const plan = (await handler({ action: 'plan', table: 'lambda_history', input: { table: 'lambda_history', chunksPerExecution: 10 }, slots: 10 })) as BackfillPlanState;
+    expect([plan.left, plan.claimable, plan.finished, plan.slots, plan.chunksPerSlot, plan.execution]).toEqual([1, 1, 0, [0], 10, 1]);
+    expect(plan.continuation).toEqual({ execution: 2, name: `lambda_history-${plan.tableId}-2` });
 
-    let cursor: unknown = plan.partitions[0];
+    // One slot's steps, as the Map's loop sends them: each claims the partition and runs its next chunk, until nothing is left.
     const chunks: string[] = [];
-    for (let i = 0; i < 5 && !(cursor as { done: boolean }).done; i += 1) {
-      cursor = await handler({ action: 'chunk', table: 'lambda_history', cursor });
-      const c = cursor as { outcome: string; chunk: { start: string; end: string } | null };
-      chunks.push(`${c.outcome} ${c.chunk?.start}-${c.chunk?.end}`);
+    for (let step = 0; step < plan.chunksPerSlot; step += 1) {
+      const result = (await handler({ action: 'chunk', table: 'lambda_history', tableId: plan.tableId, executionName: 'lambda_history-1', slot: 0, step, budget: plan.chunksPerSlot })) as SlotStepResult;
+      if (result.idle) break;
+      chunks.push(`${result.result!.outcome} ${result.result!.chunk?.start}-${result.result!.chunk?.end}`);
     }
     expect(chunks).toEqual(['committed 150-250', 'committed 50-150', 'committed 0-50']);
+    await expect(handler({ action: 'chunk', table: 'lambda_history', tableId: plan.tableId, executionName: 'lambda_history-1', slot: 0, step: -1, budget: 1 }))
+      .rejects.toThrow('backfill slot step: step must be a whole number ≥ 0, got -1');
 
     await expect(handler({ action: 'merge', table: 'lambda_history' })).rejects.toThrow('backfill: "action" must be "plan" or "chunk", got "merge"');
     await expect(handler({ action: 'plan', table: 'lambda_history', input: { chunksPerExecution: 0 } })).rejects.toThrow('chunksPerExecution must be a whole number from 1 to 1800, got 0');
@@ -49,9 +53,9 @@ describe('functions/backfill and functions/retention: the Lambda entries', () =>
     const topic = await newTopic(engine, 1, 'lambda-retention');
     await produce(engine.kafka, topic, Array.from({ length: 200 }, (_, i) => ({ value: `{"i":${i}}` })));
     await createTableFromTopic(engine, { name: 'lambda_retention', topic, format: 'json', settings: resolveSettings({ backfill_offsets: '100' }) });
-    const plan = (await backfill({ action: 'plan', table: 'lambda_retention', input: {} })) as { partitions: unknown[] };
-    let cursor = plan.partitions[0] as { done: boolean };
-    while (!cursor.done) cursor = (await backfill({ action: 'chunk', table: 'lambda_retention', cursor })) as { done: boolean };
+    const plan = (await backfill({ action: 'plan', table: 'lambda_retention', input: {} })) as BackfillPlanState;
+    const step = (n: number) => backfill({ action: 'chunk', table: 'lambda_retention', tableId: plan.tableId, executionName: 'lambda_retention-1', slot: 0, step: n, budget: 10 }) as Promise<SlotStepResult>;
+    for (let n = 0; !(await step(n)).idle; n += 1) expect(n).toBeLessThan(10);
     await deleteRecords(engine.kafka, topic, 0, 150n);
 
     const result = await handler();

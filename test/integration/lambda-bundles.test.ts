@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parquetReadObjects } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { backfillTask } from '../../src/backfill/tasks.js';
+import { backfillTask, type BackfillPlanState } from '../../src/backfill/tasks.js';
+import type { SlotStepResult } from '../../src/backfill/slot.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { handleKafkaEvent, indexerFor } from '../../src/indexer/handler.js';
@@ -114,19 +115,20 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     expect(check.files.map((f) => [f.startOffset, f.endOffset, f.sealReason])).toEqual([[0n, 2n, 'bytes'], [2n, 4n, 'bytes']]);
   });
 
-  it('Backfill: plans a table\'s history, then one chunk backfills it; the files tile it and rebuild to what librdkafka reads', async () => {
+  it('Backfill: plans a table\'s history, then a slot\'s first step backfills it and its next finds nothing left; the files tile it and rebuild to what librdkafka reads', async () => {
     const topic = await newTopic(engine, 1, 'bundle-backfill');
     await produce(engine.kafka, topic, Array.from({ length: 250 }, (_, i) => ({ value: json(i), partition: 0 })));
     const table = await testTable(engine, topic, { backfill_offsets: '1000' });
 
-    // The Step Functions task payloads of infra/backfill.ts: Plan, then Chunk per partition.
-    const [plan] = await invokeDeployed('Backfill', [{ action: 'plan', table: table.name, input: { table: table.name } }], stackEnv());
-    const state = (plan as { result: { partitions: { cursor: string; target: string }[]; execution: number } }).result;
-    expect(state.partitions.map((p) => [p.cursor, p.target])).toEqual([['250', '0']]);
-    expect(state.execution).toBe(1);
+    // The Step Functions task payloads of infra/backfill.ts: Plan, then the Chunk steps of a slot.
+    const [plan] = await invokeDeployed('Backfill', [{ action: 'plan', table: table.name, input: { table: table.name }, slots: 10 }], stackEnv());
+    const state = (plan as { result: BackfillPlanState }).result;
+    expect([state.left, state.claimable, state.slots, state.execution]).toEqual([1, 1, [0], 1]);
 
-    const [chunk] = await invokeDeployed('Backfill', [{ action: 'chunk', table: table.name, cursor: state.partitions[0] }], stackEnv());
-    expect(chunk).toMatchObject({ result: { outcome: 'committed', chunk: { start: '0', end: '250' }, done: true } });
+    const step = (n: number) => ({ action: 'chunk', table: table.name, tableId: state.tableId, executionName: `${table.name}-1`, slot: 0, step: n, budget: state.chunksPerSlot });
+    const [first, second] = await invokeDeployed('Backfill', [step(0), step(1)], stackEnv());
+    expect(first).toMatchObject({ result: { result: { outcome: 'committed', chunk: { start: '0', end: '250' } } } });
+    expect(second).toMatchObject({ result: { idle: true } });
     const check = await checkTable(engine, await findTable(engine.catalog, table.name));
     expect(check.committedOffsets.get(0)).toHaveLength(250);
   });
@@ -151,8 +153,9 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     await produce(engine.kafka, topic, Array.from({ length: 200 }, (_, i) => ({ value: json(i), partition: 0 })));
     const table = await testTable(engine, topic, { backfill_offsets: '100' });
     const deps = { catalog: engine.catalog, kafka: engine.kafka };
-    let cursor = ((await backfillTask(deps, { action: 'plan', table: table.name, input: {} })) as { partitions: unknown[] }).partitions[0] as { done?: boolean };
-    while (!cursor.done) cursor = (await backfillTask(deps, { action: 'chunk', table: table.name, cursor })) as { done: boolean };
+    const plan = (await backfillTask(deps, { action: 'plan', table: table.name, input: {} })) as BackfillPlanState;
+    const step = (n: number) => backfillTask(deps, { action: 'chunk', table: table.name, tableId: plan.tableId, executionName: `${table.name}-1`, slot: 0, step: n, budget: 10 }) as Promise<SlotStepResult>;
+    for (let n = 0; !(await step(n)).idle; n += 1) expect(n).toBeLessThan(10);
     await deleteRecords(engine.kafka, topic, 0, 150n);
 
     const [outcome] = await invokeDeployed('Retention', [loadEvent('scheduled')], stackEnv());

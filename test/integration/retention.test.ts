@@ -16,6 +16,13 @@ import { FileExpiredError, rebuildFile } from '../../src/reader/rebuild.js';
 import { checkRetention } from '../../src/retention/check.js';
 import { partitionStatus } from '../../src/catalog/status.js';
 import { growTopic, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
+import type { ChunkResult } from '../../src/backfill/index.js';
+import { backfillStates } from '../../src/catalog/backfill.js';
+import { pause } from '../../src/common/retry.js';
+import { scheduledCheck, type ScheduledCheckResult } from '../../src/retention/scheduled.js';
+import { synthesizeBackfillDefinition } from '../../infra/definition.js';
+import { localBackfillStarter, runBackfillStateMachine, type LocalBackfillSummary } from '../../infra/local-execution.js';
+import { LocalExecutions } from '../../infra/local-executions.js';
 import { checkTable } from '../helpers/verify.js';
 
 let engine: Engine;
@@ -167,6 +174,66 @@ describe('partition discovery', () => {
     ]);
     expect((await planBackfill(engine.catalog, engine.kafka, created.name)).partitions).toEqual([]);
   });
+});
+
+describe('the scheduled check resumes a backfill no execution is working on', () => {
+  it('an execution that died mid-way is resumed under the name it would have continued as, once its claim expired; the backfill ends tiled exactly', async () => {
+    const topic = await newTopic(engine, 1, 'resume');
+    await produce(engine.kafka, topic, records(900, 0));
+    // lease_ttl is also how long a backfill claim lives unrenewed: how long a dead execution keeps its partitions.
+    const created = await table(topic, { backfill_offsets: '300', lease_ttl: '5s' });
+    const executions = new LocalExecutions(synthesizeBackfillDefinition().stateMachineArn);
+    const runs: Promise<LocalBackfillSummary>[] = [];
+    const resumedChunks: ChunkResult[] = [];
+    const startBackfill = localBackfillStarter(engine, (_start, run) => runs.push(run()), { executions, progress: (chunk) => resumedChunks.push(chunk) });
+    const scheduled = () => scheduledCheck(engine.catalog, engine.kafka, { table: created.name, startBackfill });
+
+    // While a chunk runs its slot holds a live claim: the check leaves the backfill to that execution.
+    const build = rangeBuilder(engine.catalog);
+    let whileRunning: ScheduledCheckResult | undefined;
+    const chunk = { build: async (...args: Parameters<typeof build>) => {
+      whileRunning ??= await scheduled();
+      return build(...args);
+    } };
+    // The first execution dies in its second step: the step commits its chunk, then every
+    // answer is lost (say the function times out each time) until the retries run out.
+    let steps = 0;
+    const died = runBackfillStateMachine(engine, created.name, undefined, {
+      executions,
+      chunk,
+      retryIntervalOverrides: { Chunk: 0 },
+      afterTask: (state) => {
+        if (state === 'Chunk' && (steps += 1) >= 2) throw new Error('Lambda.Unknown: the function timed out');
+      },
+    });
+    await expect(died).rejects.toThrow('the function timed out');
+    expect(whileRunning!.backfills).toEqual([]);
+    expect(steps).toBe(10); // the second step and its 8 retries, which found it done and changed nothing
+    const [left] = await backfillStates(engine.catalog, created.tableId);
+    expect([left!.indexedStart, left!.cursor, left!.target]).toEqual([300n, 300n, 0n]);
+
+    // Its slot's claim expires after lease_ttl; until then each check leaves the backfill alone.
+    let resumed = await scheduled();
+    for (let checks = 1; resumed.backfills.length === 0; checks += 1) {
+      expect(checks, 'checks until the dead execution\'s claim expired').toBeLessThan(600);
+      await pause(100);
+      resumed = await scheduled();
+    }
+    expect(resumed.backfills).toEqual([{ table: created.name, execution: `${created.name}-${created.tableId}-2`, outcome: 'started' }]);
+    const summary = await runs[0]!;
+    expect(summary.executionNames).toEqual([`${created.name}-${created.tableId}-2`]);
+    expect(resumedChunks.map((c) => [c.outcome, c.chunk?.start, c.chunk?.end, c.done])).toEqual([['committed', '0', '300', true]]);
+    expect((await scheduled()).backfills).toEqual([]);
+
+    // Exactly tiled: the files cover [0, 900) once, with every committed record the independent reader sees.
+    const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+    expect(check.committedOffsets.get(0)!.length).toBe(900);
+    expect(check.files.reduce((n, f) => n + Number(f.recordCount), 0)).toBe(900);
+    const ranges = [...new Set(check.files.map((f) => `${f.startOffset}-${f.endOffset}`))].map((r) => r.split('-').map(BigInt)).sort((a, b) => (a[0]! < b[0]! ? -1 : 1));
+    expect(ranges[0]![0]).toBe(0n);
+    expect(ranges.at(-1)![1]).toBe(900n);
+    ranges.slice(1).forEach((range, i) => expect(range[0]).toBe(ranges[i]![1]));
+  }, 300_000);
 });
 
 describe('the backfill and retention commands', () => {

@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChunkResult } from '../../src/backfill/index.js';
 import { backfillStates } from '../../src/catalog/backfill.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
-import { findTable } from '../../src/catalog/tables.js';
+import { addPartitions, findTable } from '../../src/catalog/tables.js';
+import { backfillProgress } from '../../src/catalog/backfill-executions.js';
+import type { HistorySource } from '../../src/backfill/chunk.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { indexerFor } from '../../src/indexer/handler.js';
@@ -15,8 +17,11 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { synthesizeBackfillDefinition } from '../../infra/definition.js';
-import { runBackfillStateMachine } from '../../infra/local-execution.js';
+import { localBackfillStarter, runBackfillStateMachine, type LocalBackfillSummary } from '../../infra/local-execution.js';
+import { LocalExecutions } from '../../infra/local-executions.js';
+import { resumeBackfills, type ResumedBackfill } from '../../src/backfill/resume.js';
 import { chunkTask, planTask } from '../../src/backfill/tasks.js';
+import type { SlotStepResult } from '../../src/backfill/slot.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 
@@ -115,13 +120,13 @@ describe('the synthesized backfill state machine, executed locally', () => {
       finished = true;
     });
 
-    // Assess: two executions; the second was started by the first with its cursors, and picked up where it stopped.
+    // Assess: two executions, named after the table and their number; the second was started
+    // by the first with no cursor (they live in the catalog), and picked up where it stopped.
     expect(summary.executions).toBe(2);
-    expect(executions[0]).toEqual({ table: table.name, chunksPerExecution: 4 });
+    expect(summary.executionNames).toEqual([`${table.name}-${table.tableId}-1`, `${table.name}-${table.tableId}-2`]);
+    expect(executions[0]).toEqual({ table: table.name, execution: 1, chunksPerExecution: 4 });
     expect(executions[1]).toMatchObject({ table: table.name, chunksPerExecution: 4, execution: 2 });
-    const cursors = (executions[1] as { cursors: { partition: number; cursor: string; target: string }[] }).cursors;
-    expect(cursors.map((c) => [c.partition, c.cursor, c.target])).toEqual([[0, '500', '0'], [1, '500', '0']]);
-    expect(executions[1]).toHaveProperty('AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID');
+    expect(Object.keys(executions[1] as object).sort()).toEqual(['AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID', 'chunksPerExecution', 'execution', 'table']);
 
     const byPartition = (partition: number) => chunks.filter((c) => c.partition === partition).map((c) => [c.outcome, c.chunk?.start, c.chunk?.end]);
     for (const partition of [0, 1]) {
@@ -238,7 +243,7 @@ describe('the synthesized backfill state machine, executed locally', () => {
     const table = await tableOf(topic, { backfill_offsets: '300' });
     const { definition, stateMachineArn } = synthesizeBackfillDefinition();
     const deps = { catalog: engine.catalog, kafka: engine.kafka };
-    const results: ChunkResult[] = [];
+    const steps: SlotStepResult[] = [];
     let calls = 0;
     const machine = new StateMachine(definition as never);
     const execution = machine.run({ table: table.name } as never, {
@@ -248,26 +253,159 @@ describe('the synthesized backfill state machine, executed locally', () => {
           Replan: async (event) => (await planTask(deps, event)) as never,
           Chunk: async (event) => {
             calls += 1;
-            const result = await chunkTask(deps, event);
-            results.push(result);
+            const step = await chunkTask(deps, event);
+            steps.push(step);
             // The second chunk commits, then its response is lost: Lambda reports a failure.
             if (calls === 2) throw new Error('Lambda.SdkClientException: response lost after the chunk committed');
-            return result as never;
+            return step as never;
           },
         },
         retryIntervalOverrides: { Chunk: 0 },
       },
-      context: { StateMachine: { Id: stateMachineArn }, Execution: { Id: 'local' } } as never,
+      context: { StateMachine: { Id: stateMachineArn }, Execution: { Id: 'local', Name: `${table.name}-retry` } } as never,
     });
     await execution.result;
-    expect(results.map((r) => [r.outcome, r.chunk?.start, r.chunk?.end, r.cursor])).toEqual([
+    // The retried step finds the record its first attempt committed with its chunk; the slot's
+    // last step finds nothing left to claim.
+    expect(steps.map((s) => s.result && [s.result.outcome, s.result.chunk?.start, s.result.chunk?.end, s.result.cursor])).toEqual([
       ['committed', '600', '900', '600'],
       ['committed', '300', '600', '300'],
       ['skipped', undefined, undefined, '300'],
       ['committed', '0', '300', '0'],
+      null,
     ]);
+    expect(steps.map((s) => s.idle)).toEqual([false, false, false, false, true]);
     const check = await checkTable(engine, await findTable(engine.catalog, table.name));
     expect(check.committedOffsets.get(0)!.length).toBe(900);
     expect(check.files.reduce((n, f) => n + Number(f.recordCount), 0)).toBe(900);
   });
+});
+
+describe('ContinueAsNew by name', () => {
+  /** 900 records in one partition, three 300-offset chunks, one chunk per execution: three executions. */
+  async function threeExecutions(name: string) {
+    const topic = await newTopic(engine, 1, name);
+    await produce(engine.kafka, topic, records(1, 900));
+    return tableOf(topic, { backfill_offsets: '300' });
+  }
+  const names = (table: { name: string; tableId: bigint }, ...numbers: number[]) => numbers.map((n) => `${table.name}-${table.tableId}-${n}`);
+  const chunkRanges = (chunks: ChunkResult[]) => chunks.map((c) => [c.outcome, c.chunk?.start, c.chunk?.end]);
+
+  it('names the next execution <table>-<table id>-<number>; a StartExecution retried after its answer was lost starts it once', async () => {
+    const table = await threeExecutions('sm-names');
+    const executions = new LocalExecutions(synthesizeBackfillDefinition().stateMachineArn);
+    const starts: string[] = [];
+    const chunks: ChunkResult[] = [];
+    const summary = await runBackfillStateMachine(engine, table.name, (chunk) => chunks.push(chunk), {
+      chunksPerExecution: 1,
+      executions,
+      retryIntervalOverrides: { ContinueAsNew: 0 },
+      afterTask: (state, payload) => {
+        if (state !== 'ContinueAsNew') return;
+        starts.push((payload as { Name: string }).Name);
+        // The first StartExecution started execution 2, then its answer was lost: the state's Retry asks again.
+        if (starts.length === 1) throw new Error('States.TaskFailed: the answer of StartExecution was lost');
+      },
+    });
+    expect(starts).toEqual(names(table, 2, 2, 3));
+    expect(summary.executionNames).toEqual(names(table, 1, 2, 3));
+    expect(chunkRanges(chunks)).toEqual([['committed', '600', '900'], ['committed', '300', '600'], ['committed', '0', '300']]);
+    // A name is used once: starting execution 2 again now (it ended) is ExecutionAlreadyExists.
+    expect(() => executions.start(names(table, 2)[0]!, { table: table.name, execution: 2 })).toThrow(expect.objectContaining({ name: 'StepFunctions.ExecutionAlreadyExistsException' }));
+    const check = await checkTable(engine, await findTable(engine.catalog, table.name));
+    expect(check.committedOffsets.get(0)!.length).toBe(900);
+  });
+
+  it('a name the scheduled check took first ends the chain at AlreadyContinued: the check\'s execution goes on, one chain', async () => {
+    const table = await threeExecutions('sm-taken');
+    const executions = new LocalExecutions(synthesizeBackfillDefinition().stateMachineArn);
+    const resumed: (() => Promise<LocalBackfillSummary>)[] = [];
+    const chunks: ChunkResult[] = [];
+    const startBackfill = localBackfillStarter(engine, (_start, run) => resumed.push(run), { executions, progress: (chunk) => chunks.push(chunk) });
+    const states: string[] = [];
+    let checked: ResumedBackfill[] | undefined;
+    const first = await runBackfillStateMachine(engine, table.name, (chunk) => chunks.push(chunk), {
+      chunksPerExecution: 1,
+      executions,
+      onEvent: (event) => {
+        if (event.type === 'StateEntered') states.push(event.state.name);
+      },
+      // After the first execution's only step its slot has handed its claim back: a scheduled
+      // check that runs now finds no execution working on the backfill and starts execution 2.
+      afterTask: async (state) => {
+        if (state === 'Chunk' && !checked) checked = await resumeBackfills(engine.catalog, startBackfill, { table: table.name, chunksPerExecution: 1 });
+      },
+    });
+    expect(checked).toEqual([{ table: table.name, execution: names(table, 2)[0], outcome: 'started' }]);
+    expect(first.executionNames).toEqual(names(table, 1));
+    expect(states.slice(-2)).toEqual(['ContinueAsNew', 'AlreadyContinued']);
+
+    // The execution the check started goes on as execution 3; nothing ran twice.
+    const rest = await resumed[0]!();
+    expect(rest.executionNames).toEqual(names(table, 2, 3));
+    expect(chunkRanges(chunks)).toEqual([['committed', '600', '900'], ['committed', '300', '600'], ['committed', '0', '300']]);
+    const check = await checkTable(engine, await findTable(engine.catalog, table.name));
+    expect(check.committedOffsets.get(0)!.length).toBe(900);
+    expect(check.files.reduce((n, f) => n + Number(f.recordCount), 0)).toBe(900);
+  });
+});
+
+describe('the backfill state machine at 5,000 partitions', () => {
+  /**
+   * A plan of 5,000 partitions: the table's catalog rows say 5,000 partitions, each with
+   * one offset of history ([0, 1), planned: cursor 1, target 0), and the chunks read that
+   * history from an empty source instead of Kafka. A topic of 5,000 partitions on the local
+   * broker would cost minutes and thousands of files on a shared 2-core machine, and
+   * nothing about a state's size depends on what a chunk reads: Plan, Replan and every
+   * slot step run the real task code against the real catalog (claims, commits, step
+   * records), so the states have their real shapes. Every state's input and output, the
+   * executions' inputs and outputs, and every Lambda payload and result are measured as
+   * serialized JSON.
+   */
+  it('4 executions of 1,500, 1,500, 1,500 and 500 chunks; every state\'s input and output stays under 256 KiB (under 4 KiB: nothing grows with the partitions)', async () => {
+    const partitions = 5_000;
+    const topic = await newTopic(engine, 1, 'sm-5000');
+    const table = await tableOf(topic, {});
+    await addPartitions(engine.catalog, table.tableId, new Map(Array.from({ length: partitions - 1 }, (_, i) => [i + 1, 1n])));
+    await engine.catalog.query(
+      'UPDATE offsetlake.lake_partition SET indexed_start = 1, indexed_end = 1, backfill_cursor = 1, backfill_target = 0 WHERE table_id = $1',
+      [table.tableId],
+    );
+    const emptyHistory: HistorySource = {
+      earliest: async () => 0n,
+      read: async function* () {},
+    };
+
+    const sizes = { measured: 0, largest: 0, where: '' };
+    const measure = (where: string, value: unknown) => {
+      const bytes = Buffer.byteLength(JSON.stringify(value ?? null));
+      sizes.measured += 1;
+      if (bytes > sizes.largest) Object.assign(sizes, { largest: bytes, where });
+    };
+    const summary = await runBackfillStateMachine(engine, table.name, undefined, {
+      chunk: { history: emptyHistory },
+      onEvent: (event) => {
+        if (event.type === 'ExecutionStarted') measure('execution input', event.input);
+        if (event.type === 'ExecutionSucceeded') measure('execution output', event.output);
+        if ('parentState' in event) measure(`${event.parentState.name} input (an iteration's event)`, event.parentState.input);
+        if ('state' in event) {
+          measure(`${event.state.name} input`, event.state.input);
+          if (event.type === 'StateExited') measure(`${event.state.name} output`, event.state.output);
+        }
+      },
+      afterTask: (state, payload, result) => {
+        measure(`${state} payload`, payload);
+        measure(`${state} result`, result);
+      },
+    });
+
+    expect(summary.chunks).toBe(partitions);
+    expect(summary.executionNames).toEqual([1, 2, 3, 4].map((n) => `${table.name}-${table.tableId}-${n}`));
+    expect(summary.partitions.filter((p) => p.done && p.cursor === '0').length).toBe(partitions);
+    expect(await backfillProgress(engine.catalog, table.tableId)).toEqual({ left: 0, claimable: 0, finished: partitions });
+    console.log(`5,000 partitions: ${summary.chunks} chunks in ${summary.executions} executions, ${summary.elapsedMs} ms; ${sizes.measured} inputs, outputs and payloads measured, the largest ${sizes.largest} bytes (${sizes.where})`);
+    expect(sizes.measured).toBeGreaterThan(6 * partitions);
+    expect(sizes.largest).toBeLessThan(256 * 1024);
+    expect(sizes.largest).toBeLessThan(4 * 1024);
+  }, 600_000);
 });

@@ -3,7 +3,8 @@
  * backfill state machine, and IAM statements no wider than needed. Synthesized
  * in-process with asset bundling skipped (the bundles are `cdk synth`'s job in CI).
  */
-import { App } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
+import { stackScopedName } from '../../infra/names.js';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resolveDefinitionString } from '../../infra/definition.js';
@@ -113,7 +114,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     template.resourceCountIs('AWS::SecretsManager::Secret', 2);
   });
 
-  it('the backfill state machine: Standard, JSONPath, plan → Map of chunk loops → continue as a new execution', () => {
+  it('the backfill state machine: Standard, JSONPath, plan → Map of slot loops → continue as a new execution named after the next one', () => {
     const machine = Object.values(template.findResources('AWS::StepFunctions::StateMachine'))[0] as Resource;
     expect(machine.Properties.StateMachineType).toBe('STANDARD');
     expect(machine.Properties.StateMachineName).toBe('Lake-backfill');
@@ -121,25 +122,46 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(definition.QueryLanguage ?? 'JSONPath').toBe('JSONPath');
     expect(definition.StartAt).toBe('Plan');
     const states = definition.States;
-    expect(Object.keys(states).sort()).toEqual(['ContinueAsNew', 'Done', 'HasWork', 'Partitions', 'Plan', 'Replan', 'Unfinished']);
-    expect(states.Partitions.Type).toBe('Map');
-    expect(states.Partitions.ItemProcessor.ProcessorConfig.Mode).toBe('INLINE');
-    const loop = states.Partitions.ItemProcessor.States;
+    expect(Object.keys(states).sort()).toEqual(['AlreadyContinued', 'ContinueAsNew', 'Done', 'HasWork', 'Plan', 'Replan', 'Slots', 'Unfinished']);
+    expect(states.Plan.Parameters).toEqual({ action: 'plan', 'table.$': '$.table', 'input.$': '$', slots: 10 });
+    // The Map iterates slot numbers (at most its concurrency), not partitions; no cursor enters the state.
+    expect(states.Slots.Type).toBe('Map');
+    expect(states.Slots.ItemsPath).toBe('$.slots');
+    expect(states.Slots.MaxConcurrency).toBe(10);
+    expect(states.Slots.ItemProcessor.ProcessorConfig.Mode).toBe('INLINE');
+    expect(states.Slots.ItemSelector).toEqual({
+      'table.$': '$.table', 'tableId.$': '$.tableId', 'executionName.$': '$$.Execution.Name', 'slot.$': '$$.Map.Item.Value', 'budget.$': '$.chunksPerSlot', chunks: 0,
+    });
+    expect(states.Slots.ResultPath).toBeNull();
+    expect(JSON.stringify(definition)).not.toMatch(/cursor|partitions/);
+    const loop = states.Slots.ItemProcessor.States;
     expect(loop.Chunk.Next).toBe('Count');
     expect(loop.Count.Parameters['chunks.$']).toBe('States.MathAdd($.chunks, 1)');
+    expect(Object.keys(loop.Count.Parameters).sort()).toEqual(['budget.$', 'chunks.$', 'executionName.$', 'idle.$', 'slot.$', 'table.$', 'tableId.$']);
     expect(loop.MoreChunks.Choices).toEqual([
-      { Variable: '$.cursor.done', BooleanEquals: true, Next: 'PartitionDone' },
+      { Variable: '$.idle', BooleanEquals: true, Next: 'SlotIdle' },
       { Variable: '$.chunks', NumericGreaterThanEqualsPath: '$.budget', Next: 'BudgetSpent' },
     ]);
     expect(loop.MoreChunks.Default).toBe('Chunk');
-    // A chunk is idempotent: any failure is retried, except a request that can never succeed.
+    // A step is idempotent: any failure is retried, except a request that can never succeed.
     expect(loop.Chunk.Retry).toEqual([
       { ErrorEquals: ['BackfillTaskError', 'ChunkRequestError', 'TableError'], MaxAttempts: 0 },
       { ErrorEquals: ['States.ALL'], IntervalSeconds: 5, BackoffRate: 2, MaxAttempts: 8, MaxDelaySeconds: 120 },
     ]);
     expect(states.Plan.Retry).toEqual(loop.Chunk.Retry);
+    expect(states.Replan.ResultPath).toBe('$.replan');
+    expect(states.Unfinished.Choices).toEqual([{ Variable: '$.replan.slots[0]', IsPresent: true, Next: 'ContinueAsNew' }]);
+    // ContinueAsNew: by name, with the table, the budget and the next number only; a name
+    // already taken means the next execution was started: caught, not retried.
     expect(states.ContinueAsNew.Resource).toBe('arn:aws:states:::states:startExecution');
-    expect(states.ContinueAsNew.Parameters['StateMachineArn.$']).toBe('$$.StateMachine.Id');
+    expect(states.ContinueAsNew.Parameters).toEqual({
+      'StateMachineArn.$': '$$.StateMachine.Id',
+      'Name.$': '$.continuation.name',
+      Input: { 'table.$': '$.table', 'chunksPerExecution.$': '$.chunksPerExecution', 'execution.$': '$.continuation.execution', 'AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$': '$$.Execution.Id' },
+    });
+    expect(states.ContinueAsNew.Retry[0]).toEqual({ ErrorEquals: ['StepFunctions.ExecutionAlreadyExistsException'], MaxAttempts: 0 });
+    expect(states.ContinueAsNew.Catch).toEqual([{ ErrorEquals: ['StepFunctions.ExecutionAlreadyExistsException'], ResultPath: '$.alreadyContinued', Next: 'AlreadyContinued' }]);
+    expect(states.AlreadyContinued.Type).toBe('Succeed');
     expect(JSON.stringify(definition)).not.toMatch(/JSONata|DISTRIBUTED/);
   });
 
@@ -235,6 +257,28 @@ describe('the CDK stack, MSK with SASL/SCRAM', () => {
         Effect: 'Allow', Resource: keyArn, Condition: { StringEquals: { 'kms:ViaService': 'secretsmanager.eu-west-1.amazonaws.com' } },
       })]);
     }
+  });
+});
+
+describe('stack-scoped physical names', () => {
+  it('a 128-character stack name gives a proxy name of at most 60 and a state machine name of at most 80 characters, each distinct per stack and valid for its service', () => {
+    const long = `Lake${'x'.repeat(120)}Prod`;
+    const names = (id: string) => {
+      const app = new App();
+      const stack = new Stack(app, id);
+      return { proxy: stackScopedName(stack, 'catalog', 60), machine: stackScopedName(stack, 'backfill', 80) };
+    };
+    const [a, b] = [names(long), names(long.replace('Prod', 'Test'))];
+    for (const { proxy, machine } of [a, b]) {
+      expect(proxy.length).toBeLessThanOrEqual(60);
+      expect(machine.length).toBeLessThanOrEqual(80);
+      // RDS Proxy: a letter first, letters, digits and single hyphens, no hyphen at the end.
+      expect(proxy).toMatch(/^[A-Za-z](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*$/);
+      expect(machine).toMatch(/^[A-Za-z0-9_-]{1,80}$/);
+    }
+    expect(a.proxy).not.toBe(b.proxy);
+    expect(a.machine).not.toBe(b.machine);
+    expect(names('Lake')).toEqual({ proxy: 'Lake-catalog', machine: 'Lake-backfill' });
   });
 });
 
