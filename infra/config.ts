@@ -138,6 +138,15 @@ function kmsKeyArn(arn: string): string {
   return arn;
 }
 
+/**
+ * `localstackCore=true` deploys only what LocalStack's open-source core runs without Docker
+ * and without its paid tier: the backfill state machine, the schedules and the secrets
+ * (infra/localstack.ts). The settings are still those of the AWS deploy, and checked the same.
+ */
+export function localstackCoreFromContext(context: Context): boolean {
+  return flag(context, 'localstackCore', false);
+}
+
 export function settingsFromContext(context: Context): OffsetlakeSettings {
   const kind = oneOf(context, 'kafka', ['msk', 'self-managed'] as const, 'msk');
   let kafka: KafkaSettings;

@@ -7,8 +7,9 @@ import { App, Stack } from 'aws-cdk-lib';
 import { stackScopedName } from '../../infra/names.js';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { offsetlakeApp } from '../../infra/app.js';
 import { resolveDefinitionString } from '../../infra/definition.js';
-import { memoryForFileBytes, settingsFromContext, type OffsetlakeSettings } from '../../infra/config.js';
+import { localstackCoreFromContext, memoryForFileBytes, settingsFromContext, type OffsetlakeSettings } from '../../infra/config.js';
 import { OffsetlakeStack } from '../../infra/stack.js';
 import { latestCatalogVersion } from '../../src/catalog/migrations.js';
 
@@ -368,5 +369,87 @@ describe('settings from context', () => {
     expect(settingsFromContext((key) => base[key])).toMatchObject({
       batchSize: 10_000, batchingWindowSeconds: 10, fileBytes: 128 * MiB, vpc: { kind: 'existing' }, vpcEndpoints: false, readerConcurrency: 10, database: { kind: 'create', multiAz: true },
     });
+  });
+});
+
+describe('-c localstackCore=true: the part LocalStack runs without Docker or its paid tier', () => {
+  const context = { mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders,payments', stackName: 'Lake', ...clusterNetwork };
+  /** Through the app, as `cdk synth` builds it, so the flag's wiring is what is tested. */
+  const synthApp = (extra: Record<string, unknown>): Template => {
+    const { stack } = offsetlakeApp(new App({ context: { ...context, ...extra, 'aws:cdk:bundling-stacks': [] } }));
+    return Template.fromStack(stack);
+  };
+  const byType = (template: Template, type: string): Resource[] => Object.values(template.findResources(type)) as Resource[];
+  let core: Template;
+  let full: Template;
+  beforeAll(() => {
+    core = synthApp({ localstackCore: 'true' });
+    full = synthApp({});
+  });
+
+  it('keeps the backfill state machine (its role and log group), the two schedules and the two secrets; nothing else', () => {
+    const types = (Object.values(core.toJSON().Resources) as Resource[]).map((r) => r.Type).filter((type) => type !== 'AWS::CDK::Metadata').sort();
+    expect(types).toEqual([
+      'AWS::Events::Rule', 'AWS::Events::Rule',
+      'AWS::IAM::Policy', 'AWS::IAM::Role',
+      'AWS::Logs::LogGroup',
+      'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret',
+      'AWS::StepFunctions::StateMachine',
+    ]);
+  });
+
+  it('leaves out the functions (Lambda needs Docker), with them the URL, migrations and permissions; the event sources, RDS, RDS Proxy and the VPC\'s groups', () => {
+    for (const type of ['AWS::Lambda::Function', 'AWS::Lambda::EventSourceMapping', 'AWS::Lambda::Url', 'AWS::Lambda::Permission', 'Custom::OffsetlakeCatalogMigrations',
+      'AWS::RDS::DBInstance', 'AWS::RDS::DBProxy', 'AWS::RDS::DBProxyTargetGroup', 'AWS::SecretsManager::SecretTargetAttachment', 'AWS::EC2::SecurityGroup', 'AWS::EC2::SecurityGroupIngress']) {
+      core.resourceCountIs(type, 0);
+    }
+    expect(Object.keys(core.findOutputs('*'))).toEqual([]);
+  });
+
+  it('the state machine is the full stack\'s, except that its tasks name the backfill function <stack>-backfill, which is not created', () => {
+    const definitionOf = (template: Template): { name: unknown; definition: string } => {
+      const machine = byType(template, 'AWS::StepFunctions::StateMachine')[0]!;
+      return { name: machine.Properties.StateMachineName, definition: resolveDefinitionString(machine.Properties.DefinitionString) };
+    };
+    const [kept, original] = [definitionOf(core), definitionOf(full)];
+    expect(kept.name).toBe('Lake-backfill');
+    expect(kept.name).toBe(original.name);
+    const functions = (definition: string): string[] => [...new Set(definition.match(/arn:aws:lambda:[^"]+/g))];
+    expect(functions(kept.definition)).toEqual(['arn:aws:lambda:us-east-1:000000000000:function:Lake-backfill']);
+    expect(functions(original.definition)).toEqual([expect.stringMatching(/:function:Backfill[0-9A-F]{8}$/)]);
+    const anyFunction = (definition: string): string => definition.replace(/arn:aws:lambda:[^"]+/g, 'BACKFILL');
+    expect(anyFunction(kept.definition)).toBe(anyFunction(original.definition));
+    // Its role may invoke that function and start executions of the machine itself, nothing else.
+    const statements = [...statementsByRole(core).values()].flat();
+    const granted = statements.flatMap(actions).filter((action) => !action.startsWith('logs:')).sort();
+    expect(granted).toEqual(['lambda:InvokeFunction', 'states:StartExecution']);
+  });
+
+  it('the schedules are the full stack\'s (rate, description, retries); their targets name <stack>-tick and <stack>-retention, which are not created', () => {
+    const schedules = (template: Template) => byType(template, 'AWS::Events::Rule')
+      .map((rule) => ({ ...rule.Properties, Targets: rule.Properties.Targets.map((target: Record<string, unknown>) => ({ ...target, Arn: undefined })) }))
+      .sort((a, b) => String(a.ScheduleExpression).localeCompare(String(b.ScheduleExpression)));
+    expect(schedules(core)).toEqual(schedules(full));
+    expect(schedules(core).map((rule) => rule.ScheduleExpression)).toEqual(['rate(1 minute)', 'rate(5 minutes)']);
+    const targets = byType(core, 'AWS::Events::Rule').map((rule) => JSON.stringify(rule.Properties.Targets[0].Arn)).sort();
+    expect(targets).toEqual([expect.stringContaining(':function:Lake-retention'), expect.stringContaining(':function:Lake-tick')]);
+  });
+
+  it('the secrets are the full stack\'s: the reader\'s token, and the generated database credentials (none with an existing database)', () => {
+    const generated = (template: Template) => byType(template, 'AWS::SecretsManager::Secret').map((secret) => secret.Properties.GenerateSecretString).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    expect(generated(core)).toEqual(generated(full));
+    expect(generated(core).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'token']);
+    const existingDatabase = synthApp({
+      localstackCore: 'true', databaseInstanceId: 'catalog', databaseEndpoint: 'catalog.abc.eu-west-1.rds.amazonaws.com',
+      databaseSecurityGroupId: 'sg-0123456789abcdef0', databaseSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:catalog-GhIjKl',
+    });
+    expect(generated(existingDatabase).map((g) => g.GenerateStringKey)).toEqual(['token']);
+  });
+
+  it('the flag is checked like every setting: true or false, naming the key; the other settings are still the AWS deploy\'s', () => {
+    expect(localstackCoreFromContext(() => undefined)).toBe(false);
+    expect(localstackCoreFromContext((key) => ({ localstackCore: true } as Record<string, unknown>)[key])).toBe(true);
+    expect(() => localstackCoreFromContext((key) => ({ localstackCore: 'yes' } as Record<string, unknown>)[key])).toThrow(/context "localstackCore" must be true or false, got "yes"/);
+    expect(() => synthApp({ localstackCore: 'true', mskClusterArn: undefined })).toThrow(/context "mskClusterArn" is required/);
   });
 });

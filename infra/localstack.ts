@@ -1,0 +1,69 @@
+/**
+ * `cdklocal deploy -c localstackCore=true`: the part of the stack that LocalStack's
+ * open-source core (`localstack-core` from PyPI, started on the host, without Docker and
+ * without an auth token) deploys and runs: the backfill state machine, the tick and
+ * retention schedules, and the secrets the stack creates. Left out, because they need
+ * Docker or LocalStack's paid tier:
+ *
+ * - every Lambda function. LocalStack runs functions in Docker containers; without Docker
+ *   CreateFunction ends in state Failed (the runtime image cannot be pulled), which fails
+ *   the stack. With them go the reader's function URL, the migrations custom resource
+ *   (its provider is a function too) and the grants to the functions' roles;
+ * - the Kafka event source mappings (MSK and self-managed: paid tier);
+ * - RDS and RDS Proxy (paid tier: CloudFormation "deploys" them as empty fallbacks, and the
+ *   functions' `rds-db:connect` grant then fails on the proxy's missing ARN);
+ * - the security groups and VPC endpoints: nothing is left to put in the VPC.
+ *
+ * The state machine's tasks and the schedules' targets name functions `<stack>-backfill`,
+ * `-tick` and `-retention` that this stack does not create: an execution or a schedule
+ * deploys, starts and then fails at its Lambda call. test/unit/infra.test.ts checks that
+ * what is kept here matches the full stack (infra/stack.ts) property for property, so the
+ * two cannot drift apart silently.
+ */
+import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as rds from 'aws-cdk-lib/aws-rds';
+import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
+import { BackfillStateMachine } from './backfill.js';
+import { stackScopedName } from './names.js';
+import type { OffsetlakeStackProps } from './stack.js';
+
+export class LocalstackCoreStack extends Stack {
+  readonly backfillStateMachine: BackfillStateMachine;
+
+  constructor(scope: Construct, id: string, props: OffsetlakeStackProps) {
+    super(scope, id, props);
+    const settings = props.settings;
+
+    // A function this stack names but does not create (Lambda needs Docker).
+    const uncreatedFunction = (id: string, suffix: string): lambda.IFunction => lambda.Function.fromFunctionAttributes(this, id, {
+      functionArn: this.formatArn({ service: 'lambda', resource: 'function', resourceName: stackScopedName(this, suffix, 64), arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+      // No function, so no resource policy for the schedules' invoke permission.
+      skipPermissions: true,
+    });
+
+    this.backfillStateMachine = new BackfillStateMachine(this, 'BackfillMachine', { backfill: uncreatedFunction('Backfill', 'backfill') });
+
+    // The same secrets as infra/stack.ts: the reader's token and, for a database the stack
+    // creates, its generated credentials (there RDS makes this secret; here nothing uses it).
+    new secrets.Secret(this, 'ReaderToken', {
+      description: 'offsetlake reader: the bearer token engines send',
+      generateSecretString: { secretStringTemplate: '{}', generateStringKey: 'token', excludePunctuation: true, passwordLength: 40 },
+    });
+    if (settings.database.kind === 'create') new rds.DatabaseSecret(this, 'DatabaseSecret', { username: 'offsetlake' });
+
+    new events.Rule(this, 'TickSchedule', {
+      description: 'offsetlake: seal open ranges that are due by age although no record arrived',
+      schedule: events.Schedule.rate(Duration.minutes(settings.tickMinutes)),
+      targets: [new targets.LambdaFunction(uncreatedFunction('Tick', 'tick'), { retryAttempts: 2 })],
+    });
+    new events.Rule(this, 'RetentionSchedule', {
+      description: 'offsetlake: retention check (expire files below Kafka\'s earliest offset) and partition discovery',
+      schedule: events.Schedule.rate(Duration.minutes(settings.retentionMinutes)),
+      targets: [new targets.LambdaFunction(uncreatedFunction('Retention', 'retention'), { retryAttempts: 2 })],
+    });
+  }
+}
