@@ -20,15 +20,13 @@
  * what is kept here matches the full stack (infra/stack.ts) property for property, so the
  * two cannot drift apart silently.
  */
-import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
-import * as events from 'aws-cdk-lib/aws-events';
-import * as targets from 'aws-cdk-lib/aws-events-targets';
+import { ArnFormat, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as rds from 'aws-cdk-lib/aws-rds';
-import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { BackfillStateMachine } from './backfill.js';
 import { stackScopedName } from './names.js';
+import { readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import type { OffsetlakeStackProps } from './stack.js';
 
 export class LocalstackCoreStack extends Stack {
@@ -49,21 +47,9 @@ export class LocalstackCoreStack extends Stack {
 
     // The same secrets as infra/stack.ts: the reader's token and, for a database the stack
     // creates, its generated credentials (there RDS makes this secret; here nothing uses it).
-    new secrets.Secret(this, 'ReaderToken', {
-      description: 'offsetlake reader: the bearer token engines send',
-      generateSecretString: { secretStringTemplate: '{}', generateStringKey: 'token', excludePunctuation: true, passwordLength: 40 },
-    });
+    readerTokenSecret(this);
     if (settings.database.kind === 'create') new rds.DatabaseSecret(this, 'DatabaseSecret', { username: 'offsetlake' });
 
-    new events.Rule(this, 'TickSchedule', {
-      description: 'offsetlake: seal open ranges that are due by age although no record arrived',
-      schedule: events.Schedule.rate(Duration.minutes(settings.tickMinutes)),
-      targets: [new targets.LambdaFunction(uncreatedFunction('Tick', 'tick'), { retryAttempts: 2 })],
-    });
-    new events.Rule(this, 'RetentionSchedule', {
-      description: 'offsetlake: retention check (expire files below Kafka\'s earliest offset) and partition discovery',
-      schedule: events.Schedule.rate(Duration.minutes(settings.retentionMinutes)),
-      targets: [new targets.LambdaFunction(uncreatedFunction('Retention', 'retention'), { retryAttempts: 2 })],
-    });
+    scheduleTickAndRetention(this, settings, uncreatedFunction('Tick', 'tick'), uncreatedFunction('Retention', 'retention'));
   }
 }

@@ -8,8 +8,6 @@
  */
 import { CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import * as events from 'aws-cdk-lib/aws-events';
-import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -24,6 +22,7 @@ import { BackfillStateMachine } from './backfill.js';
 import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
 import { projectRoot } from './root.js';
 import { stackScopedName } from './names.js';
+import { readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import { latestCatalogVersion } from '../src/catalog/migrations.js';
 
 const root = projectRoot();
@@ -171,10 +170,7 @@ export class OffsetlakeStack extends Stack {
     // without a valid token is refused before any catalog or Kafka I/O.
     this.reader = make('Reader', 'functions/reader/index.ts', 2048, Duration.seconds(120),
       settings.readerConcurrency === undefined ? {} : { reservedConcurrentExecutions: settings.readerConcurrency });
-    const readerToken = new secrets.Secret(this, 'ReaderToken', {
-      description: 'offsetlake reader: the bearer token engines send',
-      generateSecretString: { secretStringTemplate: '{}', generateStringKey: 'token', excludePunctuation: true, passwordLength: 40 },
-    });
+    const readerToken = readerTokenSecret(this);
     readerToken.grantRead(this.reader);
     this.reader.addEnvironment('OFFSETLAKE_TOKEN_SECRET_ARN', readerToken.secretArn);
     this.readerUrl = this.reader.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode.BUFFERED });
@@ -201,16 +197,7 @@ export class OffsetlakeStack extends Stack {
     this.backfillStateMachine.stateMachine.grantStartExecution(this.retention);
     this.retention.addEnvironment('CHUNKS_PER_EXECUTION', String(settings.chunksPerExecution));
 
-    new events.Rule(this, 'TickSchedule', {
-      description: 'offsetlake: seal open ranges that are due by age although no record arrived',
-      schedule: events.Schedule.rate(Duration.minutes(settings.tickMinutes)),
-      targets: [new targets.LambdaFunction(this.tick, { retryAttempts: 2 })],
-    });
-    new events.Rule(this, 'RetentionSchedule', {
-      description: 'offsetlake: retention check (expire files below Kafka\'s earliest offset) and partition discovery',
-      schedule: events.Schedule.rate(Duration.minutes(settings.retentionMinutes)),
-      targets: [new targets.LambdaFunction(this.retention, { retryAttempts: 2 })],
-    });
+    scheduleTickAndRetention(this, settings, this.tick, this.retention);
   }
 
   private database(settings: OffsetlakeSettings, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): { proxy: rds.DatabaseProxy; databaseSecret: secrets.ISecret } {

@@ -427,7 +427,7 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
 
   it('the schedules are the full stack\'s (rate, description, retries); their targets name <stack>-tick and <stack>-retention, which are not created', () => {
     const schedules = (template: Template) => byType(template, 'AWS::Events::Rule')
-      .map((rule) => ({ ...rule.Properties, Targets: rule.Properties.Targets.map((target: Record<string, unknown>) => ({ ...target, Arn: undefined })) }))
+      .map((rule): Record<string, unknown> => ({ ...rule.Properties, Targets: rule.Properties.Targets.map((target: Record<string, unknown>) => ({ ...target, Arn: undefined })) }))
       .sort((a, b) => String(a.ScheduleExpression).localeCompare(String(b.ScheduleExpression)));
     expect(schedules(core)).toEqual(schedules(full));
     expect(schedules(core).map((rule) => rule.ScheduleExpression)).toEqual(['rate(1 minute)', 'rate(5 minutes)']);
