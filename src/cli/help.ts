@@ -6,6 +6,7 @@ import { settingNames } from '../catalog/settings.js';
 import { backfillUsage } from './backfill.js';
 import { inspectUsage } from './inspect.js';
 import { queryUsage } from './query.js';
+import { attachUsage } from './attach.js';
 import { indexUsage } from './run-commands.js';
 import { serveUsage } from './serve.js';
 import { stackUsage } from './stack.js';
@@ -66,6 +67,12 @@ export const commandHelp: Record<string, Help> = {
     usage: queryUsage,
     flags: [['--json, --csv', 'machine-readable answers'], ['--plan', 'print the candidate files and the tail on stderr'], ['-q, --quiet', 'no progress'], ...engine],
     example: `offsetlake query "SELECT _partition, count(*) FROM orders GROUP BY 1"`,
+  },
+  attach: {
+    about: "The SQL a DuckDB user pastes to attach the catalog as a read-only DuckLake (schema ducklake) whose files a running serve rebuilds: a secret with serve's token, then ATTACH. Checks first that the catalog has schema ducklake and that serve answers with the token.",
+    usage: attachUsage,
+    flags: [['--url URL', "serve's address (default http://127.0.0.1:8642)"], ['--token T', "serve's bearer token (or OFFSETLAKE_TOKEN)"], ['--no-auth', 'serve runs without a token'], ['--as NAME', 'the name DuckDB attaches it as (default lake)'], ['--check', 'run the SQL in DuckDB 1.4.4 from Python (PyPI) and print the tables it sees, reading one footer of each through serve'], json, ['--database-url URL', 'the catalog (default: DATABASE_URL, else the local stack); a login in role offsetlake_ducklake_reader is enough']],
+    example: 'offsetlake attach --token secret --check',
   },
   demo: { about: 'From nothing: the local stack, a transactional topic, a table, indexed, every file rebuilt and verified, then files, status and a query. Drops and recreates its table demo_orders.', usage: 'offsetlake demo', flags: [], example: 'npm run demo' },
 };

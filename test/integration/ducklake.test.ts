@@ -6,7 +6,9 @@
  * DuckDB's read_parquet over the served files, and the row counts from a read_committed
  * consumer we did not write.
  */
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
+import { promisify } from 'node:util';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -34,6 +36,7 @@ import { newTopic, testEngine } from '../helpers/engine.js';
 import { stackConfig } from '../../src/stack/config.js';
 
 const token = 'ducklake-test-token';
+const run = promisify(execFile);
 
 let engine: Engine;
 let service: ReaderService;
@@ -309,5 +312,51 @@ describe('the reader role', () => {
       await engine.catalog.query(`DROP OWNED BY ${login}`).catch(() => {});
       await engine.catalog.query(`DROP ROLE IF EXISTS ${login}`);
     }
+  });
+});
+
+describe('offsetlake attach, as a user types it', () => {
+  const cli = async (...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, ['bin/offsetlake.js', 'attach', ...args], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl }, timeout: 120_000 });
+      return { stdout, stderr, code: 0 };
+    } catch (error) {
+      const failed = error as { stdout: string; stderr: string; code: number };
+      return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
+    }
+  };
+
+  it('prints SQL that, pasted into a new DuckDB session, attaches the tables; --check lists them with a footer of each read through serve', async () => {
+    const printed = await cli('--url', serveUrl, '--token', token);
+    expect(printed.code).toBe(0);
+    const pasted = await DuckdbSession.open();
+    try {
+      await pasted.query(printed.stdout);
+      const tables = await pasted.query("SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' ORDER BY 1");
+      expect(tables.rows.flat()).toEqual(['clicks', 'orders', 'short']);
+      expect(await pasted.row('SELECT count(*) AS n, sum(_offset) AS offsets FROM lake.clicks')).toEqual(await duck.row('SELECT count(*) AS n, sum(_offset) AS offsets FROM lake.clicks'));
+    } finally {
+      await pasted.close();
+    }
+
+    const checked = await cli('--url', serveUrl, '--token', token, '--check', '--json');
+    expect(checked.code).toBe(0);
+    const answer = JSON.parse(checked.stdout) as { duckdb: string; tables: { table: string; files: number; firstFileRows: number }[] };
+    expect(answer.duckdb).toBe('1.4.4');
+    const catalogFiles = async (name: string) => (await listFiles(engine.catalog, (await findTable(engine.catalog, name)).tableId)).length;
+    expect(answer.tables.map((t) => [t.table, t.files])).toEqual([['clicks', await catalogFiles('clicks')], ['orders', await catalogFiles('orders')], ['short', await catalogFiles('short')]]);
+    expect(answer.tables.every((t) => t.firstFileRows > 0)).toBe(true);
+  });
+
+  it('says what is wrong, in a sentence, before printing anything: a wrong token, no serve, no token, a bad name', async () => {
+    const wrong = await cli('--url', serveUrl, '--token', 'not-the-token');
+    expect([wrong.code, wrong.stdout]).toEqual([1, '']);
+    expect(wrong.stderr).toContain(`serve at ${serveUrl} refuses this token`);
+    const nobody = await cli('--url', 'http://127.0.0.1:1', '--token', token);
+    expect([nobody.code, nobody.stderr.trim()]).toEqual([1, 'offsetlake attach: no offsetlake serve answers at http://127.0.0.1:1: start one (offsetlake serve --token T) or name it with --url']);
+    const untold = await run(process.execPath, ['bin/offsetlake.js', 'attach', '--url', serveUrl], { env: { ...process.env, OFFSETLAKE_TOKEN: '' } }).catch((e: { code: number; stderr: string }) => e);
+    expect((untold as { code: number }).code).toBe(2);
+    expect((untold as { stderr: string }).stderr).toContain("the SQL needs serve's bearer token");
+    expect((await cli('--url', serveUrl, '--token', token, '--as', 'My Lake')).code).toBe(2);
   });
 });
