@@ -13,11 +13,11 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-async function catalogTables(url: string): Promise<string[]> {
+async function catalogTables(url: string, schema = 'offsetlake'): Promise<string[]> {
   const catalog = openCatalog(url, 1);
   try {
     const result = await catalog.query<{ table_name: string }>(
-      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'offsetlake' ORDER BY table_name",
+      'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema],
     );
     return result.rows.map((row) => row.table_name);
   } finally {
@@ -34,7 +34,11 @@ async function appliedVersions(url: string): Promise<number[]> {
   }
 }
 
-const expectedTables = ['data_file', 'file_column_stats', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'schema_migration', 'table_column', 'table_schema'];
+const expectedTables = ['current_column', 'data_file', 'file_column_stats', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'schema_migration', 'table_column', 'table_schema'];
+// The DuckLake 0.3 catalog's relations, as DuckDB 1.4.4 creates them (shared/ducklake-0.3-ddl.sql): views here.
+const ducklakeTables = ['column', 'column_mapping', 'column_tag', 'data_file', 'delete_file', 'file_column_stats', 'file_partition_value',
+  'files_scheduled_for_deletion', 'inlined_data_tables', 'metadata', 'name_mapping', 'partition_column', 'partition_info', 'schema',
+  'schema_versions', 'snapshot', 'snapshot_changes', 'table', 'table_column_stats', 'table_stats', 'tag', 'view'].map((name) => `ducklake_${name}`);
 const latest = Math.max(...migrations.map((m) => m.version));
 
 describe('the catalog through a transaction pooler (as through RDS Proxy)', () => {
@@ -68,6 +72,7 @@ describe('the catalog through a transaction pooler (as through RDS Proxy)', () =
       expect((await catalog.query<{ search_path: string }>('SHOW search_path')).rows[0]!.search_path).toBe('public');
       expect((await migrateCatalog(catalog)).version).toBe(latest);
       expect(await catalogTables(db.url)).toEqual(expectedTables);
+      expect(await catalogTables(db.url, 'ducklake')).toEqual(ducklakeTables);
     } finally {
       await catalog.end();
     }
