@@ -59,8 +59,8 @@ export const commandHelp: Record<string, Help> = {
   serve: {
     about: 'The HTTP read API for engines: tables, manifests, files rebuilt from Kafka and verified, Range requests, /metrics.',
     usage: serveUsage,
-    flags: [['--port N', 'default 8642'], ['--host H', 'default 127.0.0.1'], ['--token T', 'bearer token every request must carry (or OFFSETLAKE_TOKEN)'], ['--no-auth', 'no token: local use only'], ['--cache SIZE', 'rebuilt-file cache (default 512MiB)'], ...engine],
-    example: 'OFFSETLAKE_TOKEN=secret offsetlake serve --port 8642',
+    flags: [['--port N', 'default 8642'], ['--host H', 'default 127.0.0.1'], ['--token T', 'bearer token every request must carry (or OFFSETLAKE_TOKEN)'], ['--no-auth', 'no token: local use only'], ['--cache SIZE', 'rebuilt-file cache (default 512MiB)'], ['--s3-access-key-id ID, --s3-secret-access-key SECRET', 'turn on the S3-compatible face (path style, SigV4), or OFFSETLAKE_S3_ACCESS_KEY_ID / OFFSETLAKE_S3_SECRET_ACCESS_KEY'], ['--s3-bucket NAME', 'its bucket (default offsetlake, or OFFSETLAKE_S3_BUCKET)'], ...engine],
+    example: 'OFFSETLAKE_TOKEN=secret offsetlake serve --port 8642 --s3-access-key-id reader --s3-secret-access-key s3cret',
   },
   query: {
     about: 'SQL (DuckDB) over a table: the files its statistics may match, rebuilt and verified, plus the fresh tail not yet in files.',
