@@ -9,7 +9,7 @@
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -29,9 +29,10 @@ import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { deleteRecords } from '../../src/kafka/topics.js';
 import { checkRetention } from '../../src/retention/check.js';
-import { committedOffsetsIndependently } from '../helpers/independent-kafka.js';
+import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { encodeWith, registerSchema } from '../helpers/registry.js';
 import { DuckdbSession } from '../helpers/duckdb-session.js';
+import { libpqConnectionString } from '../../src/cli/attach.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { stackConfig } from '../../src/stack/config.js';
 
@@ -53,32 +54,18 @@ async function indexAll(): Promise<void> {
   await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
 }
 
-/** The libpq connection string DuckDB's postgres extension takes, from a postgres:// URL. */
-function libpq(url: string): string {
-  const u = new URL(url);
-  return [`host=${u.hostname}`, `port=${u.port}`, `dbname=${u.pathname.slice(1)}`, `user=${decodeURIComponent(u.username)}`, `password=${decodeURIComponent(u.password)}`].join(' ');
-}
-
 /** Every live file of the table fetched from the read API, as plain Parquet files in a folder of its own. */
 async function plainCopies(table: TableRecord): Promise<{ files: DataFile[]; glob: string }> {
   const files = await listFiles(engine.catalog, table.tableId);
   const dir = join(plainDir, `${table.name}-${Date.now()}`);
   rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
   for (const file of files) {
     const response = await fetch(`${serveUrl}/tables/${table.name}/files/${file.dataFileId}.parquet`, { headers: { authorization: `Bearer ${token}` } });
     expect(response.status).toBe(200);
-    const { mkdirSync } = await import('node:fs');
-    mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, `${file.dataFileId}.parquet`), Buffer.from(await response.arrayBuffer()));
   }
   return { files, glob: join(dir, '*.parquet') };
-}
-
-async function committedCount(table: TableRecord): Promise<number> {
-  const partitions = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
-    'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
-  const offsets = await committedOffsetsIndependently(engine.config.kafkaBrokers, partitions.rows.map((p) => ({ topic: table.topic, partition: p.partition_id, start: p.indexed_start, end: p.indexed_end })));
-  return offsets.reduce((sum, list) => sum + list.length, 0);
 }
 
 beforeAll(async () => {
@@ -101,7 +88,7 @@ afterAll(async () => {
 });
 
 const attach = (alias: string, databaseUrl = engine.config.databaseUrl) =>
-  duck.query(`ATTACH 'ducklake:postgres:${libpq(databaseUrl)}' AS ${alias} (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '${serveUrl}/', OVERRIDE_DATA_PATH TRUE)`);
+  duck.query(`ATTACH 'ducklake:postgres:${libpqConnectionString(databaseUrl)}' AS ${alias} (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '${serveUrl}/', OVERRIDE_DATA_PATH TRUE)`);
 
 describe('DuckDB attaches the catalog as a DuckLake', () => {
   let json: TableRecord;
@@ -133,7 +120,7 @@ describe('DuckDB attaches the catalog as a DuckLake', () => {
     const viaLake = await duck.row(`SELECT ${aggregates} FROM lake.clicks`);
     const plain = await duck.row(`SELECT ${aggregates} FROM read_parquet('${glob}')`);
     expect(viaLake).toEqual(plain);
-    expect(viaLake.n).toBe(await committedCount(json));
+    expect(viaLake.n).toBe((await indexedRowsIndependently(engine, json)).rows);
     expect(viaLake.n).toBe(150);
     expect(viaLake.first_header_keys).toBe(50);
   });
@@ -146,7 +133,7 @@ describe('DuckDB attaches the catalog as a DuckLake', () => {
     const ownUrl = `http://127.0.0.1:${(ownServer.address() as AddressInfo).port}`;
     try {
       await duck.query(`CREATE SECRET pruned (TYPE http, BEARER_TOKEN '${token}', SCOPE '${ownUrl}/')`);
-      await duck.query(`ATTACH 'ducklake:postgres:${libpq(engine.config.databaseUrl)}' AS pruned (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '${ownUrl}/', OVERRIDE_DATA_PATH TRUE)`);
+      await duck.query(`ATTACH 'ducklake:postgres:${libpqConnectionString(engine.config.databaseUrl)}' AS pruned (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '${ownUrl}/', OVERRIDE_DATA_PATH TRUE)`);
       const { glob } = await plainCopies(json);
       const p0 = await duck.row(`SELECT min(_offset) + 7 AS target FROM read_parquet('${glob}') WHERE _partition = 0`);
       const predicate = `_partition = 0 AND _offset = ${p0.target as number}`;
@@ -301,9 +288,9 @@ describe('the reader role', () => {
       url.username = login;
       url.password = 'reader-pw';
       url.port = String(stackConfig().postgresPort);
-      await duck.query(`ATTACH 'ducklake:postgres:${libpq(url.toString())}' AS as_reader (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '${serveUrl}/', OVERRIDE_DATA_PATH TRUE)`);
+      await duck.query(`ATTACH 'ducklake:postgres:${libpqConnectionString(url.toString())}' AS as_reader (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '${serveUrl}/', OVERRIDE_DATA_PATH TRUE)`);
       expect(await duck.row('SELECT count(*) AS n FROM as_reader.clicks')).toEqual(await duck.row('SELECT count(*) AS n FROM lake.clicks'));
-      await duck.query(`ATTACH 'postgres:${libpq(url.toString())}' AS as_reader_pg (READ_ONLY)`);
+      await duck.query(`ATTACH 'postgres:${libpqConnectionString(url.toString())}' AS as_reader_pg (READ_ONLY)`);
       expect(await duck.error('SELECT count(*) FROM as_reader_pg.offsetlake.data_file')).toMatch(/permission denied/);
       expect(await duck.row('SELECT count(*) > 0 AS any FROM as_reader_pg.ducklake.ducklake_data_file')).toEqual({ any: true });
       await duck.query('DETACH as_reader');

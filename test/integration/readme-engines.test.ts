@@ -22,7 +22,7 @@ import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { libpqConnectionString } from '../../src/cli/attach.js';
-import { committedOffsetsIndependently } from '../helpers/independent-kafka.js';
+import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { DuckdbSession } from '../helpers/duckdb-session.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
@@ -50,10 +50,7 @@ beforeAll(async () => {
   await produce(engine.kafka, topic, Array.from({ length: 90 }, (_, i) => ({ key: `u${i % 9}`, value: JSON.stringify({ page: `/p/${i % 4}`, ms: i }), partition: i % 2, timestamp: now - 60_000 + i })));
   await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
   const table = await findTable(engine.catalog, 'clicks');
-  const partitions = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
-    'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
-  const offsets = await committedOffsetsIndependently(engine.config.kafkaBrokers, partitions.rows.map((p) => ({ topic: table.topic, partition: p.partition_id, start: p.indexed_start, end: p.indexed_end })));
-  expected = offsets.reduce((sum, list) => sum + list.length, 0);
+  expected = (await indexedRowsIndependently(engine, table)).rows;
   const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka));
   // as the README starts it: token "secret", S3 key pair reader / s3cret, bucket offsetlake
   server = readerServer(readerHandler(service, { token: 'secret', s3: { bucket: 'offsetlake', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } } })).listen(0, '127.0.0.1');

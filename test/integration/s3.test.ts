@@ -23,7 +23,7 @@ import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { libpqConnectionString } from '../../src/cli/attach.js';
-import { committedOffsetsIndependently } from '../helpers/independent-kafka.js';
+import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
@@ -67,21 +67,6 @@ afterAll(async () => {
 
 type EngineAnswer = { rows: number; offsets: number; partitions: number; error?: string; trace?: string };
 
-async function expectedRows(): Promise<{ rows: number; offsets: number; partitions: number }> {
-  const partitions = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
-    'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
-  const offsets = await committedOffsetsIndependently(engine.config.kafkaBrokers, partitions.rows.map((p) => ({ topic: table.topic, partition: p.partition_id, start: p.indexed_start, end: p.indexed_end })));
-  let rows = 0;
-  let offsetSum = 0;
-  let partitionSum = 0;
-  offsets.forEach((list, i) => {
-    rows += list.length;
-    offsetSum += list.reduce((sum, o) => sum + Number(o), 0);
-    partitionSum += list.length * partitions.rows[i]!.partition_id;
-  });
-  return { rows, offsets: offsetSum, partitions: partitionSum };
-}
-
 describe("serve's S3-compatible face", () => {
   it('boto3, DuckDB (s3:// and the DuckLake at its own s3:// data path), polars, pyarrow and DataFusion (a raw table: it refuses v1 JSON columns) each read the table with the rows a read_committed consumer sees; a wrong secret is refused', async () => {
     expect(files.length).toBeGreaterThan(3);
@@ -93,7 +78,7 @@ describe("serve's S3-compatible face", () => {
     const answers = JSON.parse(stdout) as Record<string, EngineAnswer & Record<string, unknown>>;
     for (const [name, answer] of Object.entries(answers)) expect(answer.error, `${name}: ${answer.trace ?? ''}`).toBeUndefined();
 
-    const expected = await expectedRows();
+    const expected = await indexedRowsIndependently(engine, table);
     expect(expected.rows).toBe(120); // 3 committed transactions of 40; the aborted one is nowhere
     for (const name of ['duckdb', 'polars', 'pyarrow', 'datafusion']) {
       const { rows, offsets, partitions } = answers[name]!;
