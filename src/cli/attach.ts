@@ -8,9 +8,11 @@ import { openCatalog } from '../catalog/db.js';
 import { redact } from '../runtime/engine.js';
 import { useLocalStackDefaults } from '../stack/index.js';
 import { parseCommandArgs } from './args.js';
+import { bucketProblem } from '../reader/s3.js';
+import { signS3Request, type S3Credentials } from '../reader/sigv4.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
 
-export const attachUsage = 'offsetlake attach [--url http://127.0.0.1:8642] [--token T | --no-auth] [--as lake] [--check] [--json]';
+export const attachUsage = 'offsetlake attach [--url http://127.0.0.1:8642] [--token T | --no-auth | --s3-access-key-id ID --s3-secret-access-key SECRET [--s3-bucket offsetlake]] [--as lake] [--check] [--json]';
 
 /** A value of a libpq connection string: quoted when it must be (spaces, quotes, backslashes, empty). */
 function libpqValue(value: string): string {
@@ -29,33 +31,48 @@ export function libpqConnectionString(databaseUrl: string): string {
 
 const literal = (text: string): string => `'${text.replaceAll("'", "''")}'`;
 
+/** How DuckDB reaches the files: serve's HTTP face with its bearer token (null: --no-auth), or its S3 face with a key pair. */
+export type FileAccess = { kind: 'http'; token: string | null } | { kind: 's3'; bucket: string; credentials: S3Credentials };
+
 export interface AttachSpec {
   databaseUrl: string;
   /** The read API's address, without a trailing slash. */
   serveUrl: string;
-  /** serve's bearer token; null when it runs with --no-auth. */
-  token: string | null;
+  access: FileAccess;
   alias: string;
 }
 
+/** The data path the catalog itself names (schema ducklake, ducklake_metadata): the S3 face's default bucket. */
+export const catalogDataPath = 's3://offsetlake/';
+
 /**
- * The statements, in order. The catalog's own data_path is an S3 location; the serve URL
- * replaces it (OVERRIDE_DATA_PATH), so one catalog can be read through any serve.
+ * The statements, in order. The catalog's own data path is s3://offsetlake/: through the
+ * S3 face with that bucket DuckDB needs only the S3 secret; otherwise the serve URL (or the
+ * other bucket) replaces it (OVERRIDE_DATA_PATH), so one catalog is read through any serve.
  */
 export function attachStatements(spec: AttachSpec): string[] {
-  const base = `${spec.serveUrl}/`;
   const statements: string[] = [];
-  if (spec.token !== null) statements.push(`CREATE OR REPLACE SECRET offsetlake_serve (TYPE http, BEARER_TOKEN ${literal(spec.token)}, SCOPE ${literal(base)});`);
-  statements.push(
-    `ATTACH ${literal(`ducklake:postgres:${libpqConnectionString(spec.databaseUrl)}`)} AS ${spec.alias} ` +
-      `(METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH ${literal(base)}, OVERRIDE_DATA_PATH TRUE);`,
-  );
+  let dataPath: string;
+  if (spec.access.kind === 'http') {
+    dataPath = `${spec.serveUrl}/`;
+    if (spec.access.token !== null) statements.push(`CREATE OR REPLACE SECRET offsetlake_serve (TYPE http, BEARER_TOKEN ${literal(spec.access.token)}, SCOPE ${literal(dataPath)});`);
+  } else {
+    const url = new URL(spec.serveUrl);
+    const { accessKeyId, secretAccessKey } = spec.access.credentials;
+    dataPath = `s3://${spec.access.bucket}/`;
+    statements.push(
+      `CREATE OR REPLACE SECRET offsetlake_s3 (TYPE s3, KEY_ID ${literal(accessKeyId)}, SECRET ${literal(secretAccessKey)}, REGION 'us-east-1', ` +
+        `ENDPOINT ${literal(url.host)}, URL_STYLE 'path', USE_SSL ${url.protocol === 'https:'});`,
+    );
+  }
+  const override = dataPath === catalogDataPath ? '' : `, DATA_PATH ${literal(dataPath)}, OVERRIDE_DATA_PATH TRUE`;
+  statements.push(`ATTACH ${literal(`ducklake:postgres:${libpqConnectionString(spec.databaseUrl)}`)} AS ${spec.alias} (METADATA_SCHEMA 'ducklake', READ_ONLY${override});`);
   return statements;
 }
 
 export function attachSql(spec: AttachSpec): string {
   return [
-    `-- The offsetlake catalog as a read-only DuckLake; its files are read through ${spec.serveUrl}`,
+    `-- The offsetlake catalog as a read-only DuckLake; its files are read through ${spec.serveUrl}${spec.access.kind === 's3' ? ` (S3, bucket ${spec.access.bucket})` : ''}`,
     '-- DuckDB 1.4 installs and loads ducklake, postgres and httpfs itself when online; offline: pip install duckdb==1.4.4',
     '-- duckdb-ext-ducklake duckdb-ext-postgres duckdb-ext-httpfs, then SET extension_directory (README, "Reading from your engine")',
     ...attachStatements(spec),
@@ -125,16 +142,26 @@ function runCheck(spec: AttachSpec): Promise<CheckAnswer> {
   });
 }
 
-/** Refuses with a sentence when serve does not answer at the URL, or refuses the token. */
+/** Refuses with a sentence when serve does not answer at the URL, or refuses the token or key pair. */
 async function checkServe(spec: AttachSpec): Promise<void> {
+  const access = spec.access;
+  const url = new URL(access.kind === 'http' ? `${spec.serveUrl}/tables` : `${spec.serveUrl}/${access.bucket}`);
+  const method = access.kind === 'http' ? 'GET' : 'HEAD';
+  const headers = access.kind === 's3' ? await signS3Request({ method, url }, access.credentials) : access.token === null ? {} : { authorization: `Bearer ${access.token}` };
   let response: Response;
   try {
-    response = await fetch(`${spec.serveUrl}/tables`, { headers: spec.token === null ? {} : { authorization: `Bearer ${spec.token}` }, signal: AbortSignal.timeout(10_000) });
+    response = await fetch(url, { method, headers, signal: AbortSignal.timeout(10_000) });
   } catch {
     throw new Error(`no offsetlake serve answers at ${spec.serveUrl}: start one (offsetlake serve --token T) or name it with --url`);
   }
-  if (response.status === 401) throw new Error(`serve at ${spec.serveUrl} refuses ${spec.token === null ? 'requests without a token: give it with --token or OFFSETLAKE_TOKEN' : 'this token: give the one serve was started with'}`);
-  if (!response.ok) throw new Error(`serve at ${spec.serveUrl} answers GET /tables with HTTP ${response.status}: is it an offsetlake serve?`);
+  if (access.kind === 's3') {
+    if (response.status === 401) throw new Error(`serve at ${spec.serveUrl} has no S3 face: start it with --s3-access-key-id and --s3-secret-access-key`);
+    if (response.status === 403) throw new Error(`serve at ${spec.serveUrl} refuses this S3 key pair: give the one serve was started with`);
+    if (response.status === 404) throw new Error(`serve at ${spec.serveUrl} has no bucket ${access.bucket}: give the one of its --s3-bucket`);
+  } else if (response.status === 401) {
+    throw new Error(`serve at ${spec.serveUrl} refuses ${access.token === null ? 'requests without a token: give it with --token or OFFSETLAKE_TOKEN' : 'this token: give the one serve was started with'}`);
+  }
+  if (!response.ok) throw new Error(`serve at ${spec.serveUrl} answers ${method} ${url.pathname} with HTTP ${response.status}: is it an offsetlake serve?`);
 }
 
 /** Refuses with a sentence when the catalog has no schema ducklake (its migrations have not run) or cannot be reached. */
@@ -163,6 +190,9 @@ export async function attachCommand(args: string[]): Promise<number> {
     token: { type: 'string' },
     'no-auth': { type: 'boolean' },
     as: { type: 'string' },
+    's3-access-key-id': { type: 'string' },
+    's3-secret-access-key': { type: 'string' },
+    's3-bucket': { type: 'string' },
     check: { type: 'boolean' },
     json: { type: 'boolean' },
   }, false);
@@ -174,15 +204,13 @@ export async function attachCommand(args: string[]): Promise<number> {
     // said below
   }
   if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.search || parsed.hash) throw new UsageError(`--url must be serve's address, http(s)://host:port, got "${values.url}"`);
-  if (values['no-auth'] && values.token) throw new UsageError('--token and --no-auth contradict each other: give one');
-  const token = values['no-auth'] ? null : values.token ?? (process.env.OFFSETLAKE_TOKEN || null);
-  if (!values['no-auth'] && token === null) throw new UsageError("the SQL needs serve's bearer token: --token or OFFSETLAKE_TOKEN (--no-auth if serve runs without one)");
+  const access = fileAccess(values);
   const alias = values.as ?? 'lake';
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(alias)) throw new UsageError(`--as must be a name of lowercase letters, digits and _, got "${alias}"`);
   useLocalStackDefaults();
   const databaseUrl = values['database-url'] || process.env.DATABASE_URL;
   if (!databaseUrl) throw new Error("no catalog: DATABASE_URL is not set and the local stack's Postgres is not initialised; run `offsetlake stack up` or set DATABASE_URL");
-  const spec: AttachSpec = { databaseUrl, serveUrl, token, alias };
+  const spec: AttachSpec = { databaseUrl, serveUrl, access, alias };
   await checkCatalog(databaseUrl);
   await checkServe(spec);
   const sql = attachSql(spec);
@@ -203,4 +231,23 @@ export async function attachCommand(args: string[]): Promise<number> {
     printTable((answer.tables ?? []).map((t) => ({ table: t.table, columns: t.columns, files: t.files, 'rows of first file (its footer, read through serve)': t.firstFileRows })));
   }
   return 0;
+}
+
+/** The HTTP face with a token (flag or OFFSETLAKE_TOKEN) or without (--no-auth), or the S3 face with a key pair (flags, or serve's OFFSETLAKE_S3_* variables when --s3-* flags are given). */
+function fileAccess(values: { token?: string | undefined; 'no-auth'?: boolean | undefined; 's3-access-key-id'?: string | undefined; 's3-secret-access-key'?: string | undefined; 's3-bucket'?: string | undefined }): FileAccess {
+  const s3Flags = values['s3-access-key-id'] !== undefined || values['s3-secret-access-key'] !== undefined || values['s3-bucket'] !== undefined;
+  if (s3Flags) {
+    if (values.token !== undefined || values['no-auth']) throw new UsageError('the S3 flags and --token / --no-auth choose different ways to the files: give one');
+    const accessKeyId = values['s3-access-key-id'] ?? (process.env.OFFSETLAKE_S3_ACCESS_KEY_ID || undefined);
+    const secretAccessKey = values['s3-secret-access-key'] ?? (process.env.OFFSETLAKE_S3_SECRET_ACCESS_KEY || undefined);
+    if (accessKeyId === undefined || secretAccessKey === undefined) throw new UsageError('the S3 face needs both --s3-access-key-id and --s3-secret-access-key (or OFFSETLAKE_S3_ACCESS_KEY_ID and OFFSETLAKE_S3_SECRET_ACCESS_KEY)');
+    const bucket = values['s3-bucket'] ?? (process.env.OFFSETLAKE_S3_BUCKET || 'offsetlake');
+    const problem = bucketProblem(bucket);
+    if (problem) throw new UsageError(`--s3-bucket: ${problem}`);
+    return { kind: 's3', bucket, credentials: { accessKeyId, secretAccessKey } };
+  }
+  if (values['no-auth'] && values.token) throw new UsageError('--token and --no-auth contradict each other: give one');
+  const token = values['no-auth'] ? null : values.token ?? (process.env.OFFSETLAKE_TOKEN || null);
+  if (!values['no-auth'] && token === null) throw new UsageError("the SQL needs serve's bearer token: --token or OFFSETLAKE_TOKEN (--no-auth if serve runs without one), or its S3 key pair: --s3-access-key-id and --s3-secret-access-key");
+  return { kind: 'http', token };
 }

@@ -37,6 +37,7 @@ import { newTopic, testEngine } from '../helpers/engine.js';
 import { stackConfig } from '../../src/stack/config.js';
 
 const token = 'ducklake-test-token';
+const s3Keys = { accessKeyId: 'ducklake-reader', secretAccessKey: 'ducklake-s3-secret' };
 const run = promisify(execFile);
 
 let engine: Engine;
@@ -72,7 +73,7 @@ beforeAll(async () => {
   engine = await testEngine('ducklake');
   plainDir = mkdtempSync(join(tmpdir(), 'ducklake-plain-'));
   service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
-  server = readerServer(readerHandler(service, { token })).listen(0, '127.0.0.1');
+  server = readerServer(readerHandler(service, { token, s3: { bucket: 'offsetlake', credentials: s3Keys } })).listen(0, '127.0.0.1');
   await once(server, 'listening');
   serveUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   duck = await DuckdbSession.open();
@@ -333,6 +334,21 @@ describe('offsetlake attach, as a user types it', () => {
     const catalogFiles = async (name: string) => (await listFiles(engine.catalog, (await findTable(engine.catalog, name)).tableId)).length;
     expect(answer.tables.map((t) => [t.table, t.files])).toEqual([['clicks', await catalogFiles('clicks')], ['orders', await catalogFiles('orders')], ['short', await catalogFiles('short')]]);
     expect(answer.tables.every((t) => t.firstFileRows > 0)).toBe(true);
+  });
+
+  it('with the S3 key pair: SQL that attaches through the S3 face at the catalog\'s own data path, pasted into a new DuckDB session', async () => {
+    const printed = await cli('--url', serveUrl, '--s3-access-key-id', s3Keys.accessKeyId, '--s3-secret-access-key', s3Keys.secretAccessKey);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toContain("(METADATA_SCHEMA 'ducklake', READ_ONLY);");
+    const pasted = await DuckdbSession.open();
+    try {
+      await pasted.query(printed.stdout);
+      expect(await pasted.row('SELECT count(*) AS n, sum(_offset) AS offsets FROM lake.clicks')).toEqual(await duck.row('SELECT count(*) AS n, sum(_offset) AS offsets FROM lake.clicks'));
+    } finally {
+      await pasted.close();
+    }
+    const wrong = await cli('--url', serveUrl, '--s3-access-key-id', s3Keys.accessKeyId, '--s3-secret-access-key', 'not-the-secret');
+    expect([wrong.code, wrong.stdout, wrong.stderr.trim()]).toEqual([1, '', `offsetlake attach: serve at ${serveUrl} refuses this S3 key pair: give the one serve was started with`]);
   });
 
   it('says what is wrong, in a sentence, before printing anything: a wrong token, no serve, no token, a bad name', async () => {

@@ -10,9 +10,20 @@ describe('the SQL offsetlake attach prints', () => {
   });
 
   it("a single quote in the token or the connection string is doubled inside DuckDB's string literals; no secret without a token", () => {
-    const [secret, attach] = attachStatements({ databaseUrl: "postgres://o'k:pw@h:1/d", serveUrl: 'http://h:8642', token: "t'k", alias: 'lake' });
+    const [secret, attach] = attachStatements({ databaseUrl: "postgres://o'k:pw@h:1/d", serveUrl: 'http://h:8642', access: { kind: 'http', token: "t'k" }, alias: 'lake' });
     expect(secret).toBe("CREATE OR REPLACE SECRET offsetlake_serve (TYPE http, BEARER_TOKEN 't''k', SCOPE 'http://h:8642/');");
     expect(attach).toBe("ATTACH 'ducklake:postgres:host=h port=1 dbname=d user=''o\\''k'' password=pw' AS lake (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH 'http://h:8642/', OVERRIDE_DATA_PATH TRUE);");
-    expect(attachStatements({ databaseUrl: 'postgres://h/d', serveUrl: 'http://h:8642', token: null, alias: 'x' })).toHaveLength(1);
+    expect(attachStatements({ databaseUrl: 'postgres://h/d', serveUrl: 'http://h:8642', access: { kind: 'http', token: null }, alias: 'x' })).toHaveLength(1);
+  });
+
+  it('through the S3 face: an S3 secret for the endpoint, and no data path when the bucket is the catalog\'s own (offsetlake)', () => {
+    const credentials = { accessKeyId: 'reader', secretAccessKey: "s3'cret" };
+    expect(attachStatements({ databaseUrl: 'postgres://u:p@h:1/d', serveUrl: 'https://lake.example:8443', access: { kind: 's3', bucket: 'offsetlake', credentials }, alias: 'lake' })).toEqual([
+      "CREATE OR REPLACE SECRET offsetlake_s3 (TYPE s3, KEY_ID 'reader', SECRET 's3''cret', REGION 'us-east-1', ENDPOINT 'lake.example:8443', URL_STYLE 'path', USE_SSL true);",
+      "ATTACH 'ducklake:postgres:host=h port=1 dbname=d user=u password=p' AS lake (METADATA_SCHEMA 'ducklake', READ_ONLY);",
+    ]);
+    expect(attachStatements({ databaseUrl: 'postgres://u:p@h:1/d', serveUrl: 'http://h:8642', access: { kind: 's3', bucket: 'other', credentials }, alias: 'lake' })[1]).toBe(
+      "ATTACH 'ducklake:postgres:host=h port=1 dbname=d user=u password=p' AS lake (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH 's3://other/', OVERRIDE_DATA_PATH TRUE);",
+    );
   });
 });
