@@ -4,7 +4,8 @@
  * DuckLake with its own s3:// data path, polars, pyarrow's S3FileSystem, DataFusion. The
  * rows they count are checked against a read_committed consumer we did not write.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -26,6 +27,7 @@ import { libpqConnectionString } from '../../src/cli/attach.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
+const run = promisify(execFile);
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
 const bucket = 'offsetlake';
 
@@ -116,4 +118,34 @@ describe("serve's S3-compatible face", () => {
     expect((await fetch(`${endpoint}/tables`, { headers: { authorization: 'Bearer http-face-token' } })).status).toBe(200);
     expect((await fetch(`${endpoint}/tables`)).status).toBe(401);
   });
+
+  it('offsetlake serve turns the S3 face on with a key pair from its flags, and says where; without one there is no S3 face; half a pair is refused', async () => {
+    const start = async (...flags: string[]) => {
+      const child = spawn(process.execPath, ['bin/offsetlake.js', 'serve', '--port', '0', '--token', 't', ...flags], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let said = '';
+      for await (const chunk of child.stderr!) {
+        said += String(chunk);
+        if (said.includes('Ctrl-C stops')) break;
+      }
+      return { child, said, url: /serving (http:\/\/127\.0\.0\.1:\d+)\/tables/.exec(said)![1]! };
+    };
+    const withFace = await start('--s3-access-key-id', 'cli-key', '--s3-secret-access-key', 'cli-secret', '--s3-bucket', 'lakehouse');
+    try {
+      expect(withFace.said).toContain(`and S3 at endpoint ${withFace.url} bucket lakehouse (path style, signed with access key cli-key)`);
+      const refused = await fetch(`${withFace.url}/lakehouse?list-type=2`);
+      expect([refused.status, (await refused.text()).includes('<Code>AccessDenied</Code>')]).toEqual([403, true]);
+    } finally {
+      withFace.child.kill('SIGTERM');
+    }
+    const without = await start();
+    try {
+      expect(without.said).not.toContain('S3 at endpoint');
+      expect((await fetch(`${without.url}/offsetlake?list-type=2`)).status).toBe(401);
+    } finally {
+      without.child.kill('SIGTERM');
+    }
+    const half = await run(process.execPath, ['bin/offsetlake.js', 'serve', '--token', 't', '--s3-access-key-id', 'k'], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl } }).catch((e: { code: number; stderr: string }) => e);
+    expect((half as { code: number }).code).toBe(2);
+    expect((half as { stderr: string }).stderr).toContain('the S3 face needs both --s3-access-key-id and --s3-secret-access-key');
+  }, 60_000);
 });
