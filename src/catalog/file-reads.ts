@@ -118,3 +118,23 @@ export async function lostOffsets(catalog: Catalog | CatalogClient): Promise<{ t
   );
   return result.rows.map((row) => ({ table: row.table_name, partition: row.partition_id, intervals: row.intervals, offsets: BigInt(row.offsets) }));
 }
+
+/** A live file as a listing names it: no footer, no statistics. */
+export interface LiveFileKey {
+  table: string;
+  dataFileId: bigint;
+  fileSizeBytes: bigint;
+  sha256: Buffer;
+  createdAt: Date;
+}
+
+/** The live files of live tables (of one table, when named), for listings. */
+export async function liveFileKeys(catalog: Catalog | CatalogClient, tableName?: string): Promise<LiveFileKey[]> {
+  const result = await catalog.query<{ table_name: string; data_file_id: bigint; file_size_bytes: bigint; sha256: Buffer; created_at: Date }>(
+    `SELECT t.table_name, f.data_file_id, f.file_size_bytes, f.sha256, f.created_at
+     FROM offsetlake.data_file f JOIN offsetlake.lake_table t ON t.table_id = f.table_id
+     WHERE t.dropped_at IS NULL AND f.expired_at IS NULL AND ($1::text IS NULL OR t.table_name = $1)`,
+    [tableName ?? null],
+  );
+  return result.rows.map((row) => ({ table: row.table_name, dataFileId: row.data_file_id, fileSizeBytes: row.file_size_bytes, sha256: row.sha256, createdAt: row.created_at }));
+}

@@ -228,6 +228,272 @@ CREATE INDEX lake_partition_backfill_left ON lake_partition (table_id, partition
   WHERE backfill_cursor > backfill_target;
 `,
   },
+  {
+    version: 6,
+    name: 'a read-only DuckLake 0.3 catalog of views (schema ducklake), ids for nested nodes, name mappings, a reader role',
+    sql: `
+-- DuckDB's ducklake extension attaches a Postgres schema whose relations are named and
+-- shaped like the DuckLake 0.3 catalog; views count. Schema ducklake holds exactly those
+-- names, as views over ours: what an engine sees is always the catalog's current state,
+-- never a copy that could drift. See README "Reading from your engine".
+
+-- 1. Every nested struct or list node gets an id of its own (TableSchema.nodeIds), as
+-- leaves have (leafIds): DuckLake reads a table as a tree with an id on every node. Ids
+-- are given here once for existing schema versions (a node keeps its id across versions,
+-- as leaves do) and by the code for new ones.
+CREATE FUNCTION schema_nodes(tree jsonb)
+RETURNS TABLE (column_id bigint, parent_column bigint, column_name text, column_order bigint, type jsonb, nulls_allowed boolean, path text, depth integer, parent_kind text)
+LANGUAGE sql IMMUTABLE AS $fn$
+  WITH RECURSIVE node AS (
+    SELECT (c.value->>'id')::bigint AS column_id, NULL::bigint AS parent_column, c.value->>'name' AS column_name,
+           c.ordinality - 1 AS column_order, c.value->'type' AS type, (c.value->>'nullable')::boolean AS nulls_allowed,
+           c.value->>'name' AS path, 0 AS depth, NULL::text AS parent_kind
+    FROM jsonb_array_elements(tree->'columns') WITH ORDINALITY AS c
+    UNION ALL
+    SELECT coalesce(tree->'leafIds'->>child.path, tree->'nodeIds'->>child.path)::bigint, node.column_id, child.name, child.ord,
+           child.type, child.nullable, child.path, node.depth + 1, node.type->>'kind'
+    FROM node CROSS JOIN LATERAL (
+      SELECT f.value->>'name' AS name, f.ordinality - 1 AS ord, f.value->'type' AS type, (f.value->>'nullable')::boolean AS nullable,
+             node.path || '.' || (f.value->>'name') AS path
+      FROM jsonb_array_elements(CASE WHEN node.type->>'kind' = 'struct' THEN node.type->'fields' ELSE '[]'::jsonb END) WITH ORDINALITY AS f
+      UNION ALL
+      -- a list's element, named by its Parquet path <list>.list.element, as leaves are
+      SELECT 'element', 0, node.type->'element'->'type', (node.type->'element'->>'nullable')::boolean, node.path || '.list.element'
+      WHERE node.type->>'kind' = 'list'
+    ) AS child
+  )
+  SELECT column_id, parent_column, column_name, column_order, type, nulls_allowed, path, depth, parent_kind FROM node
+$fn$;
+
+WITH inner_node AS (
+  SELECT s.table_id, s.schema_version, n.path
+  FROM table_schema s, schema_nodes(s.schema) n
+  WHERE n.depth > 0 AND n.type->>'kind' IN ('struct', 'list')
+), first_seen AS (
+  SELECT table_id, path, min(schema_version) AS version FROM inner_node GROUP BY table_id, path
+), highest AS (
+  SELECT table_id, max(id) AS id FROM (
+    SELECT s.table_id, (c.value->>'id')::bigint AS id FROM table_schema s, jsonb_array_elements(s.schema->'columns') c
+    UNION ALL
+    SELECT s.table_id, l.value::bigint FROM table_schema s, jsonb_each_text(s.schema->'leafIds') l
+  ) ids GROUP BY table_id
+), numbered AS (
+  SELECT f.table_id, f.path, h.id + row_number() OVER (PARTITION BY f.table_id ORDER BY f.version, f.path) AS id
+  FROM first_seen f JOIN highest h USING (table_id)
+)
+UPDATE table_schema s SET schema = s.schema || jsonb_build_object('nodeIds', coalesce(
+  (SELECT jsonb_object_agg(i.path, n.id) FROM inner_node i JOIN numbered n USING (table_id, path)
+   WHERE i.table_id = s.table_id AND i.schema_version = s.schema_version), '{}'::jsonb))
+WHERE NOT s.schema ? 'nodeIds';
+
+-- 2. A name mapping per schema version: files of encoder v1 carry no Parquet field ids, so
+-- DuckLake must find columns by name. DuckDB loads mappings incrementally (those with an
+-- id at or above the snapshot's next_file_id it last saw), so a new mapping's id must be
+-- above every id already visible: ids are given under a lock held until commit, hence in
+-- commit order.
+ALTER TABLE table_schema ADD COLUMN mapping_id bigint;
+UPDATE table_schema s SET mapping_id = n.id
+FROM (SELECT table_id, schema_version, row_number() OVER (ORDER BY created_at, table_id, schema_version) AS id FROM table_schema) n
+WHERE n.table_id = s.table_id AND n.schema_version = s.schema_version;
+ALTER TABLE table_schema ALTER COLUMN mapping_id SET NOT NULL, ADD CONSTRAINT table_schema_mapping_id_key UNIQUE (mapping_id);
+
+CREATE FUNCTION next_mapping_id() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  -- "ofmp": released at commit, so the next insert sees this one before it takes max()
+  PERFORM pg_advisory_xact_lock(1868983664);
+  SELECT coalesce(max(mapping_id), 0) + 1 INTO NEW.mapping_id FROM offsetlake.table_schema;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER table_schema_mapping_id BEFORE INSERT ON table_schema FOR EACH ROW EXECUTE FUNCTION next_mapping_id();
+
+-- 3. Types and statistics as DuckLake reads them.
+CREATE FUNCTION ducklake_type(t jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE t->>'kind'
+    WHEN 'int32' THEN 'int32' WHEN 'int64' THEN 'int64' WHEN 'float' THEN 'float32' WHEN 'double' THEN 'float64'
+    WHEN 'boolean' THEN 'boolean' WHEN 'string' THEN 'varchar' WHEN 'json' THEN 'json' WHEN 'binary' THEN 'blob'
+    WHEN 'date' THEN 'date'
+    WHEN 'timestamp' THEN CASE WHEN (t->>'utc')::boolean THEN 'timestamptz'
+                               WHEN t->>'unit' = 'millis' THEN 'timestamp_ms' WHEN t->>'unit' = 'nanos' THEN 'timestamp_ns'
+                               ELSE 'timestamp' END
+    WHEN 'decimal' THEN format('decimal(%s,%s)', t->>'precision', t->>'scale')
+    WHEN 'struct' THEN 'struct' WHEN 'list' THEN 'list'
+  END
+$fn$;
+
+-- DuckLake compares numeric bounds after TRY_CAST (our text parses), every other type as
+-- text against DuckDB's text of the constant: dates 'YYYY-MM-DD', timestamps
+-- 'YYYY-MM-DD HH:MM:SS[.fraction without trailing zeros]' plus '+00' when UTC. Such text
+-- sorts like time only for years 1 to 9999: outside them a bound is NULL (unknown: the
+-- file is kept). Nanoseconds are rounded outwards to microseconds, so the bounds still
+-- hold. Our binary bounds are hex, not DuckDB's text of a blob: NULL.
+CREATE FUNCTION ducklake_bound(t jsonb, bound text, upper boolean) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+  micros numeric;
+  seconds numeric;
+  at timestamp;
+  fraction text;
+BEGIN
+  IF bound IS NULL THEN RETURN NULL; END IF;
+  CASE t->>'kind'
+    WHEN 'binary' THEN RETURN NULL;
+    WHEN 'date' THEN
+      IF bound::bigint NOT BETWEEN -719162 AND 2932896 THEN RETURN NULL; END IF;
+      RETURN to_char(date '1970-01-01' + bound::integer, 'YYYY-MM-DD');
+    WHEN 'timestamp' THEN
+      micros := CASE t->>'unit' WHEN 'millis' THEN bound::numeric * 1000 WHEN 'micros' THEN bound::numeric
+                ELSE CASE WHEN upper THEN ceil(bound::numeric / 1000) ELSE floor(bound::numeric / 1000) END END;
+      IF micros NOT BETWEEN -62135596800000000 AND 253402300799999999 THEN RETURN NULL; END IF;
+      seconds := floor(micros / 1000000);
+      at := timestamp '1970-01-01' + make_interval(secs => seconds::float8) + make_interval(secs => (micros - seconds * 1000000)::float8 / 1000000);
+      fraction := rtrim(to_char(at, 'US'), '0');
+      RETURN to_char(at, 'YYYY-MM-DD HH24:MI:SS') || CASE WHEN fraction = '' THEN '' ELSE '.' || fraction END
+             || CASE WHEN (t->>'utc')::boolean THEN '+00' ELSE '' END;
+    ELSE RETURN bound;
+  END CASE;
+END
+$fn$;
+
+-- The current schema's nodes of every live table.
+CREATE VIEW current_column AS
+SELECT t.table_id, n.*
+FROM lake_table t
+JOIN LATERAL (SELECT s.schema FROM table_schema s WHERE s.table_id = t.table_id ORDER BY s.schema_version DESC LIMIT 1) s ON true
+CROSS JOIN LATERAL schema_nodes(s.schema) n
+WHERE t.dropped_at IS NULL;
+
+CREATE SCHEMA ducklake;
+
+CREATE VIEW ducklake.ducklake_metadata AS
+SELECT key::varchar, value::varchar, NULL::varchar AS scope, NULL::bigint AS scope_id
+FROM (VALUES ('version', '0.3'), ('data_path', 's3://offsetlake/'), ('encrypted', 'false')) AS m(key, value);
+
+-- One snapshot: the current state. Its numbers only grow, because rows are only ever
+-- added (files, expiries, schema versions, drops) and never deleted: the schema version
+-- moves with every new table-schema version and every dropped table (DuckDB caches a
+-- catalog per schema version), the snapshot id with that and every file added or expired.
+-- next_file_id is the next name-mapping id (DuckDB loads mappings from the one it last saw).
+CREATE VIEW ducklake.ducklake_snapshot AS
+SELECT v.schema_version + f.files + f.expired AS snapshot_id, now() AS snapshot_time, v.schema_version,
+       (SELECT coalesce(max(table_id), 0) + 1 FROM offsetlake.lake_table)::bigint AS next_catalog_id,
+       (SELECT coalesce(max(mapping_id), 0) + 1 FROM offsetlake.table_schema)::bigint AS next_file_id
+FROM (SELECT (SELECT count(*) FROM offsetlake.table_schema) + (SELECT count(*) FROM offsetlake.lake_table WHERE dropped_at IS NOT NULL) AS schema_version) v,
+     (SELECT count(*) AS files, count(expired_at) AS expired FROM offsetlake.data_file) f;
+
+CREATE VIEW ducklake.ducklake_snapshot_changes AS
+SELECT s.snapshot_id,
+       coalesce((SELECT string_agg('inserted_into_table:' || table_id, ',' ORDER BY table_id) FROM offsetlake.lake_table WHERE dropped_at IS NULL), '')::varchar AS changes_made,
+       'offsetlake'::varchar AS author, NULL::varchar AS commit_message, NULL::varchar AS commit_extra_info
+FROM ducklake.ducklake_snapshot s;
+
+CREATE VIEW ducklake.ducklake_schema_versions AS
+SELECT 0::bigint AS begin_snapshot, schema_version FROM ducklake.ducklake_snapshot;
+
+CREATE VIEW ducklake.ducklake_schema AS
+SELECT 0::bigint AS schema_id, '6f66666c-0000-4000-8000-000000000000'::uuid AS schema_uuid, 0::bigint AS begin_snapshot,
+       NULL::bigint AS end_snapshot, 'main'::varchar AS schema_name, NULL::varchar AS path, NULL::boolean AS path_is_relative;
+
+-- Files are read at <data_path>tables/<table>/files/<id>.parquet, the read API's paths.
+CREATE VIEW ducklake.ducklake_table AS
+SELECT table_id, table_uuid, 0::bigint AS begin_snapshot, NULL::bigint AS end_snapshot, 0::bigint AS schema_id,
+       table_name::varchar, ('tables/' || table_name || '/files/')::varchar AS path, true AS path_is_relative
+FROM offsetlake.lake_table WHERE dropped_at IS NULL;
+
+CREATE VIEW ducklake.ducklake_column AS
+SELECT column_id, 0::bigint AS begin_snapshot, NULL::bigint AS end_snapshot, table_id, column_order, column_name::varchar,
+       offsetlake.ducklake_type(type)::varchar AS column_type, NULL::varchar AS initial_default, NULL::varchar AS default_value,
+       nulls_allowed, parent_column
+FROM offsetlake.current_column;
+
+-- Live files only. DuckLake's footer_size is the FileMetaData alone; ours also counts its
+-- 4-byte length and the closing PAR1.
+CREATE VIEW ducklake.ducklake_data_file AS
+SELECT f.data_file_id, f.table_id, 0::bigint AS begin_snapshot, NULL::bigint AS end_snapshot, NULL::bigint AS file_order,
+       (f.data_file_id || '.parquet')::varchar AS path, true AS path_is_relative, 'parquet'::varchar AS file_format,
+       f.record_count, f.file_size_bytes, (f.footer_size - 8)::bigint AS footer_size, NULL::bigint AS row_id_start,
+       NULL::bigint AS partition_id, NULL::varchar AS encryption_key, NULL::varchar AS partial_file_info, s.mapping_id
+FROM offsetlake.data_file f
+JOIN offsetlake.lake_table t ON t.table_id = f.table_id AND t.dropped_at IS NULL
+JOIN offsetlake.table_schema s ON s.table_id = f.table_id AND s.schema_version = f.schema_version
+WHERE f.expired_at IS NULL;
+
+-- A row for every live file and every node of its table's current schema: DuckLake prunes
+-- a file that has no row for a filtered column. Where we know nothing (a struct or list
+-- node, a column the file's schema version did not have) every value is NULL, which
+-- DuckLake reads as unknown and keeps the file. value_count is DuckLake's: non-null values.
+CREATE VIEW ducklake.ducklake_file_column_stats AS
+SELECT f.data_file_id, f.table_id, c.column_id, s.column_size_bytes, s.value_count - s.null_count AS value_count, s.null_count,
+       offsetlake.ducklake_bound(c.type, s.min_value, false)::varchar AS min_value,
+       offsetlake.ducklake_bound(c.type, s.max_value, true)::varchar AS max_value,
+       CASE WHEN c.type->>'kind' IN ('float', 'double') THEN s.nan_count > 0 END AS contains_nan, NULL::varchar AS extra_stats
+FROM offsetlake.data_file f
+JOIN offsetlake.current_column c ON c.table_id = f.table_id
+LEFT JOIN offsetlake.file_column_stats s ON s.data_file_id = f.data_file_id AND s.column_id = c.column_id
+WHERE f.expired_at IS NULL;
+
+CREATE VIEW ducklake.ducklake_column_mapping AS
+SELECT s.mapping_id, s.table_id, 'map_by_name'::varchar AS type
+FROM offsetlake.table_schema s JOIN offsetlake.lake_table t ON t.table_id = s.table_id AND t.dropped_at IS NULL;
+
+-- Names as the Parquet reader sees them: a list's child is called 'list' (the repeated
+-- level between a list and its element is not a column of its own).
+CREATE VIEW ducklake.ducklake_name_mapping AS
+SELECT s.mapping_id, n.column_id,
+       (CASE WHEN n.parent_kind = 'list' THEN 'list' ELSE n.column_name END)::varchar AS source_name,
+       n.column_id AS target_field_id, n.parent_column, false AS is_partition
+FROM offsetlake.table_schema s
+JOIN offsetlake.lake_table t ON t.table_id = s.table_id AND t.dropped_at IS NULL
+CROSS JOIN LATERAL offsetlake.schema_nodes(s.schema) n;
+
+-- What DuckLake knows and we do not have: empty, with DuckLake's columns.
+CREATE VIEW ducklake.ducklake_table_stats AS
+SELECT NULL::bigint AS table_id, NULL::bigint AS record_count, NULL::bigint AS next_row_id, NULL::bigint AS file_size_bytes WHERE false;
+CREATE VIEW ducklake.ducklake_table_column_stats AS
+SELECT NULL::bigint AS table_id, NULL::bigint AS column_id, NULL::boolean AS contains_null, NULL::boolean AS contains_nan,
+       NULL::varchar AS min_value, NULL::varchar AS max_value, NULL::varchar AS extra_stats WHERE false;
+CREATE VIEW ducklake.ducklake_delete_file AS
+SELECT NULL::bigint AS delete_file_id, NULL::bigint AS table_id, NULL::bigint AS begin_snapshot, NULL::bigint AS end_snapshot,
+       NULL::bigint AS data_file_id, NULL::varchar AS path, NULL::boolean AS path_is_relative, NULL::varchar AS format,
+       NULL::bigint AS delete_count, NULL::bigint AS file_size_bytes, NULL::bigint AS footer_size, NULL::varchar AS encryption_key WHERE false;
+CREATE VIEW ducklake.ducklake_column_tag AS
+SELECT NULL::bigint AS table_id, NULL::bigint AS column_id, NULL::bigint AS begin_snapshot, NULL::bigint AS end_snapshot,
+       NULL::varchar AS key, NULL::varchar AS value WHERE false;
+CREATE VIEW ducklake.ducklake_tag AS
+SELECT NULL::bigint AS object_id, NULL::bigint AS begin_snapshot, NULL::bigint AS end_snapshot, NULL::varchar AS key, NULL::varchar AS value WHERE false;
+CREATE VIEW ducklake.ducklake_file_partition_value AS
+SELECT NULL::bigint AS data_file_id, NULL::bigint AS table_id, NULL::bigint AS partition_key_index, NULL::varchar AS partition_value WHERE false;
+CREATE VIEW ducklake.ducklake_files_scheduled_for_deletion AS
+SELECT NULL::bigint AS data_file_id, NULL::varchar AS path, NULL::boolean AS path_is_relative, NULL::timestamptz AS schedule_start WHERE false;
+CREATE VIEW ducklake.ducklake_inlined_data_tables AS
+SELECT NULL::bigint AS table_id, NULL::varchar AS table_name, NULL::bigint AS schema_version WHERE false;
+CREATE VIEW ducklake.ducklake_partition_column AS
+SELECT NULL::bigint AS partition_id, NULL::bigint AS table_id, NULL::bigint AS partition_key_index, NULL::bigint AS column_id,
+       NULL::varchar AS transform WHERE false;
+CREATE VIEW ducklake.ducklake_partition_info AS
+SELECT NULL::bigint AS partition_id, NULL::bigint AS table_id, NULL::bigint AS begin_snapshot, NULL::bigint AS end_snapshot WHERE false;
+CREATE VIEW ducklake.ducklake_view AS
+SELECT NULL::bigint AS view_id, NULL::uuid AS view_uuid, NULL::bigint AS begin_snapshot, NULL::bigint AS end_snapshot,
+       NULL::bigint AS schema_id, NULL::varchar AS view_name, NULL::varchar AS dialect, NULL::varchar AS sql,
+       NULL::varchar AS column_aliases WHERE false;
+
+-- 4. A role that reads schema ducklake and nothing else. Roles belong to the whole
+-- server: made once, granted in every catalog database. A login of one's own joins it
+-- (CREATE ROLE analyst LOGIN PASSWORD '…' IN ROLE offsetlake_ducklake_reader). Without
+-- the right to create roles the migration goes on without it.
+DO $do$
+BEGIN
+  BEGIN
+    CREATE ROLE offsetlake_ducklake_reader NOLOGIN;
+  EXCEPTION WHEN duplicate_object OR unique_violation OR insufficient_privilege THEN NULL;
+  END;
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'offsetlake_ducklake_reader') THEN
+    GRANT USAGE ON SCHEMA ducklake TO offsetlake_ducklake_reader;
+    GRANT SELECT ON ALL TABLES IN SCHEMA ducklake TO offsetlake_ducklake_reader;
+  END IF;
+END
+$do$;
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

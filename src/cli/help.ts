@@ -6,6 +6,7 @@ import { settingNames } from '../catalog/settings.js';
 import { backfillUsage } from './backfill.js';
 import { inspectUsage } from './inspect.js';
 import { queryUsage } from './query.js';
+import { attachUsage } from './attach.js';
 import { indexUsage } from './run-commands.js';
 import { serveUsage } from './serve.js';
 import { stackUsage } from './stack.js';
@@ -58,14 +59,20 @@ export const commandHelp: Record<string, Help> = {
   serve: {
     about: 'The HTTP read API for engines: tables, manifests, files rebuilt from Kafka and verified, Range requests, /metrics.',
     usage: serveUsage,
-    flags: [['--port N', 'default 8642'], ['--host H', 'default 127.0.0.1'], ['--token T', 'bearer token every request must carry (or OFFSETLAKE_TOKEN)'], ['--no-auth', 'no token: local use only'], ['--cache SIZE', 'rebuilt-file cache (default 512MiB)'], ...engine],
-    example: 'OFFSETLAKE_TOKEN=secret offsetlake serve --port 8642',
+    flags: [['--port N', 'default 8642'], ['--host H', 'default 127.0.0.1'], ['--token T', 'bearer token every request must carry (or OFFSETLAKE_TOKEN)'], ['--no-auth', 'no token: local use only'], ['--cache SIZE', 'rebuilt-file cache (default 512MiB)'], ['--s3-access-key-id ID, --s3-secret-access-key SECRET', 'turn on the S3-compatible face (path style, SigV4), or OFFSETLAKE_S3_ACCESS_KEY_ID / OFFSETLAKE_S3_SECRET_ACCESS_KEY'], ['--s3-bucket NAME', 'its bucket (default offsetlake, or OFFSETLAKE_S3_BUCKET)'], ...engine],
+    example: 'OFFSETLAKE_TOKEN=secret offsetlake serve --port 8642 --s3-access-key-id reader --s3-secret-access-key s3cret',
   },
   query: {
     about: 'SQL (DuckDB) over a table: the files its statistics may match, rebuilt and verified, plus the fresh tail not yet in files.',
     usage: queryUsage,
     flags: [['--json, --csv', 'machine-readable answers'], ['--plan', 'print the candidate files and the tail on stderr'], ['-q, --quiet', 'no progress'], ...engine],
     example: `offsetlake query "SELECT _partition, count(*) FROM orders GROUP BY 1"`,
+  },
+  attach: {
+    about: "The SQL a DuckDB user pastes to attach the catalog as a read-only DuckLake (schema ducklake) whose files a running serve rebuilds: a secret (serve's token for its HTTP face, or a key pair for its S3 face), then ATTACH. Checks first that the catalog has schema ducklake and that serve accepts the token or key pair.",
+    usage: attachUsage,
+    flags: [['--url URL', "serve's address (default http://127.0.0.1:8642)"], ['--token T', "serve's bearer token (or OFFSETLAKE_TOKEN)"], ['--no-auth', 'serve runs without a token'], ['--s3-access-key-id ID, --s3-secret-access-key SECRET', "through serve's S3 face instead (or OFFSETLAKE_S3_ACCESS_KEY_ID / OFFSETLAKE_S3_SECRET_ACCESS_KEY with an --s3-* flag)"], ['--s3-bucket NAME', "the S3 face's bucket (default offsetlake: the catalog's own data path)"], ['--as NAME', 'the name DuckDB attaches it as (default lake)'], ['--check', 'run the SQL in DuckDB 1.4.4 from Python (PyPI) and print the tables it sees, reading one footer of each through serve'], json, ['--database-url URL', 'the catalog (default: DATABASE_URL, else the local stack); a login in role offsetlake_ducklake_reader is enough']],
+    example: 'offsetlake attach --token secret --check',
   },
   demo: { about: 'From nothing: the local stack, a transactional topic, a table, indexed, every file rebuilt and verified, then files, status and a query. Drops and recreates its table demo_orders.', usage: 'offsetlake demo', flags: [], example: 'npm run demo' },
 };

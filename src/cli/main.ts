@@ -6,6 +6,7 @@ import { UsageError } from './output.js';
 import { commandHelp, helpText } from './help.js';
 import { serveUsage } from './serve.js';
 import { queryUsage } from './query.js';
+import { attachUsage } from './attach.js';
 import { backfillCommand, backfillUsage, retentionCommand } from './backfill.js';
 import { topicCommand, topicUsage } from './topic.js';
 import { produceCommand, produceUsage } from './produce.js';
@@ -27,6 +28,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   retention: retentionCommand,
   serve: async (args) => (await import('./serve.js')).serveCommand(args),
   query: async (args) => (await import('./query.js')).queryCommand(args),
+  attach: async (args) => (await import('./attach.js')).attachCommand(args),
   demo: async (args) => (await import('./demo.js')).demoCommand(args),
 };
 
@@ -40,6 +42,7 @@ ${indexUsage}
 ${backfillUsage}
 ${serveUsage}
 ${queryUsage}
+${attachUsage}
 offsetlake demo
 offsetlake --version`;
 

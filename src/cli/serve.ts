@@ -8,8 +8,9 @@ import { formatBytes, parseBytes } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
 import { parseCommandArgs } from './args.js';
+import { bucketProblem, type S3FaceOptions } from '../reader/s3.js';
 
-export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB]`;
+export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake]`;
 
 export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('serve', args, {
@@ -20,6 +21,9 @@ export async function serveCommand(args: string[]): Promise<number> {
     token: { type: 'string' },
     'no-auth': { type: 'boolean' },
     cache: { type: 'string' },
+    's3-access-key-id': { type: 'string' },
+    's3-secret-access-key': { type: 'string' },
+    's3-bucket': { type: 'string' },
   }, false);
   const port = Number(values.port ?? 8642);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number from 0 to 65535, got "${values.port}"`);
@@ -28,9 +32,10 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (!values['no-auth'] && !token) throw new UsageError('serve needs a bearer token (--token or OFFSETLAKE_TOKEN); for local use only, --no-auth turns authentication off');
   const cacheBytes = values.cache ? parseBytes('--cache', values.cache) : defaultCacheBytes;
   const host = values.host ?? '127.0.0.1';
+  const s3 = s3Face(values, Boolean(values['no-auth']));
   await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes });
-    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token }));
+    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}) }));
     server.listen(port, host);
     try {
       await once(server, 'listening');
@@ -43,7 +48,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     }
     const address = server.address();
     const bound = typeof address === 'object' && address ? address.port : port;
-    progress(`serving http://${host}:${bound}/tables (cache ${formatBytes(cacheBytes)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'}); Ctrl-C stops`);
+    progress(`serving http://${host}:${bound}/tables (cache ${formatBytes(cacheBytes)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
+      (s3 ? `, and S3 at endpoint http://${host}:${bound} bucket ${s3.bucket} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.once('SIGINT', onSignal);
@@ -59,4 +65,25 @@ export async function serveCommand(args: string[]): Promise<number> {
     }
   });
   return 0;
+}
+
+/**
+ * The S3 face's settings: a key pair from the flags or OFFSETLAKE_S3_ACCESS_KEY_ID /
+ * OFFSETLAKE_S3_SECRET_ACCESS_KEY, the bucket from --s3-bucket or OFFSETLAKE_S3_BUCKET
+ * (default offsetlake). Without a key pair the face is off, unless authentication is.
+ */
+function s3Face(values: { 's3-access-key-id'?: string | undefined; 's3-secret-access-key'?: string | undefined; 's3-bucket'?: string | undefined }, noAuth: boolean): S3FaceOptions | undefined {
+  const accessKeyId = values['s3-access-key-id'] ?? (process.env.OFFSETLAKE_S3_ACCESS_KEY_ID || undefined);
+  const secretAccessKey = values['s3-secret-access-key'] ?? (process.env.OFFSETLAKE_S3_SECRET_ACCESS_KEY || undefined);
+  const bucket = values['s3-bucket'] ?? (process.env.OFFSETLAKE_S3_BUCKET || 'offsetlake');
+  const problem = bucketProblem(bucket);
+  if (problem) throw new UsageError(`--s3-bucket: ${problem}`);
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new UsageError('the S3 face needs both --s3-access-key-id and --s3-secret-access-key (or OFFSETLAKE_S3_ACCESS_KEY_ID and OFFSETLAKE_S3_SECRET_ACCESS_KEY)');
+  }
+  if (accessKeyId !== undefined && secretAccessKey !== undefined) {
+    if (noAuth) throw new UsageError('--no-auth and an S3 key pair contradict each other: give one');
+    return { bucket, credentials: { accessKeyId, secretAccessKey } };
+  }
+  return noAuth ? { bucket, credentials: null } : undefined;
 }

@@ -193,6 +193,24 @@ export interface Leaf {
   type: ScalarType;
 }
 
+/**
+ * The nested nodes that are neither a top-level column nor a leaf: a struct or list that
+ * is a struct field or a list element, named by its Parquet path as leaves are (a list's
+ * element is `<list>.list.element`). Engines that read the table as a tree (DuckLake)
+ * need an id for each of them.
+ */
+export function innerNodePaths(columns: readonly Column[]): string[][] {
+  const out: string[][] = [];
+  const walk = (path: string[], type: ColumnType, top: boolean): void => {
+    if (isScalar(type)) return;
+    if (!top) out.push(path);
+    if (type.kind === 'list') walk([...path, 'list', 'element'], type.element.type, false);
+    else for (const f of type.fields) walk([...path, f.name], f.type, false);
+  };
+  for (const c of columns) walk([c.name], c.type, true);
+  return out;
+}
+
 /** The primitive columns in file order, as statistics and footers name them. */
 export function leaves(columns: readonly Column[]): Leaf[] {
   const out: Leaf[] = [];

@@ -19,39 +19,23 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { DataFile } from '../catalog/file-reads.js';
 import { TableError, type TableRecord } from '../catalog/tables.js';
 import { FileExpiredError, RebuildMismatchError } from './rebuild.js';
-import { parseRange } from './range.js';
 import type { ReaderService } from './service.js';
+import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
+import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 
-export interface ReaderRequest {
-  method: string;
-  /** The path, a query string may follow. */
-  path: string;
-  /** Header names in any case. */
-  headers: Readonly<Record<string, string | undefined>>;
-}
-
-export interface ReaderResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: Uint8Array;
-}
+export type { ReaderRequest, ReaderResponse } from './file-response.js';
 
 export interface ReaderHandlerOptions {
   /** The bearer token every request must carry; `null` turns authentication off (local use only). */
   token: string | null;
   /** Largest body one response may carry (a Lambda function URL buffers at most 6 MB). */
   maxBodyBytes?: number;
+  /** The S3-compatible face (src/reader/s3.ts): requests under /<bucket>/ or signed for S3 go there. */
+  s3?: S3FaceOptions;
 }
 
 export type ReaderHandler = (request: ReaderRequest) => Promise<ReaderResponse>;
 
-class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
-    super(message);
-  }
-}
-
-const empty = new Uint8Array(0);
 const tableName = /^[a-z_][a-z0-9_]{0,62}$/;
 const fileName = /^([0-9]{1,19})\.parquet$/;
 
@@ -62,11 +46,6 @@ function json(status: number, value: unknown, headers: Record<string, string> = 
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
-}
-
-function header(request: ReaderRequest, name: string): string | undefined {
-  for (const [key, value] of Object.entries(request.headers)) if (key.toLowerCase() === name) return value;
-  return undefined;
 }
 
 /** Throws the 401 for a missing or malformed bearer token, or (when `token` is given) a different one. */
@@ -148,48 +127,14 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     }
   }
 
-  async function fileResponse(request: ReaderRequest, table: TableRecord, idText: string): Promise<ReaderResponse> {
+  async function fileNamed(request: ReaderRequest, table: TableRecord, idText: string): Promise<ReaderResponse> {
     const match = fileName.exec(idText);
     if (!match) throw new HttpError(400, `"${idText}" is not a file name: expected <id>.parquet with a numeric id, as the manifest lists`);
     const id = BigInt(match[1]!);
     if (id > 9223372036854775807n) throw new HttpError(400, `file id ${id} is out of range`);
     const file = await service.file(table, id);
     if (!file) throw new HttpError(404, `table ${table.name} has no file ${id}`);
-    if (file.expiredAt) {
-      service.count('expired');
-      throw new HttpError(410, new FileExpiredError(file.dataFileId, file.expiredAt).message);
-    }
-    const size = Number(file.fileSizeBytes);
-    const common = { 'accept-ranges': 'bytes', etag: `"${file.sha256.toString('hex')}"`, 'content-type': 'application/vnd.apache.parquet' };
-    const rangeHeader = header(request, 'range');
-    let start = 0;
-    let end = size;
-    let partial = false;
-    if (rangeHeader !== undefined) {
-      const range = parseRange(rangeHeader, size);
-      if (range.kind === 'unsatisfiable') throw new HttpError(416, range.reason, { 'content-range': `bytes */${size}` });
-      if (range.kind === 'range') {
-        ({ start, end } = range);
-        partial = true;
-      }
-    }
-    const headers: Record<string, string> = { ...common, 'content-length': String(end - start) };
-    if (partial) headers['content-range'] = `bytes ${start}-${end - 1}/${size}`;
-    const status = partial ? 206 : 200;
-    if (request.method === 'HEAD') return { status, headers, body: empty };
-    if (end - start > maxBody) {
-      throw new HttpError(413, `${partial ? 'the range asks for' : 'the file has'} ${end - start} bytes, more than the ${maxBody} one response of this endpoint may carry; read it with Range requests of at most ${maxBody} bytes`);
-    }
-    const footerStart = size - file.footer.byteLength;
-    let body: Uint8Array;
-    if (start >= footerStart) {
-      service.count('footerHits');
-      body = file.footer.subarray(start - footerStart, end - footerStart);
-    } else {
-      body = (await service.bytes(table, file)).subarray(start, end);
-    }
-    service.served(body.byteLength);
-    return { status, headers, body };
+    return fileResponse(service, request, table, file, maxBody);
   }
 
   async function route(request: ReaderRequest): Promise<ReaderResponse> {
@@ -215,13 +160,16 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
         return json(200, { table: table.name, topic: table.topic, format: table.format, granularity: table.settings.granularity, files: files.map((f) => fileEntry(table, f)) });
       }
       allow('GET, HEAD');
-      return fileResponse(request, table, decodeSegment(parts[3]!));
+      return fileNamed(request, table, decodeSegment(parts[3]!));
     }
     throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics)`);
   }
 
+  const s3 = options.s3 ? s3Handler(service, options.s3, maxBody) : undefined;
+
   return async (request) => {
     service.count('requests');
+    if (s3 && isS3Request(request, options.s3!.bucket)) return s3(request);
     try {
       if (options.token !== null) checkToken(request, options.token);
       const response = await route(request);

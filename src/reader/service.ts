@@ -4,7 +4,7 @@
  * before anything is returned), and keeps rebuilt files in a byte-bounded cache.
  * Concurrent reads of one file share one rebuild.
  */
-import { findFile, listFiles, lostOffsets, type DataFile } from '../catalog/file-reads.js';
+import { findFile, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
 import type { CommittedSource } from '../kafka/source.js';
@@ -61,6 +61,11 @@ export class ReaderService {
 
   files(table: TableRecord): Promise<DataFile[]> {
     return listFiles(this.catalog, table.tableId);
+  }
+
+  /** Live files as a listing names them (of one table, when named). */
+  fileKeys(tableName?: string): Promise<LiveFileKey[]> {
+    return liveFileKeys(this.catalog, tableName);
   }
 
   /** One file of the table, expired ones included (the caller answers those with 410). */

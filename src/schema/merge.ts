@@ -14,7 +14,7 @@
  * Nothing is ever removed: a field a newer schema drops stays a column, null from then on.
  */
 import type { Column, ColumnType, FieldType } from '../parquet/schema.js';
-import { leaves, sameType } from '../parquet/schema.js';
+import { innerNodePaths, leaves, sameType } from '../parquet/schema.js';
 import type { TableColumn, TableSchema } from './table-schema.js';
 import { dataRecord, ownValue, setOwn } from '../common/objects.js';
 
@@ -133,9 +133,10 @@ export function converter(target: ColumnType, source: ColumnType): Convert {
   return (value) => value;
 }
 
-/** Adds ids for new columns and new leaves; ids of existing columns and leaves never change. */
+/** Adds ids for new columns, leaves and nested nodes; ids of existing ones never change. */
 export function withIds(previous: TableSchema, columns: readonly Column[]): TableSchema {
-  let nextId = 1 + Math.max(-1, ...previous.columns.map((c) => c.id), ...Object.values(previous.leafIds));
+  const previousNodes = previous.nodeIds ?? dataRecord<number>();
+  let nextId = 1 + Math.max(-1, ...previous.columns.map((c) => c.id), ...Object.values(previous.leafIds), ...Object.values(previousNodes));
   const numbered: TableColumn[] = columns.map((column) => {
     const known = previous.columns.find((c) => c.name === column.name);
     return { ...column, id: known ? known.id : nextId++ };
@@ -145,7 +146,12 @@ export function withIds(previous: TableSchema, columns: readonly Column[]): Tabl
     const path = leaf.path.join('.');
     leafIds[path] = ownValue(previous.leafIds, path) ?? (leaf.path.length === 1 ? numbered.find((c) => c.name === leaf.path[0])!.id : nextId++);
   }
-  return { ...previous, columns: numbered, leafIds };
+  const nodeIds = dataRecord<number>();
+  for (const nodePath of innerNodePaths(numbered)) {
+    const path = nodePath.join('.');
+    nodeIds[path] = ownValue(previousNodes, path) ?? nextId++;
+  }
+  return { ...previous, columns: numbered, leafIds, nodeIds };
 }
 
 export type { FieldType };

@@ -2,10 +2,13 @@
  * A table's schema: Kafka's columns first, then the value's. Versioned in the catalog;
  * a column keeps its id for life. Statistics are per primitive (leaf) column, keyed by
  * an id too: a top-level scalar's leaf has the column's id; a nested leaf (such as
- * `_headers.list.element.key`) gets an id of its own, recorded in `leafIds`.
+ * `_headers.list.element.key`) gets an id of its own, recorded in `leafIds`. The nested
+ * nodes between (`_headers.list.element`, a struct inside a struct) get ids of their own
+ * too, in `nodeIds`, so that the table is a tree with an id on every node, as DuckLake
+ * reads it. Ids are never reused: a new one is one more than every id the table had.
  */
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
-import { leaves, type Column } from '../parquet/schema.js';
+import { innerNodePaths, leaves, type Column } from '../parquet/schema.js';
 import type { TableFormat } from '../catalog/settings.js';
 import type { RegistrySchema } from './registry.js';
 
@@ -27,6 +30,11 @@ export interface TableSchema {
   /** Leaf path (joined with '.') → column id, for statistics. */
   leafIds: Record<string, number>;
   /**
+   * Nested path (joined with '.') → id of every struct or list node below the top level.
+   * Absent only in a schema read back from before catalog version 5, whose migration adds it.
+   */
+  nodeIds?: Record<string, number>;
+  /**
    * Registry formats: every registry schema merged into this version, by id, with its
    * text and the sides (key, value) merged from it. A rebuild decodes with exactly these.
    */
@@ -42,7 +50,9 @@ export function initialSchema(format: TableFormat): TableSchema {
     const path = leaf.path.join('.');
     leafIds[path] = leaf.path.length === 1 ? columns.find((c) => c.name === leaf.path[0])!.id : nextId++;
   }
-  return { columns, leafIds };
+  const nodeIds = dataRecord<number>();
+  for (const path of innerNodePaths(columns)) nodeIds[path.join('.')] = nextId++;
+  return { columns, leafIds, nodeIds };
 }
 
 /** Every column id with its name, type text and parent: the catalog's `table_column` rows. */

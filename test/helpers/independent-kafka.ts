@@ -5,6 +5,8 @@
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { TableRecord } from '../../src/catalog/tables.js';
+import type { Engine } from '../../src/runtime/engine.js';
 
 export interface IndependentRecord {
   offset: bigint;
@@ -39,4 +41,23 @@ export async function readCommittedIndependently(brokers: readonly string[], ran
   const parsed = (await runReader({ brokers: brokers.join(','), ranges: ranges.map(text) })) as { offset: number; timestamp: number; key: string | null; value: string | null; headers: [string, string | null][] }[][];
   const bytes = (hex: string | null): Buffer | null => (hex === null ? null : Buffer.from(hex, 'hex'));
   return parsed.map((records) => records.map((r) => ({ offset: BigInt(r.offset), timestamp: r.timestamp, key: bytes(r.key), value: bytes(r.value), headers: r.headers.map(([k, v]) => [k, bytes(v)] as [string, Buffer | null]) })));
+}
+
+/**
+ * What a read_committed consumer we did not write finds in the table's indexed range,
+ * [indexed_start, indexed_end) of each partition: the rows every engine must count.
+ */
+export async function indexedRowsIndependently(engine: Engine, table: Pick<TableRecord, 'tableId' | 'topic'>): Promise<{ rows: number; offsets: number; partitions: number }> {
+  const indexed = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
+    'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
+  const offsets = await committedOffsetsIndependently(engine.config.kafkaBrokers, indexed.rows.map((p) => ({ topic: table.topic, partition: p.partition_id, start: p.indexed_start, end: p.indexed_end })));
+  let rows = 0;
+  let offsetSum = 0;
+  let partitionSum = 0;
+  offsets.forEach((list, i) => {
+    rows += list.length;
+    offsetSum += list.reduce((sum, offset) => sum + Number(offset), 0);
+    partitionSum += list.length * indexed.rows[i]!.partition_id;
+  });
+  return { rows, offsets: offsetSum, partitions: partitionSum };
 }

@@ -6,6 +6,8 @@ import { openCatalog } from '../../src/catalog/db.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
 import { migrations } from '../../src/catalog/migrations.js';
 import { freshDatabase } from '../helpers/database.js';
+import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
+import { withIds } from '../../src/schema/merge.js';
 
 const run = promisify(execFile);
 const cleanups: (() => Promise<void>)[] = [];
@@ -13,11 +15,11 @@ afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
 
-async function catalogTables(url: string): Promise<string[]> {
+async function catalogTables(url: string, schema = 'offsetlake'): Promise<string[]> {
   const catalog = openCatalog(url, 1);
   try {
     const result = await catalog.query<{ table_name: string }>(
-      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'offsetlake' ORDER BY table_name",
+      'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema],
     );
     return result.rows.map((row) => row.table_name);
   } finally {
@@ -34,7 +36,11 @@ async function appliedVersions(url: string): Promise<number[]> {
   }
 }
 
-const expectedTables = ['backfill_step', 'data_file', 'file_column_stats', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'schema_migration', 'table_column', 'table_schema'];
+const expectedTables = ['backfill_step', 'current_column', 'data_file', 'file_column_stats', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'schema_migration', 'table_column', 'table_schema'];
+// The DuckLake 0.3 catalog's relations, as DuckDB 1.4.4 creates them (shared/ducklake-0.3-ddl.sql): views here.
+const ducklakeTables = ['column', 'column_mapping', 'column_tag', 'data_file', 'delete_file', 'file_column_stats', 'file_partition_value',
+  'files_scheduled_for_deletion', 'inlined_data_tables', 'metadata', 'name_mapping', 'partition_column', 'partition_info', 'schema',
+  'schema_versions', 'snapshot', 'snapshot_changes', 'table', 'table_column_stats', 'table_stats', 'tag', 'view'].map((name) => `ducklake_${name}`);
 const latest = Math.max(...migrations.map((m) => m.version));
 
 describe('the catalog through a transaction pooler (as through RDS Proxy)', () => {
@@ -68,6 +74,7 @@ describe('the catalog through a transaction pooler (as through RDS Proxy)', () =
       expect((await catalog.query<{ search_path: string }>('SHOW search_path')).rows[0]!.search_path).toBe('public');
       expect((await migrateCatalog(catalog)).version).toBe(latest);
       expect(await catalogTables(db.url)).toEqual(expectedTables);
+      expect(await catalogTables(db.url, 'ducklake')).toEqual(ducklakeTables);
     } finally {
       await catalog.end();
     }
@@ -113,6 +120,52 @@ describe('catalog migrations', () => {
       await migrateCatalog(catalog);
       await catalog.query("INSERT INTO offsetlake.schema_migration (version, name) VALUES (999, 'from the future')");
       await expect(migrateCatalog(catalog)).rejects.toThrow('catalog has migration versions 999 that this offsetlake does not know');
+    } finally {
+      await catalog.end();
+    }
+  });
+
+  it('version 6 on a catalog at version 5: every nested struct or list node of every schema version gets an id above all earlier ids, the same in every version; versions get mapping ids in order, and new versions the next ones', async () => {
+    const db = await freshDatabase();
+    cleanups.push(db.drop);
+    const catalog = openCatalog(db.url, 1);
+    try {
+      await migrateCatalog(catalog, migrations.filter((m) => m.version <= 5));
+      // Two schema versions as a version-5 offsetlake wrote them: ids for columns and leaves only.
+      const v1 = { ...initialSchema('json'), nodeIds: undefined };
+      const who = { name: 'who', id: 9, nullable: true, type: { kind: 'struct', fields: [{ name: 'name', type: { kind: 'string' }, nullable: true }, { name: 'addr', nullable: true, type: { kind: 'struct', fields: [{ name: 'city', type: { kind: 'string' }, nullable: true }] } }] } };
+      const v2 = { ...v1, columns: [...v1.columns, who], leafIds: { ...v1.leafIds, 'who.name': 10, 'who.addr.city': 11 } };
+      await catalog.query("INSERT INTO offsetlake.lake_table (table_name, topic, format, settings) VALUES ('old', 'old', 'json', '{}')");
+      await catalog.query('INSERT INTO offsetlake.table_schema (table_id, schema_version, schema) VALUES (1, 1, $1), (1, 2, $2)', [JSON.stringify(v1), JSON.stringify(v2)]);
+
+      expect((await migrateCatalog(catalog)).applied).toEqual([6]);
+      const versions = await catalog.query<{ schema_version: number; mapping_id: bigint; node_ids: Record<string, number> }>(
+        "SELECT schema_version, mapping_id, schema->'nodeIds' AS node_ids FROM offsetlake.table_schema ORDER BY schema_version");
+      expect(versions.rows).toEqual([
+        { schema_version: 1, mapping_id: 1n, node_ids: { '_headers.list.element': 12 } },
+        { schema_version: 2, mapping_id: 2n, node_ids: { '_headers.list.element': 12, 'who.addr': 13 } },
+      ]);
+      const tree = await catalog.query<{ column_id: bigint; column_name: string; column_type: string; parent_column: bigint | null }>(
+        "SELECT column_id, column_name, column_type, parent_column FROM ducklake.ducklake_column WHERE column_id = 4 OR column_id >= 7 ORDER BY column_id");
+      expect(tree.rows).toEqual([
+        { column_id: 4n, column_name: '_headers', column_type: 'list', parent_column: null },
+        { column_id: 7n, column_name: 'key', column_type: 'varchar', parent_column: 12n },
+        { column_id: 8n, column_name: 'value', column_type: 'blob', parent_column: 12n },
+        { column_id: 9n, column_name: 'who', column_type: 'struct', parent_column: null },
+        { column_id: 10n, column_name: 'name', column_type: 'varchar', parent_column: 9n },
+        { column_id: 11n, column_name: 'city', column_type: 'varchar', parent_column: 13n },
+        { column_id: 12n, column_name: 'element', column_type: 'struct', parent_column: 4n },
+        { column_id: 13n, column_name: 'addr', column_type: 'struct', parent_column: 9n },
+      ]);
+
+      // The code's next version keeps those ids and numbers past them; its mapping id is the next.
+      const migrated = (await catalog.query<{ schema: TableSchema }>('SELECT schema FROM offsetlake.table_schema WHERE schema_version = 2')).rows[0]!.schema;
+      const tags = { name: 'tags', nullable: true, type: { kind: 'list', element: { nullable: true, type: { kind: 'struct', fields: [{ name: 'k', type: { kind: 'string' }, nullable: true }] } } } } as const;
+      const v3 = withIds(migrated, [...migrated.columns, tags]);
+      expect(v3.nodeIds).toEqual({ '_headers.list.element': 12, 'who.addr': 13, 'tags.list.element': 16 });
+      expect([v3.columns.at(-1)!.id, v3.leafIds['tags.list.element.k']]).toEqual([14, 15]);
+      await catalog.query('INSERT INTO offsetlake.table_schema (table_id, schema_version, schema) VALUES (1, 3, $1)', [JSON.stringify(v3)]);
+      expect((await catalog.query<{ m: bigint }>('SELECT mapping_id AS m FROM offsetlake.table_schema WHERE schema_version = 3')).rows[0]!.m).toBe(3n);
     } finally {
       await catalog.end();
     }

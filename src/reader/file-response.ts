@@ -1,0 +1,82 @@
+/**
+ * What both faces of the read API share: the request and response shapes, the error a
+ * request gets wrong, and a file's bytes for GET or HEAD with one Range (src/reader/http.ts
+ * and src/reader/s3.ts answer with it, so both count, cache and verify alike).
+ */
+import type { DataFile } from '../catalog/file-reads.js';
+import type { TableRecord } from '../catalog/tables.js';
+import { FileExpiredError } from './rebuild.js';
+import { parseRange } from './range.js';
+import type { ReaderService } from './service.js';
+
+export interface ReaderRequest {
+  method: string;
+  /** The path, a query string may follow. */
+  path: string;
+  /** Header names in any case. */
+  headers: Readonly<Record<string, string | undefined>>;
+}
+
+export interface ReaderResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+export class HttpError extends Error {
+  constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
+    super(message);
+  }
+}
+
+export const empty = new Uint8Array(0);
+
+/** A request header by its name in lowercase, whatever case it was sent in. */
+export function header(request: ReaderRequest, name: string): string | undefined {
+  for (const [key, value] of Object.entries(request.headers)) if (key.toLowerCase() === name) return value;
+  return undefined;
+}
+
+/**
+ * A file's bytes for GET or HEAD, with one Range honoured: the footer from the catalog,
+ * anything else from a verified rebuild. Shared by the HTTP and the S3 faces, so both
+ * count, cache and verify alike. Throws HttpError for what the request got wrong.
+ */
+export async function fileResponse(service: ReaderService, request: ReaderRequest, table: TableRecord, file: DataFile, maxBody: number): Promise<ReaderResponse> {
+  if (file.expiredAt) {
+    service.count('expired');
+    throw new HttpError(410, new FileExpiredError(file.dataFileId, file.expiredAt).message);
+  }
+  const size = Number(file.fileSizeBytes);
+  const common = { 'accept-ranges': 'bytes', etag: `"${file.sha256.toString('hex')}"`, 'content-type': 'application/vnd.apache.parquet' };
+  const rangeHeader = header(request, 'range');
+  let start = 0;
+  let end = size;
+  let partial = false;
+  if (rangeHeader !== undefined) {
+    const range = parseRange(rangeHeader, size);
+    if (range.kind === 'unsatisfiable') throw new HttpError(416, range.reason, { 'content-range': `bytes */${size}` });
+    if (range.kind === 'range') {
+      ({ start, end } = range);
+      partial = true;
+    }
+  }
+  const headers: Record<string, string> = { ...common, 'content-length': String(end - start) };
+  if (partial) headers['content-range'] = `bytes ${start}-${end - 1}/${size}`;
+  const status = partial ? 206 : 200;
+  if (request.method === 'HEAD') return { status, headers, body: empty };
+  if (end - start > maxBody) {
+    throw new HttpError(413, `${partial ? 'the range asks for' : 'the file has'} ${end - start} bytes, more than the ${maxBody} one response of this endpoint may carry; read it with Range requests of at most ${maxBody} bytes`);
+  }
+  const footerStart = size - file.footer.byteLength;
+  let body: Uint8Array;
+  if (start >= footerStart) {
+    service.count('footerHits');
+    body = file.footer.subarray(start - footerStart, end - footerStart);
+  } else {
+    body = (await service.bytes(table, file)).subarray(start, end);
+  }
+  service.served(body.byteLength);
+  return { status, headers, body };
+}
+

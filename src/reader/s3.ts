@@ -1,0 +1,223 @@
+/**
+ * The read API's S3-compatible face, path style, read only, for engines that speak S3 and
+ * send no other headers (polars, DataFusion, pyarrow's S3FileSystem, DuckDB's s3://):
+ *
+ *   HEAD /<bucket>                                   HeadBucket
+ *   GET  /<bucket>?location                          GetBucketLocation (us-east-1)
+ *   GET  /<bucket>?list-type=2[&prefix][&delimiter][&continuation-token][&start-after][&max-keys]
+ *                                                    ListObjectsV2 (encoding-type=url honoured)
+ *   HEAD /<bucket>/tables/<table>/files/<id>.parquet HeadObject
+ *   GET  /<bucket>/tables/<table>/files/<id>.parquet GetObject, one Range
+ *
+ * Keys are the HTTP face's paths without the leading slash, so a DuckLake whose data path
+ * is s3://<bucket>/ finds every file. Objects are served by the HTTP face's own file
+ * response (same rebuild, verification, cache and metrics). Requests are authenticated
+ * with AWS Signature Version 4 against one access key pair (src/reader/sigv4.ts); errors
+ * are S3's XML with S3's codes. Expired files are not listed and are NoSuchKey.
+ */
+import { TableError, type TableRecord } from '../catalog/tables.js';
+import type { LiveFileKey } from '../catalog/file-reads.js';
+import { fileResponse, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
+import { RebuildMismatchError } from './rebuild.js';
+import type { ReaderService } from './service.js';
+import { S3AuthError, verifySigV4, type S3Credentials } from './sigv4.js';
+
+export interface S3FaceOptions {
+  bucket: string;
+  /** The key pair requests must be signed with; null: unsigned requests pass (serve --no-auth). */
+  credentials: S3Credentials | null;
+  /** The server's clock, for the signature's 15-minute window. */
+  now?: () => number;
+}
+
+const bucketPattern = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** Whether `bucket` is a name S3 would accept and that the HTTP face's paths do not use. */
+export function bucketProblem(bucket: string): string | undefined {
+  if (!bucketPattern.test(bucket)) return `"${bucket}" is not an S3 bucket name (3 to 63 lowercase letters, digits, dots and hyphens)`;
+  if (bucket === 'tables' || bucket === 'metrics') return `"${bucket}" is a path of the HTTP face; choose another bucket name`;
+  return undefined;
+}
+
+/** Requests for the bucket, and any request signed for S3 (so that a wrong bucket gets S3's answer, not JSON). */
+export function isS3Request(request: ReaderRequest, bucket: string): boolean {
+  const first = request.path.split('?')[0]!.split('/')[1] ?? '';
+  if (first === bucket) return true;
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (name.toLowerCase() === 'authorization' && value?.startsWith('AWS4-HMAC-SHA256')) return true;
+    if (name.toLowerCase() === 'x-amz-date' || name.toLowerCase() === 'x-amz-content-sha256') return true;
+  }
+  return false;
+}
+
+class S3Error extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly headers: Record<string, string> = {}) {
+    super(message);
+  }
+}
+
+const xmlHeader = '<?xml version="1.0" encoding="UTF-8"?>\n';
+const namespace = 'http://s3.amazonaws.com/doc/2006-03-01/';
+
+function xmlText(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+}
+
+function xml(status: number, body: string, headers: Record<string, string> = {}): ReaderResponse {
+  return { status, headers: { 'content-type': 'application/xml', ...headers }, body: Buffer.from(xmlHeader + body) };
+}
+
+function errorXml(request: ReaderRequest, error: S3Error, resource: string): ReaderResponse {
+  const body = `<Error><Code>${error.code}</Code><Message>${xmlText(error.message)}</Message><Resource>${xmlText(resource)}</Resource><RequestId>offsetlake</RequestId></Error>`;
+  const response = xml(error.status, body, error.headers);
+  return request.method === 'HEAD' ? { ...response, body: new Uint8Array(0) } : response;
+}
+
+/** S3's code for a refusal of the shared file response. */
+function fromHttp(error: HttpError): S3Error {
+  const code: Record<number, string> = { 400: 'InvalidArgument', 404: 'NoSuchKey', 405: 'MethodNotAllowed', 410: 'NoSuchKey', 413: 'InvalidRequest', 416: 'InvalidRange' };
+  return new S3Error(error.status === 410 ? 404 : error.status, code[error.status] ?? 'InternalError', error.message, error.headers);
+}
+
+function parseQuery(query: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of query.split('&')) {
+    if (part === '') continue;
+    const at = part.indexOf('=');
+    try {
+      out.set(decodeURIComponent(at < 0 ? part : part.slice(0, at)), at < 0 ? '' : decodeURIComponent(part.slice(at + 1).replaceAll('+', ' ')));
+    } catch {
+      throw new S3Error(400, 'InvalidArgument', `the query "${part}" is not valid percent-encoding`);
+    }
+  }
+  return out;
+}
+
+const objectKey = /^tables\/([a-z_][a-z0-9_]{0,62})\/files\/([0-9]{1,19})\.parquet$/;
+
+function keyOf(file: LiveFileKey): string {
+  return `tables/${file.table}/files/${file.dataFileId}.parquet`;
+}
+
+/** The table a prefix is confined to, when it names one whole (`tables/<t>/…`): then only its files are listed. */
+function tableOfPrefix(prefix: string): string | undefined {
+  return /^tables\/([a-z_][a-z0-9_]{0,62})\//.exec(prefix)?.[1];
+}
+
+const compareKeys = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBody: number): (request: ReaderRequest) => Promise<ReaderResponse> {
+  const now = options.now ?? Date.now;
+
+  async function listObjects(query: Map<string, string>): Promise<ReaderResponse> {
+    if (query.get('list-type') !== '2') throw new S3Error(501, 'NotImplemented', 'only ListObjectsV2 (list-type=2) is implemented');
+    const prefix = query.get('prefix') ?? '';
+    const delimiter = query.get('delimiter') ?? '';
+    const maxKeysText = query.get('max-keys') ?? '1000';
+    if (!/^\d{1,7}$/.test(maxKeysText)) throw new S3Error(400, 'InvalidArgument', `max-keys must be a whole number, got "${maxKeysText}"`);
+    const maxKeys = Math.min(1000, Number(maxKeysText));
+    const urlEncoded = query.get('encoding-type') === 'url';
+    if (query.has('encoding-type') && !urlEncoded) throw new S3Error(400, 'InvalidArgument', `encoding-type must be url, got "${query.get('encoding-type')}"`);
+    const token = query.get('continuation-token');
+    let after = query.get('start-after') ?? '';
+    if (token !== undefined) {
+      const decoded = Buffer.from(token, 'base64url').toString('utf8');
+      if (!decoded.startsWith('k:')) throw new S3Error(400, 'InvalidArgument', 'the continuation token is not one this endpoint gave');
+      after = decoded.slice(2);
+    }
+    const files = (await service.fileKeys(tableOfPrefix(prefix))).map((file) => ({ key: keyOf(file), file })).sort((a, b) => compareKeys(a.key, b.key));
+    // Entries in key order: objects, and common prefixes (each once) when a delimiter folds keys.
+    const entries: ({ kind: 'object'; key: string; file: LiveFileKey } | { kind: 'prefix'; key: string })[] = [];
+    for (const { key, file } of files) {
+      if (!key.startsWith(prefix)) continue;
+      const cut = delimiter === '' ? -1 : key.indexOf(delimiter, prefix.length);
+      if (cut >= 0) {
+        const common = key.slice(0, cut + delimiter.length);
+        if (entries.at(-1)?.key !== common) entries.push({ kind: 'prefix', key: common });
+      } else {
+        entries.push({ kind: 'object', key, file });
+      }
+    }
+    const remaining = entries.filter((entry) => compareKeys(entry.key, after) > 0);
+    const page = remaining.slice(0, maxKeys);
+    const truncated = remaining.length > page.length;
+    const encode = (key: string) => xmlText(urlEncoded ? encodeURIComponent(key).replaceAll('%2F', '/') : key);
+    const parts = [
+      `<ListBucketResult xmlns="${namespace}">`,
+      `<Name>${xmlText(options.bucket)}</Name>`,
+      `<Prefix>${encode(prefix)}</Prefix>`,
+      delimiter ? `<Delimiter>${encode(delimiter)}</Delimiter>` : '',
+      `<MaxKeys>${maxKeys}</MaxKeys>`,
+      urlEncoded ? '<EncodingType>url</EncodingType>' : '',
+      `<KeyCount>${page.length}</KeyCount>`,
+      `<IsTruncated>${truncated}</IsTruncated>`,
+      token !== undefined ? `<ContinuationToken>${xmlText(token)}</ContinuationToken>` : '',
+      query.has('start-after') ? `<StartAfter>${encode(query.get('start-after')!)}</StartAfter>` : '',
+      truncated ? `<NextContinuationToken>${Buffer.from(`k:${page.at(-1)!.key}`).toString('base64url')}</NextContinuationToken>` : '',
+      ...page.map((entry) =>
+        entry.kind === 'prefix'
+          ? `<CommonPrefixes><Prefix>${encode(entry.key)}</Prefix></CommonPrefixes>`
+          : `<Contents><Key>${encode(entry.key)}</Key><LastModified>${entry.file.createdAt.toISOString()}</LastModified><ETag>&quot;${entry.file.sha256.toString('hex')}&quot;</ETag><Size>${entry.file.fileSizeBytes}</Size><StorageClass>STANDARD</StorageClass></Contents>`,
+      ),
+      '</ListBucketResult>',
+    ];
+    return xml(200, parts.join(''));
+  }
+
+  async function getObject(request: ReaderRequest, key: string): Promise<ReaderResponse> {
+    const match = objectKey.exec(key);
+    if (!match) throw new S3Error(404, 'NoSuchKey', `no object ${key}: keys are tables/<table>/files/<id>.parquet`);
+    let table: TableRecord;
+    try {
+      table = await service.table(match[1]!);
+    } catch (error) {
+      if (error instanceof TableError) throw new S3Error(404, 'NoSuchKey', `no object ${key}: ${error.message}`);
+      throw error;
+    }
+    const file = await service.file(table, BigInt(match[2]!));
+    if (!file) throw new S3Error(404, 'NoSuchKey', `no object ${key}: table ${table.name} has no file ${match[2]}`);
+    try {
+      const response = await fileResponse(service, request, table, file, maxBody);
+      // object_store (polars, DataFusion) needs Last-Modified on every object response
+      return { ...response, headers: { ...response.headers, 'last-modified': file.createdAt.toUTCString() } };
+    } catch (error) {
+      if (error instanceof HttpError) throw fromHttp(error);
+      throw error;
+    }
+  }
+
+  return async (request) => {
+    const [path, rawQuery = ''] = request.path.split(/\?(.*)/s) as [string, string?];
+    try {
+      if (options.credentials) {
+        await verifySigV4(request, options.credentials, now());
+      }
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        throw new S3Error(405, 'MethodNotAllowed', `${request.method} is not allowed: this endpoint is read only (GET and HEAD)`, { allow: 'GET, HEAD' });
+      }
+      const segments = path.split('/');
+      let bucket: string;
+      let key: string;
+      try {
+        bucket = decodeURIComponent(segments[1] ?? '');
+        key = decodeURIComponent(segments.slice(2).join('/'));
+      } catch {
+        throw new S3Error(400, 'InvalidURI', `the path ${path} is not valid percent-encoding`);
+      }
+      if (bucket === '') throw new S3Error(400, 'InvalidRequest', `name the bucket in the path (path-style addressing): /${options.bucket}/…`);
+      if (bucket !== options.bucket) throw new S3Error(404, 'NoSuchBucket', `no bucket ${bucket}; this endpoint serves the bucket ${options.bucket}`);
+      const query = parseQuery(rawQuery);
+      if (key === '') {
+        if (request.method === 'HEAD') return { status: 200, headers: { 'x-amz-bucket-region': 'us-east-1' }, body: new Uint8Array(0) };
+        if (query.has('location')) return xml(200, `<LocationConstraint xmlns="${namespace}"/>`);
+        return await listObjects(query);
+      }
+      return await getObject(request, key);
+    } catch (error) {
+      if (error instanceof S3AuthError) return errorXml(request, new S3Error(error.code === 'AuthorizationHeaderMalformed' ? 400 : 403, error.code, error.message), path);
+      if (error instanceof S3Error) return errorXml(request, error, path);
+      if (error instanceof RebuildMismatchError) return errorXml(request, new S3Error(500, 'InternalError', `${error.message}; the bytes were not served`), path);
+      return errorXml(request, new S3Error(500, 'InternalError', `internal error: ${(error as Error).message}`), path);
+    }
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * README "Reading from your engine": every snippet marked `<!-- tested: NAME -->` is run
+ * as written, with two strings changed: serve's address (127.0.0.1:8642) and the
+ * catalog's connection string become the test's. Each must count the rows a
+ * read_committed consumer we did not write sees.
+ */
+import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Engine } from '../../src/runtime/engine.js';
+import { rangeBuilder } from '../../src/build/files.js';
+import { kafkaSource } from '../../src/kafka/source.js';
+import { produce } from '../../src/kafka/produce.js';
+import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
+import { readerHandler } from '../../src/reader/http.js';
+import { readerServer } from '../../src/reader/node-server.js';
+import { ReaderService } from '../../src/reader/service.js';
+import { resolveSettings } from '../../src/catalog/settings.js';
+import { createTableFromTopic } from '../../src/catalog/create-table.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { libpqConnectionString } from '../../src/cli/attach.js';
+import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
+import { DuckdbSession } from '../helpers/duckdb-session.js';
+import { newTopic, testEngine } from '../helpers/engine.js';
+
+const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+
+/** The snippets marked as tested, by name: the fenced block after each marker. */
+function snippets(): Map<string, { language: string; code: string }> {
+  const found = new Map<string, { language: string; code: string }>();
+  for (const match of readme.matchAll(/<!-- tested: ([a-z0-9-]+) -->\n```(\w+)\n([\s\S]*?)\n```/g)) found.set(match[1]!, { language: match[2]!, code: match[3]! });
+  return found;
+}
+
+let engine: Engine;
+let server: Server;
+let address: string;
+let expected: number;
+
+beforeAll(async () => {
+  engine = await testEngine('readme');
+  const topic = await newTopic(engine, 2, 'readme');
+  for (const [name, format] of [['clicks', 'json'], ['clicks_raw', 'raw']] as const) {
+    await createTableFromTopic(engine, { name, topic, format, settings: resolveSettings({ file_bytes: '3000' }) });
+  }
+  const now = Date.now();
+  await produce(engine.kafka, topic, Array.from({ length: 90 }, (_, i) => ({ key: `u${i % 9}`, value: JSON.stringify({ page: `/p/${i % 4}`, ms: i }), partition: i % 2, timestamp: now - 60_000 + i })));
+  await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
+  const table = await findTable(engine.catalog, 'clicks');
+  expected = (await indexedRowsIndependently(engine, table)).rows;
+  const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka));
+  // as the README starts it: token "secret", S3 key pair reader / s3cret, bucket offsetlake
+  server = readerServer(readerHandler(service, { token: 'secret', s3: { bucket: 'offsetlake', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } } })).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 120_000);
+
+afterAll(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  await engine?.close();
+});
+
+/** The snippet with serve's address and the catalog's connection string made the test's. */
+function asRun(code: string): string {
+  return code
+    .replaceAll('127.0.0.1:8642', address)
+    .replaceAll('host=127.0.0.1 port=25432 dbname=offsetlake user=offsetlake password=PASSWORD', libpqConnectionString(engine.config.databaseUrl));
+}
+
+function python(code: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('python3', ['-'], { timeout: 120_000 }, (error, stdout, stderr) => (error ? reject(new Error(`${stderr || error.message}\n${code}`)) : resolve(stdout.trim())));
+    child.stdin!.end(code);
+  });
+}
+
+describe('README "Reading from your engine", as written', () => {
+  it('marks the snippets of every engine it documents', () => {
+    expect([...snippets().keys()].sort()).toEqual(['datafusion', 'duckdb-ducklake-http', 'duckdb-ducklake-s3', 'duckdb-s3', 'polars', 'pyarrow']);
+    expect(expected).toBe(90);
+  });
+
+  for (const name of ['duckdb-ducklake-http', 'duckdb-ducklake-s3', 'duckdb-s3']) {
+    it(`${name}: a new DuckDB session (extensions from PyPI) runs the SQL and counts the committed rows`, async () => {
+      const session = await DuckdbSession.open();
+      try {
+        expect(await session.row(asRun(snippets().get(name)!.code))).toEqual({ n: expected });
+      } finally {
+        await session.close();
+      }
+    });
+  }
+
+  for (const name of ['polars', 'pyarrow', 'datafusion']) {
+    it(`${name}: the Python runs and prints the count of committed rows`, async () => {
+      expect(await python(asRun(snippets().get(name)!.code))).toBe(String(expected));
+    });
+  }
+});

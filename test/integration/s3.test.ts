@@ -1,0 +1,151 @@
+/**
+ * serve's S3-compatible face, read by engines no one here wrote, each signing with its own
+ * SigV4 implementation (test/integration/s3_engines.py): boto3, DuckDB s3:// and the
+ * DuckLake with its own s3:// data path, polars, pyarrow's S3FileSystem, DataFusion. The
+ * rows they count are checked against a read_committed consumer we did not write.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
+import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import type { Engine } from '../../src/runtime/engine.js';
+import { rangeBuilder } from '../../src/build/files.js';
+import { kafkaSource } from '../../src/kafka/source.js';
+import { produce } from '../../src/kafka/produce.js';
+import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
+import { readerHandler } from '../../src/reader/http.js';
+import { readerServer } from '../../src/reader/node-server.js';
+import { ReaderService } from '../../src/reader/service.js';
+import { resolveSettings } from '../../src/catalog/settings.js';
+import { createTableFromTopic } from '../../src/catalog/create-table.js';
+import { libpqConnectionString } from '../../src/cli/attach.js';
+import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
+import { newTopic, testEngine } from '../helpers/engine.js';
+
+const run = promisify(execFile);
+const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
+const bucket = 'offsetlake';
+
+let engine: Engine;
+let table: TableRecord;
+let files: DataFile[];
+let rawFiles: DataFile[];
+let service: ReaderService;
+let server: Server;
+let endpoint: string;
+
+beforeAll(async () => {
+  engine = await testEngine('s3');
+  const topic = await newTopic(engine, 2, 's3');
+  const created = await createTableFromTopic(engine, { name: 'events', topic, format: 'json', settings: resolveSettings({ file_bytes: '2000' }) });
+  // the same records as a raw table: DataFusion's Parquet reader refuses encoder v1's JSON columns
+  const raw = await createTableFromTopic(engine, { name: 'events_raw', topic, format: 'raw', settings: resolveSettings({ file_bytes: '2000' }) });
+  const t0 = Date.UTC(2026, 10, 1, 12);
+  for (let i = 0; i < 4; i += 1) {
+    await produce(engine.kafka, topic, Array.from({ length: 40 }, (_, j) => ({
+      key: `k${j}`, value: JSON.stringify({ i, j, text: 'x'.repeat(j) }), partition: j % 2, timestamp: t0 + i * 60_000 + j,
+    })), { transactionalId: `s3-${topic}`, abort: i === 1 });
+  }
+  await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
+  table = await findTable(engine.catalog, created.name);
+  files = await listFiles(engine.catalog, table.tableId);
+  rawFiles = await listFiles(engine.catalog, raw.tableId);
+  service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
+  server = readerServer(readerHandler(service, { token: 'http-face-token', s3: { bucket, credentials: keys } })).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 120_000);
+
+afterAll(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  await engine?.close();
+});
+
+type EngineAnswer = { rows: number; offsets: number; partitions: number; error?: string; trace?: string };
+
+describe("serve's S3-compatible face", () => {
+  it('boto3, DuckDB (s3:// and the DuckLake at its own s3:// data path), polars, pyarrow and DataFusion (a raw table: it refuses v1 JSON columns) each read the table with the rows a read_committed consumer sees; a wrong secret is refused', async () => {
+    expect(files.length).toBeGreaterThan(3);
+    const script = fileURLToPath(new URL('./s3_engines.py', import.meta.url));
+    const stdout = await new Promise<string>((resolve, reject) => {
+      const child = execFile('python3', [script], { maxBuffer: 64 * 1024 * 1024, timeout: 240_000 }, (error, out, err) => (error ? reject(new Error(`s3_engines.py failed: ${err || error.message}`)) : resolve(out)));
+      child.stdin!.end(JSON.stringify({ endpoint, bucket, key: keys.accessKeyId, secret: keys.secretAccessKey, table: table.name, rawTable: 'events_raw', libpq: libpqConnectionString(engine.config.databaseUrl) }));
+    });
+    const answers = JSON.parse(stdout) as Record<string, EngineAnswer & Record<string, unknown>>;
+    for (const [name, answer] of Object.entries(answers)) expect(answer.error, `${name}: ${answer.trace ?? ''}`).toBeUndefined();
+
+    const expected = await indexedRowsIndependently(engine, table);
+    expect(expected.rows).toBe(120); // 3 committed transactions of 40; the aborted one is nowhere
+    for (const name of ['duckdb', 'polars', 'pyarrow', 'datafusion']) {
+      const { rows, offsets, partitions } = answers[name]!;
+      expect({ rows, offsets, partitions }, name).toEqual(expected);
+    }
+    expect(answers.duckdb!.ducklake).toEqual(expected);
+    expect(answers.datafusion!.jsonTable).toMatch(/Logical type Json is incompatible with converted type UTF8 for field '_value'/);
+
+    const boto = answers.boto3 as unknown as { refusals: Record<string, unknown>; keys: string[]; pages: number; tables: string[]; size: number; tail: string; wrongSecret: { code: string; status: number } };
+    expect(boto.keys.sort()).toEqual(files.map((f) => `tables/events/files/${f.dataFileId}.parquet`).sort());
+    expect(boto.pages).toBe(Math.ceil(files.length / 2));
+    expect(boto.tables).toEqual(['tables/events/', 'tables/events_raw/']);
+    expect(boto.tail).toBe('PAR1');
+    expect(boto.wrongSecret).toEqual({ code: 'SignatureDoesNotMatch', status: 403 });
+    expect(boto.refusals).toEqual({
+      missingKey: { code: 'NoSuchKey', status: 404 },
+      otherBucket: { code: 'NoSuchBucket', status: 404 },
+      write: { code: 'MethodNotAllowed', status: 405 },
+      beyondEnd: { code: 'InvalidRange', status: 416 },
+    });
+
+    // the same rebuild and verification as the HTTP face: every byte served came from a checked rebuild or the footer
+    expect(service.metrics.mismatches).toBe(0);
+    expect(service.metrics.rebuilds).toBe(files.length + rawFiles.length);
+    expect(service.metrics.footerHits).toBeGreaterThan(0);
+  }, 300_000);
+
+  it("an unsigned request gets S3's error XML (AccessDenied, 403); the HTTP face beside it keeps its own token and JSON", async () => {
+    const unsigned = await fetch(`${endpoint}/${bucket}/tables/events/files/${files[0]!.dataFileId}.parquet`);
+    expect(unsigned.status).toBe(403);
+    expect(unsigned.headers.get('content-type')).toBe('application/xml');
+    const text = await unsigned.text();
+    expect(text).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<Error><Code>AccessDenied<\/Code><Message>this endpoint needs requests signed with AWS Signature Version 4 and its access key<\/Message><Resource>\/offsetlake\/tables\/events\/files\/\d+\.parquet<\/Resource>/);
+    // The HTTP face is unchanged beside it: its own token, its JSON.
+    expect((await fetch(`${endpoint}/tables`, { headers: { authorization: 'Bearer http-face-token' } })).status).toBe(200);
+    expect((await fetch(`${endpoint}/tables`)).status).toBe(401);
+  });
+
+  it('offsetlake serve turns the S3 face on with a key pair from its flags, and says where; without one there is no S3 face; half a pair is refused', async () => {
+    const start = async (...flags: string[]) => {
+      const child = spawn(process.execPath, ['bin/offsetlake.js', 'serve', '--port', '0', '--token', 't', ...flags], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let said = '';
+      for await (const chunk of child.stderr!) {
+        said += String(chunk);
+        if (said.includes('Ctrl-C stops')) break;
+      }
+      return { child, said, url: /serving (http:\/\/127\.0\.0\.1:\d+)\/tables/.exec(said)![1]! };
+    };
+    const withFace = await start('--s3-access-key-id', 'cli-key', '--s3-secret-access-key', 'cli-secret', '--s3-bucket', 'lakehouse');
+    try {
+      expect(withFace.said).toContain(`and S3 at endpoint ${withFace.url} bucket lakehouse (path style, signed with access key cli-key)`);
+      const refused = await fetch(`${withFace.url}/lakehouse?list-type=2`);
+      expect([refused.status, (await refused.text()).includes('<Code>AccessDenied</Code>')]).toEqual([403, true]);
+    } finally {
+      withFace.child.kill('SIGTERM');
+    }
+    const without = await start();
+    try {
+      expect(without.said).not.toContain('S3 at endpoint');
+      expect((await fetch(`${without.url}/offsetlake?list-type=2`)).status).toBe(401);
+    } finally {
+      without.child.kill('SIGTERM');
+    }
+    const half = await run(process.execPath, ['bin/offsetlake.js', 'serve', '--token', 't', '--s3-access-key-id', 'k'], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl } }).catch((e: { code: number; stderr: string }) => e);
+    expect((half as { code: number }).code).toBe(2);
+    expect((half as { stderr: string }).stderr).toContain('the S3 face needs both --s3-access-key-id and --s3-secret-access-key');
+  }, 60_000);
+});
