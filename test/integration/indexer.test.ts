@@ -296,20 +296,26 @@ describe('live indexing against the real broker and Postgres', () => {
     });
   });
 
-  it('serverless: an open range left behind by a Lambda instance is sealed by the idle tick of another, counting from its first read', async () => {
-    const topic = await newTopic(engine, 1, 'tick');
+  /** Three records read by a Lambda instance that kept them open and handed its lease back; `lambda` runs at the clock `now`. */
+  async function rangeLeftOpen(name: string) {
+    const topic = await newTopic(engine, 1, name);
     const created = await table(topic, { file_window: '60s' });
     await produce(engine.kafka, topic, [0, 1, 2].map((i) => ({ key: null, value: `{"i":${i}}`, partition: 0, timestamp: t0 + i })));
-    let now = Date.now();
-    const lambda = (owner: string): IndexerRuntime => ({ ...runtime(owner, () => now), releaseAfterEvent: true });
+    const clock = { now: Date.now() };
+    const lambda = (owner: string): IndexerRuntime => ({ ...runtime(owner, () => clock.now), releaseAfterEvent: true });
     const event = toKafkaEvent([{ topic, partition: 0, records: (await readCommittedRange(engine.kafka, topic, 0, 0n, 3n)).records }], 'local');
     await handleKafkaEvent(event, lambda(`instance-a-${topic}`));
+    return { topic, created, clock, lambda };
+  }
+
+  it('serverless: an open range left behind by a Lambda instance is sealed by the idle tick of another, counting from its first read', async () => {
+    const { topic, created, clock, lambda } = await rangeLeftOpen('tick');
     const reported = await engine.catalog.query('SELECT open_range_records, lease_expires_at <= now() AS free FROM offsetlake.lake_partition WHERE table_id = $1', [created.tableId]);
     expect(reported.rows[0]).toEqual({ open_range_records: 3n, free: true });
 
-    now += 30_000;
+    clock.now += 30_000;
     expect(await tickIdlePartitions(lambda(`tick-1-${topic}`))).toEqual([]);
-    now += 30_000;
+    clock.now += 30_000;
     const ticked = await tickIdlePartitions(lambda(`tick-2-${topic}`));
     expect(ticked.map((o) => [o.partition, 'rangesCommitted' in o ? o.rangesCommitted : o.error])).toEqual([[0, 1]]);
     expect(await reasons(created.tableId)).toEqual(['age']);
@@ -317,14 +323,8 @@ describe('live indexing against the real broker and Postgres', () => {
   });
 
   it('serverless: a tick long after the range aged still seals every record the gone instance had read as one range', async () => {
-    const topic = await newTopic(engine, 1, 'tick-late');
-    const created = await table(topic, { file_window: '60s' });
-    await produce(engine.kafka, topic, [0, 1, 2].map((i) => ({ key: null, value: `{"i":${i}}`, partition: 0, timestamp: t0 + i })));
-    let now = Date.now();
-    const lambda = (owner: string): IndexerRuntime => ({ ...runtime(owner, () => now), releaseAfterEvent: true });
-    const event = toKafkaEvent([{ topic, partition: 0, records: (await readCommittedRange(engine.kafka, topic, 0, 0n, 3n)).records }], 'local');
-    await handleKafkaEvent(event, lambda(`instance-a-${topic}`));
-    now += 120_000;
+    const { topic, created, clock, lambda } = await rangeLeftOpen('tick-late');
+    clock.now += 120_000;
     const ticked = await tickIdlePartitions(lambda(`tick-${topic}`));
     expect(ticked.map((o) => ('indexedEnd' in o ? [o.indexedEnd, o.rangesCommitted] : o.error))).toEqual([['3', 1]]);
     const check = await checkTable(engine, await findTable(engine.catalog, created.name));
