@@ -2,8 +2,8 @@
  * The load of every fault scenario: one transactional producer writing, until stopped,
  * transactions of 1–30 records over every partition of a topic, a quarter of them
  * aborted; values that are JSON, now and then one that is not, or Avro in the wire
- * format; a tenth of the records late (up to 15 minutes old, so that, by the minute,
- * they fall in earlier time buckets). Seeded: the same seed makes the same records and decisions.
+ * format; one record in 20 late (up to 5 minutes old, so that, by the minute, it
+ * falls in an earlier time bucket). Seeded: the same seed makes the same records and decisions.
  *
  * It outlives the faults it meets: a transaction that fails (the broker restarting)
  * closes the producer, and a new one with the same transactional id fences it and aborts
@@ -93,8 +93,8 @@ export class ChaosProducer {
   private record(partition: number, mayBeLate = true): RecordToProduce {
     this.sequence += 1;
     const n = this.sequence;
-    const late = mayBeLate && this.options.random() < 0.1;
-    const timestamp = Date.now() - (late ? Math.floor(this.options.random() * 15 * 60_000) : 0);
+    const late = mayBeLate && this.options.random() < 0.05;
+    const timestamp = Date.now() - (late ? Math.floor(this.options.random() * 5 * 60_000) : 0);
     const schema = this.options.avroSchema?.();
     const value = schema
       ? encodeWith(schema, { id: BigInt(n), name: `customer-${n % 97}`, ...(schema.schema.includes('"note"') ? { note: late ? { string: 'late' } : null } : {}) })

@@ -28,7 +28,7 @@ const partitions = 3;
  * trigger; `lease_ttl` 3 s, so a killed runner's partitions are taken over within the
  * scenario (the default 30 s would be most of any recovery time).
  */
-const tableSettings = { file_window: '2s', file_bytes: '64KiB', granularity: 'minute', lease_ttl: '3s' };
+const tableSettings = { file_window: '1s', file_bytes: '64KiB', granularity: 'minute', lease_ttl: '3s' };
 
 export interface ScenarioContext {
   stack: ChaosStack;
@@ -216,6 +216,7 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
   const topic = `chaos-${scenario.name}-${randomUUID().slice(0, 8)}`;
   await createTopic(stack.engine.kafka, topic, partitions);
   const table = await createTableFromTopic(stack.engine, { name: `chaos_${scenario.name.replaceAll('-', '_')}_${randomUUID().slice(0, 6)}`, topic, format: scenario.format, settings: resolveSettings(tableSettings) });
+  if (scenario.format === 'avro') await stack.registryReady();
   const schemas = scenario.format === 'avro'
     ? [await registerSchema(`${topic}-value`, avroV1, 'AVRO', stack.env.SCHEMA_REGISTRY_URL), await registerSchema(`${topic}-value`, avroV2, 'AVRO', stack.env.SCHEMA_REGISTRY_URL)]
     : [];
@@ -238,14 +239,19 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
     schemas,
     table,
   };
+  const began = Date.now();
   producer.start();
   let done: FaultsDone | undefined;
   try {
     done = await scenario.inject(context);
+    const injected = Date.now();
     const producedEnd = await producer.stop();
     const recoveredAt = await caughtUp(stack, table, producedEnd, options.short ? 60_000 : 180_000);
     await Promise.all(done.indexers.map((indexer) => indexer.stop()));
+    const stopped = Date.now();
     const audit = await auditTable(stack.engine, table, producedEnd);
+    const seconds = (from: number, to: number) => `${((to - from) / 1000).toFixed(1)} s`;
+    options.log(`  ${scenario.name}: faults ${seconds(began, injected)}, caught up ${seconds(injected, recoveredAt)}, indexers stopped ${seconds(recoveredAt, stopped)}, audit ${seconds(stopped, Date.now())}`);
     return {
       scenario: scenario.name,
       seed: options.seed,

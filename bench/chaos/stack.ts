@@ -27,6 +27,8 @@ export interface ChaosStack {
   startPostgres(): Promise<void>;
   /** A controlled shutdown of the broker (SIGTERM), then a start. */
   restartKafka(): Promise<void>;
+  /** Waits until the registry, started in the background, answers. */
+  registryReady(): Promise<void>;
   stopRegistry(): Promise<void>;
   startRegistry(): Promise<void>;
   down(): Promise<void>;
@@ -49,7 +51,9 @@ export async function startChaosStack(progress: (line: string) => void): Promise
   const config = stackConfig({ home, ...(await chaosPorts()) }, {});
   const say = (line: string) => progress(`[chaos stack] ${line}`);
   await Promise.all([kafkaService.up(config, say), postgresService.up(config, say)]);
-  await registryService.up(config, say);
+  // The registry takes the longest to start and only the Avro scenario needs it: it comes up meanwhile.
+  let registryStarting = registryService.up(config, say);
+  registryStarting.catch(() => {});
   const env = { KAFKA_BROKERS: `${config.host}:${config.kafkaPort}`, SCHEMA_REGISTRY_URL: registryUrl(config), DATABASE_URL: catalogDatabaseUrl(config) };
   const engine = await openEngine({ databaseUrl: env.DATABASE_URL, kafkaBrokers: env.KAFKA_BROKERS, schemaRegistryUrl: env.SCHEMA_REGISTRY_URL });
   return {
@@ -79,14 +83,20 @@ export async function startChaosStack(progress: (line: string) => void): Promise
       await kafkaService.down(config);
       await kafkaService.up(config, say);
     },
+    async registryReady() {
+      await registryStarting;
+    },
     async stopRegistry() {
+      await registryStarting;
       await registryService.down(config);
     },
     async startRegistry() {
-      await registryService.up(config, say);
+      registryStarting = registryService.up(config, say);
+      await registryStarting;
     },
     async down() {
       await engine.close();
+      await registryStarting.catch(() => {});
       await registryService.down(config);
       await Promise.all([kafkaService.down(config), postgresService.down(config)]);
       rmSync(home, { recursive: true, force: true });
