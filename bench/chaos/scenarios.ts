@@ -96,7 +96,7 @@ async function repeatedly(context: ScenarioContext, times: number, minWaitMs: nu
   return repairedAt;
 }
 
-const times = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+const times = (n: number, what: string) => `${what} ×${n}`;
 
 /** Polls each partition's waiting reason until one starts with `prefix`; whether one did within `timeoutMs`. */
 async function someoneWaits(stack: ChaosStack, table: TableRecord, prefix: string, timeoutMs: number): Promise<boolean> {
@@ -128,7 +128,7 @@ function serviceFault(spec: { name: string; does: string; counts: { short: numbe
 export const scenarios: Scenario[] = [
   {
     name: 'kill-runner',
-    does: '`offsetlake run` SIGKILLed at random moments (mid-read, mid-build, mid-commit) and started again each time',
+    does: '`offsetlake run` SIGKILLed at random moments (whatever it is doing: reading, building, committing) and started again each time',
     format: 'json',
     async inject(context) {
       const kills = context.short ? 3 : 12;
@@ -137,7 +137,7 @@ export const scenarios: Scenario[] = [
         await indexer.kill();
         indexer = context.startIndexer();
       });
-      return { faults: `${times(kills, 'SIGKILL')} of run`, repairedAt, indexers: [indexer] };
+      return { faults: times(kills, 'SIGKILL of run'), repairedAt, indexers: [indexer] };
     },
   },
   {
