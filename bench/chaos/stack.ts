@@ -36,9 +36,10 @@ export interface ChaosStack {
 
 async function chaosPorts(): Promise<Pick<StackConfig, 'kafkaPort' | 'controllerPort' | 'registryPort' | 'postgresPort'>> {
   const base = process.env.OFFSETLAKE_CHAOS_PORTS;
-  const [kafkaPort, controllerPort, registryPort, postgresPort] = base
-    ? [0, 1, 2, 3].map((i) => Number(base) + i)
-    : [await closedPort(), await closedPort(), await closedPort(), await closedPort()];
+  const ports = new Set(base ? [0, 1, 2, 3].map((i) => Number(base) + i) : []);
+  // Each is free when asked, and the system may hand one out twice: asked until four differ.
+  while (ports.size < 4) ports.add(await closedPort());
+  const [kafkaPort, controllerPort, registryPort, postgresPort] = [...ports];
   return { kafkaPort: kafkaPort!, controllerPort: controllerPort!, registryPort: registryPort!, postgresPort: postgresPort! };
 }
 
