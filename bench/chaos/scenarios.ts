@@ -118,8 +118,8 @@ function serviceFault(spec: { name: string; does: string; counts: { short: numbe
     async inject(context) {
       const count = context.short ? spec.counts.short : spec.counts.full;
       const indexer = context.startIndexer();
-      const repairedAt = await repeatedly(context, count, 1000, context.short ? 2500 : 5000, () => spec.inject(context));
-      await waitBetween(context, 500, 1500);
+      const repairedAt = await repeatedly(context, count, 1000, context.short ? 2000 : 5000, () => spec.inject(context));
+      if (!context.short) await waitBetween(context, 500, 1500);
       return { faults: times(count, spec.fault), repairedAt, indexers: [indexer] };
     },
   };
@@ -131,9 +131,9 @@ export const scenarios: Scenario[] = [
     does: '`offsetlake run` SIGKILLed at random moments (whatever it is doing: reading, building, committing) and started again each time',
     format: 'json',
     async inject(context) {
-      const kills = context.short ? 3 : 12;
+      const kills = context.short ? 2 : 12;
       let indexer = context.startIndexer();
-      const repairedAt = await repeatedly(context, kills, 300, context.short ? 2000 : 4000, async () => {
+      const repairedAt = await repeatedly(context, kills, 300, context.short ? 1500 : 4000, async () => {
         await indexer.kill();
         indexer = context.startIndexer();
       });
@@ -145,7 +145,7 @@ export const scenarios: Scenario[] = [
     does: 'two runners on the same table from the start, a third joining, then one of the three SIGKILLed',
     format: 'json',
     async inject(context) {
-      const span = context.short ? 1500 : 6000;
+      const span = context.short ? 1000 : 6000;
       const indexers = [context.startIndexer(), context.startIndexer()];
       await waitBetween(context, span / 2, span);
       indexers.push(context.startIndexer());
@@ -164,7 +164,7 @@ export const scenarios: Scenario[] = [
     fault: 'SIGKILL of Postgres',
     async inject(context) {
       await context.stack.killPostgres();
-      await waitBetween(context, 500, 3000);
+      await waitBetween(context, 500, context.short ? 1500 : 3000);
       await context.stack.startPostgres();
     },
   }),
