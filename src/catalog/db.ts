@@ -31,15 +31,24 @@ export function openCatalog(databaseUrl: string, max = 5): Catalog {
 /** Runs `work` in one transaction; rolls back and rethrows on any error. */
 export async function inTransaction<T>(catalog: Catalog, work: (client: CatalogClient) => Promise<T>): Promise<T> {
   const client = await catalog.connect();
+  // A checked-out client has no pool listener: a server that goes away (killed, restarted,
+  // a pooler cutting it) makes it emit 'error', which would end the process. The
+  // transaction's next query fails instead, and the broken client is discarded.
+  let lost: Error | undefined;
+  const onError = (error: Error) => {
+    lost = error;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
+    if (!lost) await client.query('ROLLBACK').catch(() => {});
     throw error;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(lost);
   }
 }

@@ -6,9 +6,9 @@ import { wireHeader } from '../../src/schema/wire.js';
 
 export const registryUrl = (): string => process.env.SCHEMA_REGISTRY_URL!;
 
-/** Registers `schema` under `subject`; the registry-wide id and the schema as the decoder sees it. */
-export async function registerSchema(subject: string, schema: string, type: SchemaType): Promise<RegistrySchema> {
-  const response = await fetch(`${registryUrl()}/subjects/${encodeURIComponent(subject)}/versions`, {
+/** Registers `schema` under `subject` (at `url`, the test registry unless given); the registry-wide id and the schema as the decoder sees it. */
+export async function registerSchema(subject: string, schema: string, type: SchemaType, url = registryUrl()): Promise<RegistrySchema> {
+  const response = await fetch(`${url}/subjects/${encodeURIComponent(subject)}/versions`, {
     method: 'POST',
     headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
     body: JSON.stringify(type === 'AVRO' ? { schema } : { schema, schemaType: type }),

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openCatalog } from '../../src/catalog/db.js';
+import { inTransaction, openCatalog } from '../../src/catalog/db.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
 import { migrations } from '../../src/catalog/migrations.js';
 import { freshDatabase } from '../helpers/database.js';
@@ -78,6 +78,30 @@ describe('the catalog through a transaction pooler (as through RDS Proxy)', () =
     } finally {
       await catalog.end();
     }
+  });
+});
+
+describe('a catalog whose server goes away', () => {
+  // Found by `npm run chaos` (kill-postgres): a SIGKILLed Postgres reset the connection of
+  // a transaction in progress, its client emitted 'error' with no listener, and `run` died.
+  it('a connection that dies inside a transaction fails that transaction only: no unhandled error, and the pool goes on', async () => {
+    const db = await freshDatabase();
+    cleanups.push(db.drop);
+    const catalog = openCatalog(db.url, 2);
+    const admin = openCatalog(db.url, 1);
+    cleanups.push(async () => {
+      await catalog.end();
+      await admin.end();
+    });
+    const transaction = inTransaction(catalog, async (client) => {
+      const { pid } = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!;
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      // the client hears of it while no query of its own runs
+      await new Promise((done) => setTimeout(done, 300));
+      await client.query('SELECT 1');
+    });
+    await expect(transaction).rejects.toThrow();
+    expect((await catalog.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
   });
 });
 

@@ -1,0 +1,277 @@
+/**
+ * Named fault scenarios against a real stack of their own (bench/chaos/stack.ts). Each
+ * one: a fresh topic of three partitions and a table over it, the seeded transactional
+ * producer (bench/chaos/producer.ts) writing while `offsetlake run` child processes index
+ * and faults are injected at seeded moments; then the producer stops, the indexers catch
+ * up, and the table is audited against an independent read_committed reader and a
+ * rebuild of every file (test/helpers/table-audit.ts). Figures are reported, never
+ * asserted; the invariants are what a scenario is judged by.
+ */
+import { randomUUID } from 'node:crypto';
+import { createTableFromTopic } from '../../src/catalog/create-table.js';
+import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
+import { dropTable, type TableRecord } from '../../src/catalog/tables.js';
+import { createTopic } from '../../src/kafka/topics.js';
+import type { RegistrySchema } from '../../src/schema/registry.js';
+import { sleep } from '../../src/stack/process.js';
+import { seededRandom } from '../../test/helpers/random.js';
+import { registerSchema } from '../../test/helpers/registry.js';
+import { auditTable } from '../../test/helpers/table-audit.js';
+import { IndexerProcess } from './indexer-process.js';
+import { ChaosProducer } from './producer.js';
+import type { ChaosStack } from './stack.js';
+
+const partitions = 3;
+
+/**
+ * Small files and short windows, so a short run still seals many ranges by every
+ * trigger; `lease_ttl` 3 s, so a killed runner's partitions are taken over within the
+ * scenario (the default 30 s would be most of any recovery time).
+ */
+const tableSettings = { file_window: '1s', file_bytes: '64KiB', granularity: 'minute', lease_ttl: '3s' };
+
+export interface ScenarioContext {
+  stack: ChaosStack;
+  random: () => number;
+  /** The bounded version (CI): fewer faults, shorter production. */
+  short: boolean;
+  log: (line: string) => void;
+  /** A new `offsetlake run` child process. */
+  startIndexer(): IndexerProcess;
+  /** Avro scenarios: the schema the producer writes with from now on. */
+  useSchema(schema: RegistrySchema): void;
+  /** Avro scenarios: the schemas registered for the topic before production began. */
+  schemas: RegistrySchema[];
+  table: TableRecord;
+}
+
+export interface FaultsDone {
+  /** What was done, in words: "4 SIGKILLs". */
+  faults: string;
+  /** When the last fault was repaired (a runner restarted, a service back): recovery is measured from here. */
+  repairedAt: number;
+  /** Indexers left running to catch up. */
+  indexers: IndexerProcess[];
+}
+
+export interface Scenario {
+  name: string;
+  /** What it does, for the README and the report. */
+  does: string;
+  format: TableFormat;
+  inject(context: ScenarioContext): Promise<FaultsDone>;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  seed: number;
+  faults: string;
+  /** Committed records the independent reader found: what the producer got committed. */
+  produced: number;
+  indexed: number;
+  lost: number;
+  duplicated: number;
+  files: number;
+  filesRebuilt: number;
+  /** Last repair → every committed record in a file. */
+  recoveryMs: number;
+  transactions: { committed: number; aborted: number; failed: number };
+  problems: string[];
+}
+
+/** Waits a random time in [min, max) ms. */
+const waitBetween = (context: ScenarioContext, min: number, max: number) => sleep(min + Math.floor(context.random() * (max - min)));
+
+const avroV1 = JSON.stringify({ type: 'record', name: 'Order', fields: [{ name: 'id', type: 'long' }, { name: 'name', type: 'string' }] });
+const avroV2 = JSON.stringify({ type: 'record', name: 'Order', fields: [{ name: 'id', type: 'long' }, { name: 'name', type: 'string' }, { name: 'note', type: ['null', 'string'], default: null }] });
+
+/** `fault` `times` times, each after a random wait in [minWaitMs, maxWaitMs); when the last one was repaired. */
+async function repeatedly(context: ScenarioContext, times: number, minWaitMs: number, maxWaitMs: number, fault: () => Promise<void>): Promise<number> {
+  let repairedAt = Date.now();
+  for (let i = 0; i < times; i += 1) {
+    await waitBetween(context, minWaitMs, maxWaitMs);
+    await fault();
+    repairedAt = Date.now();
+  }
+  return repairedAt;
+}
+
+const times = (n: number, what: string) => `${what} ×${n}`;
+
+/** Polls each partition's waiting reason until one starts with `prefix`; whether one did within `timeoutMs`. */
+async function someoneWaits(stack: ChaosStack, table: TableRecord, prefix: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const waiting = await stack.engine.catalog.query<{ waiting_reason: string | null }>('SELECT waiting_reason FROM offsetlake.lake_partition WHERE table_id = $1', [table.tableId]);
+    if (waiting.rows.some((row) => row.waiting_reason?.startsWith(prefix))) return true;
+    await sleep(100);
+  }
+  return false;
+}
+
+/** A JSON table indexed by one runner while a service of the stack fails `counts` times and is repaired. */
+function serviceFault(spec: { name: string; does: string; counts: { short: number; full: number }; fault: string; inject: (context: ScenarioContext) => Promise<void> }): Scenario {
+  return {
+    name: spec.name,
+    does: spec.does,
+    format: 'json',
+    async inject(context) {
+      const count = context.short ? spec.counts.short : spec.counts.full;
+      const indexer = context.startIndexer();
+      const repairedAt = await repeatedly(context, count, 1000, context.short ? 2000 : 5000, () => spec.inject(context));
+      if (!context.short) await waitBetween(context, 500, 1500);
+      return { faults: times(count, spec.fault), repairedAt, indexers: [indexer] };
+    },
+  };
+}
+
+export const scenarios: Scenario[] = [
+  {
+    name: 'kill-runner',
+    does: '`offsetlake run` SIGKILLed at random moments (whatever it is doing: reading, building, committing) and started again each time',
+    format: 'json',
+    async inject(context) {
+      const kills = context.short ? 2 : 12;
+      let indexer = context.startIndexer();
+      const repairedAt = await repeatedly(context, kills, 300, context.short ? 1500 : 4000, async () => {
+        await indexer.kill();
+        indexer = context.startIndexer();
+      });
+      return { faults: times(kills, 'SIGKILL of run'), repairedAt, indexers: [indexer] };
+    },
+  },
+  {
+    name: 'many-runners',
+    does: 'two runners on the same table from the start, a third joining, then one of the three SIGKILLed',
+    format: 'json',
+    async inject(context) {
+      const span = context.short ? 1000 : 6000;
+      const indexers = [context.startIndexer(), context.startIndexer()];
+      await waitBetween(context, span / 2, span);
+      indexers.push(context.startIndexer());
+      await waitBetween(context, span / 2, span);
+      const victim = indexers.splice(Math.floor(context.random() * indexers.length), 1)[0]!;
+      await victim.kill();
+      const repairedAt = Date.now();
+      await waitBetween(context, span / 2, span);
+      return { faults: '3 runners at once, 1 SIGKILL', repairedAt, indexers };
+    },
+  },
+  serviceFault({
+    name: 'kill-postgres',
+    does: 'the catalog\'s Postgres SIGKILLed mid-run (no shutdown, crash recovery on start) and started again after 0.5–3 s',
+    counts: { short: 1, full: 3 },
+    fault: 'SIGKILL of Postgres',
+    async inject(context) {
+      await context.stack.killPostgres();
+      await waitBetween(context, 500, context.short ? 1500 : 3000);
+      await context.stack.startPostgres();
+    },
+  }),
+  serviceFault({
+    name: 'restart-kafka',
+    does: 'the Kafka broker stopped (controlled shutdown) and started again mid-run, producer and indexer connected',
+    counts: { short: 1, full: 2 },
+    fault: 'broker restart',
+    inject: (context) => context.stack.restartKafka(),
+  }),
+  {
+    name: 'registry-down',
+    does: 'Avro table; the Schema Registry stopped mid-run while the producer moves to a schema version the indexer has not seen, then started again',
+    format: 'avro',
+    async inject(context) {
+      const indexer = context.startIndexer();
+      await waitBetween(context, 1000, context.short ? 2000 : 5000);
+      await context.stack.stopRegistry();
+      context.useSchema(context.schemas[1]!);
+      // The outage is only a fault if the indexer met it: it must say it waits for the registry.
+      const waited = await someoneWaits(context.stack, context.table, 'Schema Registry', 20_000);
+      if (!context.short) await waitBetween(context, 0, 5000);
+      await context.stack.startRegistry();
+      const repairedAt = Date.now();
+      await waitBetween(context, 500, 1500);
+      return { faults: `1 registry outage, a new schema id while down${waited ? '; run waited' : '; run never waited (no fault met)'}`, repairedAt, indexers: [indexer] };
+    },
+  },
+];
+
+/** Polls the catalog until every partition's indexed_end reached `producedEnd`; the moment it did. */
+async function caughtUp(stack: ChaosStack, table: TableRecord, producedEnd: ReadonlyMap<number, bigint>, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const rows = await stack.engine.catalog
+      .query<{ partition_id: number; indexed_end: bigint }>('SELECT partition_id, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1', [table.tableId])
+      .then((result) => result.rows, () => []);
+    const done = rows.length === producedEnd.size && rows.every((row) => row.indexed_end >= (producedEnd.get(row.partition_id) ?? 0n));
+    if (done) return Date.now();
+    if (Date.now() > deadline) {
+      throw new Error(`not caught up within ${timeoutMs} ms: indexed_end ${rows.map((r) => `${r.partition_id}:${r.indexed_end}`).join(' ')}, produced up to ${[...producedEnd].map(([p, end]) => `${p}:${end}`).join(' ')}`);
+    }
+    await sleep(100);
+  }
+}
+
+export async function runScenario(stack: ChaosStack, scenario: Scenario, options: { seed: number; short: boolean; log: (line: string) => void }): Promise<ScenarioResult> {
+  const random = seededRandom(options.seed);
+  const topic = `chaos-${scenario.name}-${randomUUID().slice(0, 8)}`;
+  await createTopic(stack.engine.kafka, topic, partitions);
+  const table = await createTableFromTopic(stack.engine, { name: `chaos_${scenario.name.replaceAll('-', '_')}_${randomUUID().slice(0, 6)}`, topic, format: scenario.format, settings: resolveSettings(tableSettings) });
+  if (scenario.format === 'avro') await stack.registryReady();
+  const schemas = scenario.format === 'avro'
+    ? [await registerSchema(`${topic}-value`, avroV1, 'AVRO', stack.env.SCHEMA_REGISTRY_URL), await registerSchema(`${topic}-value`, avroV2, 'AVRO', stack.env.SCHEMA_REGISTRY_URL)]
+    : [];
+  let schema = schemas[0];
+  const producer = new ChaosProducer(stack.engine.kafka, { topic, partitions, random: seededRandom(options.seed + 1), maxPauseMs: 40, ...(schema ? { avroSchema: () => schema! } : {}) });
+  const started: IndexerProcess[] = [];
+  const context: ScenarioContext = {
+    stack,
+    random,
+    short: options.short,
+    log: options.log,
+    startIndexer() {
+      const indexer = new IndexerProcess(stack, `${scenario.name}-${started.length + 1}`);
+      started.push(indexer);
+      return indexer;
+    },
+    useSchema(next) {
+      schema = next;
+    },
+    schemas,
+    table,
+  };
+  const began = Date.now();
+  producer.start();
+  let done: FaultsDone | undefined;
+  try {
+    done = await scenario.inject(context);
+    const injected = Date.now();
+    const producedEnd = await producer.stop();
+    const recoveredAt = await caughtUp(stack, table, producedEnd, options.short ? 60_000 : 180_000);
+    await Promise.all(done.indexers.map((indexer) => indexer.stop()));
+    const stopped = Date.now();
+    const audit = await auditTable(stack.engine, table, producedEnd);
+    const seconds = (from: number, to: number) => `${((to - from) / 1000).toFixed(1)} s`;
+    options.log(`  ${scenario.name}: faults ${seconds(began, injected)}, caught up ${seconds(injected, recoveredAt)}, indexers stopped ${seconds(recoveredAt, stopped)}, audit ${seconds(stopped, Date.now())}`);
+    return {
+      scenario: scenario.name,
+      seed: options.seed,
+      faults: done.faults,
+      produced: audit.committed,
+      indexed: audit.indexed,
+      lost: audit.lost,
+      duplicated: audit.duplicated,
+      files: audit.files.length,
+      filesRebuilt: audit.filesRebuilt,
+      recoveryMs: recoveredAt - done.repairedAt,
+      transactions: { committed: producer.counts.committedTransactions, aborted: producer.counts.abortedTransactions, failed: producer.counts.failedTransactions },
+      problems: audit.problems,
+    };
+  } catch (error) {
+    const said = started.map((indexer) => `${indexer.label}: ${indexer.output}`).join('\n');
+    throw new Error(`${scenario.name}: ${(error as Error).message}\nwhat the runners said last:\n${said}`, { cause: error });
+  } finally {
+    await producer.halt();
+    await Promise.all(started.map((indexer) => indexer.kill()));
+    await dropTable(stack.engine.catalog, table.name).catch(() => {});
+  }
+}
