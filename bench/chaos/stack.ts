@@ -14,7 +14,6 @@ import { catalogDatabaseUrl, postgresService } from '../../src/stack/postgres.js
 import { isAlive, isZombie, runningPid, sleep } from '../../src/stack/process.js';
 import { registryService, registryUrl } from '../../src/stack/registry.js';
 import type { StackConfig } from '../../src/stack/types.js';
-import { closedPort } from '../../test/helpers/ports.js';
 
 export interface ChaosStack {
   config: StackConfig;
@@ -34,13 +33,16 @@ export interface ChaosStack {
   down(): Promise<void>;
 }
 
-async function chaosPorts(): Promise<Pick<StackConfig, 'kafkaPort' | 'controllerPort' | 'registryPort' | 'postgresPort'>> {
-  const base = process.env.OFFSETLAKE_CHAOS_PORTS;
-  const ports = new Set(base ? [0, 1, 2, 3].map((i) => Number(base) + i) : []);
-  // Each is free when asked, and the system may hand one out twice: asked until four differ.
-  while (ports.size < 4) ports.add(await closedPort());
-  const [kafkaPort, controllerPort, registryPort, postgresPort] = [...ports];
-  return { kafkaPort: kafkaPort!, controllerPort: controllerPort!, registryPort: registryPort!, postgresPort: postgresPort! };
+/**
+ * Ports N…N+3 (OFFSETLAKE_CHAOS_PORTS, else 26500), below the ephemeral range on purpose: a
+ * port the system hands out free comes from that range, where an outgoing connection's
+ * source port can take it between a broker stop and its restart.
+ */
+function chaosPorts(): Pick<StackConfig, 'kafkaPort' | 'controllerPort' | 'registryPort' | 'postgresPort'> {
+  const text = process.env.OFFSETLAKE_CHAOS_PORTS ?? '26500';
+  const base = Number(text);
+  if (!Number.isInteger(base) || base < 1 || base > 65532) throw new Error(`OFFSETLAKE_CHAOS_PORTS must be a port number N (N to N+3 are used), got "${text}"`);
+  return { kafkaPort: base, controllerPort: base + 1, registryPort: base + 2, postgresPort: base + 3 };
 }
 
 export async function startChaosStack(progress: (line: string) => void): Promise<ChaosStack> {
@@ -49,7 +51,7 @@ export async function startChaosStack(progress: (line: string) => void): Promise
   // Postgres runs as an unprivileged user, who must be able to reach its data folder.
   chmodSync(home, 0o755);
   // An environment of its own: DATABASE_URL (a test's pooled catalog) must not make Postgres external.
-  const config = stackConfig({ home, ...(await chaosPorts()) }, {});
+  const config = stackConfig({ home, ...(chaosPorts()) }, {});
   const say = (line: string) => progress(`[chaos stack] ${line}`);
   await Promise.all([kafkaService.up(config, say), postgresService.up(config, say)]);
   // The registry takes the longest to start and only the Avro scenario needs it: it comes up meanwhile.
