@@ -46,10 +46,13 @@ export interface BackfillStart {
 export async function nextBackfillExecution(catalog: Catalog, tableName: string, chunksPerExecution?: number): Promise<BackfillStart & { tableId: bigint; execution: number }> {
   const table = await findTable(catalog, tableName);
   const execution = (await lastBackfillExecution(catalog, table.tableId)) + 1;
+  return { tableId: table.tableId, execution, ...backfillStart(table.name, table.tableId, execution, chunksPerExecution) };
+}
+
+/** Execution number `execution` of a table's backfill: its name and its input. */
+export function backfillStart(table: string, tableId: bigint, execution: number, chunksPerExecution?: number): BackfillStart {
   return {
-    tableId: table.tableId,
-    execution,
-    name: backfillExecutionName(table.name, table.tableId, execution),
-    input: { table: table.name, execution, ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}) },
+    name: backfillExecutionName(table, tableId, execution),
+    input: { table, execution, ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}) },
   };
 }

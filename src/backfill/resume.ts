@@ -12,7 +12,7 @@
  */
 import { recordBackfillExecution, unattendedBackfills } from '../catalog/backfill-executions.js';
 import type { Catalog } from '../catalog/db.js';
-import { backfillExecutionName, type BackfillStart } from './executions.js';
+import { backfillStart, type BackfillStart } from './executions.js';
 
 /**
  * `started`: StartExecution succeeded (a new execution, or the running one of that name and
@@ -35,12 +35,12 @@ export async function resumeBackfills(catalog: Catalog, start: BackfillStarter, 
   const resumed: ResumedBackfill[] = [];
   for (const table of await unattendedBackfills(catalog, options.table)) {
     const execution = table.lastExecution + 1;
-    const name = backfillExecutionName(table.table, table.tableId, execution);
-    const outcome = await start({ name, input: { table: table.table, execution, ...(options.chunksPerExecution !== undefined ? { chunksPerExecution: options.chunksPerExecution } : {}) } });
+    const next = backfillStart(table.table, table.tableId, execution, options.chunksPerExecution);
+    const outcome = await start(next);
     // Recorded after the start: a check that fails in between names the same execution next
     // time (and finds it); an execution that died before its plan ran is not named again.
     await recordBackfillExecution(catalog, table.tableId, execution);
-    resumed.push({ table: table.table, execution: name, outcome });
+    resumed.push({ table: table.table, execution: next.name, outcome });
   }
   return resumed;
 }
