@@ -14,7 +14,7 @@ import {
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import type { KafkaRecord } from '../kafka/record.js';
-import type { TableSchema } from '../schema/table-schema.js';
+import { fieldIds, type TableSchema } from '../schema/table-schema.js';
 import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
 import { schemaForRecords } from '../schema/evolve.js';
 import { defaultRegistry, type SchemaRegistry } from '../schema/registry.js';
@@ -34,7 +34,7 @@ export function encodeFile(table: TableRecord, schema: TableSchema, partition: n
   } else {
     prepared = prepare(schema.columns, data);
   }
-  return buildDataFile(schema.columns, prepared, { rowGroupRows: table.settings.row_group_rows, encoderVersion });
+  return buildDataFile(schema.columns, prepared, { rowGroupRows: table.settings.row_group_rows, encoderVersion, fieldIds: fieldIds(schema) });
 }
 
 /**
