@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { dropTable, findTable } from '../src/catalog/tables.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { rangeBuilder } from '../src/build/files.js';
+import { encoderVersion } from '../src/parquet/index.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';
@@ -85,7 +86,7 @@ try {
   const runtime: IndexerRuntime = {
     catalog: engine.catalog,
     source: kafkaSource(engine.kafka),
-    build: timedBuild(rangeBuilder(engine.catalog), timing),
+    build: timedBuild(rangeBuilder(engine.catalog, undefined, process.env.OFFSETLAKE_BENCH_ENCODER ?? encoderVersion), timing),
     owner: `bench-${process.pid}`,
     clock: Date.now,
     indexers: new Map(),

@@ -15,6 +15,7 @@ import { timedBuild } from './timing.js';
 import { randomUUID } from 'node:crypto';
 import { openEngine } from '../src/runtime/engine.js';
 import { rangeBuilder } from '../src/build/files.js';
+import { encoderVersion } from '../src/parquet/index.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
 import type { CommittedSource } from '../src/kafka/source.js';
 import { kafkaSource } from '../src/kafka/source.js';
@@ -102,7 +103,7 @@ try {
     const runtime: IndexerRuntime = {
       catalog: engine.catalog,
       source: timedSource(kafkaSource(engine.kafka)),
-      build: timedBuild(rangeBuilder(engine.catalog), stages),
+      build: timedBuild(rangeBuilder(engine.catalog, undefined, process.env.OFFSETLAKE_BENCH_ENCODER ?? encoderVersion), stages),
       owner: `bench-${process.pid}`,
       clock: Date.now,
       indexers: new Map(),
@@ -115,7 +116,7 @@ try {
   });
 
   await pass('run', async () => {
-    const runner = new LocalRunner(engine, timedBuild(rangeBuilder(engine.catalog), stages), { ...defaultRunnerOptions, once: true }, () => {});
+    const runner = new LocalRunner(engine, timedBuild(rangeBuilder(engine.catalog, undefined, process.env.OFFSETLAKE_BENCH_ENCODER ?? encoderVersion), stages), { ...defaultRunnerOptions, once: true }, () => {});
     await runner.run();
   });
 } finally {

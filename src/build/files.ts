@@ -14,7 +14,7 @@ import {
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import type { KafkaRecord } from '../kafka/record.js';
-import type { TableSchema } from '../schema/table-schema.js';
+import { fieldIds, type TableSchema } from '../schema/table-schema.js';
 import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
 import { schemaForRecords } from '../schema/evolve.js';
 import { defaultRegistry, type SchemaRegistry } from '../schema/registry.js';
@@ -34,7 +34,7 @@ export function encodeFile(table: TableRecord, schema: TableSchema, partition: n
   } else {
     prepared = prepare(schema.columns, data);
   }
-  return buildDataFile(schema.columns, prepared, { rowGroupRows: table.settings.row_group_rows, encoderVersion });
+  return buildDataFile(schema.columns, prepared, { rowGroupRows: table.settings.row_group_rows, encoderVersion, fieldIds: fieldIds(schema) });
 }
 
 /**
@@ -103,9 +103,10 @@ function* recordsOf(range: SealedRange): Iterable<KafkaRecord> {
 /**
  * The indexer's builder: the table's current schema (merged with the range's registry
  * schemas) and the current encoder. `registry` defaults to SCHEMA_REGISTRY_URL (else the
- * local stack's), made on first need.
+ * local stack's), made on first need. `encoder` is the encoder version of new files (a
+ * test builds with an older one to hold files of two versions in one catalog).
  */
-export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry): RangeBuilder {
+export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encoder: string = currentEncoder): RangeBuilder {
   return async (table, partition, range: SealedRange): Promise<NewRange> => {
     let current = await currentSchema(catalog, table.tableId);
     if (isRegistryFormat(table.format)) {
@@ -113,7 +114,7 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry): Range
     }
     const { version, schema } = current;
     const files = range.files.map((file) =>
-      toNewDataFile(encodeFile(table, schema, partition, file.records, currentEncoder), schema, version, file.bucket, file.records.length),
+      toNewDataFile(encodeFile(table, schema, partition, file.records, encoder), schema, version, file.bucket, file.records.length),
     );
     return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files };
   };

@@ -35,9 +35,16 @@
  * JSON, and these bytes are what engines fetch over HTTP (and what a reader holds). Native compressors (node:zlib zstd, gzip)
  * are avoided on purpose: they ship with Node, so a runtime upgrade could change the
  * bytes under an unchanged encoder version.
+ *
+ * v2 (below, the default) keeps this writer and adds a native Snappy (snappy@7.4.3),
+ * field ids and the page index. bench/encoders.ts, same run, cpu: JSON 82 vs v1 80 MB/s,
+ * Avro shape 113 vs 111, small records 35 vs 34 (machine heavily loaded); native
+ * Snappy alone is 262 MiB/s cpu on 1 MiB pages, so it costs 46 % of the encode and the
+ * 250 MB/s goal is out of reach with Snappy here (README "Measured", with the profile).
  */
 import { createHash } from 'node:crypto';
-import { parquetWrite, type ColumnSource } from 'hyparquet-writer';
+import { parquetWrite, type ColumnSource, type SchemaElement } from 'hyparquet-writer';
+import { compressSync as snappyCompressSync } from 'snappy';
 import { ChunkedWriter } from './chunked-writer.js';
 import { parquetFooter } from './footer.js';
 import { type Column, leaves, parquetSchema } from './schema.js';
@@ -51,6 +58,13 @@ export interface EncodeOptions {
    * it must be something the catalog can give again at rebuild.
    */
   keyValueMetadata?: Readonly<Record<string, string>>;
+  /**
+   * Parquet `field_id` per schema node, keyed by its path joined with '.' (a top-level
+   * column by its name, a nested leaf as `_headers.list.element.key`): the table's column
+   * ids (see `fieldIds` in src/schema/table-schema.ts). Part of the bytes for encoders
+   * that write field ids (v2 on); a node without an entry gets none.
+   */
+  fieldIds?: Readonly<Record<string, number>>;
 }
 
 export interface EncodedFile {
@@ -73,48 +87,100 @@ export interface Encoder {
 /** Metadata key under which every file names the encoder that built it. */
 export const ENCODER_METADATA_KEY = 'offsetlake.encoder';
 
-const HYPARQUET_WRITER_V1 = 'hyparquet-writer@0.17.0/v1';
+/**
+ * Everything of a hyparquet-writer encoder that shapes its bytes besides the data. An
+ * encoder version is one fixed value of these; bench/encoders.ts builds candidates
+ * from other values to measure them.
+ */
+export interface HyparquetSettings {
+  version: string;
+  codec: 'SNAPPY' | 'LZ4_RAW' | 'UNCOMPRESSED';
+  /** Compresses one page; absent: hyparquet-writer's own (its JavaScript Snappy). */
+  compress?: (page: Uint8Array) => Uint8Array;
+  /** ColumnIndex per column chunk (hyparquet-writer writes page indexes only for chunks of 2+ pages). */
+  columnIndex: boolean;
+  /** Write `EncodeOptions.fieldIds` as the schema's field_id. */
+  fieldIds: boolean;
+  /** PLAIN (no dictionary attempt) for the BYTE_ARRAY columns listed by top-level name. */
+  plainColumns: readonly string[];
+  pageSize: number;
+}
 
-const hyparquetWriterV1: Encoder = {
-  version: HYPARQUET_WRITER_V1,
-  encode(data, options) {
-    const { rowGroupRows } = options;
-    if (!Number.isSafeInteger(rowGroupRows) || rowGroupRows < 1) {
-      throw new Error(`rowGroupRows must be a positive integer, got ${rowGroupRows}`);
-    }
-    const columnData: ColumnSource[] = data.columns.map((column, i) => ({
-      name: column.name,
-      data: data.arrays[i]!,
-      // hyparquet-writer's dictionary keys values with a Map, for which -0 and +0 are one
-      // key: whichever comes first would be written for both. PLAIN keeps each as given.
-      ...(hasFloatingLeaf(column) ? { encoding: 'PLAIN' as const } : {}),
-      // spelled out, not left to defaults, so that v1's settings are read here
-      columnIndex: false,
-      offsetIndex: true,
-      bloomFilter: false,
-    }));
-    const extra = Object.entries(options.keyValueMetadata ?? {})
-      .filter(([key]) => key !== ENCODER_METADATA_KEY)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([key, value]) => ({ key, value }));
-    const writer = new ChunkedWriter();
-    const pending = parquetWrite({
-      writer,
-      schema: parquetSchema(data.columns),
-      columnData,
-      codec: 'SNAPPY',
-      statistics: true,
-      statisticsTruncateLength: Infinity,
-      rowGroupSize: rowGroupRows,
-      pageSize: 1024 * 1024,
-      kvMetadata: [{ key: ENCODER_METADATA_KEY, value: HYPARQUET_WRITER_V1 }, ...extra],
-      createdBy: `offsetlake (${HYPARQUET_WRITER_V1})`,
-    });
-    // only a writer whose flush() returns a promise makes this asynchronous; ours has none
-    if (pending) throw new Error('hyparquet-writer unexpectedly wrote asynchronously');
-    return finish(writer.getBytes(), data.rowCount, HYPARQUET_WRITER_V1);
-  },
-};
+/** One encoder from fixed settings. */
+export function hyparquetEncoder(settings: HyparquetSettings): Encoder {
+  const { version } = settings;
+  const compressors = settings.compress ? { [settings.codec]: settings.compress } : undefined;
+  const plain = new Set(settings.plainColumns);
+  return {
+    version,
+    encode(data, options) {
+      const { rowGroupRows } = options;
+      if (!Number.isSafeInteger(rowGroupRows) || rowGroupRows < 1) {
+        throw new Error(`rowGroupRows must be a positive integer, got ${rowGroupRows}`);
+      }
+      const columnData: ColumnSource[] = data.columns.map((column, i) => ({
+        name: column.name,
+        data: data.arrays[i]!,
+        // hyparquet-writer's dictionary keys values with a Map, for which -0 and +0 are one
+        // key: whichever comes first would be written for both. PLAIN keeps each as given.
+        ...(hasFloatingLeaf(column) || plain.has(column.name) ? { encoding: 'PLAIN' as const } : {}),
+        // spelled out, not left to defaults, so that the settings are read here
+        columnIndex: settings.columnIndex,
+        offsetIndex: true,
+        bloomFilter: false,
+      }));
+      const extra = Object.entries(options.keyValueMetadata ?? {})
+        .filter(([key]) => key !== ENCODER_METADATA_KEY)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([key, value]) => ({ key, value }));
+      const schema = parquetSchema(data.columns);
+      const writer = new ChunkedWriter();
+      const pending = parquetWrite({
+        writer,
+        schema: settings.fieldIds ? withFieldIds(schema, options.fieldIds ?? {}) : schema,
+        columnData,
+        codec: settings.codec,
+        ...(compressors ? { compressors } : {}),
+        statistics: true,
+        statisticsTruncateLength: Infinity,
+        rowGroupSize: rowGroupRows,
+        pageSize: settings.pageSize,
+        kvMetadata: [{ key: ENCODER_METADATA_KEY, value: version }, ...extra],
+        createdBy: `offsetlake (${version})`,
+      });
+      // only a writer whose flush() returns a promise makes this asynchronous; ours has none
+      if (pending) throw new Error('hyparquet-writer unexpectedly wrote asynchronously');
+      return finish(writer.getBytes(), data.rowCount, version);
+    },
+  };
+}
+
+/**
+ * The flattened schema with `field_id` set on each node that `ids` names by its path.
+ * Walks the depth-first order of parquetSchema: each element's children follow it.
+ */
+function withFieldIds(schema: readonly SchemaElement[], ids: Readonly<Record<string, number>>): SchemaElement[] {
+  const out: SchemaElement[] = [schema[0]!];
+  let at = 1;
+  const walk = (prefix: string): void => {
+    const element = schema[at++]!;
+    const path = prefix ? `${prefix}.${element.name}` : element.name;
+    const id = Object.hasOwn(ids, path) ? ids[path] : undefined;
+    out.push(id === undefined ? element : { ...element, field_id: id });
+    for (let child = 0; child < (element.num_children ?? 0); child++) walk(path);
+  };
+  for (let column = 0; column < (schema[0]!.num_children ?? 0); column++) walk('');
+  return out;
+}
+
+const hyparquetWriterV1 = hyparquetEncoder({
+  version: 'hyparquet-writer@0.17.0/v1',
+  codec: 'SNAPPY',
+  columnIndex: false,
+  fieldIds: false,
+  plainColumns: [],
+  pageSize: 1024 * 1024,
+});
 
 function hasFloatingLeaf(column: Column): boolean {
   return leaves([column]).some((leaf) => leaf.type.kind === 'float' || leaf.type.kind === 'double');
@@ -131,13 +197,38 @@ function finish(bytes: Uint8Array, rowCount: number, encoderVersion: string): En
   };
 }
 
+/**
+ * v2: v1's writer with what engines want in the bytes, and a native Snappy. Everything
+ * that shapes the bytes is pinned exactly in package.json and named in the version:
+ * hyparquet-writer 0.17.0, snappy 7.4.3 (napi-rs; Snappy's raw format leaves the encoder
+ * free to choose its matches, so another implementation or version may give other,
+ * equally valid bytes).
+ * - Parquet field_id = the table's column id (EncodeOptions.fieldIds), so engines that
+ *   map columns by id (Iceberg, DuckLake) need no name mapping;
+ * - ColumnIndex + OffsetIndex (the page index) for every column chunk of 2+ pages
+ *   (hyparquet-writer writes none for a single-page chunk, whose chunk statistics say
+ *   the same);
+ * - `_value` is PLAIN: hyparquet-writer otherwise builds a dictionary of every value of
+ *   the row group before it finds the values too distinct to keep it (bench/encoders.ts).
+ */
+const hyparquetWriterV2 = hyparquetEncoder({
+  version: 'offsetlake-parquet@2/hyparquet-writer@0.17.0/snappy@7.4.3',
+  codec: 'SNAPPY',
+  compress: (page) => snappyCompressSync(page),
+  columnIndex: true,
+  fieldIds: true,
+  plainColumns: ['_value'],
+  pageSize: 1024 * 1024,
+});
+
 /** Every encoder that files in a catalog may name. Never remove or change an entry. */
 export const encoders: Readonly<Record<string, Encoder>> = Object.freeze({
-  [HYPARQUET_WRITER_V1]: hyparquetWriterV1,
+  [hyparquetWriterV1.version]: hyparquetWriterV1,
+  [hyparquetWriterV2.version]: hyparquetWriterV2,
 });
 
 /** The encoder new files are built with. */
-export const encoderVersion: string = HYPARQUET_WRITER_V1;
+export const encoderVersion: string = hyparquetWriterV2.version;
 
 export function encoderFor(version: string): Encoder {
   const encoder = encoders[version];

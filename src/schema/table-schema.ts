@@ -55,6 +55,19 @@ export function initialSchema(format: TableFormat): TableSchema {
   return { columns, leafIds, nodeIds };
 }
 
+/**
+ * Parquet field ids (encoders from v2 on write them): every top-level column by its name,
+ * every nested leaf by its path; each is the column id the catalog keeps statistics
+ * under. The group nodes between (`list`, `element` of a list of structs, a struct
+ * inside a struct) have no column id of their own, so they get no field id.
+ */
+export function fieldIds(schema: TableSchema): Record<string, number> {
+  const ids = dataRecord<number>();
+  for (const column of schema.columns) ids[column.name] = column.id;
+  for (const [path, id] of Object.entries(schema.leafIds)) ids[path] = id;
+  return ids;
+}
+
 /** Every column id with its name, type text and parent: the catalog's `table_column` rows. */
 export function catalogColumns(schema: TableSchema): { id: number; name: string; type: string; parent: number | null; nullable: boolean }[] {
   const rows = schema.columns.map((column) => ({ id: column.id, name: column.name, type: typeName(column), parent: null as number | null, nullable: column.nullable }));

@@ -1,13 +1,15 @@
 /**
  * Files in a catalog are rebuilt with the encoder version they name, possibly years
  * later: an encoder version must never change its output. These hashes pin
- * `hyparquet-writer@0.17.0/v1`. If this test fails, the change (a dependency upgrade,
+ * `hyparquet-writer@0.17.0/v1` and `offsetlake-parquet@2/hyparquet-writer@0.17.0/snappy@7.4.3`. If this test fails, the change (a dependency upgrade,
  * a schema mapping, value normalization, writer options) belongs in a new encoder
  * version in src/parquet/encoder.ts, never in an existing one.
  */
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { type Column, encodeParquet, encoders, kafkaColumnArrays, kafkaTableColumns } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves } from '../../src/parquet/index.js';
+import { fieldIds } from '../../src/schema/table-schema.js';
 
 const utf8 = new TextEncoder();
 
@@ -83,5 +85,59 @@ describe('encoder hyparquet-writer@0.17.0/v1 keeps its output', () => {
       byteLength: 83094,
       sha256: 'cae3c5f6a05ef354ccc78d6b6c607d53878da685f7c12c9e4ed29dc4899e8c52',
     });
+  });
+});
+
+/** Column ids as a table schema gives them: every top-level column and nested leaf, in order. */
+function idsFor(columns: readonly Column[]): Record<string, number> {
+  const schema = initialSchemaLike(columns);
+  return fieldIds(schema);
+}
+function initialSchemaLike(columns: readonly Column[]) {
+  const numbered = columns.map((column, id) => ({ ...column, id: 100 + id }));
+  const leafIds: Record<string, number> = {};
+  let next = 1_000;
+  for (const leaf of leaves(numbered)) if (leaf.path.length > 1) leafIds[leaf.path.join('.')] = next++;
+  return { columns: numbered, leafIds };
+}
+
+describe('encoder offsetlake-parquet@2/hyparquet-writer@0.17.0/snappy@7.4.3 keeps its output', () => {
+  const v2 = encoders['offsetlake-parquet@2/hyparquet-writer@0.17.0/snappy@7.4.3']!;
+  const json = () => encodeParquet(kafkaTableColumns('json'), kafkaColumnArrays(5, kafkaRecords, 'json'), {
+    rowGroupRows: 1_000, encoderVersion: v2.version, fieldIds: idsFor(kafkaTableColumns('json')),
+  });
+  it('is the encoder of new files', () => {
+    expect(encoderVersion).toBe(v2.version);
+  });
+  it('for a json table file', () => {
+    const f = json();
+    expect(golden(f.bytes, f.sha256)).toEqual({ byteLength: 83566, sha256: '291e158f56e13346d0160fad5fc0a3543c353d0ef0aca1050c0137ac29f355b7' });
+  });
+  it('for a raw table file', () => {
+    const f = encodeParquet(kafkaTableColumns('raw'), kafkaColumnArrays(0, kafkaRecords, 'raw'), {
+      rowGroupRows: 2_500, encoderVersion: v2.version, fieldIds: idsFor(kafkaTableColumns('raw')),
+    });
+    expect(golden(f.bytes, f.sha256)).toEqual({ byteLength: 79066, sha256: '083d8bb8be13e3426402fc020af522c7d5bb9c17116a5533a7607adfb0eb1e2b' });
+  });
+  it('for every column kind', () => {
+    const f = encodeParquet(typed, typedRows, {
+      rowGroupRows: 300, encoderVersion: v2.version, keyValueMetadata: { 'offsetlake.table': 'golden' }, fieldIds: idsFor(typed),
+    });
+    expect(golden(f.bytes, f.sha256)).toEqual({ byteLength: 83127, sha256: 'c4eb1a905d7c3f83fd4f7131769d864b01035a71ecfc0d6b94d844bf95fdd9f7' });
+  });
+  it('in another process', () => {
+    // a fresh process: no state of this one (module caches, the compressor's) shapes the bytes
+    const script = `
+      import { readFileSync } from 'node:fs';
+      import { encodeParquet, kafkaColumnArrays, kafkaTableColumns } from './src/parquet/index.ts';
+      const input = JSON.parse(readFileSync(0, 'utf8'), (k, v) => (v && v.$bytes !== undefined ? Uint8Array.from(v.$bytes) : v && v.$bigint !== undefined ? BigInt(v.$bigint) : v));
+      const f = encodeParquet(kafkaTableColumns('json'), kafkaColumnArrays(5, input.records, 'json'), input.options);
+      process.stdout.write(Buffer.from(f.sha256).toString('hex'));`;
+    const input = JSON.stringify(
+      { records: kafkaRecords, options: { rowGroupRows: 1_000, encoderVersion: v2.version, fieldIds: idsFor(kafkaTableColumns('json')) } },
+      (_, v) => (v instanceof Uint8Array ? { $bytes: [...v] } : typeof v === 'bigint' ? { $bigint: String(v) } : v),
+    );
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { input, encoding: 'utf8', maxBuffer: 1 << 20 });
+    expect(out).toBe(Buffer.from(json().sha256).toString('hex'));
   });
 });
