@@ -17,9 +17,10 @@ import { fileURLToPath } from 'node:url';
 import { compressSync as nativeSnappy } from 'snappy';
 import { recordBytes, type KafkaRecord } from '../src/kafka/record.js';
 import {
-  type Column, type Encoder, encoders, hyparquetEncoder, type HyparquetSettings, kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData,
+  type Column, type Encoder, encoders, hyparquetEncoder, ownWriterEncoder, type HyparquetSettings, kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData,
 } from '../src/parquet/index.js';
 import { eventRecords } from './records.js';
+import { defaultSettings } from '../src/catalog/settings.js';
 
 const MiB = 1024 * 1024;
 const base: Omit<HyparquetSettings, 'version'> = { codec: 'SNAPPY', columnIndex: false, fieldIds: false, plainColumns: [], pageSize: MiB };
@@ -30,9 +31,8 @@ const candidates: Record<string, () => Encoder> = {
   v1: () => encoders['hyparquet-writer@0.17.0/v1']!,
   uncompressed: () => hyparquetEncoder({ ...base, version: 'uncompressed', codec: 'UNCOMPRESSED' }),
   'native-snappy': () => hyparquetEncoder({ ...base, ...snappy, version: 'native-snappy' }),
-  'native-snappy+ids+page-index': () => hyparquetEncoder({ ...v2ish, version: 'ids+page-index' }),
-  '…+plain _value': () => hyparquetEncoder({ ...v2ish, version: 'plain', plainColumns: ['_value'] }),
-  '…+plain _value, 8 MiB pages': () => hyparquetEncoder({ ...v2ish, version: 'plain8', plainColumns: ['_value'], pageSize: 8 * MiB }),
+  'native-snappy+ids+page-index': () => hyparquetEncoder({ ...v2ish, version: 'ids+page-index', plainColumns: ['_value'] }),
+  'own writer, uncompressed': () => ownWriterEncoder({ version: 'own-uncompressed', codec: 'UNCOMPRESSED', compress: (page) => page, pageBytes: MiB, pageRows: 1_000, statisticsBytes: 64 }),
   ...Object.fromEntries(Object.keys(encoders).filter((v) => !v.endsWith('/v1')).map((v) => [v, () => encoders[v]!])),
 };
 
@@ -45,7 +45,7 @@ interface Shape {
 function shape(name: string, rows: number): Shape {
   if (name === 'json') {
     const records = eventRecords(rows);
-    return { records, prepared: prepare(kafkaTableColumns('json'), kafkaColumnArrays(0, records, 'json')), rowGroupRows: 100_000 };
+    return { records, prepared: prepare(kafkaTableColumns('json'), kafkaColumnArrays(0, records, 'json')), rowGroupRows: defaultSettings.row_group_rows };
   }
   if (name === 'small') {
     const utf8 = new TextEncoder();
@@ -56,7 +56,7 @@ function shape(name: string, rows: number): Shape {
       value: utf8.encode(JSON.stringify({ id: i, user: i % 5000, kind: ['view', 'click', 'buy'][i % 3], amount: (i % 977) / 10, ok: i % 2 === 0 })),
       headers: [],
     }));
-    return { records, prepared: prepare(kafkaTableColumns('json'), kafkaColumnArrays(0, records, 'json')), rowGroupRows: 100_000 };
+    return { records, prepared: prepare(kafkaTableColumns('json'), kafkaColumnArrays(0, records, 'json')), rowGroupRows: defaultSettings.row_group_rows };
   }
   if (name === 'avro') {
     // bench/indexing-avro.ts's values, as its decoder turns them into columns
@@ -100,7 +100,7 @@ function shape(name: string, rows: number): Shape {
       tags: records.map((_, n) => ['a', `t${n % 7}`]),
       pad: records.map(() => pad),
     };
-    return { records, prepared: prepare(columns, data), rowGroupRows: 100_000 };
+    return { records, prepared: prepare(columns, data), rowGroupRows: defaultSettings.row_group_rows };
   }
   throw new Error(`unknown shape ${name}`);
 }

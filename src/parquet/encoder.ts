@@ -44,11 +44,13 @@
  */
 import { createHash } from 'node:crypto';
 import { parquetWrite, type ColumnSource, type SchemaElement } from 'hyparquet-writer';
+import { compressSync as lz4CompressSync } from 'lz4-napi';
 import { compressSync as snappyCompressSync } from 'snappy';
 import { ChunkedWriter } from './chunked-writer.js';
 import { parquetFooter } from './footer.js';
 import { type Column, leaves, parquetSchema } from './schema.js';
 import { prepare, type PreparedData, type RowData } from './values.js';
+import { writeParquet, type WriterSettings } from './writer.js';
 
 export interface EncodeOptions {
   /** Rows per row group; the last one holds the remainder. */
@@ -129,10 +131,7 @@ export function hyparquetEncoder(settings: HyparquetSettings): Encoder {
         offsetIndex: true,
         bloomFilter: false,
       }));
-      const extra = Object.entries(options.keyValueMetadata ?? {})
-        .filter(([key]) => key !== ENCODER_METADATA_KEY)
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-        .map(([key, value]) => ({ key, value }));
+      const extra = sortedMetadata(options.keyValueMetadata);
       const schema = parquetSchema(data.columns);
       const writer = new ChunkedWriter();
       const pending = parquetWrite({
@@ -182,6 +181,14 @@ const hyparquetWriterV1 = hyparquetEncoder({
   pageSize: 1024 * 1024,
 });
 
+/** Caller metadata by key (the encoder's own key is ours alone). */
+function sortedMetadata(metadata: Readonly<Record<string, string>> | undefined): { key: string; value: string }[] {
+  return Object.entries(metadata ?? {})
+    .filter(([key]) => key !== ENCODER_METADATA_KEY)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, value]) => ({ key, value }));
+}
+
 function hasFloatingLeaf(column: Column): boolean {
   return leaves([column]).some((leaf) => leaf.type.kind === 'float' || leaf.type.kind === 'double');
 }
@@ -198,37 +205,66 @@ function finish(bytes: Uint8Array, rowCount: number, encoderVersion: string): En
 }
 
 /**
- * v2: v1's writer with what engines want in the bytes, and a native Snappy. Everything
- * that shapes the bytes is pinned exactly in package.json and named in the version:
- * hyparquet-writer 0.17.0, snappy 7.4.3 (napi-rs; Snappy's raw format leaves the encoder
- * free to choose its matches, so another implementation or version may give other,
- * equally valid bytes).
- * - Parquet field_id = the table's column id (EncodeOptions.fieldIds), so engines that
- *   map columns by id (Iceberg, DuckLake) need no name mapping;
- * - ColumnIndex + OffsetIndex (the page index) for every column chunk of 2+ pages
- *   (hyparquet-writer writes none for a single-page chunk, whose chunk statistics say
- *   the same);
- * - `_value` is PLAIN: hyparquet-writer otherwise builds a dictionary of every value of
- *   the row group before it finds the values too distinct to keep it (bench/encoders.ts).
+ * v2 on: our own writer (writer.ts) around a native compressor. Everything that shapes
+ * the bytes is named in the version and pinned exactly in package.json: the writer is
+ * this repository's code (a change to its output is a new version), the compressor an
+ * exact npm version (Snappy and LZ4 leave an encoder free to choose its matches, so
+ * another implementation or version may give other, equally valid bytes).
  */
-const hyparquetWriterV2 = hyparquetEncoder({
-  version: 'offsetlake-parquet@2/hyparquet-writer@0.17.0/snappy@7.4.3',
+export interface OwnWriterSettings extends WriterSettings {
+  version: string;
+}
+
+export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
+  const { version } = settings;
+  return {
+    version,
+    encode(data, options) {
+      const { rowGroupRows } = options;
+      if (!Number.isSafeInteger(rowGroupRows) || rowGroupRows < 1) {
+        throw new Error(`rowGroupRows must be a positive integer, got ${rowGroupRows}`);
+      }
+      const bytes = writeParquet(data, {
+        rowGroupRows,
+        fieldIds: options.fieldIds ?? {},
+        keyValueMetadata: [{ key: ENCODER_METADATA_KEY, value: version }, ...sortedMetadata(options.keyValueMetadata)],
+        createdBy: `offsetlake (${version})`,
+      }, settings);
+      return finish(bytes, data.rowCount, version);
+    },
+  };
+}
+
+/** lz4-napi returns lz4_flex's block after a 4-byte size; LZ4_RAW is the block alone. */
+function lz4Raw(page: Uint8Array): Uint8Array {
+  return lz4CompressSync(page as Buffer).subarray(4);
+}
+
+const ownWriterShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
+
+const ownWriterSnappy = ownWriterEncoder({
+  version: 'offsetlake-parquet@2/snappy@7.4.3',
   codec: 'SNAPPY',
-  compress: (page) => snappyCompressSync(page),
-  columnIndex: true,
-  fieldIds: true,
-  plainColumns: ['_value'],
-  pageSize: 1024 * 1024,
+  compress: (page) => snappyCompressSync(page as Buffer),
+  ...ownWriterShape,
+});
+
+const ownWriterLz4 = ownWriterEncoder({
+  version: 'offsetlake-parquet@2/lz4-napi@2.10.0',
+  codec: 'LZ4_RAW',
+  compress: lz4Raw,
+  ...ownWriterShape,
 });
 
 /** Every encoder that files in a catalog may name. Never remove or change an entry. */
 export const encoders: Readonly<Record<string, Encoder>> = Object.freeze({
   [hyparquetWriterV1.version]: hyparquetWriterV1,
-  [hyparquetWriterV2.version]: hyparquetWriterV2,
+  [ownWriterSnappy.version]: ownWriterSnappy,
+  [ownWriterLz4.version]: ownWriterLz4,
 });
 
 /** The encoder new files are built with. */
-export const encoderVersion: string = hyparquetWriterV2.version;
+export const encoderVersion: string = ownWriterLz4.version;
 
 export function encoderFor(version: string): Encoder {
   const encoder = encoders[version];

@@ -6,6 +6,7 @@
  * one file; every file rebuilds from Kafka byte-identical to the catalog's.
  */
 import { parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
 import type { TableRecord } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
@@ -19,7 +20,7 @@ export type Row = Record<string, unknown>;
 /** The file's bytes rebuilt from Kafka (checked against the catalog), read back by hyparquet. */
 export async function rebuiltRows(engine: Engine, table: TableRecord, file: DataFile): Promise<Row[]> {
   const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file);
-  return (await parquetReadObjects({ file: rebuilt.bytes.slice().buffer, utf8: false })) as Row[];
+  return (await parquetReadObjects({ compressors, file: rebuilt.bytes.slice().buffer, utf8: false })) as Row[];
 }
 
 export function timeOf(value: unknown): number {

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import { describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import {
@@ -92,7 +93,7 @@ describe('encodeParquet', () => {
 
   it('reads back as the rows it was given', async () => {
     const f = encodeParquet(columns, data, { rowGroupRows: 100 });
-    const rows = await parquetReadObjects({ file: f.bytes.slice().buffer, utf8: false });
+    const rows = await parquetReadObjects({ compressors, file: f.bytes.slice().buffer, utf8: false });
     const recs = records(257);
     rows.forEach((row, i) => {
       const r = recs[i]!;
@@ -105,7 +106,10 @@ describe('encodeParquet', () => {
       );
       const text = r.value && new TextDecoder().decode(r.value);
       const valid = text !== null && (() => { try { JSON.parse(text); return true; } catch { return false; } })();
-      expect(row._value).toBe(valid ? text : null);
+      // hyparquet parses a column of converted type JSON (v2) and hands UTF8 text (v1) as
+      // is; the exact text is checked with pyarrow in parquet.v2-readers.test.ts
+      const got = typeof row._value === 'string' ? JSON.parse(row._value) : row._value;
+      expect(got).toEqual(valid ? JSON.parse(text) : null);
       expect(row._error === null).toBe(valid || r.value === null);
     });
   });
@@ -117,7 +121,7 @@ describe('encodeParquet', () => {
     ];
     const zeros = Array.from({ length: 40 }, (_, i) => (i % 2 ? 0 : -0));
     const f = encodeParquet(cols, { d: zeros, s: zeros.map((f) => ({ f })) }, { rowGroupRows: 100 });
-    const rows = await parquetReadObjects({ file: f.bytes.slice().buffer });
+    const rows = await parquetReadObjects({ compressors, file: f.bytes.slice().buffer });
     expect(rows.map((r) => Object.is(r.d, -0))).toEqual(zeros.map((z) => Object.is(z, -0)));
     expect(rows.map((r) => Object.is(r.s.f, -0))).toEqual(zeros.map((z) => Object.is(z, -0)));
   });
@@ -135,7 +139,7 @@ describe('encodeParquet', () => {
     const empty = kafkaColumnArrays(0, [], 'raw');
     const f = encodeParquet(kafkaTableColumns('raw'), empty, { rowGroupRows: 10 });
     expect(parquetMetadata(f.footer).num_rows).toBe(0n);
-    expect(await parquetReadObjects({ file: f.bytes.slice().buffer })).toEqual([]);
+    expect(await parquetReadObjects({ compressors, file: f.bytes.slice().buffer })).toEqual([]);
   });
 
   it('says which value is wrong', () => {

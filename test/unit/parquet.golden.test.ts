@@ -1,7 +1,7 @@
 /**
  * Files in a catalog are rebuilt with the encoder version they name, possibly years
  * later: an encoder version must never change its output. These hashes pin
- * `hyparquet-writer@0.17.0/v1` and `offsetlake-parquet@2/hyparquet-writer@0.17.0/snappy@7.4.3`. If this test fails, the change (a dependency upgrade,
+ * `hyparquet-writer@0.17.0/v1` and both encoders of our own writer (v2, LZ4_RAW and Snappy). If this test fails, the change (a dependency upgrade,
  * a schema mapping, value normalization, writer options) belongs in a new encoder
  * version in src/parquet/encoder.ts, never in an existing one.
  */
@@ -101,32 +101,48 @@ function initialSchemaLike(columns: readonly Column[]) {
   return { columns: numbered, leafIds };
 }
 
-describe('encoder offsetlake-parquet@2/hyparquet-writer@0.17.0/snappy@7.4.3 keeps its output', () => {
-  const v2 = encoders['offsetlake-parquet@2/hyparquet-writer@0.17.0/snappy@7.4.3']!;
+const V2_LZ4 = 'offsetlake-parquet@2/lz4-napi@2.10.0';
+const V2_SNAPPY = 'offsetlake-parquet@2/snappy@7.4.3';
+
+it(`new files are built with ${V2_LZ4}`, () => {
+  expect(encoderVersion).toBe(V2_LZ4);
+});
+
+const pinned: Record<string, { json: object; raw: object; typed: object }> = {
+  [V2_LZ4]: {
+    json: { byteLength: 84765, sha256: '5eb958529aa319e8cda6c1f2fa02dce4b14ff4e22a9d636a6e071d9bb1c223c3' },
+    raw: { byteLength: 81957, sha256: '35a0618d3175e3e0797bb0d3e3745eda77347ccaed0a5f9708a4e9066625a99c' },
+    typed: { byteLength: 84745, sha256: '5f2f05c215caf358c8897357614bd7a2ae5b52e8e4c0887b83dcc5dda4df5b7e' },
+  },
+  [V2_SNAPPY]: {
+    json: { byteLength: 86355, sha256: '29df885c479bccebbe2b2bc2ea5a1de0bd097b183d91cb525468f15d80a09967' },
+    raw: { byteLength: 83333, sha256: '1ea009c6636b97c20257cae08588098bd9246ac21f252ab9586b4ab8de7ececd' },
+    typed: { byteLength: 84576, sha256: 'a342fa28c4f94d0d359872bba8fcc63cfeea4b0482b1fc33fc16c57527dacce3' },
+  },
+};
+
+describe.each(Object.keys(pinned))('encoder %s keeps its output', (version) => {
   const json = () => encodeParquet(kafkaTableColumns('json'), kafkaColumnArrays(5, kafkaRecords, 'json'), {
-    rowGroupRows: 1_000, encoderVersion: v2.version, fieldIds: idsFor(kafkaTableColumns('json')),
-  });
-  it('is the encoder of new files', () => {
-    expect(encoderVersion).toBe(v2.version);
+    rowGroupRows: 1_000, encoderVersion: version, fieldIds: idsFor(kafkaTableColumns('json')),
   });
   it('for a json table file', () => {
     const f = json();
-    expect(golden(f.bytes, f.sha256)).toEqual({ byteLength: 83566, sha256: '291e158f56e13346d0160fad5fc0a3543c353d0ef0aca1050c0137ac29f355b7' });
+    expect(golden(f.bytes, f.sha256)).toEqual(pinned[version]!.json);
   });
   it('for a raw table file', () => {
     const f = encodeParquet(kafkaTableColumns('raw'), kafkaColumnArrays(0, kafkaRecords, 'raw'), {
-      rowGroupRows: 2_500, encoderVersion: v2.version, fieldIds: idsFor(kafkaTableColumns('raw')),
+      rowGroupRows: 2_500, encoderVersion: version, fieldIds: idsFor(kafkaTableColumns('raw')),
     });
-    expect(golden(f.bytes, f.sha256)).toEqual({ byteLength: 79066, sha256: '083d8bb8be13e3426402fc020af522c7d5bb9c17116a5533a7607adfb0eb1e2b' });
+    expect(golden(f.bytes, f.sha256)).toEqual(pinned[version]!.raw);
   });
   it('for every column kind', () => {
     const f = encodeParquet(typed, typedRows, {
-      rowGroupRows: 300, encoderVersion: v2.version, keyValueMetadata: { 'offsetlake.table': 'golden' }, fieldIds: idsFor(typed),
+      rowGroupRows: 300, encoderVersion: version, keyValueMetadata: { 'offsetlake.table': 'golden' }, fieldIds: idsFor(typed),
     });
-    expect(golden(f.bytes, f.sha256)).toEqual({ byteLength: 83127, sha256: 'c4eb1a905d7c3f83fd4f7131769d864b01035a71ecfc0d6b94d844bf95fdd9f7' });
+    expect(golden(f.bytes, f.sha256)).toEqual(pinned[version]!.typed);
   });
   it('in another process', () => {
-    // a fresh process: no state of this one (module caches, the compressor's) shapes the bytes
+    // a fresh process: no state of this one (module caches, the compressor's, the reused page buffer) shapes the bytes
     const script = `
       import { readFileSync } from 'node:fs';
       import { encodeParquet, kafkaColumnArrays, kafkaTableColumns } from './src/parquet/index.ts';
@@ -134,7 +150,7 @@ describe('encoder offsetlake-parquet@2/hyparquet-writer@0.17.0/snappy@7.4.3 keep
       const f = encodeParquet(kafkaTableColumns('json'), kafkaColumnArrays(5, input.records, 'json'), input.options);
       process.stdout.write(Buffer.from(f.sha256).toString('hex'));`;
     const input = JSON.stringify(
-      { records: kafkaRecords, options: { rowGroupRows: 1_000, encoderVersion: v2.version, fieldIds: idsFor(kafkaTableColumns('json')) } },
+      { records: kafkaRecords, options: { rowGroupRows: 1_000, encoderVersion: version, fieldIds: idsFor(kafkaTableColumns('json')) } },
       (_, v) => (v instanceof Uint8Array ? { $bytes: [...v] } : typeof v === 'bigint' ? { $bigint: String(v) } : v),
     );
     const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { input, encoding: 'utf8', maxBuffer: 1 << 20 });

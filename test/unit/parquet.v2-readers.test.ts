@@ -1,22 +1,25 @@
 /**
- * v2 files as readers we did not write see them: pyarrow (child process) and hyparquet.
- * The values come back, every top-level column and nested leaf carries its column id as
- * Parquet field_id, `_value` has the JSON logical type, and column chunks of more than
- * one page have a page index (ColumnIndex + OffsetIndex).
+ * Files of our own writer (both v2 encoders) as engines we did not write see them:
+ * pyarrow, DuckDB, polars and DataFusion read the same rows; pyarrow reads back the
+ * values we gave, every column and nested leaf carries its column id as field_id,
+ * `_value` has the JSON logical type, every column chunk has a page index (floats an
+ * offset index only), each chunk's footer statistics bound exactly the values pyarrow
+ * reads from it, and DataFusion's page pruning by the page index skips pages without
+ * changing its answer.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parquetMetadata } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { encodeParquet, encoderVersion, kafkaColumnArrays } from '../../src/parquet/index.js';
+import { encodeParquet, encoders, kafkaColumnArrays, leaves } from '../../src/parquet/index.js';
 import { fieldIds, initialSchema } from '../../src/schema/table-schema.js';
+import { randomRows, typedColumns } from '../helpers/typed-rows.js';
 
 const utf8 = new TextEncoder();
-// ~1.1 KB values, 3,000 per row group: `_value` spans several 1 MiB pages
+// ~1.1 KB values, 3,000 per row group: `_value` spans several pages
 const values = Array.from({ length: 6_000 }, (_, i) => JSON.stringify({ i, pad: 'ab'.repeat(500 + (i % 50)), x: i / 3 }));
 const records: KafkaRecord[] = values.map((value, i) => ({
   offset: BigInt(i),
@@ -26,39 +29,83 @@ const records: KafkaRecord[] = values.map((value, i) => ({
   headers: i % 2 ? [['h', utf8.encode('v')]] : [],
 }));
 const schema = initialSchema('json');
-const file = encodeParquet(schema.columns, kafkaColumnArrays(0, records, 'json'), { rowGroupRows: 3_000, fieldIds: fieldIds(schema) });
 const dir = mkdtempSync(join(tmpdir(), 'offsetlake-v2-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const script = fileURLToPath(new URL('./parquet_v2_engines.py', import.meta.url));
 
-describe(`${encoderVersion} files, read by others`, () => {
-  it('hyparquet: field ids on every column and leaf, page index on multi-page chunks', () => {
-    const metadata = parquetMetadata(file.bytes.buffer.slice(file.bytes.byteOffset, file.bytes.byteOffset + file.bytes.byteLength) as ArrayBuffer);
-    const ids = Object.fromEntries(metadata.schema.filter((e) => e.field_id !== undefined).map((e) => [e.name, e.field_id]));
-    expect(ids).toMatchObject(Object.fromEntries(schema.columns.map((c) => [c.name, c.id])));
-    expect(ids.key).toBe(schema.leafIds['_headers.list.element.key']);
-    expect(ids.value).toBe(schema.leafIds['_headers.list.element.value']);
-    expect(metadata.row_groups).toHaveLength(2);
-    for (const group of metadata.row_groups) {
-      const value = group.columns.find((c) => c.meta_data?.path_in_schema.join('.') === '_value')!;
-      expect(value.column_index_offset).toBeDefined();
-      expect(value.offset_index_offset).toBeDefined();
-    }
+interface Seen {
+  rows: number;
+  pyarrow: Record<string, unknown>[];
+  disagree: Record<string, number>;
+  first_disagreement: Record<string, unknown>;
+  field_ids: Record<string, number>;
+  logical: Record<string, string>;
+  page_index: [string, boolean, boolean][];
+  statistics_problems: string[];
+  datafusion_count?: number;
+  pyarrow_count?: number;
+  pages?: [number, number] | null;
+}
+
+function read(name: string, bytes: Uint8Array, filter?: [string, number, number]): Seen {
+  const path = join(dir, name);
+  writeFileSync(path, bytes);
+  const args = filter ? [script, path, filter[0], String(filter[1]), String(filter[2])] : [script, path];
+  return JSON.parse(execFileSync('python3', args, { encoding: 'utf8', maxBuffer: 256 << 20 })) as Seen;
+}
+
+const hexOf = (b: Uint8Array): string => `0x${Buffer.from(b).toString('hex')}`;
+const v2 = Object.keys(encoders).filter((v) => v.startsWith('offsetlake-parquet@2/'));
+
+describe.each(v2)('%s files, read by engines we did not write', (version) => {
+  it('json table: all four engines agree, values and offsets as given, field ids, JSON type, page index, exact statistics, page pruning', () => {
+    const file = encodeParquet(schema.columns, kafkaColumnArrays(0, records, 'json'), { rowGroupRows: 3_000, fieldIds: fieldIds(schema), encoderVersion: version });
+    const seen = read('json.parquet', file.bytes, ['_offset', 4_200, 4_210]);
+    expect(seen.rows).toBe(records.length);
+    expect(seen.disagree, JSON.stringify(seen.first_disagreement).slice(0, 2000)).toEqual({ duckdb: 0, polars: 0, datafusion: 0 });
+    expect(seen.pyarrow.map((r) => r._value)).toEqual(values.map((v) => hexOf(utf8.encode(v))));
+    expect(seen.pyarrow.map((r) => r._offset)).toEqual(records.map((r) => String(r.offset)));
+    expect(seen.field_ids).toEqual(Object.fromEntries(schema.columns.map((c) => [c.name, c.id])));
+    expect(seen.logical._value).toBe('JSON');
+    expect(seen.page_index.every(([, column, offset]) => column && offset), JSON.stringify(seen.page_index)).toBe(true);
+    expect(seen.statistics_problems).toEqual([]);
+    expect(seen.datafusion_count).toBe(11);
+    expect(seen.pyarrow_count).toBe(11);
+    // 1,000-row pages: of the 3 pages of the matching row group, one is read
+    expect(seen.pages).toEqual([3, 1]);
   });
 
-  it('pyarrow: values, field ids, JSON logical type, page index', () => {
-    const path = join(dir, 'v2.parquet');
-    writeFileSync(path, file.bytes);
-    const script = fileURLToPath(new URL('./parquet_v2_pyarrow.py', import.meta.url));
-    const seen = JSON.parse(execFileSync('python3', [script, path], { encoding: 'utf8', maxBuffer: 64 << 20 })) as {
-      rows: number; field_ids: Record<string, number>; header_leaf_ids: number[]; logical: Record<string, string>;
-      page_index: Record<string, [boolean, boolean]>[]; values: string[]; offsets: number[];
-    };
-    expect(seen.rows).toBe(records.length);
-    expect(seen.values).toEqual(values);
-    expect(seen.offsets).toEqual(records.map((r) => Number(r.offset)));
-    expect(seen.field_ids).toEqual(Object.fromEntries(schema.columns.map((c) => [c.name, c.id])));
-    expect(seen.header_leaf_ids).toEqual([schema.leafIds['_headers.list.element.key'], schema.leafIds['_headers.list.element.value']]);
-    expect(seen.logical._value).toBe('JSON');
-    for (const group of seen.page_index) expect(group._value).toEqual([true, true]);
+  it('every column kind, nested and awkward values: all four engines agree with the values given', () => {
+    const rows = randomRows(2_000, 7);
+    const ids = Object.fromEntries(typedColumns.map((c, i) => [c.name, 100 + i]));
+    const file = encodeParquet(typedColumns, rows, { rowGroupRows: 700, fieldIds: ids, encoderVersion: version });
+    const seen = read('typed.parquet', file.bytes);
+    expect(seen.rows).toBe(rows.length);
+    expect(seen.disagree, JSON.stringify(seen.first_disagreement).slice(0, 2000)).toEqual({ duckdb: 0, polars: 0, datafusion: 0 });
+    expect(seen.field_ids).toEqual(ids);
+    expect(seen.statistics_problems).toEqual([]);
+    const floating = new Set(leaves(typedColumns).filter((l) => l.type.kind === 'float' || l.type.kind === 'double').map((l) => l.path.join('.')));
+    for (const [path, column, offset] of seen.page_index) {
+      expect([path, column, offset]).toEqual([path, !floating.has(path), true]);
+    }
+    // a sample of values as given, in the same text form the script uses
+    rows.forEach((row, i) => {
+      const got = seen.pyarrow[i]!;
+      expect(got.i64, `row ${i}`).toBe(row.i64 === null ? null : String(row.i64));
+      expect(got.text, `row ${i}`).toBe(row.text === null ? null : hexOf(utf8.encode(row.text as string)));
+      expect(got.bytes, `row ${i}`).toBe(row.bytes === null ? null : hexOf(row.bytes as Uint8Array));
+      expect(got.at, `row ${i}`).toBe(String(row.at));
+      expect(got.nums, `row ${i}`).toEqual(row.nums === null ? null : (row.nums as (bigint | null)[]).map((n) => (n === null ? null : String(n))));
+    });
+  });
+
+  it('long text bounds are cut on a character and still bound every value (pyarrow decodes them as text)', () => {
+    const texts = ['é'.repeat(100), '😀'.repeat(40), `a${'\u{10FFFF}'.repeat(30)}`, `${'\u{10FFFF}'.repeat(30)}`, 'z'.repeat(64), `${'\uFFFF'.repeat(40)}`];
+    const columns = [{ name: 't', type: { kind: 'string' as const }, nullable: false }];
+    const file = encodeParquet(columns, { t: texts.flatMap((t) => [t, Array.from(t).slice(0, 3).join("")]) }, { rowGroupRows: 2, encoderVersion: version });
+    const seen = read('texts.parquet', file.bytes);
+    expect(seen.statistics_problems).toEqual([]);
+    expect(seen.disagree).toEqual({ duckdb: 0, polars: 0, datafusion: 0 });
+    expect(seen.pyarrow.map((r) => r.t)).toEqual(texts.flatMap((t) => [t, Array.from(t).slice(0, 3).join("")]).map((t) => hexOf(utf8.encode(t))));
   });
 });

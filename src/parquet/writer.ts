@@ -1,0 +1,817 @@
+/**
+ * Our own Parquet writer (encoder v2 on). v1's hyparquet-writer spent over half of its
+ * encode time outside compression: per-page statistics on every value, a dictionary
+ * attempt per column, and copies through a doubling buffer (profile in the README,
+ * "Encoder v2"). Our files need much less than a general writer offers, so this one
+ * does only that, in one pass per column chunk into one reused page buffer:
+ *
+ * - data pages v1 (the kind every reader takes), PLAIN values, levels as RLE runs
+ *   (runs only: levels are few, and the page is compressed after), no dictionary;
+ * - pages of about `pageBytes` uncompressed and at most `pageRows` rows, cut only where
+ *   a row starts, so each page holds whole rows and the offset index can name its first;
+ * - footer statistics min_value/max_value in the column's order (TypeDefinedOrder, with
+ *   `column_orders`), null and NaN counts; byte-array bounds longer than
+ *   `statisticsBytes` are cut (min to a prefix, max to a prefix raised by one), marked
+ *   inexact; UTF-8 columns are cut on a character, so a reader decoding a bound as text
+ *   never meets a broken character. The catalog's statistics stay exact (statistics.ts);
+ * - the page index (ColumnIndex + OffsetIndex) on every column chunk, laid out after the
+ *   row groups; float and double chunks get no ColumnIndex: how a page of only NaN is
+ *   bounded there is not settled between readers;
+ * - Parquet field_id from `fieldIds` on each schema node named there.
+ *
+ * Everything here is plain JavaScript over typed arrays and depends on nothing but the
+ * input, so the same input gives the same bytes; the compressor is a parameter, pinned
+ * by the encoder version that chooses it (encoder.ts).
+ */
+import type { SchemaElement } from 'hyparquet-writer';
+import { type Column, type FieldType, isScalar, leaves, parquetSchema, type ScalarType } from './schema.js';
+import { compareBytes } from './stat-text.js';
+import { CompactType, CompactWriter } from './thrift.js';
+import type { PreparedData } from './values.js';
+
+export type Codec = 'UNCOMPRESSED' | 'SNAPPY' | 'LZ4_RAW';
+
+export interface WriterSettings {
+  codec: Codec;
+  /** Compresses one page into the codec's raw format; unused for UNCOMPRESSED. */
+  compress: (page: Uint8Array) => Uint8Array;
+  /** Target uncompressed size of a data page. */
+  pageBytes: number;
+  /**
+   * Rows per data page at most. Every column's pages then start at the same rows (unless
+   * a page reaches `pageBytes` first), so a reader that skips pages by one column's page
+   * index (a filter on `_offset` or `_timestamp`) can skip the same rows of the others.
+   */
+  pageRows: number;
+  /** Byte-array statistics (footer and page index) longer than this are cut. */
+  statisticsBytes: number;
+}
+
+export interface WriteOptions {
+  rowGroupRows: number;
+  /** field_id per schema node, keyed by its path joined with '.'. */
+  fieldIds: Readonly<Record<string, number>>;
+  /** Written in this order. */
+  keyValueMetadata: readonly { key: string; value: string }[];
+  createdBy: string;
+}
+
+const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
+const codecIds: Record<Codec, number> = { UNCOMPRESSED: 0, SNAPPY: 1, LZ4_RAW: 7 };
+const physicalIds = { BOOLEAN: 0, INT32: 1, INT64: 2, FLOAT: 4, DOUBLE: 5, BYTE_ARRAY: 6, FIXED_LEN_BYTE_ARRAY: 7 } as const;
+type Physical = keyof typeof physicalIds;
+const PLAIN = 0;
+const RLE = 3;
+const DATA_PAGE = 0;
+
+/** One primitive column of the file and where its values come from. */
+interface LeafPlan {
+  path: string[];
+  type: ScalarType;
+  physical: Physical;
+  typeLength: number;
+  maxDef: number;
+  maxRep: number;
+  /** Top-level column it belongs to. */
+  column: number;
+  /** Its index among the top-level column's leaves (shredding order). */
+  within: number;
+}
+
+/** One row group's entries of a leaf: levels, and the value of each entry that has one. */
+interface LeafChunk {
+  count: number;
+  values: ArrayLike<unknown>;
+  /** Entry i's value is values[offset + i]; null or undefined where it has none. */
+  offset: number;
+  def: Uint8Array | null;
+  rep: Uint8Array | null;
+}
+
+interface PageBounds {
+  min: unknown;
+  max: unknown;
+  nulls: number;
+  nans: number;
+  /** Whether the page holds any value that is a bound (not null, not NaN). */
+  bounded: boolean;
+}
+
+interface ChunkMeta {
+  leaf: LeafPlan;
+  start: number;
+  dataBytes: number;
+  uncompressedBytes: number;
+  count: number;
+  nulls: number;
+  nans: number;
+  min: unknown;
+  max: unknown;
+  pages: { offset: number; size: number; firstRow: number; bounds: PageBounds }[];
+  columnIndex?: { offset: number; length: number };
+  offsetIndex?: { offset: number; length: number };
+}
+
+/** The parts of a file in order, joined once at the end. */
+class Parts {
+  readonly list: Uint8Array[] = [];
+  offset = 0;
+  push(bytes: Uint8Array): void {
+    this.list.push(bytes);
+    this.offset += bytes.byteLength;
+  }
+  join(): Uint8Array {
+    const out = new Uint8Array(this.offset);
+    let at = 0;
+    for (const part of this.list) {
+      out.set(part, at);
+      at += part.byteLength;
+    }
+    return out;
+  }
+}
+
+/** A page buffer reused across pages and files: only compressed pages are kept. */
+let scratch = new Uint8Array(1 << 20);
+let scratchView = new DataView(scratch.buffer);
+function reserve(bytes: number): void {
+  if (bytes <= scratch.length) return;
+  scratch = new Uint8Array(Math.max(bytes, scratch.length * 2));
+  scratchView = new DataView(scratch.buffer);
+}
+
+export function writeParquet(data: PreparedData, options: WriteOptions, settings: WriterSettings): Uint8Array {
+  const { rowGroupRows } = options;
+  const schema = parquetSchema(data.columns);
+  const plans = leafPlans(data.columns, schema);
+  const parts = new Parts();
+  parts.push(MAGIC);
+  const groups: { rows: number; chunks: ChunkMeta[] }[] = [];
+  for (let start = 0; start < data.rowCount; start += rowGroupRows) {
+    const end = Math.min(start + rowGroupRows, data.rowCount);
+    const chunks: ChunkMeta[] = [];
+    data.columns.forEach((column, c) => {
+      const own = plans.filter((p) => p.column === c);
+      const leafChunks = isScalar(column.type)
+        ? [flatChunk(column, data.arrays[c]!, start, end)]
+        : shred(column, data.arrays[c]!, start, end, own.length);
+      own.forEach((plan, k) => chunks.push(writeChunk(parts, plan, leafChunks[k]!, settings)));
+    });
+    groups.push({ rows: end - start, chunks });
+  }
+  const index = new CompactWriter();
+  for (const group of groups) {
+    for (const chunk of group.chunks) {
+      if (chunk.leaf.physical === 'FLOAT' || chunk.leaf.physical === 'DOUBLE') continue;
+      writeColumnIndex(index, chunk, settings);
+      const bytes = index.take();
+      chunk.columnIndex = { offset: parts.offset, length: bytes.length };
+      parts.push(bytes);
+    }
+  }
+  for (const group of groups) {
+    for (const chunk of group.chunks) {
+      writeOffsetIndex(index, chunk);
+      const bytes = index.take();
+      chunk.offsetIndex = { offset: parts.offset, length: bytes.length };
+      parts.push(bytes);
+    }
+  }
+  const meta = new CompactWriter();
+  writeFileMetaData(meta, schema, plans, groups, data.rowCount, options, settings);
+  const metadata = meta.take();
+  parts.push(metadata);
+  const tail = new Uint8Array(8);
+  new DataView(tail.buffer).setUint32(0, metadata.length, true);
+  tail.set(MAGIC, 4);
+  parts.push(tail);
+  return parts.join();
+}
+
+function physicalOf(element: SchemaElement): Physical {
+  const type = element.type;
+  if (!type || !(type in physicalIds)) throw new Error(`no physical type for schema element ${element.name}`);
+  return type as Physical;
+}
+
+/** Leaves in schema order, with their levels, matched to parquetSchema's elements. */
+function leafPlans(columns: readonly Column[], schema: readonly SchemaElement[]): LeafPlan[] {
+  const plans: LeafPlan[] = [];
+  const elements = schema.filter((e) => e.type !== undefined);
+  const all = leaves(columns);
+  columns.forEach((column, c) => {
+    let within = 0;
+    const walk = (path: string[], field: FieldType, def: number, rep: number): void => {
+      const d = def + (field.nullable ? 1 : 0);
+      const { type } = field;
+      if (type.kind === 'list') walk([...path, 'list', 'element'], type.element, d + 1, rep + 1);
+      else if (type.kind === 'struct') for (const f of type.fields) walk([...path, f.name], f, d, rep);
+      else {
+        const element = elements[plans.length]!;
+        const leaf = all[plans.length]!;
+        if (leaf.path.join('.') !== path.join('.')) throw new Error(`leaf order mismatch at ${path.join('.')}`);
+        plans.push({ path, type, physical: physicalOf(element), typeLength: element.type_length ?? 0, maxDef: d, maxRep: rep, column: c, within: within++ });
+      }
+    };
+    walk([column.name], column, 0, 0);
+  });
+  return plans;
+}
+
+function flatChunk(column: Column, values: readonly unknown[], start: number, end: number): LeafChunk {
+  const count = end - start;
+  let def: Uint8Array | null = null;
+  if (column.nullable) {
+    def = new Uint8Array(count);
+    for (let i = 0; i < count; i++) def[i] = values[start + i] === null ? 0 : 1;
+  }
+  return { count, values, offset: start, def, rep: null };
+}
+
+/** Growable level and value lists of one leaf while a nested column is shredded. */
+class Shredded {
+  def: number[] = [];
+  rep: number[] = [];
+  values: unknown[] = [];
+  add(rep: number, def: number, value: unknown): void {
+    this.rep.push(rep);
+    this.def.push(def);
+    this.values.push(value);
+  }
+}
+
+/**
+ * Dremel shredding of a nested column's rows into its leaves' levels. `def` counts the
+ * optional and repeated nodes present above, `rep` is the level the next entry carries,
+ * `depth` the repeated nodes entered. An absent (null, or empty list) node gives one
+ * entry to every leaf under it.
+ */
+function shred(column: Column, rows: readonly unknown[], start: number, end: number, leafCount: number): LeafChunk[] {
+  const outs = Array.from({ length: leafCount }, () => new Shredded());
+  const width = (field: FieldType): number => {
+    const { type } = field;
+    if (type.kind === 'list') return width(type.element);
+    if (type.kind === 'struct') return type.fields.reduce((n, f) => n + width(f), 0);
+    return 1;
+  };
+  const absent = (at: number, n: number, rep: number, def: number): void => {
+    for (let k = at; k < at + n; k++) outs[k]!.add(rep, def, null);
+  };
+  const visit = (field: FieldType, value: unknown, def: number, rep: number, depth: number, at: number): void => {
+    if (field.nullable) {
+      if (value === null || value === undefined) return absent(at, width(field), rep, def);
+      def++;
+    }
+    const { type } = field;
+    if (type.kind === 'list') {
+      const list = value as readonly unknown[];
+      if (list.length === 0) return absent(at, width(type.element), rep, def);
+      for (let i = 0; i < list.length; i++) visit(type.element, list[i], def + 1, i === 0 ? rep : depth + 1, depth + 1, at);
+    } else if (type.kind === 'struct') {
+      const record = value as Record<string, unknown>;
+      let k = at;
+      for (const f of type.fields) {
+        visit(f, Object.hasOwn(record, f.name) ? record[f.name] : null, def, rep, depth, k);
+        k += width(f);
+      }
+    } else outs[at]!.add(rep, def, value);
+  };
+  for (let row = start; row < end; row++) visit(column, rows[row], 0, 0, 0, 0);
+  return outs.map((s) => ({ count: s.values.length, values: s.values, offset: 0, def: Uint8Array.from(s.def), rep: Uint8Array.from(s.rep) }));
+}
+
+function fixedWidth(physical: Physical, typeLength: number): number {
+  switch (physical) {
+    case 'INT32':
+    case 'FLOAT':
+      return 4;
+    case 'INT64':
+    case 'DOUBLE':
+      return 8;
+    case 'FIXED_LEN_BYTE_ARRAY':
+      return typeLength;
+    default:
+      return 0;
+  }
+}
+
+function writeChunk(parts: Parts, leaf: LeafPlan, chunk: LeafChunk, settings: WriterSettings): ChunkMeta {
+  const meta: ChunkMeta = {
+    leaf, start: parts.offset, dataBytes: 0, uncompressedBytes: 0, count: chunk.count,
+    nulls: 0, nans: 0, min: undefined, max: undefined, pages: [],
+  };
+  const { values, offset, def, rep, count } = chunk;
+  const { maxDef } = leaf;
+  const width = fixedWidth(leaf.physical, leaf.typeLength);
+  const compare = comparatorOf(leaf.physical);
+  let rowsBefore = 0;
+  let i = 0;
+  do {
+    const first = i;
+    let valueBytes = 0;
+    let present = 0;
+    let rows = 0;
+    for (; i < count; i++) {
+      if (rep === null || rep[i] === 0) {
+        if (i > first && (valueBytes >= settings.pageBytes || rows === settings.pageRows)) break;
+        rows++;
+      }
+      if (def !== null && def[i] !== maxDef) continue;
+      present++;
+      valueBytes += width || (leaf.physical === 'BYTE_ARRAY' ? 4 + (values[offset + i] as Uint8Array).length : 0);
+    }
+    if (leaf.physical === 'BOOLEAN') valueBytes = Math.ceil(present / 8);
+    const bounds = writePage(parts, leaf, chunk, first, i, valueBytes, settings, meta);
+    meta.pages.at(-1)!.firstRow = rowsBefore;
+    meta.pages.at(-1)!.bounds = bounds;
+    if (rep === null) rowsBefore += i - first;
+    else for (let k = first; k < i; k++) if (rep[k] === 0) rowsBefore++;
+    meta.nulls += bounds.nulls;
+    meta.nans += bounds.nans;
+    if (bounds.bounded) {
+      if (meta.min === undefined || compare(bounds.min, meta.min) < 0) meta.min = bounds.min;
+      if (meta.max === undefined || compare(bounds.max, meta.max) > 0) meta.max = bounds.max;
+    }
+  } while (i < count);
+  return meta;
+}
+
+/** Writes levels and values of entries [from, to) into the scratch buffer, then the page. */
+function writePage(parts: Parts, leaf: LeafPlan, chunk: LeafChunk, from: number, to: number, valueBytes: number, settings: WriterSettings, meta: ChunkMeta): PageBounds {
+  const { values, offset, def, rep } = chunk;
+  const levelBound = (to - from) * 6 + 8;
+  reserve(valueBytes + (rep ? levelBound : 0) + (def ? levelBound : 0));
+  let at = 0;
+  if (rep && leaf.maxRep > 0) at = writeLevels(rep, from, to, leaf.maxRep, at);
+  if (def && leaf.maxDef > 0) at = writeLevels(def, from, to, leaf.maxDef, at);
+  const bounds = writeValues(leaf, values, offset, def, from, to, at);
+  const size = at + valueBytes;
+  const page = scratch.subarray(0, size);
+  const body = settings.codec === 'UNCOMPRESSED' ? page.slice() : settings.compress(page);
+  const header = new CompactWriter();
+  header.message(() => {
+    header.i32(1, DATA_PAGE);
+    header.i32(2, size);
+    header.i32(3, body.length);
+    header.struct(5, () => {
+      header.i32(1, to - from);
+      header.i32(2, PLAIN);
+      header.i32(3, RLE);
+      header.i32(4, RLE);
+    });
+  });
+  const head = header.take();
+  const pageOffset = parts.offset;
+  parts.push(head);
+  parts.push(body);
+  meta.dataBytes += head.length + body.length;
+  meta.uncompressedBytes += head.length + size;
+  meta.pages.push({ offset: pageOffset, size: head.length + body.length, firstRow: 0, bounds });
+  return bounds;
+}
+
+/** RLE runs (no bit-packed groups) of levels [from, to), after a 4-byte length. */
+function writeLevels(levels: Uint8Array, from: number, to: number, max: number, at: number): number {
+  const start = at;
+  at += 4;
+  const byteWidth = Math.ceil(Math.max(1, 32 - Math.clz32(max)) / 8);
+  let i = from;
+  while (i < to) {
+    const level = levels[i]!;
+    let run = 1;
+    while (i + run < to && levels[i + run] === level) run++;
+    let header = run * 2;
+    while (header >= 0x80) {
+      scratch[at++] = (header & 0x7f) | 0x80;
+      header >>>= 7;
+    }
+    scratch[at++] = header;
+    scratch[at++] = level;
+    for (let b = 1; b < byteWidth; b++) scratch[at++] = 0;
+    i += run;
+  }
+  scratchView.setUint32(start, at - start - 4, true);
+  return at;
+}
+
+function writeValues(leaf: LeafPlan, values: ArrayLike<unknown>, offset: number, def: Uint8Array | null, from: number, to: number, at: number): PageBounds {
+  const { maxDef, physical } = leaf;
+  const view = scratchView;
+  let nulls = 0;
+  let nans = 0;
+  let min: unknown;
+  let max: unknown;
+  switch (physical) {
+    case 'BYTE_ARRAY': {
+      for (let i = from; i < to; i++) {
+        if (def !== null && def[i] !== maxDef) {
+          nulls++;
+          continue;
+        }
+        const v = values[offset + i] as Uint8Array;
+        view.setUint32(at, v.length, true);
+        scratch.set(v, at + 4);
+        at += 4 + v.length;
+        if (min === undefined) min = max = v;
+        else if (compareBytes(v, min as Uint8Array) < 0) min = v;
+        else if (compareBytes(v, max as Uint8Array) > 0) max = v;
+      }
+      break;
+    }
+    case 'INT32': {
+      for (let i = from; i < to; i++) {
+        if (def !== null && def[i] !== maxDef) {
+          nulls++;
+          continue;
+        }
+        const raw = values[offset + i];
+        const v = typeof raw === 'bigint' ? Number(raw) : (raw as number);
+        view.setInt32(at, v, true);
+        at += 4;
+        if (min === undefined || v < (min as number)) min = v;
+        if (max === undefined || v > (max as number)) max = v;
+      }
+      break;
+    }
+    case 'INT64': {
+      for (let i = from; i < to; i++) {
+        if (def !== null && def[i] !== maxDef) {
+          nulls++;
+          continue;
+        }
+        const v = values[offset + i] as bigint;
+        view.setBigInt64(at, v, true);
+        at += 8;
+        if (min === undefined || v < (min as bigint)) min = v;
+        if (max === undefined || v > (max as bigint)) max = v;
+      }
+      break;
+    }
+    case 'FLOAT':
+    case 'DOUBLE': {
+      const double = physical === 'DOUBLE';
+      for (let i = from; i < to; i++) {
+        if (def !== null && def[i] !== maxDef) {
+          nulls++;
+          continue;
+        }
+        const v = values[offset + i] as number;
+        if (double) view.setFloat64(at, v, true);
+        else view.setFloat32(at, v, true);
+        at += double ? 8 : 4;
+        if (Number.isNaN(v)) nans++;
+        else {
+          if (min === undefined || compareFloat(v, min as number) < 0) min = v;
+          if (max === undefined || compareFloat(v, max as number) > 0) max = v;
+        }
+      }
+      break;
+    }
+    case 'BOOLEAN': {
+      let bit = 0;
+      for (let i = from; i < to; i++) {
+        if (def !== null && def[i] !== maxDef) {
+          nulls++;
+          continue;
+        }
+        const v = values[offset + i] as boolean;
+        if (bit === 0) scratch[at] = 0;
+        if (v) scratch[at]! |= 1 << bit;
+        if (++bit === 8) {
+          bit = 0;
+          at++;
+        }
+        if (min === undefined || (!v && min)) min = v;
+        if (max === undefined || (v && !max)) max = v;
+      }
+      break;
+    }
+    case 'FIXED_LEN_BYTE_ARRAY': {
+      const length = leaf.typeLength;
+      for (let i = from; i < to; i++) {
+        if (def !== null && def[i] !== maxDef) {
+          nulls++;
+          continue;
+        }
+        const v = values[offset + i] as bigint;
+        writeBigEndian(scratch, at, v, length);
+        at += length;
+        if (min === undefined || v < (min as bigint)) min = v;
+        if (max === undefined || v > (max as bigint)) max = v;
+      }
+      break;
+    }
+  }
+  return { min, max, nulls, nans, bounded: min !== undefined };
+}
+
+/** Two's complement, big-endian, `length` bytes: the FIXED_LEN_BYTE_ARRAY form of a decimal. */
+function writeBigEndian(into: Uint8Array, at: number, value: bigint, length: number): void {
+  let v = BigInt.asUintN(length * 8, value);
+  for (let k = length - 1; k >= 0; k--) {
+    into[at + k] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+}
+
+/** Numeric order with -0 before +0 (the written bound is fixed up in statisticValue). */
+function compareFloat(a: number, b: number): number {
+  return a !== b ? a - b : Object.is(a, b) ? 0 : Object.is(a, -0) ? -1 : 1;
+}
+
+function comparatorOf(physical: Physical): (a: unknown, b: unknown) => number {
+  switch (physical) {
+    case 'BYTE_ARRAY':
+      return (a, b) => compareBytes(a as Uint8Array, b as Uint8Array);
+    case 'FLOAT':
+    case 'DOUBLE':
+      return (a, b) => compareFloat(a as number, b as number);
+    case 'BOOLEAN':
+      return (a, b) => Number(a) - Number(b);
+    case 'INT32':
+      return (a, b) => (a as number) - (b as number);
+    default:
+      return (a, b) => ((a as bigint) < (b as bigint) ? -1 : (a as bigint) > (b as bigint) ? 1 : 0);
+  }
+}
+
+const isUtf8 = (type: ScalarType): boolean => type.kind === 'string' || type.kind === 'json';
+
+/** A bound as Parquet stores it (PLAIN bytes of the value), cut when too long. */
+function statisticValue(leaf: LeafPlan, value: unknown, isMax: boolean, limit: number): { bytes: Uint8Array; exact: boolean } {
+  switch (leaf.physical) {
+    case 'BYTE_ARRAY': {
+      const bytes = value as Uint8Array;
+      if (bytes.length <= limit) return { bytes, exact: true };
+      const cut = isMax ? raisedPrefix(bytes, limit, isUtf8(leaf.type)) : minPrefix(bytes, limit, isUtf8(leaf.type));
+      return cut ? { bytes: cut, exact: false } : { bytes, exact: true };
+    }
+    case 'INT32': {
+      const out = new Uint8Array(4);
+      new DataView(out.buffer).setInt32(0, value as number, true);
+      return { bytes: out, exact: true };
+    }
+    case 'INT64': {
+      const out = new Uint8Array(8);
+      new DataView(out.buffer).setBigInt64(0, value as bigint, true);
+      return { bytes: out, exact: true };
+    }
+    case 'FLOAT':
+    case 'DOUBLE': {
+      // the specification's rule for zeros: a min of ±0 is written -0, a max of ±0 as +0
+      let v = value as number;
+      if (v === 0) v = isMax ? 0 : -0;
+      const out = new Uint8Array(leaf.physical === 'DOUBLE' ? 8 : 4);
+      const view = new DataView(out.buffer);
+      if (leaf.physical === 'DOUBLE') view.setFloat64(0, v, true);
+      else view.setFloat32(0, v, true);
+      return { bytes: out, exact: true };
+    }
+    case 'BOOLEAN':
+      return { bytes: new Uint8Array([value ? 1 : 0]), exact: true };
+    case 'FIXED_LEN_BYTE_ARRAY': {
+      const out = new Uint8Array(leaf.typeLength);
+      writeBigEndian(out, 0, value as bigint, leaf.typeLength);
+      return { bytes: out, exact: true };
+    }
+  }
+}
+
+/** Start of the UTF-8 character that holds byte `at` (at most 3 steps back). */
+function charStart(bytes: Uint8Array, at: number): number {
+  while (at > 0 && (bytes[at]! & 0xc0) === 0x80) at--;
+  return at;
+}
+
+/** The longest prefix of at most `limit` bytes (whole characters for UTF-8): a lower bound. */
+function minPrefix(bytes: Uint8Array, limit: number, utf8: boolean): Uint8Array {
+  return bytes.slice(0, utf8 ? charStart(bytes, limit) : limit);
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * An upper bound of at most `limit` bytes: a prefix whose last unit is raised by one (a
+ * byte below 0xFF; for UTF-8 a character below U+10FFFF, skipping the surrogates), so
+ * that it sorts after every value that starts with the prefix. null when no unit can be
+ * raised (all 0xFF bytes): the value is then kept whole.
+ */
+function raisedPrefix(bytes: Uint8Array, limit: number, utf8: boolean): Uint8Array | null {
+  if (!utf8) {
+    for (let end = limit; end > 0; end--) {
+      if (bytes[end - 1]! < 0xff) {
+        const out = bytes.slice(0, end);
+        out[end - 1]!++;
+        return out;
+      }
+    }
+    return null;
+  }
+  let end = charStart(bytes, limit);
+  while (end > 0) {
+    const start = charStart(bytes, end - 1);
+    const cp = new TextDecoder().decode(bytes.subarray(start, end)).codePointAt(0)!;
+    if (cp < 0x10ffff) {
+      const raised = encoder.encode(String.fromCodePoint(cp + 1 === 0xd800 ? 0xe000 : cp + 1));
+      const out = new Uint8Array(start + raised.length);
+      out.set(bytes.subarray(0, start));
+      out.set(raised, start);
+      return out;
+    }
+    end = start;
+  }
+  return null;
+}
+
+function writeColumnIndex(w: CompactWriter, chunk: ChunkMeta, settings: WriterSettings): void {
+  const { leaf, pages } = chunk;
+  const limit = settings.statisticsBytes;
+  const bounds = pages.map((p) =>
+    p.bounds.bounded
+      ? { min: statisticValue(leaf, p.bounds.min, false, limit).bytes, max: statisticValue(leaf, p.bounds.max, true, limit).bytes, lo: p.bounds.min, hi: p.bounds.max }
+      : null,
+  );
+  w.message(() => {
+    w.list(1, CompactType.True, bounds, (b) => w.boolValue(b === null));
+    w.list(2, CompactType.Binary, bounds, (b) => w.binaryValue(b ? b.min : new Uint8Array(0)));
+    w.list(3, CompactType.Binary, bounds, (b) => w.binaryValue(b ? b.max : new Uint8Array(0)));
+    w.i32(4, boundaryOrder(leaf, bounds.filter((b) => b !== null)));
+    w.list(5, CompactType.I64, pages, (p) => w.i64Value(p.bounds.nulls));
+  });
+}
+
+/** ASCENDING (1) or DESCENDING (2) when the pages' bounds are, else UNORDERED (0). */
+function boundaryOrder(leaf: LeafPlan, bounds: { min: Uint8Array; max: Uint8Array; lo: unknown; hi: unknown }[]): number {
+  // byte arrays are compared as written (possibly cut), other types by value
+  const compare = leaf.physical === 'BYTE_ARRAY' ? (a: unknown, b: unknown) => compareBytes(a as Uint8Array, b as Uint8Array) : comparatorOf(leaf.physical);
+  const lo = (b: (typeof bounds)[number]) => (leaf.physical === 'BYTE_ARRAY' ? b.min : b.lo);
+  const hi = (b: (typeof bounds)[number]) => (leaf.physical === 'BYTE_ARRAY' ? b.max : b.hi);
+  let ascending = true;
+  let descending = true;
+  for (let k = 1; k < bounds.length; k++) {
+    const a = bounds[k - 1]!;
+    const b = bounds[k]!;
+    if (compare(lo(a), lo(b)) > 0 || compare(hi(a), hi(b)) > 0) ascending = false;
+    if (compare(lo(a), lo(b)) < 0 || compare(hi(a), hi(b)) < 0) descending = false;
+  }
+  return ascending ? 1 : descending ? 2 : 0;
+}
+
+function writeOffsetIndex(w: CompactWriter, chunk: ChunkMeta): void {
+  w.message(() => {
+    w.list(1, CompactType.Struct, chunk.pages, (p) =>
+      w.structValue(() => {
+        w.i64(1, p.offset);
+        w.i32(2, p.size);
+        w.i64(3, p.firstRow);
+      }),
+    );
+  });
+}
+
+const repetitionIds = { REQUIRED: 0, OPTIONAL: 1, REPEATED: 2 } as const;
+const convertedIds: Record<string, number> = {
+  UTF8: 0, MAP: 1, MAP_KEY_VALUE: 2, LIST: 3, ENUM: 4, DECIMAL: 5, DATE: 6, TIME_MILLIS: 7, TIME_MICROS: 8,
+  TIMESTAMP_MILLIS: 9, TIMESTAMP_MICROS: 10, JSON: 19,
+};
+const unitIds = { MILLIS: 1, MICROS: 2, NANOS: 3 } as const;
+
+function writeLogicalType(w: CompactWriter, logical: NonNullable<SchemaElement['logical_type']>): void {
+  w.struct(10, () => {
+    switch (logical.type) {
+      case 'STRING':
+        return w.emptyStruct(1);
+      case 'LIST':
+        return w.emptyStruct(3);
+      case 'DECIMAL':
+        return w.struct(5, () => {
+          w.i32(1, logical.scale);
+          w.i32(2, logical.precision);
+        });
+      case 'DATE':
+        return w.emptyStruct(6);
+      case 'TIMESTAMP':
+        return w.struct(8, () => {
+          w.bool(1, logical.isAdjustedToUTC);
+          w.struct(2, () => w.emptyStruct(unitIds[logical.unit]));
+        });
+      case 'JSON':
+        return w.emptyStruct(12);
+      default:
+        throw new Error(`logical type ${logical.type} is not written by this writer`);
+    }
+  });
+}
+
+function writeSchemaElement(w: CompactWriter, element: SchemaElement, fieldId: number | undefined): void {
+  w.structValue(() => {
+    if (element.type) w.i32(1, physicalIds[element.type as Physical]);
+    if (element.type_length !== undefined) w.i32(2, element.type_length);
+    if (element.repetition_type) w.i32(3, repetitionIds[element.repetition_type]);
+    w.binary(4, element.name);
+    if (element.num_children !== undefined) w.i32(5, element.num_children);
+    // JSON text columns carry converted type JSON beside logical type JSON: the column
+    // mapping's UTF8 (which v1 needs for hyparquet-writer) is refused as a mismatch by
+    // arrow-rs readers (DataFusion), and this writer keeps the text as given anyway
+    const converted = element.logical_type?.type === 'JSON' ? 'JSON' : element.converted_type;
+    if (converted) {
+      const id = convertedIds[converted];
+      if (id === undefined) throw new Error(`converted type ${converted} is not written by this writer`);
+      w.i32(6, id);
+    }
+    if (element.scale !== undefined) w.i32(7, element.scale);
+    if (element.precision !== undefined) w.i32(8, element.precision);
+    if (fieldId !== undefined) w.i32(9, fieldId);
+    if (element.logical_type) writeLogicalType(w, element.logical_type);
+  });
+}
+
+/** The path of each element of the flattened schema (root excluded), joined with '.'. */
+function elementPaths(schema: readonly SchemaElement[]): string[] {
+  const paths: string[] = [''];
+  let at = 1;
+  const walk = (prefix: string): void => {
+    const element = schema[at++]!;
+    const path = prefix ? `${prefix}.${element.name}` : element.name;
+    paths.push(path);
+    for (let child = 0; child < (element.num_children ?? 0); child++) walk(path);
+  };
+  for (let column = 0; column < (schema[0]!.num_children ?? 0); column++) walk('');
+  return paths;
+}
+
+function writeFileMetaData(
+  w: CompactWriter, schema: readonly SchemaElement[], plans: readonly LeafPlan[], groups: readonly { rows: number; chunks: ChunkMeta[] }[],
+  rowCount: number, options: WriteOptions, settings: WriterSettings,
+): void {
+  const paths = elementPaths(schema);
+  const ids = options.fieldIds;
+  w.message(() => {
+    w.i32(1, 2);
+    w.list(2, CompactType.Struct, schema.map((element, k) => ({ element, path: paths[k]! })), ({ element, path }) =>
+      writeSchemaElement(w, element, path && Object.hasOwn(ids, path) ? ids[path] : undefined),
+    );
+    w.i64(3, rowCount);
+    w.list(4, CompactType.Struct, groups.map((g, ordinal) => ({ ...g, ordinal })), (group) =>
+      w.structValue(() => {
+        w.list(1, CompactType.Struct, group.chunks, (chunk) => writeColumnChunk(w, chunk, settings));
+        w.i64(2, group.chunks.reduce((n, c) => n + c.uncompressedBytes, 0));
+        w.i64(3, group.rows);
+        w.i64(5, group.chunks[0]?.start ?? 4);
+        w.i64(6, group.chunks.reduce((n, c) => n + c.dataBytes, 0));
+        w.i16(7, group.ordinal);
+      }),
+    );
+    if (options.keyValueMetadata.length > 0) {
+      w.list(5, CompactType.Struct, options.keyValueMetadata, (kv) =>
+        w.structValue(() => {
+          w.binary(1, kv.key);
+          w.binary(2, kv.value);
+        }),
+      );
+    }
+    w.binary(6, options.createdBy);
+    w.list(7, CompactType.Struct, plans, () => w.structValue(() => w.emptyStruct(1)));
+  });
+}
+
+function writeColumnChunk(w: CompactWriter, chunk: ChunkMeta, settings: WriterSettings): void {
+  const { leaf } = chunk;
+  w.structValue(() => {
+    w.i64(2, chunk.start);
+    w.struct(3, () => {
+      w.i32(1, physicalIds[leaf.physical]);
+      const encodings = leaf.maxDef > 0 || leaf.maxRep > 0 ? [PLAIN, RLE] : [PLAIN];
+      w.list(2, CompactType.I32, encodings, (e) => w.i32Value(e));
+      w.list(3, CompactType.Binary, leaf.path, (p) => w.binaryValue(p));
+      w.i32(4, codecIds[settings.codec]);
+      w.i64(5, chunk.count);
+      w.i64(6, chunk.uncompressedBytes);
+      w.i64(7, chunk.dataBytes);
+      w.i64(9, chunk.start);
+      w.struct(12, () => writeStatisticsFields(w, chunk, settings.statisticsBytes));
+    });
+    if (chunk.offsetIndex) {
+      w.i64(4, chunk.offsetIndex.offset);
+      w.i32(5, chunk.offsetIndex.length);
+    }
+    if (chunk.columnIndex) {
+      w.i64(6, chunk.columnIndex.offset);
+      w.i32(7, chunk.columnIndex.length);
+    }
+  });
+}
+
+function writeStatisticsFields(w: CompactWriter, chunk: ChunkMeta, limit: number): void {
+  const { leaf } = chunk;
+  w.i64(3, chunk.nulls);
+  if (chunk.min !== undefined) {
+    const max = statisticValue(leaf, chunk.max, true, limit);
+    const min = statisticValue(leaf, chunk.min, false, limit);
+    w.binary(5, max.bytes);
+    w.binary(6, min.bytes);
+    w.bool(7, max.exact);
+    w.bool(8, min.exact);
+  }
+  if (leaf.physical === 'FLOAT' || leaf.physical === 'DOUBLE') w.i64(9, chunk.nans);
+}
