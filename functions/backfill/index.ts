@@ -8,6 +8,9 @@ import { backfillTask, type BackfillPlanState } from '../../src/backfill/tasks.j
 import type { SlotStepResult } from '../../src/backfill/slot.js';
 import { lambdaServices } from '../runtime.js';
 
+// Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
+export { nativeCompressors } from '../native.js';
+
 export async function handler(event: unknown): Promise<BackfillPlanState | SlotStepResult> {
   const { catalog, kafka } = await lambdaServices();
   return backfillTask({ catalog, kafka }, event);

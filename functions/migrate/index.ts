@@ -8,6 +8,9 @@ import { openCatalog } from '../../src/catalog/db.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
 import { databaseUrl } from '../connections.js';
 
+// Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
+export { nativeCompressors } from '../native.js';
+
 export interface MigrationEvent {
   RequestType: 'Create' | 'Update' | 'Delete';
   PhysicalResourceId?: string;

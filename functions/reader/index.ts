@@ -12,6 +12,9 @@ import { ReaderService } from '../../src/reader/service.js';
 import { readerToken } from '../connections.js';
 import { lambdaServices } from '../runtime.js';
 
+// Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
+export { nativeCompressors } from '../native.js';
+
 /** 4 MiB of bytes is 5.6 MB of base64: under the function URL's 6 MB buffered response. */
 export const lambdaMaxBodyBytes = 4 * 1024 * 1024;
 

@@ -8,6 +8,9 @@ import type { BackfillStarter } from '../../src/backfill/resume.js';
 import { scheduledCheck, type ScheduledCheckResult } from '../../src/retention/scheduled.js';
 import { lambdaServices } from '../runtime.js';
 
+// Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
+export { nativeCompressors } from '../native.js';
+
 export interface StartExecutionRequest {
   stateMachineArn: string;
   name: string;

