@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parquetReadObjects } from 'hyparquet';
-import { compressors } from 'hyparquet-compressors';
+import { readAsText } from '../helpers/table-audit.js';
 import { compressSync as lz4Compress } from 'lz4-napi';
 import { compressSync as snappyCompress } from 'snappy';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -337,7 +337,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     expect([bytes!.statusCode, bytes!.isBase64Encoded]).toEqual([200, true]);
     const parquet = Buffer.from(bytes!.body, 'base64');
     expect(parquet.length).toBe(Number(file!.fileSizeBytes));
-    const rows = (await parquetReadObjects({ compressors, file: parquet.buffer.slice(parquet.byteOffset, parquet.byteOffset + parquet.length) as ArrayBuffer, utf8: false })) as { _offset: bigint; _value: unknown }[];
+    const rows = (await parquetReadObjects({ ...readAsText, file: parquet.buffer.slice(parquet.byteOffset, parquet.byteOffset + parquet.length) as ArrayBuffer })) as { _offset: bigint; _value: unknown }[];
     const records = await committed(topic, 0n, 5n);
     expect(rows.map((row) => [String(row._offset), Buffer.from(row._value as Uint8Array).toString('utf8')])).toEqual(records.map((r) => [String(r.offset), r.value!.toString('utf8')]));
   });
