@@ -62,8 +62,8 @@ for (const c of '"\\/bfnrt') ESCAPE[c.charCodeAt(0)] = 1;
 
 const IN_ARRAY = 0;
 const IN_OBJECT = 1;
-/** Open containers of the value being checked, innermost last; grows, never shrinks. */
-let open = new Uint8Array(64);
+/** Open containers of the value being checked, innermost last; kept between calls up to 64 KiB. */
+let openKept = new Uint8Array(64);
 
 /**
  * Whether `b` is one JSON text (RFC 8259) in UTF-8: well-formed UTF-8 throughout
@@ -81,6 +81,7 @@ export function isJsonText(b: Uint8Array): boolean {
   const n = b.length;
   let i = 0;
   let depth = 0;
+  let open = openKept;
   value: for (;;) {
     // a value is due at i
     while (i < n && SPACE[b[i]!] === 1) i++;
@@ -100,6 +101,7 @@ export function isJsonText(b: Uint8Array): boolean {
           const grown = new Uint8Array(open.length * 2);
           grown.set(open);
           open = grown;
+          if (grown.length <= 65_536) openKept = grown;
         }
         if (c === 0x5b) {
           open[depth++] = IN_ARRAY;
