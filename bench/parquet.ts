@@ -7,7 +7,6 @@
  * CPU time is reported besides wall time: on a shared 2-core machine wall time swings
  * with whatever else runs, CPU time much less. Best of `rounds` for each.
  */
-import { eventRecords } from './records.js';
 import { recordBytes } from '../src/kafka/record.js';
 import {
   columnStatistics,
@@ -17,6 +16,7 @@ import {
   kafkaTableColumns,
   prepare,
 } from '../src/parquet/index.js';
+import { eventRecords } from './records.js';
 
 const rows = Number(process.argv[2] ?? 100_000);
 const rounds = Number(process.argv[3] ?? 5);

@@ -1,7 +1,10 @@
-/** Records the benchmarks share, generated deterministically (same seed, same records). */
+/**
+ * The records the parquet benches build files from: deterministic, shaped like
+ * application events — ~1.1 KB of JSON (ASCII with some 2-, 3- and 4-byte UTF-8), a short
+ * key, a header or two; one value in a thousand is truncated JSON (`{"truncated": `).
+ */
 import type { KafkaRecord } from '../src/kafka/record.js';
 
-/** Deterministic records shaped like application events: ~1.1 KB of JSON, a short key, a header or two. */
 export function eventRecords(n: number): KafkaRecord[] {
   let seed = 1;
   const rnd = (): number => {

@@ -20,8 +20,21 @@ import type { ScalarType } from './schema.js';
 // ignoreBOM: a leading U+FEFF is part of the value (by default TextDecoder drops it)
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
+/**
+ * -1, 0 or 1 as `a` sorts before, with or after `b` by unsigned bytes (a prefix first):
+ * Buffer.compare's answer. Bounds usually differ within a few bytes, which JavaScript
+ * finds without the ~100 ns of a call into Node; past 32 equal bytes Buffer.compare does the rest.
+ */
 export function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  return Buffer.compare(a, b);
+  const n = Math.min(a.length, b.length);
+  const head = n < 32 ? n : 32;
+  for (let i = 0; i < head; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  if (head < n) return Buffer.compare(a, b);
+  return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
 }
 
 export function statText(type: ScalarType, value: unknown): string {

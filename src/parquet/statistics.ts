@@ -98,28 +98,42 @@ function comparatorFor(kind: ScalarKind): Compare {
   }
 }
 
-/** Routes one field value to the accumulators of the leaves under it. */
-function feed(type: ColumnType, value: unknown, accs: Accumulator[], at: number): number {
+/** Routes one value of a field to the accumulators of the leaves under it. */
+type Feeder = (value: unknown) => void;
+
+/**
+ * The feeder of a value of `type` whose leaves' accumulators start at `accs[at]`, built
+ * once per column: leaf counts and positions are worked out here, not per value.
+ */
+function feeder(type: ColumnType, accs: Accumulator[], at: number): Feeder {
   if (type.kind === 'list') {
+    const element = feeder(type.element.type, accs, at);
     const width = leafCount(type.element);
-    const list = value as unknown[] | null;
-    if (list === null || list.length === 0) addNulls(accs, at, width);
-    else for (const element of list) feed(type.element.type, element, accs, at);
-    return width;
+    return (value) => {
+      const list = value as unknown[] | null;
+      if (list === null || list.length === 0) addNulls(accs, at, width);
+      else for (const item of list) element(item);
+    };
   }
   if (type.kind === 'struct') {
-    if (value === null) {
-      const width = type.fields.reduce((n, f) => n + leafCount(f), 0);
-      addNulls(accs, at, width);
-      return width;
-    }
-    const record = value as Record<string, unknown>;
+    const fields: { name: string; feed: Feeder }[] = [];
     let offset = at;
-    for (const f of type.fields) offset += feed(f.type, record[f.name], accs, offset);
-    return offset - at;
+    for (const f of type.fields) {
+      fields.push({ name: f.name, feed: feeder(f.type, accs, offset) });
+      offset += leafCount(f);
+    }
+    const width = offset - at;
+    return (value) => {
+      if (value === null) {
+        addNulls(accs, at, width);
+        return;
+      }
+      const record = value as Record<string, unknown>;
+      for (const f of fields) f.feed(record[f.name]);
+    };
   }
-  accs[at]!.add(value);
-  return 1;
+  const acc = accs[at]!;
+  return (value) => acc.add(value);
 }
 
 function addNulls(accs: Accumulator[], at: number, width: number): void {
@@ -140,7 +154,8 @@ export function columnStatistics(columns: readonly Column[], data: RowData): Col
   prepared.columns.forEach((column, c) => {
     const values = prepared.arrays[c]!;
     if (column.type.kind === 'list' || column.type.kind === 'struct') {
-      for (const value of values) feed(column.type, value, accs, at);
+      const feed = feeder(column.type, accs, at);
+      for (const value of values) feed(value);
     } else {
       const acc = accs[at]!;
       for (const value of values) acc.add(value);
