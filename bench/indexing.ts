@@ -11,13 +11,12 @@
  * Needs the local stack (`npx offsetlake stack up`).
  */
 import { performance } from 'node:perf_hooks';
-import { timedBuild } from './timing.js';
+import { timedBuild, timedSource } from './timing.js';
 import { randomUUID } from 'node:crypto';
 import { openEngine } from '../src/runtime/engine.js';
 import { rangeBuilder } from '../src/build/files.js';
 import { encoderVersion } from '../src/parquet/index.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
-import type { CommittedSource } from '../src/kafka/source.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic } from '../src/kafka/topics.js';
@@ -37,21 +36,6 @@ const engine = await openEngine();
 
 /** Where the time goes: each stage's wall time, measured around the calls the indexer makes. */
 const stages = { read: 0, build: 0, other: 0 };
-function timedSource(source: CommittedSource): CommittedSource {
-  return {
-    lastStableOffset: source.lastStableOffset,
-    async *read(topic, partition, from, until) {
-      const iterator = source.read(topic, partition, from, until)[Symbol.asyncIterator]();
-      for (;;) {
-        const started = performance.now();
-        const next = await iterator.next();
-        stages.read += performance.now() - started;
-        if (next.done) return;
-        yield next.value;
-      }
-    },
-  };
-}
 
 try {
   const topic = `bench-index-${randomUUID().slice(0, 8)}`;
@@ -102,7 +86,7 @@ try {
   await pass('engine', async (table) => {
     const runtime: IndexerRuntime = {
       catalog: engine.catalog,
-      source: timedSource(kafkaSource(engine.kafka)),
+      source: timedSource(kafkaSource(engine.kafka), stages),
       build: timedBuild(rangeBuilder(engine.catalog, undefined, process.env.OFFSETLAKE_BENCH_ENCODER ?? encoderVersion), stages),
       owner: `bench-${process.pid}`,
       clock: Date.now,

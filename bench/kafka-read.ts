@@ -15,13 +15,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import * as lib from '@platformatic/kafka';
-import { FetchIsolationLevels, kGetApi, type Admin, type API, type fetchV17, type Reader } from '@platformatic/kafka';
+import { fetchSender } from './fetch-raw.js';
 import { committedSlice } from '../src/kafka/committed.js';
 import { connectKafka, type KafkaConnection } from '../src/kafka/connect.js';
 import { highWatermark, lastStableOffset } from '../src/kafka/offsets.js';
 import { produce } from '../src/kafka/produce.js';
 import { readCommitted } from '../src/kafka/read.js';
-import { createTopic, partitionLeader } from '../src/kafka/topics.js';
+import { createTopic } from '../src/kafka/topics.js';
 
 const total = Number(process.argv[2] ?? 200_000);
 const recordBytes = Number(process.argv[3] ?? 1024);
@@ -62,31 +62,13 @@ async function timedRead(kafka: KafkaConnection, topic: string, until: bigint, o
   return { records, bytes, fetches, s, position: reader.position };
 }
 
-type FetchArgs = [number, number, number, number, number, number, fetchV17.FetchRequestTopic[], never[], string];
-
 /**
  * The same Fetch requests as read.ts, sent by hand to time their parts. `contiguous`
  * decodes one copy of the response, as read.ts does; `in place` decodes it from the
  * socket's chunks, as the library's own api.async and Consumer.fetch do.
  */
 async function breakdown(kafka: KafkaConnection, topic: string, until: bigint, maxBytes: number, contiguous: boolean) {
-  const client: Admin = kafka.reader();
-  const leader = await partitionLeader(client, topic, 0);
-  const connection = await client.connections.get({ host: leader.host, port: leader.port });
-  const api = await new Promise<API<FetchArgs, fetchV17.FetchResponse>>((resolve, reject) =>
-    client[kGetApi]<FetchArgs, fetchV17.FetchResponse>('Fetch', (e, a) => (e || !a ? reject(e) : resolve(a))),
-  );
-  const codec = (lib as unknown as Record<string, { createRequest: (...a: FetchArgs) => never; parseResponse: (c: number, k: number, v: number, r: Reader) => fetchV17.FetchResponse }>)[`fetchV${api.version}`]!;
-  const topics = (from: bigint): fetchV17.FetchRequestTopic[] => [{
-    topicId: api.version <= 12 ? topic : leader.topicId,
-    partitions: [{ partition: 0, currentLeaderEpoch: leader.leaderEpoch, fetchOffset: from, lastFetchedEpoch: -1, partitionMaxBytes: maxBytes }],
-  }];
-  const flexible = api.version >= 12;
-  const send = <T>(from: bigint, parse: (c: number, k: number, v: number, r: Reader) => T) =>
-    new Promise<T>((resolve, reject) => {
-      connection.send(api.key, api.version, () => codec.createRequest(0, 1, maxBytes, FetchIsolationLevels.READ_COMMITTED, 0, -1, topics(from), [], ''), parse, flexible, flexible, (e, r) => (e ? reject(e) : resolve(r as T)));
-    });
-
+  const { version, parseResponse, send } = await fetchSender(kafka, topic, 0);
   let parseMs = 0;
   let filterMs = 0;
   let wireBytes = 0;
@@ -95,11 +77,11 @@ async function breakdown(kafka: KafkaConnection, topic: string, until: bigint, m
   let position = 0n;
   while (position < until) {
     froms.push(position);
-    const response = await send(position, (c, k, v, reader) => {
+    const response = await send(position, maxBytes, (c, k, v, reader) => {
       wireBytes += reader.remaining;
       const t = performance.now();
       const input = contiguous && reader.buffer.buffers.length > 1 ? lib.Reader.from(reader.buffer.slice(reader.position, reader.length)) : reader;
-      const parsed = codec.parseResponse(c, k, v, input);
+      const parsed = parseResponse(c, k, v, input);
       parseMs += performance.now() - t;
       return parsed;
     });
@@ -114,9 +96,9 @@ async function breakdown(kafka: KafkaConnection, topic: string, until: bigint, m
 
   // Kafka alone: the same requests, the response bytes counted and dropped.
   const rawStarted = performance.now();
-  for (const from of froms) await send(from, (_c, _k, _v, reader) => reader.remaining);
+  for (const from of froms) await send(from, maxBytes, (_c, _k, _v, reader) => reader.remaining);
   const rawMs = performance.now() - rawStarted;
-  return { fullMs, rawMs, parseMs, filterMs, wireBytes, fetches: froms.length, version: api.version };
+  return { fullMs, rawMs, parseMs, filterMs, wireBytes, fetches: froms.length, version };
 }
 
 async function main(): Promise<void> {

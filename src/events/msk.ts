@@ -22,7 +22,7 @@ export interface MskRecord {
   timestampType?: string;
   key?: string | null;
   value?: string | null;
-  headers?: Record<string, number[]>[];
+  headers?: Record<string, number[] | null>[];
 }
 
 export interface MskEvent {
@@ -147,7 +147,8 @@ export function toKafkaEvent(batches: { topic: string; partition: number; record
       timestampType: 'CREATE_TIME',
       ...(record.key ? { key: Buffer.from(record.key).toString('base64') } : {}),
       ...(record.value ? { value: Buffer.from(record.value).toString('base64') } : {}),
-      headers: record.headers.map(([name, value]) => ({ [name]: value ? Array.from(value) : [] })),
+      // A null header value stays null: an empty list would be an empty value, other bytes.
+      headers: record.headers.map(([name, value]) => ({ [name]: value === null ? null : Array.from(value) })),
     }));
   }
   return { eventSource: 'aws:kafka', eventSourceArn: 'arn:aws:kafka:local:000000000000:cluster/offsetlake-local/local', bootstrapServers, records };

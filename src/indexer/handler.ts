@@ -1,10 +1,11 @@
 /**
  * The indexer's entry for a Kafka event (MSK or self-managed, as a Lambda event source
  * mapping delivers it, or as the local emulator does). The event says which partitions
- * have new records and how far they go; the records themselves are read again from
- * Kafka with read_committed, because the event cannot tell an aborted record from a
- * committed one. Redelivered, overlapping and gapped events all end the same way: each
- * partition is read from its `indexed_end` up to the event's last offset.
+ * have new records, how far they go and about how many bytes they are; the records
+ * themselves are read again from Kafka with read_committed, because the event cannot tell
+ * an aborted record from a committed one, nor vouch for its bytes (README, "MSK handler:
+ * the second read"). Redelivered, overlapping and gapped events all end the same way:
+ * each partition is read from its `indexed_end` up to the event's last offset.
  *
  * Throws (so the whole batch is retried) when a partition is leased by another indexer
  * or the catalog cannot be reached: success is only returned for records that are
@@ -65,7 +66,7 @@ export async function handleKafkaEvent(event: unknown, runtime: IndexerRuntime):
       for (const table of await tablesOfTopic(runtime.catalog, batch.topic)) {
         const indexer = await indexerFor(runtime, table, batch.partition);
         touched.push(indexer);
-        const result = await indexer.advance(batch.lastOffset + 1n);
+        const result = await indexer.advance(batch.lastOffset + 1n, batch.records);
         outcomes.push({
           table: table.name,
           topic: batch.topic,

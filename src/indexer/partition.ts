@@ -13,7 +13,8 @@ import type { RangeBuilder } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
-import { recordBytes } from '../kafka/record.js';
+import { recordBytes, type KafkaRecord } from '../kafka/record.js';
+import { fetchBytesFor } from '../kafka/fetch-size.js';
 import { RegistryUnavailableError } from '../schema/registry.js';
 
 export interface PartitionIndexerDeps {
@@ -84,30 +85,41 @@ export class PartitionIndexer {
     return result;
   }
 
-  /** Reads the partition's committed records up to `until` (capped at the LSO), seals and commits what is due. */
-  advance(until?: bigint): Promise<AdvanceResult> {
-    return this.exclusive(() => this.advanceNow(until));
+  /**
+   * Reads the partition's committed records up to `until` (capped at the LSO), seals and
+   * commits what is due. `expected`, an event's records of the span, only sizes the
+   * Fetches (src/kafka/fetch-size.ts): what is indexed always comes from the committed read.
+   */
+  advance(until?: bigint, expected?: readonly KafkaRecord[]): Promise<AdvanceResult> {
+    return this.exclusive(() => this.advanceNow(until, expected));
   }
 
-  private async advanceNow(until?: bigint): Promise<AdvanceResult> {
+  private async advanceNow(until?: bigint, expected?: readonly KafkaRecord[]): Promise<AdvanceResult> {
     let sealer = await this.takeLease();
-    const lso = await this.deps.source.lastStableOffset(this.table.topic, this.partition);
-    const target = until === undefined || until > lso ? lso : until;
+    // Given an end, the read needs no LSO look-up first (a Metadata and a ListOffsets
+    // request): each Fetch reports the LSO, and the committed read stops there.
+    const target = until ?? (await this.deps.source.lastStableOffset(this.table.topic, this.partition));
     const committed: SealedRange[] = [];
     try {
       if (this.pending.length > 0) committed.push(...(await this.commit([])));
       if (sealer.position < target) {
-        for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target)) {
+        const options = expected ? { fetchBytes: fetchBytesFor(expected, sealer.position, target) } : {};
+        for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target, options)) {
           const sealed = sealer.push(batch.records, batch.nextOffset, this.deps.clock());
           if (sealed.length > 0) committed.push(...(await this.commit(sealed)));
         }
       }
     } catch (error) {
-      if (!(error instanceof OffsetOutOfRangeError && error.bound === 'below-earliest')) throw error;
-      // Kafka deleted offsets nobody indexed: record them as lost and go on from its
-      // earliest offset. What memory held below it can no longer be rebuilt: dropped.
-      sealer = await this.skipLostOffsets(error.earliest);
-      return this.advanceNow(until);
+      if (!(error instanceof OffsetOutOfRangeError)) throw error;
+      if (error.bound === 'below-earliest') {
+        // Kafka deleted offsets nobody indexed: record them as lost and go on from its
+        // earliest offset. What memory held below it can no longer be rebuilt: dropped.
+        sealer = await this.skipLostOffsets(error.earliest);
+        return this.advanceNow(until, expected);
+      }
+      // Beyond the end: the log ends below this partition's position (truncated, or the
+      // event is of an older incarnation of the topic). Nothing to read, as when the LSO
+      // is below the position.
     }
     const due = sealer.tick(this.deps.clock());
     if (due) committed.push(...(await this.commit([due])));

@@ -60,7 +60,8 @@ export interface CommittedBatch extends CommittedSlice {
 
 export type ReadEnd = 'until' | 'lso';
 
-const defaultMaxBytes = 4 * 1024 * 1024;
+/** Bytes a Fetch asks for unless told otherwise (see ReadOptions.maxBytes). */
+export const defaultMaxBytes = 4 * 1024 * 1024;
 const NO_SESSION_ID = 0;
 const FINAL_EPOCH = -1; // with session id 0: a sessionless fetch, no broker-side state
 

@@ -4,11 +4,19 @@ import { readCommitted } from './read.js';
 import { cleanupPolicy } from './topics.js';
 import type { KafkaRecord } from './record.js';
 
+export interface SourceReadOptions {
+  /** Bytes per Fetch (src/kafka/fetch-size.ts): how many Fetches a read takes, never what it returns. Default: read.ts's. */
+  fetchBytes?: number;
+}
+
 /** Committed records of a partition, as the indexer needs them. */
 export interface CommittedSource {
   lastStableOffset(topic: string, partition: number): Promise<bigint>;
-  /** Batches of committed records of [from, until), each with the next fetch position after it. */
-  read(topic: string, partition: number, from: bigint, until: bigint): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint }>;
+  /**
+   * Batches of committed records of [from, until), each with the next fetch position
+   * after it; the read ends early at the partition's last stable offset.
+   */
+  read(topic: string, partition: number, from: bigint, until: bigint, options?: SourceReadOptions): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint }>;
   /** The topic's cleanup.policy, where the source can tell (a rebuild that does not match says whether compaction is why). */
   cleanupPolicy?(topic: string): Promise<string>;
 }
@@ -18,8 +26,8 @@ export function kafkaSource(kafka: KafkaConnection): CommittedSource {
   return {
     lastStableOffset: (topic, partition) => lastStableOffset(kafka, topic, partition),
     cleanupPolicy: (topic) => cleanupPolicy(kafka, topic),
-    async *read(topic, partition, from, until) {
-      for await (const batch of readCommitted(kafka, topic, partition, from, until)) {
+    async *read(topic, partition, from, until, options) {
+      for await (const batch of readCommitted(kafka, topic, partition, from, until, options?.fetchBytes ? { maxBytes: options.fetchBytes } : {})) {
         yield { records: batch.records, nextOffset: batch.nextOffset };
       }
     },

@@ -20,9 +20,9 @@ export function countingSource(source: CommittedSource, options: { keepReads?: b
     log,
     lastStableOffset: (topic, partition) => source.lastStableOffset(topic, partition),
     ...(source.cleanupPolicy ? { cleanupPolicy: (topic: string) => source.cleanupPolicy!(topic) } : {}),
-    async *read(topic, partition, from, until) {
+    async *read(topic, partition, from, until, readOptions) {
       if (options.keepReads !== false) log.reads.push({ topic, partition, from, until });
-      for await (const batch of source.read(topic, partition, from, until)) {
+      for await (const batch of source.read(topic, partition, from, until, readOptions)) {
         log.records += batch.records.length;
         for (const record of batch.records) log.bytes += recordBytes(record);
         yield batch;

@@ -1,7 +1,10 @@
 """Committed records read by a Kafka client we did not write (confluent-kafka, librdkafka)
-with isolation.level=read_committed: what tests expect our files to hold.
+with isolation.level=read_committed: what tests expect our files to hold. With
+"isolation": "read_uncommitted", every data record instead, those of aborted and open
+transactions too: what an event source mapping with a consumer's default isolation
+puts in its events.
 
-stdin:  JSON {"brokers": "host:port", "ranges": [{"topic", "partition", "start", "end"}, ...], "offsetsOnly": bool}
+stdin:  JSON {"brokers": "host:port", "ranges": [{"topic", "partition", "start", "end"}, ...], "offsetsOnly": bool, "isolation": "read_committed" | "read_uncommitted"}
 stdout: JSON, one list per range: [{"offset", "timestamp", "key", "value", "headers"}], bytes as hex
         (with offsetsOnly: one list of offsets per range)
 """
@@ -49,7 +52,7 @@ def main():
     consumer = Consumer({
         "bootstrap.servers": request["brokers"],
         "group.id": "offsetlake-test-independent-reader",
-        "isolation.level": "read_committed",
+        "isolation.level": request.get("isolation", "read_committed"),
         "enable.auto.commit": False,
         "enable.partition.eof": False,
         "fetch.max.bytes": 64 * 1024 * 1024,

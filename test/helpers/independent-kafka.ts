@@ -37,8 +37,21 @@ function runReader(request: unknown): Promise<unknown> {
 }
 
 /** The committed records of each [start, end) of a partition, in order. */
-export async function readCommittedIndependently(brokers: readonly string[], ranges: readonly { topic: string; partition: number; start: bigint; end: bigint }[]): Promise<IndependentRecord[][]> {
-  const parsed = (await runReader({ brokers: brokers.join(','), ranges: ranges.map(text) })) as { offset: number; timestamp: number; key: string | null; value: string | null; headers: [string, string | null][] }[][];
+export function readCommittedIndependently(brokers: readonly string[], ranges: readonly { topic: string; partition: number; start: bigint; end: bigint }[]): Promise<IndependentRecord[][]> {
+  return readIndependently(brokers, ranges, 'read_committed');
+}
+
+/**
+ * Every data record of each [start, end) of a partition, in order, those of aborted and
+ * still open transactions included (read_uncommitted): what an event source mapping that
+ * reads with a consumer's default isolation delivers. Never what a file may hold.
+ */
+export function readUncommittedIndependently(brokers: readonly string[], ranges: readonly { topic: string; partition: number; start: bigint; end: bigint }[]): Promise<IndependentRecord[][]> {
+  return readIndependently(brokers, ranges, 'read_uncommitted');
+}
+
+async function readIndependently(brokers: readonly string[], ranges: readonly { topic: string; partition: number; start: bigint; end: bigint }[], isolation: 'read_committed' | 'read_uncommitted'): Promise<IndependentRecord[][]> {
+  const parsed = (await runReader({ brokers: brokers.join(','), ranges: ranges.map(text), isolation })) as { offset: number; timestamp: number; key: string | null; value: string | null; headers: [string, string | null][] }[][];
   const bytes = (hex: string | null): Buffer | null => (hex === null ? null : Buffer.from(hex, 'hex'));
   return parsed.map((records) => records.map((r) => ({ offset: BigInt(r.offset), timestamp: r.timestamp, key: bytes(r.key), value: bytes(r.value), headers: r.headers.map(([k, v]) => [k, bytes(v)] as [string, Buffer | null]) })));
 }

@@ -5,14 +5,17 @@ import { findTable } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { EventShapeError, toKafkaEvent } from '../../src/events/msk.js';
 import { rangeBuilder } from '../../src/build/files.js';
-import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
+import { handleKafkaEvent, indexerFor, type IndexerRuntime, type PartitionOutcome } from '../../src/indexer/handler.js';
 import { LeaseHeldError } from '../../src/indexer/partition.js';
 import { tickIdlePartitions } from '../../src/indexer/tick.js';
-import { produce, type ProducedPartition } from '../../src/kafka/produce.js';
+import { openTransaction, produce, type ProducedPartition } from '../../src/kafka/produce.js';
+import { highWatermark } from '../../src/kafka/offsets.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { growTopic, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
+import { timeOf } from '../helpers/table-audit.js';
+import { readCommittedIndependently, readUncommittedIndependently, type IndependentRecord } from '../helpers/independent-kafka.js';
 
 let engine: Engine;
 beforeAll(async () => {
@@ -263,6 +266,75 @@ describe('live indexing against the real broker and Postgres', () => {
       expect(want.length).toBeGreaterThanOrEqual(3);
       expect(await shape(messyTable.tableId)).toEqual(want);
       await checkTable(engine, await findTable(engine.catalog, messyTable.name));
+    });
+
+    it('events that also hold aborted records and an open transaction\'s, redelivered, overlapping and out of order, index exactly the records the independent read_committed consumer reads', async () => {
+      const topic = await newTopic(engine, 1, 'uncommitted');
+      const created = await table(topic, { file_window: '10h' }, 'raw');
+      const brokers = engine.config.kafkaBrokers;
+      // Null and empty keys, values and header values, repeated header names: what must stay as it is.
+      let n = 0;
+      const next = (count: number) => Array.from({ length: count }, () => {
+        const i = n++;
+        return {
+          key: i % 4 === 0 ? null : i % 4 === 1 ? '' : `k${i}`,
+          value: i % 5 === 0 ? null : i % 5 === 1 ? '' : JSON.stringify({ i }),
+          headers: (i % 3 === 0 ? [['h', null], ['h', `v${i}`], ['e', '']] : []) as [string, string | null][],
+          partition: 0,
+          timestamp: t0 + i * 1000,
+        };
+      });
+      await produce(engine.kafka, topic, next(3));
+      await produce(engine.kafka, topic, next(4), { transactionalId: `committed-${topic}` });
+      await produce(engine.kafka, topic, next(5), { transactionalId: `aborted-${topic}`, abort: true });
+      await produce(engine.kafka, topic, next(2));
+      await produce(engine.kafka, topic, next(4), { transactionalId: `aborted-${topic}`, abort: true });
+      await produce(engine.kafka, topic, next(3), { transactionalId: `committed-${topic}` });
+      const lambda: IndexerRuntime = { ...runtime(`uncommitted-${topic}`), releaseAfterEvent: true };
+      const eventOf = (records: IndependentRecord[]) => toKafkaEvent([{ topic, partition: 0, records }], brokers.join(','));
+      const open = await openTransaction(engine.kafka, `open-${topic}`);
+      let openedAt: bigint;
+      let delivered: IndependentRecord[];
+      try {
+        [{ firstOffset: openedAt }] = (await open.send(topic, next(3))) as [ProducedPartition];
+        await produce(engine.kafka, topic, next(2)); // committed, but behind the open transaction
+        // Every data record, as an event source mapping reading read_uncommitted delivers them, cut into events of 5.
+        [delivered] = (await readUncommittedIndependently(brokers, [{ topic, partition: 0, start: 0n, end: await highWatermark(engine.kafka, topic, 0) }])) as [IndependentRecord[]];
+        const events = Array.from({ length: Math.ceil(delivered.length / 5) }, (_, i) => eventOf(delivered.slice(i * 5, i * 5 + 5)));
+        const [e0, e1, e2, ...rest] = events;
+        await handleKafkaEvent(e0, lambda);
+        await handleKafkaEvent(e0, lambda); // redelivered
+        await handleKafkaEvent(e2, lambda); // after a gap: e1's offsets are read from Kafka
+        await handleKafkaEvent(e1, lambda); // late
+        await handleKafkaEvent(eventOf(delivered.slice(3, 12)), lambda); // overlaps e0, e1 and e2
+        let outcomes: PartitionOutcome[] = [];
+        for (const event of rest) outcomes = await handleKafkaEvent(event, lambda);
+        // The last event goes past the open transaction's first offset, the LSO: the read stopped there.
+        expect(outcomes.map((o) => o.position)).toEqual([openedAt.toString()]);
+        await open.commit();
+      } finally {
+        await open.close();
+      }
+      // The next event, after the commit, takes the read past the transaction.
+      const hw = await highWatermark(engine.kafka, topic, 0);
+      await produce(engine.kafka, topic, next(1));
+      const [last] = await readUncommittedIndependently(brokers, [{ topic, partition: 0, start: hw, end: hw + 1n }]);
+      await handleKafkaEvent(eventOf(last!), lambda);
+      await (await indexerFor(lambda, await findTable(engine.catalog, created.name), 0)).flush();
+
+      const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+      const [committed] = await readCommittedIndependently(brokers, [{ topic, partition: 0, start: 0n, end: hw + 1n }]);
+      expect(committed!.length).toBe(3 + 4 + 2 + 3 + 3 + 2 + 1);
+      expect(delivered.length).toBe(committed!.length - 1 + 5 + 4); // the events also held the aborted ones
+      const bytes = (value: unknown) => (value === null || value === undefined ? null : Buffer.from(value as Uint8Array | string).toString('hex'));
+      const rows = [...check.rowsByFile.values()].flat().sort((a, b) => Number(a._offset) - Number(b._offset));
+      expect(rows.map((row) => ({
+        offset: BigInt(row._offset as bigint),
+        timestamp: timeOf(row._timestamp),
+        key: bytes(row._key),
+        value: bytes(row._value),
+        headers: (row._headers as { key: unknown; value: unknown }[]).map((h) => [Buffer.from(h.key as Uint8Array | string).toString(), bytes(h.value)]),
+      }))).toEqual(committed!.map((r) => ({ offset: r.offset, timestamp: r.timestamp, key: bytes(r.key), value: bytes(r.value), headers: r.headers.map(([name, value]) => [name, bytes(value)]) })));
     });
 
     it('refuses a malformed event with a clear error and changes nothing', async () => {

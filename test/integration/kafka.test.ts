@@ -31,7 +31,9 @@ import {
   UnknownPartitionError,
   UnknownTopicError,
 } from '../../src/kafka/index.js';
+import { fetchBytesFor } from '../../src/kafka/fetch-size.js';
 import { defaultPorts } from '../../src/stack/config.js';
+import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 
 const brokers = process.env.KAFKA_BROKERS || `127.0.0.1:${process.env.OFFSETLAKE_KAFKA_PORT || defaultPorts.kafkaPort}`;
 const timeout = 60_000;
@@ -178,6 +180,29 @@ describe('committed reads', () => {
     const tail = await readCommittedRange(kafka, topic, 0, 10n, 1_000n);
     expect(tail.records).toEqual([]);
     expect(tail.nextOffset).toBe(13n);
+  });
+
+  test('a read with Fetches sized by fetchBytesFor from an event\'s records covers the event\'s span in one Fetch, with 4 MiB more behind it, and returns what the independent read_committed consumer reads', { timeout }, async () => {
+    const topic = await newTopic();
+    const records = (from: number, count: number) => Array.from({ length: count }, (_, i) => ({ key: `k${from + i}`, value: JSON.stringify({ i: from + i, pad: 'x'.repeat(1000) }), headers: [['h', 'v']] as [string, string][] }));
+    // Batches of 16 KiB as a Java producer makes them; plain @0-299, aborted @300-349 and
+    // its marker @350, committed @351-400 and its marker @401, then 4 MiB more.
+    const small = { chunkBytes: 16 * 1024 };
+    await produce(kafka, topic, records(0, 300), small);
+    await produce(kafka, topic, records(300, 50), { ...small, transactionalId: txId('sized'), abort: true });
+    await produce(kafka, topic, records(350, 50), { ...small, transactionalId: txId('sized') });
+    await produce(kafka, topic, records(400, 4200));
+
+    // The event of [100, 402) as an event source that reads committed delivers it.
+    const [event] = await readCommittedIndependently([brokers], [{ topic, partition: 0, start: 100n, end: 402n }]);
+    const maxBytes = fetchBytesFor(event!, 100n, 402n);
+    expect(maxBytes).toBeLessThan(1024 * 1024);
+    const reader = readCommitted(kafka, topic, 0, 100n, 402n, { maxBytes });
+    const batches = [];
+    for await (const batch of reader) batches.push(batch);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.records.map((r) => [r.offset, r.key?.toString(), r.value?.toString()])).toEqual(event!.map((r) => [r.offset, r.key?.toString(), r.value?.toString()]));
+    expect(reader.position).toBe(402n);
   });
 
   test('a read stops at untilOffset exactly, also inside a batch', { timeout }, async () => {

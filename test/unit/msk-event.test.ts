@@ -28,6 +28,14 @@ describe('parseKafkaEvent', () => {
     expect(parseKafkaEvent(JSON.parse(JSON.stringify(toKafkaEvent(batches, 'localhost:9092'))))).toEqual(batches);
   });
 
+  it('keeps a null header value null and an empty one empty through what the local emulator delivers', () => {
+    const records = [{ offset: 4n, timestamp: 1, key: Buffer.alloc(0), value: null, headers: [['h', null], ['h', Buffer.alloc(0)], ['h', Buffer.from([1])]] as [string, Buffer | null][] }];
+    const [batch] = parseKafkaEvent(JSON.parse(JSON.stringify(toKafkaEvent([{ topic: 't', partition: 0, records }], 'localhost:9092'))));
+    expect(batch!.records[0]!.headers.map(([name, value]) => [name, value === null ? null : Array.from(value)])).toEqual([['h', null], ['h', []], ['h', [1]]]);
+    expect(batch!.records[0]!.key).toEqual(Buffer.alloc(0));
+    expect(batch!.records[0]!.value).toBeNull();
+  });
+
   it('refuses malformed events with the place and the problem', () => {
     const cases: [unknown, string][] = [
       [null, 'malformed Kafka event: event: expected an object, got null'],
