@@ -1,3 +1,4 @@
+import { doubling, retrying } from '../common/retry.js';
 import { openEngine, type Engine } from '../runtime/engine.js';
 import type { EngineFlags } from '../runtime/config.js';
 import { useLocalStackDefaults } from '../stack/index.js';
@@ -7,12 +8,47 @@ import { useLocalStackDefaults } from '../stack/index.js';
  * environment, then the local stack (README, "Configuration"); only commands that use
  * the engine take the local defaults: `stack` must see the environment as the user set it.
  */
-export async function withEngine<T>(flags: EngineFlags, work: (engine: Engine) => Promise<T>): Promise<T> {
+export async function withEngine<T>(flags: EngineFlags, work: (engine: Engine) => Promise<T>, wait?: CatalogWait): Promise<T> {
   useLocalStackDefaults();
-  const engine = await openEngine(flags);
+  const engine = wait ? await openEngineWaiting(flags, wait) : await openEngine(flags);
   try {
     return await work(engine);
   } finally {
     await engine.close();
   }
+}
+
+/** How a long-lived command waits for a catalog that is not there yet. */
+export interface CatalogWait {
+  /** Tries in all (Infinity: until the signal aborts). */
+  tries: number;
+  signal: AbortSignal;
+  log: (line: string) => void;
+}
+
+/**
+ * Postgres errors that pass: refused or reset connections, a server starting up or in
+ * recovery (57P03), the connection limit (53300). A wrong password or database does not.
+ */
+const passingCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P03', '53300', '08001', '08006']);
+
+function passes(error: unknown): boolean {
+  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code && passingCodes.has(e.code)) return true;
+    if (/Connection terminated|timeout expired/i.test(String((e as Error).message ?? ''))) return true;
+  }
+  return false;
+}
+
+/**
+ * `run` started while its catalog restarts (a crash, a deploy, services started in any
+ * order) waits for it, saying so, instead of exiting: what it would index is still in Kafka.
+ */
+async function openEngineWaiting(flags: EngineFlags, wait: CatalogWait): Promise<Engine> {
+  const pauses = doubling(500, 10_000);
+  return retrying({ pausesMs: pauses, tries: wait.tries, signal: wait.signal }, (error) => {
+    const again = passes(error);
+    if (again && !wait.signal.aborted) wait.log(`${(error as Error).message}; trying again`);
+    return again;
+  }, () => openEngine(flags));
 }

@@ -19,6 +19,9 @@ offsetlake check [NAME] [--json]`;
 
 const engineOptions = { 'database-url': { type: 'string' }, 'kafka-brokers': { type: 'string' }, json: { type: 'boolean' } } as const;
 
+/** `run --once` gives a catalog that is not there this many tries (about 15 s), like its failing rounds. */
+const onceCatalogTries = 6;
+
 /** `run`: every partition of every table in one process, until interrupted (or caught up, with --once). */
 export async function runCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('run', args, {
@@ -50,7 +53,7 @@ export async function runCommand(args: string[]): Promise<number> {
       } finally {
         clearInterval(timer);
       }
-    });
+    }, { tries: options.once ? onceCatalogTries : Infinity, signal: stop.signal, log: progress });
     if (values.json) printJson(summary);
     else process.stdout.write(`${summary.records} records in ${summary.events} events; ${summary.rangesCommitted} ranges, ${summary.filesCommitted} files committed\n`);
     for (const { partition, error } of summary.failed) progress(`${partition} could not be indexed: ${error}`);

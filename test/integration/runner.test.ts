@@ -4,6 +4,7 @@
  * away, a partition that keeps failing. Against the real broker and Postgres.
  */
 import { spawn } from 'node:child_process';
+import { connect, createServer } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -155,6 +156,37 @@ describe('a runner that stays up', () => {
     expect((await listFiles(engine.catalog, second.tableId)).map((f) => f.sealReason)).toEqual(['age']);
     const status = await partitionStatus(engine, first.name);
     expect(status[0]!.waitingReason).toMatch(/^indexing failed, retrying: /);
+  });
+});
+
+describe('a catalog that is not there yet', () => {
+  it('run --once started before its catalog answers waits for it, saying so, and indexes every record once it does', async () => {
+    const db = await freshDatabase('latecatalog');
+    const engine = await openEngine({ databaseUrl: db.url });
+    onTestFinished(async () => {
+      await engine.close();
+      await db.drop();
+    });
+    const topic = await newTopic(engine, 1, 'late-catalog');
+    const created = await testTable(engine, topic);
+    await produce(engine.kafka, topic, Array.from({ length: 20 }, (_, i) => ({ value: JSON.stringify({ i }) })));
+    // the catalog's address is a port where nothing listens yet; later it forwards to Postgres
+    const port = await closedPort();
+    const target = new URL(db.url);
+    const late = new URL(db.url);
+    late.port = String(port);
+    const child = spawn(process.execPath, ['bin/offsetlake.js', 'run', '--once'], { env: { ...process.env, DATABASE_URL: late.toString() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+    await until(() => /trying again/.test(stderr), 'the runner to say it waits for the catalog');
+    const proxy = createServer((socket) => socket.pipe(connect(Number(target.port), target.hostname)).pipe(socket)).listen(port, '127.0.0.1');
+    onTestFinished(() => void proxy.close());
+    expect(await exited, stderr).toBe(0);
+    expect(stderr).toMatch(/cannot open the catalog at .*nothing answers there.*; trying again/);
+    const files = await listFiles(engine.catalog, created.tableId);
+    expect(files.reduce((n, f) => n + Number(f.recordCount), 0)).toBe(20);
+    await checkTable(engine, await findTable(engine.catalog, created.name));
   });
 });
 
