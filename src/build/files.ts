@@ -8,8 +8,9 @@
 import type { NewDataFile, NewRange } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
+import { compressionOf } from '../catalog/settings.js';
 import {
-  buildDataFile, encoderVersion as currentEncoder, kafkaColumnArrays, kafkaTableColumns, prepare, ValueError,
+  buildDataFile, encoderForCompression, kafkaColumnArrays, kafkaTableColumns, prepare, ValueError,
   type Column, type ColumnArrays, type DataFile, type PreparedData,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
@@ -102,11 +103,11 @@ function* recordsOf(range: SealedRange): Iterable<KafkaRecord> {
 
 /**
  * The indexer's builder: the table's current schema (merged with the range's registry
- * schemas) and the current encoder. `registry` defaults to SCHEMA_REGISTRY_URL (else the
+ * schemas) and the encoder of the table's compression. `registry` defaults to SCHEMA_REGISTRY_URL (else the
  * local stack's), made on first need. `encoder` is the encoder version of new files (a
  * test builds with an older one to hold files of two versions in one catalog).
  */
-export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encoder: string = currentEncoder): RangeBuilder {
+export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encoder?: string): RangeBuilder {
   return async (table, partition, range: SealedRange): Promise<NewRange> => {
     let current = await currentSchema(catalog, table.tableId);
     if (isRegistryFormat(table.format)) {
@@ -114,7 +115,7 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encode
     }
     const { version, schema } = current;
     const files = range.files.map((file) =>
-      toNewDataFile(encodeFile(table, schema, partition, file.records, encoder), schema, version, file.bucket, file.records.length),
+      toNewDataFile(encodeFile(table, schema, partition, file.records, encoder ?? encoderForCompression[compressionOf(table.settings)]), schema, version, file.bucket, file.records.length),
     );
     return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files };
   };

@@ -8,6 +8,8 @@ export type Granularity = 'minute' | 'hour' | 'day';
 export type History = { kind: 'all' } | { kind: 'none' } | { kind: 'since'; since: string };
 /** json: `_value` is checked JSON text; raw: bytes as they are; the rest: decoded with the Schema Registry. */
 export type TableFormat = 'json' | 'raw' | 'avro' | 'protobuf' | 'json-schema';
+/** Page compression of a table's new files (README, "Encoder v2"). */
+export type Compression = 'lz4_raw' | 'snappy';
 
 export interface TableSettings {
   /** A range seals when its key + value + header bytes reach this. */
@@ -25,6 +27,12 @@ export interface TableSettings {
   lease_ttl: number;
   /** Rows per Parquet row group: fixed, so that secondary indexes can summarise row groups. */
   row_group_rows: number;
+  /**
+   * Page compression of new files: lz4_raw (the fastest to build and to rebuild) or snappy
+   * (for readers without LZ4_RAW). A table created before this setting existed has none
+   * stored and takes the default.
+   */
+  compression: Compression;
 }
 
 export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSettings>({
@@ -36,11 +44,13 @@ export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSetti
   retention_check: 5 * 60_000,
   lease_ttl: 30_000,
   row_group_rows: 10_000,
+  compression: 'lz4_raw',
 });
 
 export const settingNames = Object.keys(defaultSettings) as (keyof TableSettings)[];
 export const tableFormats: readonly TableFormat[] = ['avro', 'protobuf', 'json-schema', 'json', 'raw'];
 export const granularities: readonly Granularity[] = ['minute', 'hour', 'day'];
+export const compressions: readonly Compression[] = ['lz4_raw', 'snappy'];
 
 export class SettingError extends Error {
   override name = 'SettingError';
@@ -97,6 +107,16 @@ export function parseGranularity(text: string): Granularity {
   throw new SettingError('granularity', text, `one of ${granularities.join(', ')}`);
 }
 
+export function parseCompression(text: string): Compression {
+  if ((compressions as readonly string[]).includes(text)) return text as Compression;
+  throw new SettingError('compression', text, `one of ${compressions.join(', ')}`);
+}
+
+/** A table's compression, also for tables stored before the setting existed. */
+export function compressionOf(settings: TableSettings): Compression {
+  return settings.compression ?? defaultSettings.compression;
+}
+
 export function parseFormat(text: string): TableFormat {
   if ((tableFormats as readonly string[]).includes(text)) return text as TableFormat;
   throw new SettingError('format', text, `one of ${tableFormats.join(', ')}`);
@@ -111,6 +131,7 @@ const parsers: { [K in keyof TableSettings]: (text: string) => TableSettings[K] 
   retention_check: (text) => parseDuration('retention_check', text),
   lease_ttl: (text) => parseDuration('lease_ttl', text),
   row_group_rows: (text) => parseCount('row_group_rows', text),
+  compression: parseCompression,
 };
 
 export function isSettingName(name: string): name is keyof TableSettings {
@@ -156,5 +177,6 @@ export function formatSettings(settings: TableSettings): Record<keyof TableSetti
     retention_check: formatDuration(settings.retention_check),
     lease_ttl: formatDuration(settings.lease_ttl),
     row_group_rows: String(settings.row_group_rows),
+    compression: compressionOf(settings),
   };
 }

@@ -256,6 +256,12 @@ const ownWriterLz4 = ownWriterEncoder({
   ...ownWriterShape,
 });
 
+/** The encoder of new files for each page compression a table may choose. */
+export const encoderForCompression: Readonly<Record<'lz4_raw' | 'snappy', string>> = Object.freeze({
+  lz4_raw: ownWriterLz4.version,
+  snappy: ownWriterSnappy.version,
+});
+
 /** Every encoder that files in a catalog may name. Never remove or change an entry. */
 export const encoders: Readonly<Record<string, Encoder>> = Object.freeze({
   [hyparquetWriterV1.version]: hyparquetWriterV1,

@@ -10,7 +10,8 @@ import { findTable } from '../../src/catalog/tables.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { produce } from '../../src/kafka/produce.js';
 import { kafkaSource } from '../../src/kafka/source.js';
-import { encoderVersion, encoders } from '../../src/parquet/index.js';
+import { encoderForCompression, encoderVersion, encoders } from '../../src/parquet/index.js';
+import { checkTable } from '../helpers/verify.js';
 import { rebuildFile } from '../../src/reader/rebuild.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
@@ -54,5 +55,21 @@ describe('a catalog holding v1 and v2 files', () => {
       expect(rebuilt.bytes.byteLength).toBe(Number(file.fileSizeBytes));
       expect(Buffer.from(rebuilt.sha256).equals(file.sha256)).toBe(true);
     }
+  });
+
+  it('a table created with compression snappy builds its files with the Snappy encoder; they rebuild byte for byte, with statistics equal to what hyparquet reads back', async () => {
+    const topic = await newTopic(engine, 1, 'snappy');
+    const created = await testTable(engine, topic, { file_bytes: '20KiB', compression: 'snappy' });
+    await produce(engine.kafka, topic, Array.from({ length: 80 }, (_, i) => ({ value: JSON.stringify({ i, pad: 'y'.repeat(500) }) })));
+    const runtime = testRuntime(engine, `snappy-${topic}`);
+    const table = await findTable(engine.catalog, created.name);
+    const indexer = await indexerFor(runtime, table, 0);
+    await indexer.advance();
+    await indexer.flush();
+    await indexer.release();
+    const files = await listFiles(engine.catalog, created.tableId);
+    expect(new Set(files.map((f) => f.encoderVersion))).toEqual(new Set([encoderForCompression.snappy]));
+    expect(encoderForCompression.snappy).toMatch(/snappy/);
+    await checkTable(engine, table);
   });
 });

@@ -30,6 +30,14 @@ describe('table settings', () => {
     expect(() => resolveSettings({ granularity: 'fortnight' })).toThrow('granularity: "fortnight" is not one of minute, hour, day');
     expect(() => resolveSettings({ backfill_offsets: '-5' })).toThrow('backfill_offsets: "-5" is not a positive whole number');
     expect(() => resolveSettings({ file_size: '1MiB' })).toThrow('unknown table setting "file_size"');
+    expect(() => resolveSettings({ compression: 'zstd' })).toThrow('compression: "zstd" is not one of lz4_raw, snappy');
+  });
+
+  it('compression: lz4_raw unless snappy is asked for; a table stored before the setting existed reads as lz4_raw', () => {
+    expect(resolveSettings({}).compression).toBe('lz4_raw');
+    expect(resolveSettings({ compression: 'snappy' }).compression).toBe('snappy');
+    const { compression: _, ...stored } = resolveSettings({});
+    expect(formatSettings(stored as ReturnType<typeof resolveSettings>).compression).toBe('lz4_raw');
   });
 
   it('reads history as all, none, or since an RFC 3339 time, in both spellings', () => {
