@@ -10,8 +10,8 @@ import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { compressionOf } from '../catalog/settings.js';
 import {
-  buildDataFile, encoderForCompression, kafkaColumnArrays, kafkaTableColumns, prepare, ValueError,
-  type Column, type ColumnArrays, type DataFile, type PreparedData,
+  buildDataFile, encodeParquet, encoderForCompression, kafkaColumnArrays, kafkaTableColumns, prepare, ValueError,
+  type Column, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions, type PreparedData,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import type { KafkaRecord } from '../kafka/record.js';
@@ -25,17 +25,28 @@ import { ownValue } from '../common/objects.js';
 /** Turns a sealed range into the catalog's files (Parquet built in memory, statistics taken). */
 export type RangeBuilder = (table: TableRecord, partition: number, range: SealedRange) => Promise<NewRange>;
 
-/** Builds one file's bytes and statistics: the same inputs give the same bytes. */
-export function encodeFile(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string): DataFile {
+/** The rows of one file, normalized for its columns: what both the bytes and the statistics come from. */
+function fileRows(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[]): PreparedData {
   const data: ColumnArrays = kafkaColumnArrays(partition, records, table.format);
-  let prepared: PreparedData;
   if (isRegistryFormat(table.format)) {
     const decoded = tableDecoder(table.format, schema).decode(records);
-    prepared = prepareDecoded(schema.columns, { ...(data as Record<string, unknown[]>), ...decoded }, records);
-  } else {
-    prepared = prepare(schema.columns, data);
+    return prepareDecoded(schema.columns, { ...(data as Record<string, unknown[]>), ...decoded }, records);
   }
-  return buildDataFile(schema.columns, prepared, { rowGroupRows: table.settings.row_group_rows, encoderVersion, fieldIds: fieldIds(schema) });
+  return prepare(schema.columns, data);
+}
+
+function fileOptions(table: TableRecord, schema: TableSchema, encoderVersion: string): EncodeOptions & { encoderVersion: string } {
+  return { rowGroupRows: table.settings.row_group_rows, encoderVersion, fieldIds: fieldIds(schema) };
+}
+
+/** One file's bytes, as a rebuild or a query needs them: the same inputs give the same bytes. */
+export function encodeFile(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string): EncodedFile {
+  return encodeParquet(schema.columns, fileRows(table, schema, partition, records), fileOptions(table, schema, encoderVersion));
+}
+
+/** One file's bytes and exact statistics, as indexing records them. */
+export function buildFile(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string): DataFile {
+  return buildDataFile(schema.columns, fileRows(table, schema, partition, records), fileOptions(table, schema, encoderVersion));
 }
 
 /**
@@ -115,7 +126,7 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encode
     }
     const { version, schema } = current;
     const files = range.files.map((file) =>
-      toNewDataFile(encodeFile(table, schema, partition, file.records, encoder ?? encoderForCompression[compressionOf(table.settings)]), schema, version, file.bucket, file.records.length),
+      toNewDataFile(buildFile(table, schema, partition, file.records, encoder ?? encoderForCompression[compressionOf(table.settings)]), schema, version, file.bucket, file.records.length),
     );
     return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files };
   };

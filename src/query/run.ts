@@ -117,13 +117,13 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
     say(`${table.name}: partition ${partition}: ${records.length} committed records in [${indexedEnd}, ${lso}) not in files yet`);
     if (records.length === 0) continue;
     const path = join(dir, `${table.name}-tail-${partition}.parquet`);
-    await writeFile(path, encodeFile(table, schema, partition, records, encoderVersion).file.bytes);
+    await writeFile(path, encodeFile(table, schema, partition, records, encoderVersion).bytes);
     paths.push(path);
   }
   if (paths.length === 0) {
     // Nothing to read still has the table's columns: an empty file gives DuckDB the schema.
     const path = join(dir, `${table.name}-empty.parquet`);
-    await writeFile(path, encodeFile(table, schema, partitions[0]?.partition ?? 0, [], encoderVersion).file.bytes);
+    await writeFile(path, encodeFile(table, schema, partitions[0]?.partition ?? 0, [], encoderVersion).bytes);
     paths.push(path);
   }
   return { paths, plan: { table: table.name, predicates, files: files.length, candidates: candidates.map((f) => f.dataFileId.toString()), tail } };
@@ -138,7 +138,7 @@ async function bindFirst(connection: DuckDBConnection, deps: QueryDeps, tables: 
   for (const table of tables) {
     const { schema } = await currentSchema(deps.catalog, table.tableId);
     const path = join(dir, `${table.name}-columns.parquet`);
-    await writeFile(path, encodeFile(table, schema, 0, [], encoderVersion).file.bytes);
+    await writeFile(path, encodeFile(table, schema, 0, [], encoderVersion).bytes);
     await connection.run(`CREATE VIEW ${sqlName(table.name)} AS SELECT * FROM read_parquet(${sqlString(path)})`);
   }
   try {

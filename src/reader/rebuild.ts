@@ -90,7 +90,7 @@ export async function rebuildFile(catalog: Catalog, source: CommittedSource, tab
   if (file.expiredAt) throw new FileExpiredError(file.dataFileId, file.expiredAt);
   const schema = await schemaVersion(catalog, table.tableId, file.schemaVersion);
   const records = await fileRecords(source, table, file);
-  const built = encodeFile(table, schema, file.partition, records, file.encoderVersion).file;
+  const built = encodeFile(table, schema, file.partition, records, file.encoderVersion);
   const differences: string[] = [];
   if (BigInt(records.length) !== file.recordCount) differences.push(`${records.length} records, the catalog has ${file.recordCount}`);
   if (BigInt(built.byteLength) !== file.fileSizeBytes) differences.push(`${built.byteLength} bytes, the catalog has ${file.fileSizeBytes}`);

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/catalog/tables.js';
-import { encodeFile, prepareDecoded } from '../../src/build/files.js';
+import { buildFile, prepareDecoded } from '../../src/build/files.js';
 import { initialSchema as startSchema } from '../../src/schema/table-schema.js';
 import { kafkaColumnArrays, statText, type Column } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
@@ -52,8 +52,8 @@ describe('a table schema read back from the catalog (jsonb reorders keys) is the
   it('a file built from the schema in memory and from its catalog copy has the same bytes', () => {
     const schema = merged('avro', v1);
     const rows = records([wire(1, avro.long(5)), wire(1, avro.long(-5))]);
-    const inMemory = encodeFile(table('avro'), schema, 0, rows, 'hyparquet-writer@0.17.0/v1').file;
-    const fromCatalog = encodeFile(table('avro'), asJsonb(schema), 0, rows, 'hyparquet-writer@0.17.0/v1').file;
+    const inMemory = buildFile(table('avro'), schema, 0, rows, 'hyparquet-writer@0.17.0/v1').file;
+    const fromCatalog = buildFile(table('avro'), asJsonb(schema), 0, rows, 'hyparquet-writer@0.17.0/v1').file;
     expect(Buffer.from(fromCatalog.sha256).toString('hex')).toBe(Buffer.from(inMemory.sha256).toString('hex'));
   });
 });
@@ -72,7 +72,7 @@ describe('names that come from data are only names: every Object.prototype membe
     expectFields(decoded);
     expectMap(decoded.m);
     expect(new Set(PROTOTYPE_NAMES.map((n) => Object.hasOwn(schema.leafIds, n) && schema.leafIds[n])).size).toBe(PROTOTYPE_NAMES.length);
-    expect(encodeFile(table('avro'), asJsonb(schema), 0, records([wire(3, payload)]), 'hyparquet-writer@0.17.0/v1').statistics.length).toBeGreaterThan(PROTOTYPE_NAMES.length);
+    expect(buildFile(table('avro'), asJsonb(schema), 0, records([wire(3, payload)]), 'hyparquet-writer@0.17.0/v1').statistics.length).toBeGreaterThan(PROTOTYPE_NAMES.length);
   });
 
   it('avro: a field a later schema drops is null, never an inherited member', () => {
@@ -123,7 +123,7 @@ describe('protobuf values that protobufjs represents in its own way', () => {
     const unset = wire(8, [], [0]);
     expect(decodeOne('protobuf', schema, set).blob).toEqual(new Uint8Array(0));
     expect(decodeOne('protobuf', schema, unset).blob).toEqual(new Uint8Array(0));
-    const built = encodeFile(table('protobuf'), schema, 0, records([set, unset]), 'hyparquet-writer@0.17.0/v1');
+    const built = buildFile(table('protobuf'), schema, 0, records([set, unset]), 'hyparquet-writer@0.17.0/v1');
     expect(built.statistics.find((s) => s.column === 'blob')).toMatchObject({ nullCount: 0, min: '', max: '' });
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/catalog/tables.js';
-import { encodeFile } from '../../src/build/files.js';
+import { buildFile } from '../../src/build/files.js';
 import { encoderVersion } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';
@@ -24,8 +24,8 @@ describe('fuzz: no payload stops the build', () => {
         value: rnd() < 0.05 ? null : mutatedValue(format, 1, rnd),
         headers: [],
       }));
-      const first = encodeFile(table, schema, 0, records, encoderVersion);
-      const again = encodeFile(table, schema, 0, records, encoderVersion);
+      const first = buildFile(table, schema, 0, records, encoderVersion);
+      const again = buildFile(table, schema, 0, records, encoderVersion);
       expect(Buffer.from(again.file.sha256).equals(Buffer.from(first.file.sha256))).toBe(true);
       const offsets = first.statistics.find((s) => s.column === '_offset')!;
       expect([offsets.valueCount, offsets.nullCount, offsets.min, offsets.max]).toEqual([2000, 0, '0', '1999']);
