@@ -3,6 +3,7 @@
  *
  *   node --import tsx bench/reader.ts [fileMiB=128] [serveSeconds=10]
  *   BENCH_TABLE=bench_reader_… node --import tsx bench/reader.ts   (reuse a loaded table)
+ *   OFFSETLAKE_BENCH_ENCODER=<encoder version> …                    (index with another encoder)
  *
  * 1. Loads a new topic with JSON records (1 KiB of random hex each, so the Parquet file
  *    is about as large as its input), enough for a file of ~fileMiB, indexed as one file.
@@ -78,7 +79,7 @@ try {
     const table = await findTable(engine.catalog, name);
     const source = kafkaSource(engine.kafka);
     started = performance.now();
-    const indexer = await indexerFor({ catalog: engine.catalog, source, build: rangeBuilder(engine.catalog), owner: `bench-${suffix}`, clock: Date.now, indexers: new Map(), releaseAfterEvent: false }, table, 0);
+    const indexer = await indexerFor({ catalog: engine.catalog, source, build: rangeBuilder(engine.catalog, undefined, process.env.OFFSETLAKE_BENCH_ENCODER), owner: `bench-${suffix}`, clock: Date.now, indexers: new Map(), releaseAfterEvent: false }, table, 0);
     await indexer.advance();
     await indexer.flush();
     await indexer.release();

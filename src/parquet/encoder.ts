@@ -36,11 +36,10 @@
  * are avoided on purpose: they ship with Node, so a runtime upgrade could change the
  * bytes under an unchanged encoder version.
  *
- * v2 (below, the default) keeps this writer and adds a native Snappy (snappy@7.4.3),
- * field ids and the page index. bench/encoders.ts, same run, cpu: JSON 82 vs v1 80 MB/s,
- * Avro shape 113 vs 111, small records 35 vs 34 (machine heavily loaded); native
- * Snappy alone is 262 MiB/s cpu on 1 MiB pages, so it costs 46 % of the encode and the
- * 250 MB/s goal is out of reach with Snappy here (README "Measured", with the profile).
+ * v2 (below, the default for new files) is our own writer (writer.ts) around a native
+ * compressor: LZ4_RAW (lz4-napi) unless a table asks for Snappy (snappy). bench/encoders.ts,
+ * same run: JSON 180 vs v1 85 MB/s cpu, Avro shape 724 vs 145, small records 97 vs 43
+ * (README "Measured", "Encoder v2", with the profile).
  */
 import { createHash } from 'node:crypto';
 import { parquetWrite, type ColumnSource, type SchemaElement } from 'hyparquet-writer';
