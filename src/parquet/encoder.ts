@@ -49,7 +49,7 @@ import { ChunkedWriter } from './chunked-writer.js';
 import { parquetFooter } from './footer.js';
 import { type Column, leaves, parquetSchema } from './schema.js';
 import { prepare, type PreparedData, type RowData } from './values.js';
-import { writeParquet, type WriterSettings } from './writer.js';
+import { joinParts, writeParquet, type WriterSettings } from './writer.js';
 
 export interface EncodeOptions {
   /** Rows per row group; the last one holds the remainder. */
@@ -203,6 +203,24 @@ function finish(bytes: Uint8Array, rowCount: number, encoderVersion: string): En
   };
 }
 
+/** A file from its parts: hashed part by part; joined into one buffer on first use of `bytes`. */
+function finishParts(parts: readonly Uint8Array[], rowCount: number, encoderVersion: string): EncodedFile {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part);
+  let joined: Uint8Array | undefined;
+  return {
+    get bytes() {
+      joined ??= joinParts(parts);
+      return joined;
+    },
+    footer: joinParts(parts.slice(-2)),
+    sha256: new Uint8Array(hash.digest()),
+    byteLength: parts.reduce((n, part) => n + part.byteLength, 0),
+    rowCount,
+    encoderVersion,
+  };
+}
+
 /**
  * v2 on: our own writer (writer.ts) around a native compressor. Everything that shapes
  * the bytes is named in the version and pinned exactly in package.json: the writer is
@@ -223,13 +241,13 @@ export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
       if (!Number.isSafeInteger(rowGroupRows) || rowGroupRows < 1) {
         throw new Error(`rowGroupRows must be a positive integer, got ${rowGroupRows}`);
       }
-      const bytes = writeParquet(data, {
+      const parts = writeParquet(data, {
         rowGroupRows,
         fieldIds: options.fieldIds ?? {},
         keyValueMetadata: [{ key: ENCODER_METADATA_KEY, value: version }, ...sortedMetadata(options.keyValueMetadata)],
         createdBy: `offsetlake (${version})`,
       }, settings);
-      return finish(bytes, data.rowCount, version);
+      return finishParts(parts, data.rowCount, version);
     },
   };
 }

@@ -120,15 +120,16 @@ class Parts {
     this.list.push(bytes);
     this.offset += bytes.byteLength;
   }
-  join(): Uint8Array {
-    const out = new Uint8Array(this.offset);
-    let at = 0;
-    for (const part of this.list) {
-      out.set(part, at);
-      at += part.byteLength;
-    }
-    return out;
+}
+
+export function joinParts(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, part) => n + part.byteLength, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
   }
+  return out;
 }
 
 /** A page buffer reused across pages and files: only compressed pages are kept. */
@@ -140,7 +141,12 @@ function reserve(bytes: number): void {
   scratchView = new DataView(scratch.buffer);
 }
 
-export function writeParquet(data: PreparedData, options: WriteOptions, settings: WriterSettings): Uint8Array {
+/**
+ * The file as its parts in order (the last two are the metadata and its length + magic,
+ * i.e. the footer): indexing only hashes them and keeps the footer, so the whole file is
+ * joined into one buffer only when its bytes are served (`joinParts`).
+ */
+export function writeParquet(data: PreparedData, options: WriteOptions, settings: WriterSettings): readonly Uint8Array[] {
   const { rowGroupRows } = options;
   const schema = parquetSchema(data.columns);
   const plans = leafPlans(data.columns, schema);
@@ -185,7 +191,7 @@ export function writeParquet(data: PreparedData, options: WriteOptions, settings
   new DataView(tail.buffer).setUint32(0, metadata.length, true);
   tail.set(MAGIC, 4);
   parts.push(tail);
-  return parts.join();
+  return parts.list;
 }
 
 function physicalOf(element: SchemaElement): Physical {
