@@ -47,3 +47,20 @@ if [ -n "$foreign" ]; then
     rm -rf "$download"
   fi
 fi
+# Encoder determinism across Node 22 minor versions: the golden test encodes once more under
+# Node 22.12.0 (the npm package node-linux-<arch> for this machine), in the same cache.
+case "$(uname -m)" in
+  x86_64) native=x64 ;;
+  aarch64) native=arm64 ;;
+  *) native= ;;
+esac
+older_node=22.12.0
+older_dir="${OFFSETLAKE_CACHE:-$HOME/.cache/offsetlake}/node-linux-$native-$older_node"
+if [ -n "$native" ] && [ ! -x "$older_dir/bin/node" ]; then
+  download=$(mktemp -d)
+  (cd "$download" && npm pack --silent "node-linux-$native@$older_node" >/dev/null)
+  mkdir -p "$download/package" "$(dirname "$older_dir")"
+  tar -xzf "$download"/node-linux-"$native"-*.tgz -C "$download" package/bin/node package/LICENSE
+  rm -rf "$older_dir" && mv "$download/package" "$older_dir"
+  rm -rf "$download"
+fi
