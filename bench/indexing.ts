@@ -8,10 +8,11 @@
  * Two passes over the same topic, each into a table of its own:
  *   engine   PartitionIndexer.advance: committed read → seal → build → commit
  *   run      the local runner: emulator (a read, MSK event) → handler (a committed read) → …
- * Needs the local stack (`npx offsetlake stack up`).
+ * Needs the local stack (`npx offsetlake stack up`). BENCH_PROFILE=1 prints where each pass's CPU goes.
  */
 import { performance } from 'node:perf_hooks';
 import { timedBuild, timedSource } from './timing.js';
+import { profiled } from './profile.js';
 import { randomUUID } from 'node:crypto';
 import { openEngine } from '../src/runtime/engine.js';
 import { rangeBuilder } from '../src/build/files.js';
@@ -61,7 +62,7 @@ try {
     stages.read = stages.build = 0;
     const cpu = process.cpuUsage();
     const started = performance.now();
-    await index(table);
+    await profiled(name, () => index(table));
     const wall = (performance.now() - started) / 1000;
     const used = process.cpuUsage(cpu);
     const cpuSeconds = (used.user + used.system) / 1e6;
