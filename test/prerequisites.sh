@@ -14,6 +14,17 @@ if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
     exit 1
   fi
 fi
+# Node <version> for <arch> (npm package node-linux-<arch>), kept in the shared download cache.
+fetch_node() {
+  dir="${OFFSETLAKE_CACHE:-$HOME/.cache/offsetlake}/node-linux-$1-$2"
+  [ -x "$dir/bin/node" ] && return 0
+  download=$(mktemp -d)
+  (cd "$download" && npm pack --silent "node-linux-$1@$2" >/dev/null)
+  mkdir -p "$download/package" "$(dirname "$dir")"
+  tar -xzf "$download"/node-linux-"$1"-*.tgz -C "$download" package/bin/node package/LICENSE
+  rm -rf "$dir" && mv "$download/package" "$dir"
+  rm -rf "$download"
+}
 # The Lambda bundle test runs the bundles of the other processor than this machine's (arm64,
 # the deployed one, on an x86_64 machine) under QEMU user-mode emulation: Debian's qemu-user
 # and that architecture's cross libraries (the dynamic linker's root), and Node 22 for it, the
@@ -36,16 +47,7 @@ if [ -n "$foreign" ]; then
       exit 1
     fi
   fi
-  version=$(node -p 'require("./node_modules/node/package.json").version')
-  node_dir="${OFFSETLAKE_CACHE:-$HOME/.cache/offsetlake}/node-linux-$foreign-$version"
-  if [ ! -x "$node_dir/bin/node" ]; then
-    download=$(mktemp -d)
-    (cd "$download" && npm pack --silent "node-linux-$foreign@$version" >/dev/null)
-    mkdir -p "$download/package" "$(dirname "$node_dir")"
-    tar -xzf "$download"/node-linux-"$foreign"-*.tgz -C "$download" package/bin/node package/LICENSE
-    rm -rf "$node_dir" && mv "$download/package" "$node_dir"
-    rm -rf "$download"
-  fi
+  fetch_node "$foreign" "$(node -p 'require("./node_modules/node/package.json").version')"
 fi
 # Encoder determinism across Node 22 minor versions: the golden test encodes once more under
 # Node 22.12.0 (the npm package node-linux-<arch> for this machine), in the same cache.
@@ -54,13 +56,4 @@ case "$(uname -m)" in
   aarch64) native=arm64 ;;
   *) native= ;;
 esac
-older_node=22.12.0
-older_dir="${OFFSETLAKE_CACHE:-$HOME/.cache/offsetlake}/node-linux-$native-$older_node"
-if [ -n "$native" ] && [ ! -x "$older_dir/bin/node" ]; then
-  download=$(mktemp -d)
-  (cd "$download" && npm pack --silent "node-linux-$native@$older_node" >/dev/null)
-  mkdir -p "$download/package" "$(dirname "$older_dir")"
-  tar -xzf "$download"/node-linux-"$native"-*.tgz -C "$download" package/bin/node package/LICENSE
-  rm -rf "$older_dir" && mv "$download/package" "$older_dir"
-  rm -rf "$download"
-fi
+if [ -n "$native" ]; then fetch_node "$native" 22.12.0; fi

@@ -107,6 +107,12 @@ export interface HyparquetSettings {
   pageSize: number;
 }
 
+function checkedRowGroupRows(options: EncodeOptions): number {
+  const { rowGroupRows } = options;
+  if (!Number.isSafeInteger(rowGroupRows) || rowGroupRows < 1) throw new Error(`rowGroupRows must be a positive integer, got ${rowGroupRows}`);
+  return rowGroupRows;
+}
+
 /** One encoder from fixed settings. */
 export function hyparquetEncoder(settings: HyparquetSettings): Encoder {
   const { version } = settings;
@@ -115,10 +121,7 @@ export function hyparquetEncoder(settings: HyparquetSettings): Encoder {
   return {
     version,
     encode(data, options) {
-      const { rowGroupRows } = options;
-      if (!Number.isSafeInteger(rowGroupRows) || rowGroupRows < 1) {
-        throw new Error(`rowGroupRows must be a positive integer, got ${rowGroupRows}`);
-      }
+      const rowGroupRows = checkedRowGroupRows(options);
       const columnData: ColumnSource[] = data.columns.map((column, i) => ({
         name: column.name,
         data: data.arrays[i]!,
@@ -237,10 +240,7 @@ export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
   return {
     version,
     encode(data, options) {
-      const { rowGroupRows } = options;
-      if (!Number.isSafeInteger(rowGroupRows) || rowGroupRows < 1) {
-        throw new Error(`rowGroupRows must be a positive integer, got ${rowGroupRows}`);
-      }
+      const rowGroupRows = checkedRowGroupRows(options);
       const parts = writeParquet(data, {
         rowGroupRows,
         fieldIds: options.fieldIds ?? {},
