@@ -97,7 +97,7 @@ interface PageBounds {
   bounded: boolean;
 }
 
-interface ChunkMeta {
+export interface ChunkMeta {
   leaf: LeafPlan;
   start: number;
   dataBytes: number;
@@ -147,24 +147,50 @@ function reserve(bytes: number): void {
  * joined into one buffer only when its bytes are served (`joinParts`).
  */
 export function writeParquet(data: PreparedData, options: WriteOptions, settings: WriterSettings): readonly Uint8Array[] {
-  const { rowGroupRows } = options;
+  const groups: EncodedRowGroup[] = [];
+  for (let start = 0; start < data.rowCount; start += options.rowGroupRows) {
+    groups.push(encodeRowGroup(data, start, Math.min(start + options.rowGroupRows, data.rowCount), settings));
+  }
+  return assembleParquet(data, groups, options, settings);
+}
+
+/**
+ * One row group's column chunks, encoded on their own (a row group depends on nothing
+ * before it), so row groups can be encoded anywhere, e.g. on worker threads, and
+ * assembled in order: byte offsets in `chunks` count from the group's first byte.
+ */
+export interface EncodedRowGroup {
+  rows: number;
+  parts: Uint8Array[];
+  chunks: ChunkMeta[];
+}
+
+export function encodeRowGroup(data: PreparedData, start: number, end: number, settings: WriterSettings): EncodedRowGroup {
+  const plans = leafPlans(data.columns, parquetSchema(data.columns));
+  const parts = new Parts();
+  const chunks: ChunkMeta[] = [];
+  data.columns.forEach((column, c) => {
+    const own = plans.filter((p) => p.column === c);
+    const leafChunks = isScalar(column.type)
+      ? [flatChunk(column, data.arrays[c]!, start, end)]
+      : shred(column, data.arrays[c]!, start, end, own.length);
+    own.forEach((plan, k) => chunks.push(writeChunk(parts, plan, leafChunks[k]!, settings)));
+  });
+  return { rows: end - start, parts: parts.list, chunks };
+}
+
+/** The file from its row groups in order: their bytes, the page index, the footer. */
+export function assembleParquet(data: Pick<PreparedData, 'columns' | 'rowCount'>, encoded: readonly EncodedRowGroup[], options: WriteOptions, settings: WriterSettings): readonly Uint8Array[] {
   const schema = parquetSchema(data.columns);
   const plans = leafPlans(data.columns, schema);
   const parts = new Parts();
   parts.push(MAGIC);
-  const groups: { rows: number; chunks: ChunkMeta[] }[] = [];
-  for (let start = 0; start < data.rowCount; start += rowGroupRows) {
-    const end = Math.min(start + rowGroupRows, data.rowCount);
-    const chunks: ChunkMeta[] = [];
-    data.columns.forEach((column, c) => {
-      const own = plans.filter((p) => p.column === c);
-      const leafChunks = isScalar(column.type)
-        ? [flatChunk(column, data.arrays[c]!, start, end)]
-        : shred(column, data.arrays[c]!, start, end, own.length);
-      own.forEach((plan, k) => chunks.push(writeChunk(parts, plan, leafChunks[k]!, settings)));
-    });
-    groups.push({ rows: end - start, chunks });
-  }
+  const groups = encoded.map((group) => {
+    const base = parts.offset;
+    for (const part of group.parts) parts.push(part);
+    const chunks = group.chunks.map((chunk) => ({ ...chunk, start: chunk.start + base, pages: chunk.pages.map((page) => ({ ...page, offset: page.offset + base })) }));
+    return { rows: group.rows, chunks };
+  });
   const index = new CompactWriter();
   for (const group of groups) {
     for (const chunk of group.chunks) {

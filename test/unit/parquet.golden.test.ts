@@ -10,8 +10,10 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves, prepare } from '../../src/parquet/index.js';
 import { fieldIds } from '../../src/schema/table-schema.js';
+import { compressSync as lz4CompressSync } from 'lz4-napi';
+import { assembleParquet, encodeRowGroup, joinParts, writeParquet } from '../../src/parquet/writer.js';
 
 const utf8 = new TextEncoder();
 
@@ -161,5 +163,19 @@ describe.each(Object.keys(pinned))('encoder %s keeps its output', (version) => {
     );
     const out = execFileSync(node, ['--import', 'tsx', '--input-type=module', '-e', script], { input, encoding: 'utf8', maxBuffer: 1 << 20 });
     expect(out).toBe(Buffer.from(json().sha256).toString('hex'));
+  });
+});
+
+describe('row groups of our writer encoded apart (as on worker threads)', () => {
+  it('assemble into the very bytes of one pass, whatever order they were encoded in', () => {
+    const settings = { codec: 'LZ4_RAW' as const, compress: (page: Uint8Array) => lz4CompressSync(page as Buffer).subarray(4), pageBytes: 1 << 20, pageRows: 1_000, statisticsBytes: 64 };
+    const columns = kafkaTableColumns('json');
+    const data = prepare(columns, kafkaColumnArrays(5, kafkaRecords, 'json'));
+    const options = { rowGroupRows: 700, fieldIds: idsFor(columns), keyValueMetadata: [], createdBy: 'test' };
+    const whole = joinParts(writeParquet(data, options, settings));
+    const starts = Array.from({ length: Math.ceil(data.rowCount / 700) }, (_, g) => g * 700);
+    const apart = new Map(starts.toReversed().map((start) => [start, encodeRowGroup(data, start, Math.min(start + 700, data.rowCount), settings)]));
+    const assembled = joinParts(assembleParquet(data, starts.map((start) => structuredClone(apart.get(start)!)), options, settings));
+    expect(Buffer.from(assembled).equals(Buffer.from(whole))).toBe(true);
   });
 });
