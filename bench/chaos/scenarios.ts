@@ -12,6 +12,8 @@ import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
 import { dropTable, type TableRecord } from '../../src/catalog/tables.js';
 import { createTopic } from '../../src/kafka/topics.js';
+import { faultPoints } from '../../src/common/faults.js';
+import { fileURLToPath } from 'node:url';
 import type { RegistrySchema } from '../../src/schema/registry.js';
 import { sleep } from '../../src/stack/process.js';
 import { seededRandom } from '../../test/helpers/random.js';
@@ -22,6 +24,7 @@ import { ChaosProducer } from './producer.js';
 import type { ChaosStack } from './stack.js';
 
 const partitions = 3;
+const skewedClock = fileURLToPath(new URL('./skewed-clock.mjs', import.meta.url));
 
 /**
  * Small files and short windows, so a short run still seals many ranges by every
@@ -36,8 +39,8 @@ export interface ScenarioContext {
   /** The bounded version (CI): fewer faults, shorter production. */
   short: boolean;
   log: (line: string) => void;
-  /** A new `offsetlake run` child process. */
-  startIndexer(): IndexerProcess;
+  /** A new `offsetlake run` child process; `env` is added to its environment, lines of stderr matching `watch` are kept. */
+  startIndexer(env?: Record<string, string>, watch?: RegExp): IndexerProcess;
   /** Avro scenarios: the schema the producer writes with from now on. */
   useSchema(schema: RegistrySchema): void;
   /** Avro scenarios: the schemas registered for the topic before production began. */
@@ -193,6 +196,122 @@ export const scenarios: Scenario[] = [
       return { faults: `1 registry outage, a new schema id while down${waited ? '; run waited' : '; run never waited (no fault met)'}`, repairedAt, indexers: [indexer] };
     },
   },
+  {
+    name: 'fault-points',
+    does: '`offsetlake run` SIGKILLs itself at a named point of the commit path (OFFSETLAKE_FAULT), the Nth time it passes it: after a range\'s files are built, inside the commit transaction before COMMIT, after COMMIT before its memory moves on; the next runner takes over',
+    format: 'json',
+    async inject(context) {
+      const rounds = context.short ? 1 : 3;
+      const met: string[] = [];
+      const missed: string[] = [];
+      for (let round = 0; round < rounds; round += 1) {
+        for (const point of faultPoints) {
+          const nth = 1 + Math.floor(context.random() * (context.short ? 3 : 8));
+          const indexer = context.startIndexer({ OFFSETLAKE_FAULT: `${point}:${nth}` });
+          // Its predecessor's leases lapse first (lease_ttl 3 s), then it commits nth times.
+          if ((await indexer.exitedWithin(30_000)) && indexer.signal === 'SIGKILL') met.push(point);
+          else {
+            missed.push(point);
+            await indexer.kill();
+          }
+        }
+      }
+      const indexer = context.startIndexer();
+      const repairedAt = Date.now();
+      await waitBetween(context, 500, 1500);
+      const counts = faultPoints.map((point) => `${point} ×${met.filter((p) => p === point).length}`).join(', ');
+      return { faults: `self-SIGKILL at ${counts}${missed.length ? `; no fault met at ${missed.join(', ')}` : ''}`, repairedAt, indexers: [indexer] };
+    },
+  },
+  {
+    name: 'stolen-lease',
+    does: '`offsetlake run` pauses itself (SIGSTOP) for longer than lease_ttl with a range built and not yet committed, and a second runner takes its partitions and commits past that range; then SIGCONT: the paused commit must be refused by the lease fence. Full length also pauses it inside the commit transaction (before COMMIT), where the takeover must wait on the row lock',
+    format: 'json',
+    async inject(context) {
+      const points = context.short ? ['after-build'] : ['after-build', 'before-commit', 'after-build', 'before-commit'];
+      let other: IndexerProcess | undefined;
+      let paused: IndexerProcess | undefined;
+      let repairedAt = Date.now();
+      const said = { built: 0, refused: 0, inCommit: 0, waited: 0, missed: 0 };
+      for (const point of points) {
+        // A fresh pair each time: the runner to pause must get the partitions first.
+        await Promise.all([paused?.kill(), other?.kill()]);
+        const nth = 1 + Math.floor(context.random() * 4);
+        paused = context.startIndexer({ OFFSETLAKE_FAULT: `${point}:${nth}:stop` }, /is lost/);
+        other = undefined;
+        if (!(await paused.stoppedWithin(30_000))) {
+          said.missed += 1;
+          continue;
+        }
+        // The runner that steals its leases once they lapse.
+        other = context.startIndexer();
+        const pausedMs = 4000 + Math.floor(context.random() * (context.short ? 1000 : 4000));
+        const until = Date.now() + pausedMs;
+        let lockWaits = 0;
+        while (Date.now() < until) {
+          const waiting = await context.stack.engine.catalog.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
+          lockWaits = Math.max(lockWaits, waiting.rows[0]!.n);
+          await sleep(200);
+        }
+        paused.resume();
+        repairedAt = Date.now();
+        if (point === 'after-build') {
+          said.built += 1;
+          const deadline = Date.now() + 10_000;
+          while (paused.matched.length === 0 && Date.now() < deadline) await sleep(100);
+          if (paused.matched.length > 0) said.refused += 1;
+        } else {
+          said.inCommit += 1;
+          if (lockWaits > 0) said.waited += 1;
+        }
+      }
+      await waitBetween(context, 500, 1500);
+      const parts = [`${said.built} SIGSTOP after build > lease_ttl, ${said.refused} commit${said.refused === 1 ? '' : 's'} refused by the fence`];
+      if (said.inCommit > 0) parts.push(`${said.inCommit} inside the commit transaction, takeover waited on the row lock ×${said.waited}`);
+      const unmet = said.missed > 0 || said.refused < said.built || said.waited < said.inCommit || said.built === 0;
+      return { faults: `${parts.join('; ')}${unmet ? ' (no fault met)' : ''}`, repairedAt, indexers: [paused!, other].filter((i): i is IndexerProcess => i !== undefined) };
+    },
+  },
+  {
+    name: 'clock-skew',
+    does: 'two runners whose wall clocks run 60 s ahead and 60 s behind (leases are timed by Postgres\'s now(); the clock only ages open ranges, and open_range_since passes between holders), SIGKILLed in turn so their partitions move between the skewed clocks',
+    format: 'json',
+    async inject(context) {
+      const kills = context.short ? 2 : 6;
+      const skews = [60_000, -60_000];
+      const start = (skew: number) => context.startIndexer({ OFFSETLAKE_CHAOS_CLOCK_SKEW_MS: String(skew), NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${skewedClock}`.trim() });
+      const indexers = skews.map(start);
+      // What the holders wrote as open_range_since, against Postgres's clock: the skew seen.
+      const seen = { ahead: 0, behind: 0 };
+      const look = async () => {
+        const rows = await context.stack.engine.catalog.query<{ s: number | null }>(
+          'SELECT extract(epoch FROM open_range_since - now())::float8 AS s FROM offsetlake.lake_partition WHERE table_id = $1',
+          [context.table.tableId],
+        );
+        for (const { s } of rows.rows) {
+          if (s !== null && s > 30) seen.ahead += 1;
+          if (s !== null && s < -30) seen.behind += 1;
+        }
+      };
+      let looking = true;
+      const sampler = (async () => {
+        while (looking) {
+          await look().catch(() => {});
+          await sleep(100);
+        }
+      })();
+      const repairedAt = await repeatedly(context, kills, 1000, context.short ? 2500 : 5000, async () => {
+        const victim = Math.floor(context.random() * indexers.length);
+        await indexers[victim]!.kill();
+        indexers[victim] = start(skews[victim]!);
+      });
+      await waitBetween(context, 500, 1500);
+      looking = false;
+      await sampler;
+      const met = seen.ahead > 0 && seen.behind > 0;
+      return { faults: `clocks +60 s and −60 s, ${times(kills, 'SIGKILL')}${met ? '' : ' (no fault met: no skewed open_range_since seen)'}`, repairedAt, indexers };
+    },
+  },
 ];
 
 /** Polls the catalog until every partition's indexed_end reached `producedEnd`; the moment it did. */
@@ -228,8 +347,8 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
     random,
     short: options.short,
     log: options.log,
-    startIndexer() {
-      const indexer = new IndexerProcess(stack, `${scenario.name}-${started.length + 1}`);
+    startIndexer(env, watch) {
+      const indexer = new IndexerProcess(stack, `${scenario.name}-${started.length + 1}`, env, watch);
       started.push(indexer);
       return indexer;
     },
