@@ -14,6 +14,7 @@ import { dropTable, type TableRecord } from '../../src/catalog/tables.js';
 import { createTopic } from '../../src/kafka/topics.js';
 import { faultPoints } from '../../src/common/faults.js';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import type { RegistrySchema } from '../../src/schema/registry.js';
 import { sleep } from '../../src/stack/process.js';
 import { seededRandom } from '../../test/helpers/random.js';
@@ -41,6 +42,8 @@ export interface ScenarioContext {
   log: (line: string) => void;
   /** A new `offsetlake run` child process; `env` is added to its environment, lines of stderr matching `watch` are kept. */
   startIndexer(env?: Record<string, string>, watch?: RegExp): IndexerProcess;
+  /** The topic grew to `partitions`: the producer writes over all of them from now on. */
+  growTopic(partitions: number): void;
   /** Avro scenarios: the schema the producer writes with from now on. */
   useSchema(schema: RegistrySchema): void;
   /** Avro scenarios: the schemas registered for the topic before production began. */
@@ -312,7 +315,104 @@ export const scenarios: Scenario[] = [
       return { faults: `clocks +60 s and −60 s, ${times(kills, 'SIGKILL')}${met ? '' : ' (no fault met: no skewed open_range_since seen)'}`, repairedAt, indexers };
     },
   },
+  {
+    name: 'pg-max-connections',
+    does: 'the catalog\'s Postgres refuses connections (max_connections reached: a client of ours holds every slot, and the runner\'s sessions are terminated so that it must reconnect) for 5 s (full: 15 s, longer than lease_ttl); a second runner starts during the outage',
+    format: 'json',
+    async inject(context) {
+      const outages = context.short ? 1 : 2;
+      const indexers = [context.startIndexer()];
+      const said: string[] = [];
+      const repairedAt = await repeatedly(context, outages, 1000, context.short ? 2000 : 5000, async () => {
+        const hog = await holdEveryConnection(context.stack.env.DATABASE_URL);
+        said.push(hog.refused);
+        if (indexers.length < 2) indexers.push(context.startIndexer({}, /53300|too many clients|slots are reserved/));
+        await sleep(context.short ? 5000 : 15_000);
+        await hog.release();
+      });
+      const waited = indexers[1]!.matched.length > 0;
+      await waitBetween(context, 500, 1500);
+      return {
+        faults: `${times(outages, 'connections refused')} (${[...new Set(said)].join('; ')})${waited ? ', the second run waited to open the catalog' : ' (no fault met: the second run never waited)'}`,
+        repairedAt,
+        indexers,
+      };
+    },
+  },
+  {
+    name: 'kafka-down',
+    does: 'the Kafka broker stopped for 10 s (full: 60 s) under the producer and the runner, then started again',
+    format: 'json',
+    async inject(context) {
+      const indexer = context.startIndexer();
+      await waitBetween(context, 1000, context.short ? 2000 : 5000);
+      await context.stack.stopKafka();
+      const waited = await someoneWaits(context.stack, context.table, '', 10_000);
+      await sleep(context.short ? 10_000 : 60_000);
+      await context.stack.startKafka();
+      const repairedAt = Date.now();
+      await waitBetween(context, 500, 1500);
+      return { faults: `broker down ${context.short ? 10 : 60} s${waited ? '; run waited' : ' (no fault met: run never said it waits)'}`, repairedAt, indexers: [indexer] };
+    },
+  },
+  {
+    name: 'grow-partitions',
+    does: 'the topic grows from 3 to 5 partitions (full: to 5, then 8) while the runner indexes and the producer writes to the new partitions at once',
+    format: 'json',
+    async inject(context) {
+      const indexer = context.startIndexer();
+      const steps = context.short ? [5] : [5, 8];
+      const repairedAt = await repeatedly(context, steps.length, 1000, context.short ? 2000 : 5000, async () => {
+        const count = steps.shift()!;
+        await context.stack.engine.kafka.admin().createPartitions({ topics: [{ name: context.table.topic, count }] });
+        context.growTopic(count);
+      });
+      await waitBetween(context, 500, 1500);
+      return { faults: context.short ? '3 → 5 partitions' : '3 → 5 → 8 partitions', repairedAt, indexers: [indexer] };
+    },
+  },
 ];
+
+/**
+ * Opens connections to the catalog's Postgres until it refuses one, then terminates every
+ * other client session (which must reconnect, and is refused) and fills the slots they
+ * freed; `release` closes them all. `refused`: the server's words.
+ */
+async function holdEveryConnection(databaseUrl: string): Promise<{ refused: string; release(): Promise<void> }> {
+  const clients: pg.Client[] = [];
+  let refused = '';
+  const fill = async () => {
+    for (;;) {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      client.on('error', () => {});
+      try {
+        await client.connect();
+      } catch (error) {
+        refused = (error as Error).message;
+        return;
+      }
+      clients.push(client);
+      if (clients.length > 2000) throw new Error('Postgres took 2000 connections without refusing one');
+    }
+  };
+  await fill();
+  if (clients.length === 0) throw new Error(`could not hold a single connection: ${refused}`);
+  for (let round = 0; round < 5; round += 1) {
+    const others = await clients[0]!.query<{ n: number }>(
+      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+       WHERE backend_type = 'client backend' AND pid <> ALL($1::int[])`,
+      [await Promise.all(clients.map(async (c) => (c as unknown as { processID: number }).processID))],
+    );
+    await fill();
+    if (others.rows[0]!.n === 0) break;
+  }
+  return {
+    refused,
+    async release() {
+      await Promise.all(clients.map((client) => client.end().catch(() => {})));
+    },
+  };
+}
 
 /** Polls the catalog until every partition's indexed_end reached `producedEnd`; the moment it did. */
 async function caughtUp(stack: ChaosStack, table: TableRecord, producedEnd: ReadonlyMap<number, bigint>, timeoutMs: number): Promise<number> {
@@ -351,6 +451,9 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
       const indexer = new IndexerProcess(stack, `${scenario.name}-${started.length + 1}`, env, watch);
       started.push(indexer);
       return indexer;
+    },
+    growTopic(count) {
+      producer.grow(count);
     },
     useSchema(next) {
       schema = next;
