@@ -1,5 +1,5 @@
 /**
- * `offsetlake run` as a child process, as a user runs it: the scenarios kill it with
+ * `offsetlake run` (or another indexer: the msk-handler scenario's bench/chaos/handler-process.ts) as a child process, as a user runs it: the scenarios kill it with
  * SIGKILL (no handler runs, leases stay held until they expire) and start another.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -19,8 +19,8 @@ export class IndexerProcess {
   readonly matched: string[] = [];
 
   /** `env`: more environment (OFFSETLAKE_FAULT, a skewed clock); `watch`: lines of stderr to keep in `matched`. */
-  constructor(stack: ChaosStack, readonly label: string, env: Record<string, string> = {}, private readonly watch?: RegExp) {
-    this.child = spawn(process.execPath, [cli, 'run', '--batch-window', '100ms'], {
+  constructor(stack: ChaosStack, readonly label: string, env: Record<string, string> = {}, private readonly watch?: RegExp, args: string[] = [cli, 'run', '--batch-window', '100ms']) {
+    this.child = spawn(process.execPath, args, {
       env: { ...process.env, ...stack.env, ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
 import { dropTable, type TableRecord } from '../../src/catalog/tables.js';
-import { createTopic } from '../../src/kafka/topics.js';
+import { createTopic, deleteRecords, topicPartitions } from '../../src/kafka/topics.js';
+import { lastStableOffset } from '../../src/kafka/offsets.js';
 import { faultPoints } from '../../src/common/faults.js';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -25,6 +26,7 @@ import { ChaosProducer } from './producer.js';
 import type { ChaosStack } from './stack.js';
 
 const partitions = 3;
+const handlerProcess = fileURLToPath(new URL('./handler-process.ts', import.meta.url));
 const skewedClock = fileURLToPath(new URL('./skewed-clock.mjs', import.meta.url));
 
 /**
@@ -42,6 +44,8 @@ export interface ScenarioContext {
   log: (line: string) => void;
   /** A new `offsetlake run` child process; `env` is added to its environment, lines of stderr matching `watch` are kept. */
   startIndexer(env?: Record<string, string>, watch?: RegExp): IndexerProcess;
+  /** A new bench/chaos/handler-process.ts child: events of the table's topic delivered to the MSK handler, messily. */
+  startHandler(env?: Record<string, string>): IndexerProcess;
   /** The topic grew to `partitions`: the producer writes over all of them from now on. */
   growTopic(partitions: number): void;
   /** Avro scenarios: the schema the producer writes with from now on. */
@@ -58,6 +62,8 @@ export interface FaultsDone {
   repairedAt: number;
   /** Indexers left running to catch up. */
   indexers: IndexerProcess[];
+  /** What the scenario itself found wrong (beyond the audit's invariants). */
+  problems?: string[];
 }
 
 export interface Scenario {
@@ -365,10 +371,91 @@ export const scenarios: Scenario[] = [
       const repairedAt = await repeatedly(context, steps.length, 1000, context.short ? 2000 : 5000, async () => {
         const count = steps.shift()!;
         await context.stack.engine.kafka.admin().createPartitions({ topics: [{ name: context.table.topic, count }] });
+        // The broker's metadata lists them a moment after the request.
+        while ((await topicPartitions(context.stack.engine.kafka, context.table.topic)).length < count) await sleep(50);
         context.growTopic(count);
       });
       await waitBetween(context, 500, 1500);
       return { faults: context.short ? '3 → 5 partitions' : '3 → 5 → 8 partitions', repairedAt, indexers: [indexer] };
+    },
+  },
+  {
+    name: 'msk-handler',
+    does: 'no `run`: the MSK handler (handleKafkaEvent) fed events redelivered, overlapping, with gaps, of two partitions, reordered, across cold starts (bench/chaos/handler-process.ts), and killed mid-batch as a Lambda timeout ends it: SIGKILL at random moments, and at a fault point of the commit path (OFFSETLAKE_FAULT); the next invocation takes over',
+    format: 'json',
+    async inject(context) {
+      const kills = context.short ? 4 : 12;
+      const met: string[] = [];
+      let plain = 0;
+      let missed = 0;
+      let fault: string | undefined;
+      let handler = context.startHandler();
+      /** Ends the current handler: by its own fault point if it has one, else by a SIGKILL now. */
+      const end = async () => {
+        if (fault && (await handler.exitedWithin(30_000)) && handler.signal === 'SIGKILL') met.push(fault.split(':')[0]!);
+        else if (fault) missed += 1;
+        else plain += 1;
+        await handler.kill();
+      };
+      await repeatedly(context, kills - 1, 500, context.short ? 1500 : 4000, async () => {
+        await end();
+        fault = context.random() < 0.5 ? `${faultPoints[Math.floor(context.random() * faultPoints.length)]}:${1 + Math.floor(context.random() * 3)}` : undefined;
+        handler = context.startHandler(fault ? { OFFSETLAKE_FAULT: fault } : {});
+      });
+      await waitBetween(context, 500, context.short ? 1500 : 4000);
+      await end();
+      handler = context.startHandler();
+      const repairedAt = Date.now();
+      await waitBetween(context, 500, 1500);
+      return {
+        faults: `SIGKILL mid-batch ×${plain}, self-SIGKILL at ${faultPoints.map((p) => `${p} ×${met.filter((m) => m === p).length}`).join(', ')}${missed ? ` (no fault met at ${missed} fault points)` : ''}`,
+        repairedAt,
+        indexers: [handler],
+      };
+    },
+  },
+  {
+    name: 'retention-gap',
+    does: 'no runner runs while retention deletes records above indexed_end (DeleteRecords to a seeded offset between indexed_end and the LSO on every partition); the next runner records exactly those offsets as a lost interval and goes on, the partition still tiling',
+    format: 'json',
+    async inject(context) {
+      const outages = context.short ? 1 : 3;
+      const { catalog, kafka } = context.stack.engine;
+      const expected: { partition: number; start: bigint; end: bigint }[] = [];
+      let indexer = context.startIndexer();
+      const repairedAt = await repeatedly(context, outages, 1500, context.short ? 2500 : 5000, async () => {
+        await indexer.stop();
+        await waitBetween(context, 500, 1500);
+        const ends = await catalog.query<{ partition_id: number; indexed_end: bigint }>('SELECT partition_id, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [context.table.tableId]);
+        for (const { partition_id: partition, indexed_end: end } of ends.rows) {
+          const lso = await lastStableOffset(kafka, context.table.topic, partition);
+          if (lso <= end + 1n) continue;
+          const before = end + 1n + BigInt(Math.floor(context.random() * Number(lso - end - 1n)));
+          const earliest = await deleteRecords(kafka, context.table.topic, partition, before);
+          expected.push({ partition, start: end, end: earliest });
+        }
+        indexer = context.startIndexer();
+      });
+      // The runner meets each gap when it reads there: wait until it has recorded them all.
+      const deadline = Date.now() + 30_000;
+      let recorded: { partition_id: number; start_offset: bigint; end_offset: bigint }[] = [];
+      while (Date.now() < deadline) {
+        recorded = (await catalog.query<{ partition_id: number; start_offset: bigint; end_offset: bigint }>('SELECT partition_id, start_offset, end_offset FROM offsetlake.lost_interval WHERE table_id = $1 ORDER BY partition_id, start_offset', [context.table.tableId])).rows;
+        if (recorded.length >= expected.length) break;
+        await sleep(100);
+      }
+      const key = (l: { partition: number; start: bigint; end: bigint }) => `${l.partition}:[${l.start}, ${l.end})`;
+      const want = expected.map(key).sort();
+      const got = recorded.map((r) => key({ partition: r.partition_id, start: r.start_offset, end: r.end_offset })).sort();
+      const problems = want.join(' ') === got.join(' ') ? [] : [`lost intervals: expected ${want.join(' ') || 'none'}, the catalog has ${got.join(' ') || 'none'}`];
+      await waitBetween(context, 500, 1500);
+      const records = expected.reduce((sum, l) => sum + Number(l.end - l.start), 0);
+      return {
+        faults: `${times(outages, 'runner down')}, ${expected.length} deletions above indexed_end (${records} offsets), ${recorded.length} lost intervals recorded${expected.length === 0 ? ' (no fault met)' : ''}`,
+        repairedAt,
+        indexers: [indexer],
+        problems,
+      };
     },
   },
 ];
@@ -452,6 +539,12 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
       started.push(indexer);
       return indexer;
     },
+    startHandler(env) {
+      const args = ['--import', 'tsx', handlerProcess, topic, String(options.seed + started.length)];
+      const indexer = new IndexerProcess(stack, `${scenario.name}-${started.length + 1}`, env, undefined, args);
+      started.push(indexer);
+      return indexer;
+    },
     growTopic(count) {
       producer.grow(count);
     },
@@ -486,7 +579,7 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
       filesRebuilt: audit.filesRebuilt,
       recoveryMs: recoveredAt - done.repairedAt,
       transactions: { committed: producer.counts.committedTransactions, aborted: producer.counts.abortedTransactions, failed: producer.counts.failedTransactions },
-      problems: audit.problems,
+      problems: [...(done.problems ?? []), ...audit.problems],
     };
   } catch (error) {
     const said = started.map((indexer) => `${indexer.label}: ${indexer.output}`).join('\n');
