@@ -64,6 +64,8 @@ export interface FaultsDone {
   indexers: IndexerProcess[];
   /** What the scenario itself found wrong (beyond the audit's invariants). */
   problems?: string[];
+  /** Retention deleted records: files below Kafka's earliest offset are expired, not rebuilt. */
+  retention?: boolean;
 }
 
 export interface Scenario {
@@ -85,6 +87,8 @@ export interface ScenarioResult {
   duplicated: number;
   files: number;
   filesRebuilt: number;
+  /** Files below Kafka's earliest offset (retention scenarios): neither rebuilt nor counted in `files`. */
+  expired: number;
   /** Last repair → every committed record in a file. */
   recoveryMs: number;
   transactions: { committed: number; aborted: number; failed: number };
@@ -455,6 +459,7 @@ export const scenarios: Scenario[] = [
         repairedAt,
         indexers: [indexer],
         problems,
+        retention: true,
       };
     },
   },
@@ -564,7 +569,7 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
     const recoveredAt = await caughtUp(stack, table, producedEnd, options.short ? 60_000 : 180_000);
     await Promise.all(done.indexers.map((indexer) => indexer.stop()));
     const stopped = Date.now();
-    const audit = await auditTable(stack.engine, table, producedEnd);
+    const audit = await auditTable(stack.engine, table, producedEnd, done.retention ? { belowEarliest: 'expired' } : {});
     const seconds = (from: number, to: number) => `${((to - from) / 1000).toFixed(1)} s`;
     options.log(`  ${scenario.name}: faults ${seconds(began, injected)}, caught up ${seconds(injected, recoveredAt)}, indexers stopped ${seconds(recoveredAt, stopped)}, audit ${seconds(stopped, Date.now())}`);
     return {
@@ -575,8 +580,9 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
       indexed: audit.indexed,
       lost: audit.lost,
       duplicated: audit.duplicated,
-      files: audit.files.length,
+      files: audit.files.length - audit.expired,
       filesRebuilt: audit.filesRebuilt,
+      expired: audit.expired,
       recoveryMs: recoveredAt - done.repairedAt,
       transactions: { committed: producer.counts.committedTransactions, aborted: producer.counts.abortedTransactions, failed: producer.counts.failedTransactions },
       problems: [...(done.problems ?? []), ...audit.problems],
