@@ -12,7 +12,7 @@ import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
 import { dropTable, type TableRecord } from '../../src/catalog/tables.js';
 import { createTopic, deleteRecords, topicPartitions } from '../../src/kafka/topics.js';
-import { lastStableOffset } from '../../src/kafka/offsets.js';
+import { lastStableOffset, lastStableOffsets } from '../../src/kafka/offsets.js';
 import { faultPoints } from '../../src/common/faults.js';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -73,6 +73,8 @@ export interface Scenario {
   /** What it does, for the README and the report. */
   does: string;
   format: TableFormat;
+  /** Its short version is in test/integration/chaos.test.ts (`npm test`, which must stay quick); the others only in `npm run chaos`. */
+  ci: boolean;
   inject(context: ScenarioContext): Promise<FaultsDone>;
 }
 
@@ -126,11 +128,12 @@ async function someoneWaits(stack: ChaosStack, table: TableRecord, prefix: strin
 }
 
 /** A JSON table indexed by one runner while a service of the stack fails `counts` times and is repaired. */
-function serviceFault(spec: { name: string; does: string; counts: { short: number; full: number }; fault: string; inject: (context: ScenarioContext) => Promise<void> }): Scenario {
+function serviceFault(spec: { name: string; does: string; ci: boolean; counts: { short: number; full: number }; fault: string; inject: (context: ScenarioContext) => Promise<void> }): Scenario {
   return {
     name: spec.name,
     does: spec.does,
     format: 'json',
+    ci: spec.ci,
     async inject(context) {
       const count = context.short ? spec.counts.short : spec.counts.full;
       const indexer = context.startIndexer();
@@ -146,6 +149,7 @@ export const scenarios: Scenario[] = [
     name: 'kill-runner',
     does: '`offsetlake run` SIGKILLed at random moments (whatever it is doing: reading, building, committing) and started again each time',
     format: 'json',
+    ci: true,
     async inject(context) {
       const kills = context.short ? 2 : 12;
       let indexer = context.startIndexer();
@@ -160,6 +164,7 @@ export const scenarios: Scenario[] = [
     name: 'many-runners',
     does: 'two runners on the same table from the start, a third joining, then one of the three SIGKILLed',
     format: 'json',
+    ci: true,
     async inject(context) {
       const span = context.short ? 1000 : 6000;
       const indexers = [context.startIndexer(), context.startIndexer()];
@@ -176,6 +181,7 @@ export const scenarios: Scenario[] = [
   serviceFault({
     name: 'kill-postgres',
     does: 'the catalog\'s Postgres SIGKILLed mid-run (no shutdown, crash recovery on start) and started again after 0.5–3 s',
+    ci: true,
     counts: { short: 1, full: 3 },
     fault: 'SIGKILL of Postgres',
     async inject(context) {
@@ -187,6 +193,7 @@ export const scenarios: Scenario[] = [
   serviceFault({
     name: 'restart-kafka',
     does: 'the Kafka broker stopped (controlled shutdown) and started again mid-run, producer and indexer connected',
+    ci: true,
     counts: { short: 1, full: 2 },
     fault: 'broker restart',
     inject: (context) => context.stack.restartKafka(),
@@ -195,6 +202,7 @@ export const scenarios: Scenario[] = [
     name: 'registry-down',
     does: 'Avro table; the Schema Registry stopped mid-run while the producer moves to a schema version the indexer has not seen, then started again',
     format: 'avro',
+    ci: true,
     async inject(context) {
       const indexer = context.startIndexer();
       await waitBetween(context, 1000, context.short ? 2000 : 5000);
@@ -213,6 +221,7 @@ export const scenarios: Scenario[] = [
     name: 'fault-points',
     does: '`offsetlake run` SIGKILLs itself at a named point of the commit path (OFFSETLAKE_FAULT), the Nth time it passes it: after a range\'s files are built, inside the commit transaction before COMMIT, after COMMIT before its memory moves on; the next runner takes over',
     format: 'json',
+    ci: true,
     async inject(context) {
       const rounds = context.short ? 1 : 3;
       const met: string[] = [];
@@ -240,6 +249,7 @@ export const scenarios: Scenario[] = [
     name: 'stolen-lease',
     does: '`offsetlake run` pauses itself (SIGSTOP) for longer than lease_ttl with a range built and not yet committed, and a second runner takes its partitions and commits past that range; then SIGCONT: the paused commit must be refused by the lease fence. Full length also pauses it inside the commit transaction (before COMMIT), where the takeover must wait on the row lock',
     format: 'json',
+    ci: true,
     async inject(context) {
       const points = context.short ? ['after-build'] : ['after-build', 'before-commit', 'after-build', 'before-commit'];
       let other: IndexerProcess | undefined;
@@ -289,6 +299,7 @@ export const scenarios: Scenario[] = [
     name: 'clock-skew',
     does: 'two runners whose wall clocks run 60 s ahead and 60 s behind (leases are timed by Postgres\'s now(); the clock only ages open ranges, and open_range_since passes between holders), SIGKILLed in turn so their partitions move between the skewed clocks',
     format: 'json',
+    ci: false,
     async inject(context) {
       const kills = context.short ? 2 : 6;
       const skews = [60_000, -60_000];
@@ -329,6 +340,7 @@ export const scenarios: Scenario[] = [
     name: 'pg-max-connections',
     does: 'the catalog\'s Postgres refuses connections (max_connections reached: a client of ours holds every slot, and the runner\'s sessions are terminated so that it must reconnect) for 5 s (full: 15 s, longer than lease_ttl); a second runner starts during the outage',
     format: 'json',
+    ci: false,
     async inject(context) {
       const outages = context.short ? 1 : 2;
       const indexers = [context.startIndexer()];
@@ -353,6 +365,7 @@ export const scenarios: Scenario[] = [
     name: 'kafka-down',
     does: 'the Kafka broker stopped for 10 s (full: 60 s) under the producer and the runner, then started again',
     format: 'json',
+    ci: false,
     async inject(context) {
       const indexer = context.startIndexer();
       await waitBetween(context, 1000, context.short ? 2000 : 5000);
@@ -369,6 +382,7 @@ export const scenarios: Scenario[] = [
     name: 'grow-partitions',
     does: 'the topic grows from 3 to 5 partitions (full: to 5, then 8) while the runner indexes and the producer writes to the new partitions at once',
     format: 'json',
+    ci: false,
     async inject(context) {
       const indexer = context.startIndexer();
       const steps = context.short ? [5] : [5, 8];
@@ -387,6 +401,7 @@ export const scenarios: Scenario[] = [
     name: 'msk-handler',
     does: 'no `run`: the MSK handler (handleKafkaEvent) fed events redelivered, overlapping, with gaps, of two partitions, reordered, across cold starts (bench/chaos/handler-process.ts), and killed mid-batch as a Lambda timeout ends it: SIGKILL at random moments, and at a fault point of the commit path (OFFSETLAKE_FAULT); the next invocation takes over',
     format: 'json',
+    ci: false,
     async inject(context) {
       const kills = context.short ? 4 : 12;
       const met: string[] = [];
@@ -422,6 +437,7 @@ export const scenarios: Scenario[] = [
     name: 'retention-gap',
     does: 'no runner runs while retention deletes records above indexed_end (DeleteRecords to a seeded offset between indexed_end and the LSO on every partition); the next runner records exactly those offsets as a lost interval and goes on, the partition still tiling',
     format: 'json',
+    ci: true,
     async inject(context) {
       const outages = context.short ? 1 : 3;
       const { catalog, kafka } = context.stack.engine;
@@ -506,6 +522,17 @@ async function holdEveryConnection(databaseUrl: string): Promise<{ refused: stri
   };
 }
 
+/** Offsets between each partition's indexed_end and its LSO, summed: what the indexers still had to catch up. */
+async function behind(stack: ChaosStack, table: TableRecord): Promise<string> {
+  try {
+    const rows = (await stack.engine.catalog.query<{ partition_id: number; indexed_end: bigint }>('SELECT partition_id, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1', [table.tableId])).rows;
+    const lsos = await lastStableOffsets(stack.engine.kafka, rows.map((row) => ({ topic: table.topic, partition: row.partition_id })));
+    return String(rows.reduce((sum, row, i) => sum + (lsos[i]! - row.indexed_end), 0n));
+  } catch (error) {
+    return `? (${(error as Error).message})`;
+  }
+}
+
 /** Polls the catalog until every partition's indexed_end reached `producedEnd`; the moment it did. */
 async function caughtUp(stack: ChaosStack, table: TableRecord, producedEnd: ReadonlyMap<number, bigint>, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
@@ -565,13 +592,14 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
   try {
     done = await scenario.inject(context);
     const injected = Date.now();
+    const backlog = await behind(stack, table);
     const producedEnd = await producer.stop();
     const recoveredAt = await caughtUp(stack, table, producedEnd, options.short ? 60_000 : 180_000);
     await Promise.all(done.indexers.map((indexer) => indexer.stop()));
     const stopped = Date.now();
     const audit = await auditTable(stack.engine, table, producedEnd, done.retention ? { belowEarliest: 'expired' } : {});
     const seconds = (from: number, to: number) => `${((to - from) / 1000).toFixed(1)} s`;
-    options.log(`  ${scenario.name}: faults ${seconds(began, injected)}, caught up ${seconds(injected, recoveredAt)}, indexers stopped ${seconds(recoveredAt, stopped)}, audit ${seconds(stopped, Date.now())}`);
+    options.log(`  ${scenario.name}: faults ${seconds(began, injected)}, caught up ${seconds(injected, recoveredAt)} (${backlog} offsets behind when the faults ended), indexers stopped ${seconds(recoveredAt, stopped)}, audit ${seconds(stopped, Date.now())}`);
     return {
       scenario: scenario.name,
       seed: options.seed,
