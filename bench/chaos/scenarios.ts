@@ -226,8 +226,11 @@ export const scenarios: Scenario[] = [
       const rounds = context.short ? 1 : 3;
       const met: string[] = [];
       const missed: string[] = [];
+      // Short (CI): the two points inside and just after the transaction; after-build is
+      // much like a random kill (kill-runner), and full length has it.
+      const points = context.short ? faultPoints.filter((point) => point !== 'after-build') : faultPoints;
       for (let round = 0; round < rounds; round += 1) {
-        for (const point of faultPoints) {
+        for (const point of points) {
           const nth = 1 + Math.floor(context.random() * (context.short ? 3 : 8));
           const indexer = context.startIndexer({ OFFSETLAKE_FAULT: `${point}:${nth}` });
           // Its predecessor's leases lapse first (lease_ttl 3 s), then it commits nth times.
@@ -241,7 +244,7 @@ export const scenarios: Scenario[] = [
       const indexer = context.startIndexer();
       const repairedAt = Date.now();
       await waitBetween(context, 500, 1500);
-      const counts = faultPoints.map((point) => `${point} ×${met.filter((p) => p === point).length}`).join(', ');
+      const counts = points.map((point) => `${point} ×${met.filter((p) => p === point).length}`).join(', ');
       return { faults: `self-SIGKILL at ${counts}${missed.length ? `; no fault met at ${missed.join(', ')}` : ''}`, repairedAt, indexers: [indexer] };
     },
   },
