@@ -36,7 +36,10 @@ const [table] = await tablesOfTopic(engine.catalog, topic!);
 const ends = await engine.catalog.query<{ partition_id: number; indexed_end: bigint }>('SELECT partition_id, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1', [table!.tableId]);
 /** Per partition: where the mapping's next event starts, and the records it delivered lately (for overlaps and redeliveries). */
 const position = new Map(partitions.map((p) => [p, 0n]));
-for (const row of ends.rows) position.set(row.partition_id, row.indexed_end - BigInt(Math.floor(random() * 40)) > 0n ? row.indexed_end - BigInt(Math.floor(random() * 40)) : 0n);
+for (const row of ends.rows) {
+  const start = row.indexed_end - BigInt(Math.floor(random() * 40));
+  position.set(row.partition_id, start > 0n ? start : 0n);
+}
 const recent = new Map<number, KafkaRecord[]>(partitions.map((p) => [p, []]));
 const counts = { events: 0, redelivered: 0, overlapping: 0, gapped: 0, reordered: 0, twoPartitions: 0, coldStarts: 0, failed: 0 };
 

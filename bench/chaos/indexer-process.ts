@@ -51,7 +51,14 @@ export class IndexerProcess {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (this.child.exitCode !== null || this.child.signalCode !== null) return false;
-      const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8');
+      // Gone between the check and the read (exited, not yet reaped by Node): not stopped.
+      const stat = (() => {
+        try {
+          return readFileSync(`/proc/${this.pid}/stat`, 'utf8');
+        } catch {
+          return '';
+        }
+      })();
       if (/^\d+ \(.*\) T /.test(stat)) return true;
       await sleep(50);
     }
