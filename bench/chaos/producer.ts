@@ -49,6 +49,11 @@ export class ChaosProducer {
     this.producer = transactionalProducer(kafka, transactionalIdOf(options.topic));
   }
 
+  /** Writes over `partitions` partitions from the next transaction on (the topic grew). */
+  grow(partitions: number): void {
+    this.options.partitions = partitions;
+  }
+
   start(): void {
     this.loop = (async () => {
       while (!this.stopping) {

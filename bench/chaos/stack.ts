@@ -26,6 +26,9 @@ export interface ChaosStack {
   startPostgres(): Promise<void>;
   /** A controlled shutdown of the broker (SIGTERM), then a start. */
   restartKafka(): Promise<void>;
+  /** The broker stopped (controlled shutdown), and started again: Kafka unreachable in between. */
+  stopKafka(): Promise<void>;
+  startKafka(): Promise<void>;
   /** Waits until the registry, started in the background, answers. */
   registryReady(): Promise<void>;
   stopRegistry(): Promise<void>;
@@ -84,6 +87,12 @@ export async function startChaosStack(progress: (line: string) => void): Promise
     },
     async restartKafka() {
       await kafkaService.down(config);
+      await kafkaService.up(config, say);
+    },
+    async stopKafka() {
+      await kafkaService.down(config);
+    },
+    async startKafka() {
       await kafkaService.up(config, say);
     },
     async registryReady() {

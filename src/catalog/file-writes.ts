@@ -6,6 +6,7 @@
 import type { SealReason } from '../ranges/sealer.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 import { lostLease, type Lease } from './leases.js';
+import { faultPoint } from '../common/faults.js';
 
 export interface ColumnStatisticsRow {
   columnId: number;
@@ -93,6 +94,7 @@ export async function commitRanges(catalog: Catalog, lease: Lease, ranges: reado
        WHERE table_id = $1 AND partition_id = $2`,
       [lease.tableId, lease.partition, indexedEnd, leaseTtlMs],
     );
+    if (added > 0) faultPoint('before-commit');
     return { indexedEnd, added, skipped };
   });
 }

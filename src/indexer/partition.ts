@@ -16,6 +16,7 @@ import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
 import { fetchBytesFor } from '../kafka/fetch-size.js';
 import { RegistryUnavailableError } from '../schema/registry.js';
+import { faultPoint } from '../common/faults.js';
 
 export interface PartitionIndexerDeps {
   catalog: Catalog;
@@ -212,8 +213,10 @@ export class PartitionIndexer {
       }
       throw error;
     }
+    faultPoint('after-build');
     try {
       const result = await commitRanges(this.deps.catalog, lease, built, this.table.settings.lease_ttl);
+      faultPoint('after-commit');
       this.lease = { ...lease, indexedEnd: result.indexedEnd };
       this.pending = [];
       this.pendingBytes = 0;

@@ -144,10 +144,15 @@ async function sendChunks(
   return [...produced.values()].sort((a, b) => a.partition - b.partition);
 }
 
-async function checkTargets(kafka: KafkaConnection, topic: string, records: RecordToProduce[]): Promise<void> {
-  // The library wraps an out-of-range partition number silently (partition % count); refuse it instead.
+/**
+ * The library wraps a partition number beyond the count its producer last saw silently
+ * (partition % count): an unknown partition is refused instead, and the check refreshes
+ * the producer's own metadata, so that a partition added to the topic since (the
+ * library caches metadata for 5 s) is written to, not another one (chaos grow-partitions).
+ */
+async function checkTargets(producer: Producer, topic: string, records: RecordToProduce[]): Promise<void> {
   const partitions = [...new Set(records.map((r) => r.partition ?? 0))];
-  await checkPartitions(kafka.admin(), partitions.map((partition) => ({ topic, partition })));
+  await checkPartitions(producer, partitions.map((partition) => ({ topic, partition })));
 }
 
 /**
@@ -186,7 +191,7 @@ export function transactionalProducer(kafka: KafkaConnection, transactionalId: s
       return {
         transactionalId,
         async send(topic, records) {
-          await checkTargets(kafka, topic, records);
+          await checkTargets(producer, topic, records);
           const produced = await sendChunks((messages) => transaction.send({ messages }), topic, records, chunkBytes, options.onSent);
           for (const p of produced) {
             const key = `${topic}\u0000${p.partition}`;
@@ -248,9 +253,9 @@ export async function produce(kafka: KafkaConnection, topic: string, records: Re
       await tx.close();
     }
   }
-  await checkTargets(kafka, topic, records);
   const producer = kafka.producer({ ...newProducerIdentity, acks: ProduceAcks.ALL, compression: options.compression ?? 'none' });
   try {
+    await checkTargets(producer, topic, records);
     return await sendChunks((messages) => producer.send({ messages }), topic, records, options.chunkBytes ?? 512 * 1024, options.onSent);
   } finally {
     await producer.close();

@@ -20,7 +20,7 @@ export interface PartitionLeader {
 }
 
 /** Metadata of some topics; an unknown topic is an UnknownTopicError naming it. */
-export async function topicMetadata(client: Admin, topics: string[], forceUpdate = false): Promise<ClusterMetadata> {
+export async function topicMetadata(client: Pick<Admin, 'metadata'>, topics: string[], forceUpdate = false): Promise<ClusterMetadata> {
   try {
     // The library sorts the array it is given in place; hand it a copy.
     return await client.metadata({ topics: [...topics], forceUpdate });
@@ -61,7 +61,7 @@ export async function partitionLeader(client: Admin, topic: string, partition: n
 }
 
 /** Checks that every named partition exists, with one metadata request per call. */
-export async function checkPartitions(client: Admin, partitions: { topic: string; partition: number }[]): Promise<ClusterMetadata> {
+export async function checkPartitions(client: Pick<Admin, 'metadata'>, partitions: { topic: string; partition: number }[]): Promise<ClusterMetadata> {
   const topics = [...new Set(partitions.map((p) => p.topic))];
   const metadata = await topicMetadata(client, topics, true);
   for (const { topic, partition } of partitions) {

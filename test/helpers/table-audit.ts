@@ -11,6 +11,7 @@ import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
 import type { TableRecord } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { kafkaSource } from '../../src/kafka/source.js';
+import { earliestOffsets } from '../../src/kafka/offsets.js';
 import { bucketOf } from '../../src/ranges/buckets.js';
 import { rebuildFile } from '../../src/reader/rebuild.js';
 import { committedOffsetsIndependently } from './independent-kafka.js';
@@ -50,6 +51,8 @@ export interface TableAudit {
   /** Rows beyond the first for the same offset. */
   duplicated: number;
   filesRebuilt: number;
+  /** Files Kafka's retention passed (with `belowEarliest`): not rebuilt, their records not audited. */
+  expired: number;
   /** Everything that broke an invariant, one sentence each: gaps and overlaps, files that do not rebuild, misplaced rows. */
   problems: string[];
 }
@@ -61,7 +64,12 @@ const ascending = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0)
  * `producedEnd` of a partition when that is further: the end of what a producer wrote,
  * whose committed records must all be in files once the indexer caught up.
  */
-export async function auditTable(engine: Engine, table: TableRecord, producedEnd: ReadonlyMap<number, bigint> = new Map()): Promise<TableAudit> {
+export async function auditTable(
+  engine: Engine,
+  table: TableRecord,
+  producedEnd: ReadonlyMap<number, bigint> = new Map(),
+  options: { belowEarliest?: 'expired' } = {},
+): Promise<TableAudit> {
   const files = await listFiles(engine.catalog, table.tableId);
   const partitions = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
     'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id',
@@ -71,7 +79,19 @@ export async function auditTable(engine: Engine, table: TableRecord, producedEnd
     'SELECT partition_id, start_offset, end_offset FROM offsetlake.lost_interval WHERE table_id = $1',
     [table.tableId],
   );
-  const audit: TableAudit = { files, rowsByFile: new Map(), committedOffsets: new Map(), committed: 0, indexed: 0, lost: 0, duplicated: 0, filesRebuilt: 0, problems: [] };
+  const audit: TableAudit = { files, rowsByFile: new Map(), committedOffsets: new Map(), committed: 0, indexed: 0, lost: 0, duplicated: 0, filesRebuilt: 0, expired: 0, problems: [] };
+  // With retention in play (`belowEarliest: 'expired'`): a file that starts below Kafka's
+  // earliest offset can no longer be rebuilt, and what it held can no longer be read; the
+  // audit of records and rebuilds starts after the last such file.
+  const expiredBelow = new Map<number, bigint>();
+  if (options.belowEarliest === 'expired') {
+    const earliest = await earliestOffsets(engine.kafka, partitions.rows.map((row) => ({ topic: table.topic, partition: row.partition_id })));
+    partitions.rows.forEach((row, i) => {
+      const gone = files.filter((f) => f.partition === row.partition_id && f.startOffset < earliest[i]!);
+      if (gone.length > 0) expiredBelow.set(row.partition_id, gone.reduce((end, f) => (f.endOffset > end ? f.endOffset : end), 0n));
+    });
+  }
+  const isExpired = (file: DataFile) => file.endOffset <= (expiredBelow.get(file.partition) ?? -1n);
 
   // Tiling: distinct ranges and lost intervals (offsets Kafka deleted before anyone
   // indexed them) in offset order, each starting where the one before ended.
@@ -93,7 +113,7 @@ export async function auditTable(engine: Engine, table: TableRecord, producedEnd
     // What must be in files: [indexed_start, max(indexed_end, producedEnd)) less the lost
     // intervals (Kafka deleted them, nobody can read them).
     const until = (producedEnd.get(partition) ?? 0n) > end ? producedEnd.get(partition)! : end;
-    let from = start;
+    let from = (expiredBelow.get(partition) ?? 0n) > start ? expiredBelow.get(partition)! : start;
     for (const l of [...lost].sort((a, b) => ascending(a.start_offset, b.start_offset))) {
       if (l.start_offset > from) readable.push({ topic: table.topic, partition, start: from, end: l.start_offset });
       if (l.end_offset > from) from = l.end_offset;
@@ -108,6 +128,10 @@ export async function auditTable(engine: Engine, table: TableRecord, producedEnd
     if (!audit.committedOffsets.has(partition)) audit.committedOffsets.set(partition, expected);
     const seen = new Map<bigint, number>();
     for (const file of files.filter((f) => f.partition === partition)) {
+      if (isExpired(file)) {
+        audit.expired += 1;
+        continue;
+      }
       let rows: Row[];
       try {
         rows = await rebuiltRows(engine, table, file);

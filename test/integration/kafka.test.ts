@@ -25,6 +25,7 @@ import {
   openTransaction,
   produce,
   readCommitted,
+  transactionalProducer,
   readCommittedRange,
   topicPartitions,
   TopicRecreatedError,
@@ -82,6 +83,27 @@ describe('topics and offsets', () => {
     expect(await highWatermarks(kafka, partitions)).toEqual([2n, 0n, 1n]);
     // No transaction: the LSO is the high watermark.
     expect(await lastStableOffsets(kafka, partitions)).toEqual([2n, 0n, 1n]);
+  });
+
+  test('a long-lived transactional producer writes to a partition added to the topic after its first send, not to partition % its old count (chaos grow-partitions)', { timeout }, async () => {
+    const topic = await newTopic(1);
+    const producer = transactionalProducer(kafka, txId('grown'));
+    try {
+      const first = await producer.begin();
+      await first.send(topic, [{ partition: 0, value: 'before' }]);
+      await first.commit();
+      // Grown, and the broker's metadata says so; the producer's own (cached 5 s) still says 1 partition.
+      await kafka.admin().createPartitions({ topics: [{ name: topic, count: 2 }] });
+      while ((await topicPartitions(kafka, topic)).length < 2) await new Promise((resolve) => setTimeout(resolve, 50));
+      const second = await producer.begin();
+      const produced = await second.send(topic, [{ partition: 1, value: 'after' }]);
+      await second.commit();
+      expect(produced.map((p) => p.partition)).toEqual([1]);
+      // A record and its commit marker on each partition (before the fix: 4 offsets on partition 0, none on 1).
+      expect(await highWatermarks(kafka, [{ topic, partition: 0 }, { topic, partition: 1 }])).toEqual([2n, 2n]);
+    } finally {
+      await producer.close();
+    }
   });
 });
 
