@@ -192,6 +192,30 @@ export const scenarios: Scenario[] = [
     },
   }),
   serviceFault({
+    name: 'postgres-down-long',
+    does: 'the catalog\'s Postgres SIGKILLed and kept down for 8 s (full: 20 s), longer than lease_ttl (3 s), so every lease has lapsed when it is back',
+    ci: false,
+    counts: { short: 1, full: 2 },
+    fault: 'Postgres down > lease_ttl',
+    async inject(context) {
+      await context.stack.killPostgres();
+      await sleep(context.short ? 8_000 : 20_000);
+      await context.stack.startPostgres();
+    },
+  }),
+  serviceFault({
+    name: 'kill-kafka',
+    does: 'the Kafka broker SIGKILLed (no controlled shutdown: log recovery and transaction state on start) mid-run and started again after 1–3 s',
+    ci: false,
+    counts: { short: 1, full: 2 },
+    fault: 'SIGKILL of the broker',
+    async inject(context) {
+      await context.stack.killKafka();
+      await waitBetween(context, 1000, 3000);
+      await context.stack.startKafka();
+    },
+  }),
+  serviceFault({
     name: 'restart-kafka',
     does: 'the Kafka broker stopped (controlled shutdown) and started again mid-run, producer and indexer connected',
     ci: true,

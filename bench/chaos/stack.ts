@@ -25,6 +25,7 @@ export interface ChaosStack {
   killPostgres(): Promise<void>;
   startPostgres(): Promise<void>;
   /** A controlled shutdown of the broker (SIGTERM), then a start. */
+  killKafka(): Promise<void>;
   restartKafka(): Promise<void>;
   /** The broker stopped (controlled shutdown), and started again: Kafka unreachable in between. */
   stopKafka(): Promise<void>;
@@ -84,6 +85,12 @@ export async function startChaosStack(progress: (line: string) => void): Promise
           await sleep(500);
         }
       }
+    },
+    async killKafka() {
+      const pid = runningPid(config.paths, 'kafka');
+      if (pid === undefined) throw new Error('the chaos stack\'s Kafka broker is not running');
+      process.kill(pid, 'SIGKILL');
+      while (isAlive(pid) && !isZombie(pid)) await sleep(20);
     },
     async restartKafka() {
       await kafkaService.down(config);
