@@ -22,7 +22,7 @@ export interface ChaosProducerOptions {
   random: () => number;
   /** Longest pause between two transactions (a random share of it is taken each time). */
   maxPauseMs: number;
-  /** Avro tables: the schema each value is written with, asked for per record (a scenario switches it). */
+  /** Avro and Protobuf tables: the schema each value is written with, asked for per record (a scenario switches it). */
   avroSchema?: () => RegistrySchema;
 }
 
@@ -102,7 +102,7 @@ export class ChaosProducer {
     const timestamp = Date.now() - (late ? Math.floor(this.options.random() * 5 * 60_000) : 0);
     const schema = this.options.avroSchema?.();
     const value = schema
-      ? encodeWith(schema, { id: BigInt(n), name: `customer-${n % 97}`, ...(schema.schema.includes('"note"') ? { note: late ? { string: 'late' } : null } : {}) })
+      ? encodeWith(schema, orderOf(schema, n, late))
       : this.options.random() < 0.05
         ? `not json ${n}`
         : JSON.stringify({ seq: n, partition, customer: `customer-${n % 97}`, total: (n % 9973) / 100, late });
@@ -132,4 +132,12 @@ export class ChaosProducer {
       return undefined;
     }
   }
+}
+
+/** The order record of sequence `n` in the shape its schema's format takes: Avro's union form, Protobuf's strings for int64. */
+function orderOf(schema: RegistrySchema, n: number, late: boolean): Record<string, unknown> {
+  const name = `customer-${n % 97}`;
+  const hasNote = /\bnote\b/.test(schema.schema);
+  if (schema.type === 'PROTOBUF') return { id: String(n), name, ...(hasNote && late ? { note: 'late' } : {}) };
+  return { id: BigInt(n), name, ...(hasNote ? { note: late ? { string: 'late' } : null } : {}) };
 }

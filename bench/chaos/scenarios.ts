@@ -103,6 +103,15 @@ const waitBetween = (context: ScenarioContext, min: number, max: number) => slee
 
 const avroV1 = JSON.stringify({ type: 'record', name: 'Order', fields: [{ name: 'id', type: 'long' }, { name: 'name', type: 'string' }] });
 const avroV2 = JSON.stringify({ type: 'record', name: 'Order', fields: [{ name: 'id', type: 'long' }, { name: 'name', type: 'string' }, { name: 'note', type: ['null', 'string'], default: null }] });
+/** The two versions of the order schema per registry format: v2 adds an optional note. */
+const registrySchemas: Partial<Record<TableFormat, { type: 'AVRO' | 'PROTOBUF'; v1: string; v2: string }>> = {
+  avro: { type: 'AVRO', v1: avroV1, v2: avroV2 },
+  protobuf: {
+    type: 'PROTOBUF',
+    v1: 'syntax = "proto3";\nmessage Order {\n  int64 id = 1;\n  string name = 2;\n}\n',
+    v2: 'syntax = "proto3";\nmessage Order {\n  int64 id = 1;\n  string name = 2;\n  string note = 3;\n}\n',
+  },
+};
 
 /** `fault` `times` times, each after a random wait in [minWaitMs, maxWaitMs); when the last one was repaired. */
 async function repeatedly(context: ScenarioContext, times: number, minWaitMs: number, maxWaitMs: number, fault: () => Promise<void>): Promise<number> {
@@ -126,6 +135,29 @@ async function someoneWaits(stack: ChaosStack, table: TableRecord, prefix: strin
     await sleep(100);
   }
   return false;
+}
+
+/** A registry-format table; the Schema Registry stopped while the producer moves to a schema version the runner has not seen. */
+function registryDown(name: string, format: 'avro' | 'protobuf', ci: boolean): Scenario {
+  return {
+    name,
+    does: `${format === 'avro' ? 'Avro' : 'Protobuf'} table; the Schema Registry stopped mid-run while the producer moves to a schema version the indexer has not seen, then started again`,
+    format,
+    ci,
+    async inject(context) {
+      const indexer = context.startIndexer();
+      await waitBetween(context, 1000, context.short ? 2000 : 5000);
+      await context.stack.stopRegistry();
+      context.useSchema(context.schemas[1]!);
+      // The outage is only a fault if the indexer met it: it must say it waits for the registry.
+      const waited = await someoneWaits(context.stack, context.table, 'Schema Registry', 20_000);
+      if (!context.short) await waitBetween(context, 0, 5000);
+      await context.stack.startRegistry();
+      const repairedAt = Date.now();
+      await waitBetween(context, 500, 1500);
+      return { faults: `1 registry outage, a new schema id while down${waited ? '; run waited' : '; run never waited (no fault met)'}`, repairedAt, indexers: [indexer] };
+    },
+  };
 }
 
 /** A JSON table indexed by one runner while a service of the stack fails `counts` times and is repaired. */
@@ -223,25 +255,8 @@ export const scenarios: Scenario[] = [
     fault: 'broker restart',
     inject: (context) => context.stack.restartKafka(),
   }),
-  {
-    name: 'registry-down',
-    does: 'Avro table; the Schema Registry stopped mid-run while the producer moves to a schema version the indexer has not seen, then started again',
-    format: 'avro',
-    ci: true,
-    async inject(context) {
-      const indexer = context.startIndexer();
-      await waitBetween(context, 1000, context.short ? 2000 : 5000);
-      await context.stack.stopRegistry();
-      context.useSchema(context.schemas[1]!);
-      // The outage is only a fault if the indexer met it: it must say it waits for the registry.
-      const waited = await someoneWaits(context.stack, context.table, 'Schema Registry', 20_000);
-      if (!context.short) await waitBetween(context, 0, 5000);
-      await context.stack.startRegistry();
-      const repairedAt = Date.now();
-      await waitBetween(context, 500, 1500);
-      return { faults: `1 registry outage, a new schema id while down${waited ? '; run waited' : '; run never waited (no fault met)'}`, repairedAt, indexers: [indexer] };
-    },
-  },
+  registryDown('registry-down', 'avro', true),
+  registryDown('registry-down-protobuf', 'protobuf', false),
   {
     name: 'fault-points',
     does: '`offsetlake run` SIGKILLs itself at a named point of the commit path (OFFSETLAKE_FAULT), the Nth time it passes it: after a range\'s files are built, inside the commit transaction before COMMIT, after COMMIT before its memory moves on; the next runner takes over',
@@ -596,9 +611,10 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
   const topic = `chaos-${scenario.name}-${randomUUID().slice(0, 8)}`;
   await createTopic(stack.engine.kafka, topic, partitions);
   const table = await createTableFromTopic(stack.engine, { name: `chaos_${scenario.name.replaceAll('-', '_')}_${randomUUID().slice(0, 6)}`, topic, format: scenario.format, settings: resolveSettings(tableSettings) });
-  if (scenario.format === 'avro') await stack.registryReady();
-  const schemas = scenario.format === 'avro'
-    ? [await registerSchema(`${topic}-value`, avroV1, 'AVRO', stack.env.SCHEMA_REGISTRY_URL), await registerSchema(`${topic}-value`, avroV2, 'AVRO', stack.env.SCHEMA_REGISTRY_URL)]
+  const registered = registrySchemas[scenario.format];
+  if (registered) await stack.registryReady();
+  const schemas = registered
+    ? [await registerSchema(`${topic}-value`, registered.v1, registered.type, stack.env.SCHEMA_REGISTRY_URL), await registerSchema(`${topic}-value`, registered.v2, registered.type, stack.env.SCHEMA_REGISTRY_URL)]
     : [];
   let schema = schemas[0];
   const producer = new ChaosProducer(stack.engine.kafka, { topic, partitions, random: seededRandom(options.seed + 1), maxPauseMs: 40, ...(schema ? { avroSchema: () => schema! } : {}) });
