@@ -37,7 +37,7 @@ export function timeOf(value: unknown): number {
 
 export interface TableAudit {
   files: DataFile[];
-  /** Rows of every file that rebuilt. */
+  /** Rows of every file that rebuilt (empty when audited with `keepRows: false`). */
   rowsByFile: Map<bigint, Row[]>;
   /** Per partition, the offsets of the committed records the independent reader found in the audited range. */
   committedOffsets: Map<number, bigint[]>;
@@ -60,8 +60,11 @@ const ascending = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0)
  * Audits every partition of `table` over [indexed_start, indexed_end), or up to
  * `producedEnd` of a partition when that is further: the end of what a producer wrote,
  * whose committed records must all be in files once the indexer caught up.
+ * `keepRows: false` checks each file's rows and lets them go (a load run's gigabytes of
+ * rows would not fit in memory at once); `rowsByFile` then stays empty. `readerTimeoutMs`:
+ * how long the independent reader may take (default 2 minutes).
  */
-export async function auditTable(engine: Engine, table: TableRecord, producedEnd: ReadonlyMap<number, bigint> = new Map()): Promise<TableAudit> {
+export async function auditTable(engine: Engine, table: TableRecord, producedEnd: ReadonlyMap<number, bigint> = new Map(), options: { keepRows?: boolean; readerTimeoutMs?: number } = {}): Promise<TableAudit> {
   const files = await listFiles(engine.catalog, table.tableId);
   const partitions = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
     'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id',
@@ -101,7 +104,7 @@ export async function auditTable(engine: Engine, table: TableRecord, producedEnd
     if (until > from) readable.push({ topic: table.topic, partition, start: from, end: until });
   }
 
-  const committed = await committedOffsetsIndependently(engine.config.kafkaBrokers, readable);
+  const committed = await committedOffsetsIndependently(engine.config.kafkaBrokers, readable, options.readerTimeoutMs);
   readable.forEach((r, i) => audit.committedOffsets.set(r.partition, [...(audit.committedOffsets.get(r.partition) ?? []), ...committed[i]!]));
   for (const { partition_id: partition } of partitions.rows) {
     const expected = audit.committedOffsets.get(partition) ?? [];
@@ -116,7 +119,7 @@ export async function auditTable(engine: Engine, table: TableRecord, producedEnd
         continue;
       }
       audit.filesRebuilt += 1;
-      audit.rowsByFile.set(file.dataFileId, rows);
+      if (options.keepRows !== false) audit.rowsByFile.set(file.dataFileId, rows);
       if (BigInt(rows.length) !== file.recordCount) audit.problems.push(`file ${file.dataFileId}: ${rows.length} rows, the catalog says ${file.recordCount}`);
       // Plain checks per row, a few sentences per file: 350,000 of anything slow take seconds.
       const misplaced: string[] = [];
