@@ -18,6 +18,8 @@
  *    runner's RSS (/proc/<pid>/status VmRSS), records/s produced.
  * 3. The producer stops, the runner catches up and is stopped (SIGTERM), the table audited.
  * Figures are printed, never asserted; exit 1 when the audit finds a problem.
+ * `--audit TABLE` only audits a table a run left (its producer stopped), up to each
+ * partition's LSO now: for a run whose audit was interrupted (--keep-table keeps one).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -47,6 +49,7 @@ const { values } = parseArgs({
     sample: { type: 'string', default: '5s' },
     rate: { type: 'string' },
     'keep-table': { type: 'boolean' },
+    audit: { type: 'string' },
   },
 });
 const durationMs = parseDuration('--duration', values.duration);
@@ -196,6 +199,23 @@ async function calibrate(): Promise<number> {
 }
 
 let failed = false;
+if (values.audit) {
+  try {
+    const { findTable } = await import('../src/catalog/tables.js');
+    const table = await findTable(engine.catalog, values.audit);
+    const parts = (await partitionStatus(engine, table.name)).map((s) => s.partition);
+    const lsos = await lastStableOffsets(engine.kafka, parts.map((partition) => ({ topic: table.topic, partition })));
+    const began = Date.now();
+    const audit = await auditTable(engine, table, new Map(parts.map((p, i) => [p, lsos[i]!])), { keepRows: false, readerTimeoutMs: 1_800_000 });
+    log(`audit took ${((Date.now() - began) / 1000).toFixed(0)} s`);
+    process.stdout.write([['committed (independent reader)', audit.committed], ['indexed', audit.indexed], ['lost', audit.lost], ['duplicated', audit.duplicated], ['files rebuilt', `${audit.filesRebuilt}/${audit.files.length}`]].map(([k, v]) => `| ${k} | ${v} |`).join('\n') + '\n');
+    for (const problem of audit.problems) log(`problem: ${problem}`);
+    failed = audit.problems.length > 0;
+  } finally {
+    await engine.close();
+  }
+  process.exit(failed ? 1 : 0);
+}
 try {
   const capacity = values.rate ? (Number(values.rate) * MiB) / recordBytes : await calibrate();
   const rate = values.rate ? capacity : capacity * share;

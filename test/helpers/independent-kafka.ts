@@ -20,7 +20,8 @@ const script = fileURLToPath(new URL('./committed_records.py', import.meta.url))
 
 /** The offsets of the committed records of each [start, end) of a partition, in order. */
 export async function committedOffsetsIndependently(brokers: readonly string[], ranges: readonly { topic: string; partition: number; start: bigint; end: bigint }[], timeoutMs = 120_000): Promise<bigint[][]> {
-  const answer = (await runReader({ brokers: brokers.join(','), ranges: ranges.map(text), offsetsOnly: true }, timeoutMs)) as number[][];
+  // The reader's own deadline (a read that stops short is an error there) a little inside the process's.
+  const answer = (await runReader({ brokers: brokers.join(','), ranges: ranges.map(text), offsetsOnly: true, timeoutSeconds: Math.max(1, timeoutMs / 1000 - 5) }, timeoutMs)) as number[][];
   return answer.map((offsets) => offsets.map(BigInt));
 }
 
