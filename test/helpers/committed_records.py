@@ -4,7 +4,7 @@ with isolation.level=read_committed: what tests expect our files to hold. With
 transactions too: what an event source mapping with a consumer's default isolation
 puts in its events.
 
-stdin:  JSON {"brokers": "host:port", "ranges": [{"topic", "partition", "start", "end"}, ...], "offsetsOnly": bool, "isolation": "read_committed" | "read_uncommitted"}
+stdin:  JSON {"brokers": "host:port", "ranges": [{"topic", "partition", "start", "end"}, ...], "offsetsOnly": bool, "isolation": "read_committed" | "read_uncommitted", "timeoutSeconds": 60}
 stdout: JSON, one list per range: [{"offset", "timestamp", "key", "value", "headers"}], bytes as hex
         (with offsetsOnly: one list of offsets per range)
 """
@@ -59,7 +59,7 @@ def main():
         "max.partition.fetch.bytes": 16 * 1024 * 1024,
     })
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + float(request.get("timeoutSeconds", 60))
         offsets_only = bool(request.get("offsetsOnly"))
         answer = [read_range(consumer, r["topic"], int(r["partition"]), int(r["start"]), int(r["end"]), deadline, offsets_only) for r in request["ranges"]]
     finally:

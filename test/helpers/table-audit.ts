@@ -38,7 +38,7 @@ export function timeOf(value: unknown): number {
 
 export interface TableAudit {
   files: DataFile[];
-  /** Rows of every file that rebuilt. */
+  /** Rows of every file that rebuilt (empty when audited with `keepRows: false`). */
   rowsByFile: Map<bigint, Row[]>;
   /** Per partition, the offsets of the committed records the independent reader found in the audited range. */
   committedOffsets: Map<number, bigint[]>;
@@ -63,12 +63,15 @@ const ascending = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0)
  * Audits every partition of `table` over [indexed_start, indexed_end), or up to
  * `producedEnd` of a partition when that is further: the end of what a producer wrote,
  * whose committed records must all be in files once the indexer caught up.
+ * `keepRows: false` checks each file's rows and lets them go (a load run's gigabytes of
+ * rows would not fit in memory at once); `rowsByFile` then stays empty. `readerTimeoutMs`:
+ * how long the independent reader may take (default 2 minutes).
  */
 export async function auditTable(
   engine: Engine,
   table: TableRecord,
   producedEnd: ReadonlyMap<number, bigint> = new Map(),
-  options: { belowEarliest?: 'expired' } = {},
+  options: { belowEarliest?: 'expired'; keepRows?: boolean; readerTimeoutMs?: number } = {},
 ): Promise<TableAudit> {
   const files = await listFiles(engine.catalog, table.tableId);
   const partitions = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
@@ -121,7 +124,7 @@ export async function auditTable(
     if (until > from) readable.push({ topic: table.topic, partition, start: from, end: until });
   }
 
-  const committed = await committedOffsetsIndependently(engine.config.kafkaBrokers, readable);
+  const committed = await committedOffsetsIndependently(engine.config.kafkaBrokers, readable, options.readerTimeoutMs);
   readable.forEach((r, i) => audit.committedOffsets.set(r.partition, [...(audit.committedOffsets.get(r.partition) ?? []), ...committed[i]!]));
   for (const { partition_id: partition } of partitions.rows) {
     const expected = audit.committedOffsets.get(partition) ?? [];
@@ -140,7 +143,7 @@ export async function auditTable(
         continue;
       }
       audit.filesRebuilt += 1;
-      audit.rowsByFile.set(file.dataFileId, rows);
+      if (options.keepRows !== false) audit.rowsByFile.set(file.dataFileId, rows);
       if (BigInt(rows.length) !== file.recordCount) audit.problems.push(`file ${file.dataFileId}: ${rows.length} rows, the catalog says ${file.recordCount}`);
       // Plain checks per row, a few sentences per file: 350,000 of anything slow take seconds.
       const misplaced: string[] = [];
