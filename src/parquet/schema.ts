@@ -211,6 +211,14 @@ export function innerNodePaths(columns: readonly Column[]): string[][] {
   return out;
 }
 
+/** How many primitive columns (leaves) a field holds. */
+export function leafCount(field: FieldType): number {
+  const { type } = field;
+  if (type.kind === 'list') return leafCount(type.element);
+  if (type.kind === 'struct') return type.fields.reduce((n, f) => n + leafCount(f), 0);
+  return 1;
+}
+
 /** The primitive columns in file order, as statistics and footers name them. */
 export function leaves(columns: readonly Column[]): Leaf[] {
   const out: Leaf[] = [];

@@ -37,6 +37,11 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
 }
 
+/** Numeric order, with -0 before +0 (so a zero bound tells which zero the column holds); NaN is never compared. */
+export function compareFloats(a: number, b: number): number {
+  return a !== b ? a - b : Object.is(a, b) ? 0 : Object.is(a, -0) ? -1 : 1;
+}
+
 export function statText(type: ScalarType, value: unknown): string {
   switch (type.kind) {
     case 'int32':

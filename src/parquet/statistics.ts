@@ -15,8 +15,8 @@
  * min/max skip nulls and NaN, and are null when nothing is left. Order and text form
  * (text is what the catalog stores) are in stat-text.ts.
  */
-import { type Column, type ColumnType, type FieldType, leaves, type ScalarKind, type ScalarType } from './schema.js';
-import { compareBytes, statText } from './stat-text.js';
+import { type Column, type ColumnType, leafCount, leaves, type ScalarKind, type ScalarType } from './schema.js';
+import { compareBytes, compareFloats, statText } from './stat-text.js';
 import { prepare, type RowData } from './values.js';
 
 export interface ColumnStatistics {
@@ -86,8 +86,7 @@ function comparatorFor(kind: ScalarKind): Compare {
       return (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
     case 'float':
     case 'double':
-      // -0 sorts before +0, so a zero bound tells which zero the column holds
-      return (a: number, b: number) => (a !== b ? a - b : Object.is(a, b) ? 0 : Object.is(a, -0) ? -1 : 1);
+      return compareFloats;
     case 'boolean':
       return (a: boolean, b: boolean) => Number(a) - Number(b);
     case 'string':
@@ -140,12 +139,6 @@ function addNulls(accs: Accumulator[], at: number, width: number): void {
   for (let i = at; i < at + width; i++) accs[i]!.add(null);
 }
 
-function leafCount(field: FieldType): number {
-  const { type } = field;
-  if (type.kind === 'list') return leafCount(type.element);
-  if (type.kind === 'struct') return type.fields.reduce((n, f) => n + leafCount(f), 0);
-  return 1;
-}
 
 export function columnStatistics(columns: readonly Column[], data: RowData): ColumnStatistics[] {
   const prepared = prepare(columns, data);

@@ -24,8 +24,8 @@
  * by the encoder version that chooses it (encoder.ts).
  */
 import type { SchemaElement } from 'hyparquet-writer';
-import { type Column, type FieldType, isScalar, leaves, parquetSchema, type ScalarType } from './schema.js';
-import { compareBytes } from './stat-text.js';
+import { type Column, type FieldType, isScalar, leafCount, leaves, parquetSchema, type ScalarType } from './schema.js';
+import { compareBytes, compareFloats } from './stat-text.js';
 import { CompactType, CompactWriter } from './thrift.js';
 import type { PreparedData } from './values.js';
 
@@ -173,7 +173,7 @@ export function encodeRowGroup(data: PreparedData, start: number, end: number, s
     const own = plans.filter((p) => p.column === c);
     const leafChunks = isScalar(column.type)
       ? [flatChunk(column, data.arrays[c]!, start, end)]
-      : shred(column, data.arrays[c]!, start, end, own.length);
+      : shred(column, data.arrays[c]!, start, end);
     own.forEach((plan, k) => chunks.push(writeChunk(parts, plan, leafChunks[k]!, settings)));
   });
   return { rows: end - start, parts: parts.list, chunks };
@@ -278,33 +278,27 @@ class Shredded {
  * `depth` the repeated nodes entered. An absent (null, or empty list) node gives one
  * entry to every leaf under it.
  */
-function shred(column: Column, rows: readonly unknown[], start: number, end: number, leafCount: number): LeafChunk[] {
-  const outs = Array.from({ length: leafCount }, () => new Shredded());
-  const width = (field: FieldType): number => {
-    const { type } = field;
-    if (type.kind === 'list') return width(type.element);
-    if (type.kind === 'struct') return type.fields.reduce((n, f) => n + width(f), 0);
-    return 1;
-  };
+function shred(column: Column, rows: readonly unknown[], start: number, end: number): LeafChunk[] {
+  const outs = Array.from({ length: leafCount(column) }, () => new Shredded());
   const absent = (at: number, n: number, rep: number, def: number): void => {
     for (let k = at; k < at + n; k++) outs[k]!.add(rep, def, null);
   };
   const visit = (field: FieldType, value: unknown, def: number, rep: number, depth: number, at: number): void => {
     if (field.nullable) {
-      if (value === null || value === undefined) return absent(at, width(field), rep, def);
+      if (value === null || value === undefined) return absent(at, leafCount(field), rep, def);
       def++;
     }
     const { type } = field;
     if (type.kind === 'list') {
       const list = value as readonly unknown[];
-      if (list.length === 0) return absent(at, width(type.element), rep, def);
+      if (list.length === 0) return absent(at, leafCount(type.element), rep, def);
       for (let i = 0; i < list.length; i++) visit(type.element, list[i], def + 1, i === 0 ? rep : depth + 1, depth + 1, at);
     } else if (type.kind === 'struct') {
       const record = value as Record<string, unknown>;
       let k = at;
       for (const f of type.fields) {
         visit(f, Object.hasOwn(record, f.name) ? record[f.name] : null, def, rep, depth, k);
-        k += width(f);
+        k += leafCount(f);
       }
     } else outs[at]!.add(rep, def, value);
   };
@@ -493,8 +487,8 @@ function writeValues(leaf: LeafPlan, values: ArrayLike<unknown>, offset: number,
         at += double ? 8 : 4;
         if (Number.isNaN(v)) nans++;
         else {
-          if (min === undefined || compareFloat(v, min as number) < 0) min = v;
-          if (max === undefined || compareFloat(v, max as number) > 0) max = v;
+          if (min === undefined || compareFloats(v, min as number) < 0) min = v;
+          if (max === undefined || compareFloats(v, max as number) > 0) max = v;
         }
       }
       break;
@@ -546,10 +540,6 @@ function writeBigEndian(into: Uint8Array, at: number, value: bigint, length: num
   }
 }
 
-/** Numeric order with -0 before +0 (the written bound is fixed up in statisticValue). */
-function compareFloat(a: number, b: number): number {
-  return a !== b ? a - b : Object.is(a, b) ? 0 : Object.is(a, -0) ? -1 : 1;
-}
 
 function comparatorOf(physical: Physical): (a: unknown, b: unknown) => number {
   switch (physical) {
@@ -557,7 +547,7 @@ function comparatorOf(physical: Physical): (a: unknown, b: unknown) => number {
       return (a, b) => compareBytes(a as Uint8Array, b as Uint8Array);
     case 'FLOAT':
     case 'DOUBLE':
-      return (a, b) => compareFloat(a as number, b as number);
+      return (a, b) => compareFloats(a as number, b as number);
     case 'BOOLEAN':
       return (a, b) => Number(a) - Number(b);
     case 'INT32':
