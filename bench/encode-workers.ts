@@ -14,13 +14,12 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { compressSync as lz4CompressSync } from 'lz4-napi';
 import { defaultSettings } from '../src/catalog/settings.js';
-import { kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData } from '../src/parquet/index.js';
+import { kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData, v2WriterSettings } from '../src/parquet/index.js';
 import { assembleParquet, encodeRowGroup, type EncodedRowGroup, writeParquet, type WriteOptions } from '../src/parquet/writer.js';
 import { eventRecords } from './records.js';
 
-const settings = { codec: 'LZ4_RAW' as const, compress: (page: Uint8Array) => lz4CompressSync(page as Buffer).subarray(4), pageBytes: 1 << 20, pageRows: 1_000, statisticsBytes: 64 };
+const settings = v2WriterSettings.lz4_raw;
 const rowGroupRows = defaultSettings.row_group_rows;
 
 function rowsOf(rows: number): { data: PreparedData; inputBytes: number } {

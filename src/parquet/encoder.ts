@@ -257,21 +257,18 @@ function lz4Raw(page: Uint8Array): Uint8Array {
   return lz4CompressSync(page as Buffer).subarray(4);
 }
 
-const ownWriterShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
+/** Everything but the codec of encoder v2's writer settings (benches build candidates from it). */
+export const v2PageShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
 
-const ownWriterSnappy = ownWriterEncoder({
-  version: 'offsetlake-parquet@2/snappy@7.4.3',
-  codec: 'SNAPPY',
-  compress: (page) => snappyCompressSync(page as Buffer),
-  ...ownWriterShape,
+/** The writer settings of the two v2 encoders, for code that drives the writer itself (row groups apart). */
+export const v2WriterSettings: Readonly<Record<'lz4_raw' | 'snappy', WriterSettings>> = Object.freeze({
+  lz4_raw: { codec: 'LZ4_RAW', compress: lz4Raw, ...v2PageShape },
+  snappy: { codec: 'SNAPPY', compress: (page: Uint8Array) => snappyCompressSync(page as Buffer), ...v2PageShape },
 });
 
-const ownWriterLz4 = ownWriterEncoder({
-  version: 'offsetlake-parquet@2/lz4-napi@2.10.0',
-  codec: 'LZ4_RAW',
-  compress: lz4Raw,
-  ...ownWriterShape,
-});
+const ownWriterSnappy = ownWriterEncoder({ version: 'offsetlake-parquet@2/snappy@7.4.3', ...v2WriterSettings.snappy });
+
+const ownWriterLz4 = ownWriterEncoder({ version: 'offsetlake-parquet@2/lz4-napi@2.10.0', ...v2WriterSettings.lz4_raw });
 
 /** The encoder of new files for each page compression a table may choose. */
 export const encoderForCompression: Readonly<Record<'lz4_raw' | 'snappy', string>> = Object.freeze({

@@ -10,9 +10,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves, prepare } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves, prepare, v2WriterSettings } from '../../src/parquet/index.js';
 import { fieldIds } from '../../src/schema/table-schema.js';
-import { compressSync as lz4CompressSync } from 'lz4-napi';
 import { assembleParquet, encodeRowGroup, joinParts, writeParquet } from '../../src/parquet/writer.js';
 
 const utf8 = new TextEncoder();
@@ -168,7 +167,7 @@ describe.each(Object.keys(pinned))('encoder %s keeps its output', (version) => {
 
 describe('row groups of our writer encoded apart (as on worker threads)', () => {
   it('assemble into the very bytes of one pass, whatever order they were encoded in', () => {
-    const settings = { codec: 'LZ4_RAW' as const, compress: (page: Uint8Array) => lz4CompressSync(page as Buffer).subarray(4), pageBytes: 1 << 20, pageRows: 1_000, statisticsBytes: 64 };
+    const settings = v2WriterSettings.lz4_raw;
     const columns = kafkaTableColumns('json');
     const data = prepare(columns, kafkaColumnArrays(5, kafkaRecords, 'json'));
     const options = { rowGroupRows: 700, fieldIds: idsFor(columns), keyValueMetadata: [], createdBy: 'test' };
