@@ -7,7 +7,7 @@
  * OFFSETLAKE_CACHE_BYTES (default 256 MiB).
  */
 import { kafkaSource } from '../../src/kafka/source.js';
-import { authorizationRefusal, readerHandler, type ReaderHandler, type ReaderResponse } from '../../src/reader/http.js';
+import { authorizationRefusal, bodyBytes, readerHandler, type ReaderHandler, type ReaderResponse } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { readerToken } from '../connections.js';
 import { lambdaServices } from '../runtime.js';
@@ -59,8 +59,8 @@ function instanceToken(): Promise<string | null> {
   return expectedToken;
 }
 
-function functionUrlResult(answer: ReaderResponse): FunctionUrlResult {
-  return { statusCode: answer.status, headers: answer.headers, body: Buffer.from(answer.body).toString('base64'), isBase64Encoded: true };
+async function functionUrlResult(answer: ReaderResponse): Promise<FunctionUrlResult> {
+  return { statusCode: answer.status, headers: answer.headers, body: Buffer.from(await bodyBytes(answer.body)).toString('base64'), isBase64Encoded: true };
 }
 
 export async function handler(event: FunctionUrlEvent): Promise<FunctionUrlResult> {

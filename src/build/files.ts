@@ -5,13 +5,13 @@
  * formats first merge every schema the range's records name into the table schema
  * (src/schema/evolve.ts), then decode with that version (src/schema/decode.ts).
  */
-import type { NewDataFile, NewRange } from '../catalog/file-writes.js';
+import type { FileGranules, NewDataFile, NewRange } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { compressionOf } from '../catalog/settings.js';
 import {
-  buildDataFile, encodeParquet, encoderForCompression, kafkaColumnArrays, kafkaTableColumns, prepare, ValueError,
-  type Column, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions, type PreparedData,
+  buildDataFile, bytesOfRange, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError,
+  type Column, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import type { KafkaRecord } from '../kafka/record.js';
@@ -42,6 +42,19 @@ function fileOptions(table: TableRecord, schema: TableSchema, encoderVersion: st
 /** One file's bytes, as a rebuild or a query needs them: the same inputs give the same bytes. */
 export function encodeFile(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string): EncodedFile {
   return encodeParquet(schema.columns, fileRows(table, schema, partition, records), fileOptions(table, schema, encoderVersion));
+}
+
+/**
+ * Some top-level columns (by index) of some of a file's rows, as a file of one row group:
+ * a column chunk depends only on its own leaf's values in its row group, so the chunks of
+ * this file are the chunks of that row group in the whole file, byte for byte. The rows
+ * are normalized with every column (a registry row that one column refuses becomes an
+ * error row in all of them), then only the chosen columns are encoded.
+ */
+export function encodeColumns(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string, columns: readonly number[]): EncodedFile {
+  const rows = fileRows(table, schema, partition, records);
+  const picked = new PreparedData(columns.map((c) => rows.columns[c]!), columns.map((c) => rows.arrays[c]!), rows.rowCount);
+  return encoderFor(encoderVersion).encode(picked, { ...fileOptions(table, schema, encoderVersion), rowGroupRows: Math.max(1, records.length) });
 }
 
 /** One file's bytes and exact statistics, as indexing records them. */
@@ -91,8 +104,27 @@ function refusal(columns: readonly Column[], data: Record<string, unknown[]>, ro
   }
 }
 
-export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersion: number, bucket: number, recordCount: number): NewDataFile {
+/**
+ * A built file's granules: its row groups and chunk positions from its footer, each
+ * chunk's sha256, and each row group's offset span from its records' offsets (the file's
+ * rows are its records in offset order). Null for a file whose chunks do not tile its
+ * bytes (it is served whole).
+ */
+export function granulesOf(file: EncodedFile, records: readonly KafkaRecord[], startOffset: bigint, endOffset: bigint): FileGranules | null {
+  const layout = fileLayout(file.footer, file.byteLength);
+  if ('problem' in layout) return null;
+  const spans = rowGroupSpans(layout.rowGroups.map((group) => group.rows), records.map((record) => record.offset), startOffset, endOffset);
   return {
+    granules: layout.rowGroups.map((group, rowGroup) => ({
+      rowGroup, startOffset: spans[rowGroup]!.start, endOffset: spans[rowGroup]!.end, rowCount: group.rows, chunkSha256: chunkChecksums(group, file.parts),
+    })),
+    pageIndex: bytesOfRange(file.parts, layout.dataEnd, layout.footerStart),
+  };
+}
+
+export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersion: number, bucket: number, recordCount: number, granules: FileGranules | null): NewDataFile {
+  return {
+    granules,
     bucket,
     recordCount,
     fileSizeBytes: built.file.byteLength,
@@ -125,9 +157,11 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encode
       current = await schemaForRecords(catalog, table, current, recordsOf(range), registry ?? defaultRegistry());
     }
     const { version, schema } = current;
-    const files = range.files.map((file) =>
-      toNewDataFile(buildFile(table, schema, partition, file.records, encoder ?? encoderForCompression[compressionOf(table.settings)]), schema, version, file.bucket, file.records.length),
-    );
+    const files = range.files.map((file) => {
+      const built = buildFile(table, schema, partition, file.records, encoder ?? encoderForCompression[compressionOf(table.settings)]);
+      const granules = granulesOf(built.file, file.records, range.startOffset, range.endOffset);
+      return toNewDataFile(built, schema, version, file.bucket, file.records.length, granules);
+    });
     return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files };
   };
 }

@@ -1,6 +1,7 @@
 /** Reading the catalog's files: for `files`, rebuilds and the read path. */
 import type { SealReason } from '../ranges/sealer.js';
 import type { Catalog, CatalogClient } from './db.js';
+import type { FileGranules } from './file-writes.js';
 
 export interface ColumnStatistics {
   columnId: number;
@@ -29,6 +30,8 @@ export interface DataFile {
   source: 'live' | 'backfill';
   createdAt: Date;
   expiredAt: Date | null;
+  /** Whether the catalog has its granules (migration 7): then reads rebuild only what they cover. */
+  hasGranules: boolean;
   columns: ColumnStatistics[];
 }
 
@@ -49,13 +52,14 @@ interface FileRow {
   source: 'live' | 'backfill';
   created_at: Date;
   expired_at: Date | null;
+  has_granules: boolean;
   columns: { column_id: number; column_name: string; value_count: string; null_count: string; nan_count: string; min_value: string | null; max_value: string | null; min_value_utf8: string | null; max_value_utf8: string | null }[] | null;
 }
 
 const selectFiles = `
   SELECT f.data_file_id, f.table_id, f.partition_id, f.start_offset, f.end_offset, f.time_bucket, f.record_count,
          f.file_size_bytes, f.footer, f.sha256, f.seal_reason, f.schema_version, f.encoder_version, f.source,
-         f.created_at, f.expired_at,
+         f.created_at, f.expired_at, f.page_index IS NOT NULL AS has_granules,
          (SELECT json_agg(json_build_object('column_id', s.column_id, 'column_name', c.column_name,
                    'value_count', s.value_count::text, 'null_count', s.null_count::text, 'nan_count', s.nan_count::text,
                    'min_value', s.min_value, 'max_value', s.max_value,
@@ -83,6 +87,7 @@ function toDataFile(row: FileRow): DataFile {
     source: row.source,
     createdAt: row.created_at,
     expiredAt: row.expired_at,
+    hasGranules: row.has_granules,
     columns: (row.columns ?? []).map((c) => ({
       columnId: c.column_id,
       columnName: c.column_name,
@@ -137,4 +142,21 @@ export async function liveFileKeys(catalog: Catalog | CatalogClient, tableName?:
     [tableName ?? null],
   );
   return result.rows.map((row) => ({ table: row.table_name, dataFileId: row.data_file_id, fileSizeBytes: row.file_size_bytes, sha256: row.sha256, createdAt: row.created_at }));
+}
+
+/** A file's granules and page index bytes (migration 7), or null while it has none: then it is served whole. */
+export async function findGranules(catalog: Catalog | CatalogClient, dataFileId: bigint): Promise<FileGranules | null> {
+  const file = await catalog.query<{ page_index: Buffer | null }>('SELECT page_index FROM offsetlake.data_file WHERE data_file_id = $1', [dataFileId]);
+  const pageIndex = file.rows[0]?.page_index;
+  if (!pageIndex) return null;
+  const rows = await catalog.query<{ row_group: number; start_offset: bigint; end_offset: bigint; row_count: bigint; chunk_sha256: Buffer }>(
+    'SELECT row_group, start_offset, end_offset, row_count, chunk_sha256 FROM offsetlake.granule WHERE data_file_id = $1 ORDER BY row_group',
+    [dataFileId],
+  );
+  return {
+    pageIndex,
+    granules: rows.rows.map((row) => ({
+      rowGroup: row.row_group, startOffset: BigInt(row.start_offset), endOffset: BigInt(row.end_offset), rowCount: Number(row.row_count), chunkSha256: row.chunk_sha256,
+    })),
+  };
 }

@@ -17,6 +17,22 @@ export interface ColumnStatisticsRow {
   max: string | null;
 }
 
+/** A row group of a file as the catalog keeps it (migration 7). */
+export interface Granule {
+  rowGroup: number;
+  startOffset: bigint;
+  endOffset: bigint;
+  rowCount: number;
+  /** sha256 of each column chunk, 32 bytes per leaf in the footer's order. */
+  chunkSha256: Uint8Array;
+}
+
+/** A file's granules and the bytes between its last chunk and its footer; null: it is served whole. */
+export interface FileGranules {
+  granules: Granule[];
+  pageIndex: Uint8Array;
+}
+
 export interface NewDataFile {
   bucket: number;
   recordCount: number;
@@ -26,6 +42,7 @@ export interface NewDataFile {
   schemaVersion: number;
   encoderVersion: string;
   columns: ColumnStatisticsRow[];
+  granules: FileGranules | null;
 }
 
 /** A sealed range as the catalog stores it: its offsets, why it sealed, one file per bucket. */
@@ -153,5 +170,25 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
         c.map((s) => s.nanCount), c.map((s) => asText(s.min)), c.map((s) => asText(s.max)), c.map((s) => asUtf8(s.min)), c.map((s) => asUtf8(s.max)),
       ],
     );
+    if (file.granules) await insertGranules(client, fileId, file.granules);
   }
+}
+
+/**
+ * A file's granules and page index bytes. Idempotent: a file indexed before granules
+ * existed gets them at its first whole rebuild, and two readers may both try.
+ */
+export async function insertGranules(client: Catalog | CatalogClient, dataFileId: bigint, file: FileGranules): Promise<void> {
+  const g = file.granules;
+  await client.query(
+    `WITH added AS (
+       INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, chunk_sha256)
+       SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[])
+       ON CONFLICT DO NOTHING)
+     UPDATE offsetlake.data_file SET page_index = $7 WHERE data_file_id = $1 AND page_index IS NULL`,
+    [
+      dataFileId, g.map((x) => x.rowGroup), g.map((x) => x.startOffset), g.map((x) => x.endOffset), g.map((x) => x.rowCount),
+      g.map((x) => Buffer.from(x.chunkSha256.buffer, x.chunkSha256.byteOffset, x.chunkSha256.byteLength)), Buffer.from(file.pageIndex),
+    ],
+  );
 }

@@ -494,6 +494,41 @@ END
 $do$;
 `,
   },
+  {
+    version: 7,
+    name: 'granules, page index bytes, reader counters',
+    sql: `
+-- A granule is a row group of a data file: the unit a read rebuilds. Its Kafka offset
+-- span runs from its first row's offset to the next granule's first (the first from the
+-- file's start offset, the last to its end offset), so spans tile the file's offsets.
+-- chunk_sha256 holds the sha256 of each of its column chunks, 32 bytes per leaf in the
+-- footer's order; the chunks' byte positions come from the footer.
+CREATE TABLE granule (
+  data_file_id  bigint NOT NULL REFERENCES data_file ON DELETE CASCADE,
+  row_group     integer NOT NULL CHECK (row_group >= 0),
+  start_offset  bigint NOT NULL,
+  end_offset    bigint NOT NULL CHECK (end_offset > start_offset),
+  row_count     bigint NOT NULL CHECK (row_count >= 0),
+  chunk_sha256  bytea NOT NULL CHECK (octet_length(chunk_sha256) % 32 = 0),
+  PRIMARY KEY (data_file_id, row_group)
+);
+
+-- The bytes between a file's last column chunk and its footer (its page index; empty
+-- when it has none), kept like the footer so a file can be served granule by granule.
+-- NULL: the file has no granules yet (indexed before this migration, until its first
+-- whole rebuild) or cannot be served by granules.
+ALTER TABLE data_file ADD COLUMN page_index bytea;
+
+-- What each reader (a serve process, a Lambda instance) has counted, written now and
+-- then so that status can show reads next to indexing.
+CREATE TABLE reader_counters (
+  reader_id   text PRIMARY KEY,
+  counters    jsonb NOT NULL,
+  started_at  timestamptz NOT NULL,
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

@@ -71,6 +71,8 @@ export interface EncodeOptions {
 export interface EncodedFile {
   /** The whole file. */
   bytes: Uint8Array;
+  /** The file as the writer left it, in order: hashing a range of it needs no join. */
+  parts: readonly Uint8Array[];
   /** The file's trailing bytes: FileMetaData + 4-byte length + "PAR1" (see footer.ts). */
   footer: Uint8Array;
   sha256: Uint8Array;
@@ -198,6 +200,7 @@ function hasFloatingLeaf(column: Column): boolean {
 function finish(bytes: Uint8Array, rowCount: number, encoderVersion: string): EncodedFile {
   return {
     bytes,
+    parts: [bytes],
     footer: parquetFooter(bytes),
     sha256: new Uint8Array(createHash('sha256').update(bytes).digest()),
     byteLength: bytes.byteLength,
@@ -216,6 +219,7 @@ function finishParts(parts: readonly Uint8Array[], rowCount: number, encoderVers
       joined ??= joinParts(parts);
       return joined;
     },
+    parts,
     footer: joinParts(parts.slice(-2)),
     sha256: new Uint8Array(hash.digest()),
     byteLength: parts.reduce((n, part) => n + part.byteLength, 0),

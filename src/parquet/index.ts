@@ -11,6 +11,7 @@ export * from './encoder.js';
 export * from './footer.js';
 export * from './json-text.js';
 export * from './kafka-table.js';
+export * from './layout.js';
 export * from './schema.js';
 export * from './stat-text.js';
 export * from './statistics.js';

@@ -17,10 +17,31 @@ export interface ReaderRequest {
   headers: Readonly<Record<string, string | undefined>>;
 }
 
+/**
+ * A response body: bytes, or (a large range of a file) its pieces in order, produced as
+ * they are sent. A piece is yielded only after it was checked; a stream that fails
+ * midway must be cut off (the connection closed short of Content-Length), never padded.
+ */
+export type ResponseBody = Uint8Array | AsyncIterable<Uint8Array>;
+
 export interface ReaderResponse {
   status: number;
   headers: Record<string, string>;
-  body: Uint8Array;
+  body: ResponseBody;
+}
+
+/**
+ * Ranges up to this many bytes are produced whole before the answer starts, so any
+ * mismatch is still a 500 with its reason; larger ones stream row group by row group.
+ */
+export const bufferedRangeBytes = 16 * 1024 * 1024;
+
+/** A body's bytes, produced to the end (a Lambda function URL in BUFFERED mode, tests). */
+export async function bodyBytes(body: ResponseBody): Promise<Uint8Array> {
+  if (body instanceof Uint8Array) return body;
+  const pieces: Uint8Array[] = [];
+  for await (const piece of body) pieces.push(piece);
+  return pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
 }
 
 export class HttpError extends Error {
@@ -69,14 +90,24 @@ export async function fileResponse(service: ReaderService, request: ReaderReques
     throw new HttpError(413, `${partial ? 'the range asks for' : 'the file has'} ${end - start} bytes, more than the ${maxBody} one response of this endpoint may carry; read it with Range requests of at most ${maxBody} bytes`);
   }
   const footerStart = size - file.footer.byteLength;
-  let body: Uint8Array;
   if (start >= footerStart) {
     service.count('footerHits');
-    body = file.footer.subarray(start - footerStart, end - footerStart);
-  } else {
-    body = (await service.bytes(table, file)).subarray(start, end);
+    const body = file.footer.subarray(start - footerStart, end - footerStart);
+    service.served(body.byteLength);
+    return { status, headers, body };
   }
-  service.served(body.byteLength);
-  return { status, headers, body };
+  if (end - start <= bufferedRangeBytes) {
+    const body = await bodyBytes(service.range(table, file, start, end));
+    service.served(body.byteLength);
+    return { status, headers, body };
+  }
+  return { status, headers, body: counted(service, service.range(table, file, start, end)) };
+}
+
+async function* counted(service: ReaderService, pieces: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  for await (const piece of pieces) {
+    service.served(piece.byteLength);
+    yield piece;
+  }
 }
 

@@ -19,11 +19,13 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { DataFile } from '../catalog/file-reads.js';
 import { TableError, type TableRecord } from '../catalog/tables.js';
 import { FileExpiredError, RebuildMismatchError } from './rebuild.js';
+import { GranuleMismatchError } from './granules.js';
 import type { ReaderService } from './service.js';
 import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 
-export type { ReaderRequest, ReaderResponse } from './file-response.js';
+export type { ReaderRequest, ReaderResponse, ResponseBody } from './file-response.js';
+export { bodyBytes } from './file-response.js';
 
 export interface ReaderHandlerOptions {
   /** The bearer token every request must carry; `null` turns authentication off (local use only). */
@@ -174,12 +176,13 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       if (options.token !== null) checkToken(request, options.token);
       const response = await route(request);
       // HEAD: the headers GET would send (a file's Content-Length is set by fileResponse), no body.
-      if (request.method === 'HEAD' && response.body.byteLength > 0) return { ...response, headers: { ...response.headers, 'content-length': String(response.body.byteLength) }, body: empty };
+      if (request.method === 'HEAD' && response.body instanceof Uint8Array && response.body.byteLength > 0) return { ...response, headers: { ...response.headers, 'content-length': String(response.body.byteLength) }, body: empty };
       return response;
     } catch (error) {
       const answer = (status: number, message: string, headers: Record<string, string> = {}) => errorResponse(request, status, message, headers);
       if (error instanceof HttpError) return answer(error.status, error.message, error.headers);
       if (error instanceof RebuildMismatchError) return answer(500, `${error.message}; the bytes were not served`);
+      if (error instanceof GranuleMismatchError) return answer(500, error.message);
       if (error instanceof FileExpiredError) return answer(410, error.message);
       return answer(500, `internal error: ${(error as Error).message}`);
     }

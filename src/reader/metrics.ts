@@ -1,8 +1,17 @@
 /** Counters of the read path, as one plain object (served at GET /metrics, printed by bench). */
 export interface ReaderMetrics {
   requests: number;
-  /** Files rebuilt from Kafka (each verified against size, footer and sha256). */
+  /** Files rebuilt whole from Kafka (each verified against size, footer and sha256): files without granules. */
   rebuilds: number;
+  /** Row groups rebuilt with all their columns (a whole-file or wide read of a file with granules). */
+  granuleRebuilds: number;
+  /** Row groups rebuilt for some of their columns only. */
+  partialGranuleRebuilds: number;
+  /** Column chunks answered from the cache, and rebuilt. */
+  chunkCacheHits: number;
+  chunkCacheMisses: number;
+  /** Row groups or chunks whose rebuild did not match the catalog's checksum: never served. */
+  chunkMismatches: number;
   /** Rebuilds whose bytes did not match the catalog: never served. */
   mismatches: number;
   cacheHits: number;
@@ -17,5 +26,5 @@ export interface ReaderMetrics {
 }
 
 export function newMetrics(): ReaderMetrics {
-  return { requests: 0, rebuilds: 0, mismatches: 0, cacheHits: 0, cacheMisses: 0, footerHits: 0, kafkaRecords: 0, kafkaBytes: 0, bytesServed: 0, expired: 0 };
+  return { requests: 0, rebuilds: 0, granuleRebuilds: 0, partialGranuleRebuilds: 0, chunkCacheHits: 0, chunkCacheMisses: 0, chunkMismatches: 0, mismatches: 0, cacheHits: 0, cacheMisses: 0, footerHits: 0, kafkaRecords: 0, kafkaBytes: 0, bytesServed: 0, expired: 0 };
 }

@@ -1,6 +1,7 @@
 /** `offsetlake serve`: the reader handler behind node:http. */
-import { createServer, type Server } from 'node:http';
-import type { ReaderHandler } from './http.js';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import type { ReaderHandler, ResponseBody } from './http.js';
 
 export function readerServer(handler: ReaderHandler): Server {
   return createServer((request, response) => {
@@ -9,9 +10,10 @@ export function readerServer(handler: ReaderHandler): Server {
     // Request bodies are not part of the API; drain them so the connection can be reused.
     request.resume();
     handler({ method: request.method ?? 'GET', path: request.url ?? '/', headers }).then(
-      (answer) => {
+      async (answer) => {
         response.writeHead(answer.status, answer.headers);
-        response.end(request.method === 'HEAD' ? undefined : answer.body);
+        if (request.method === 'HEAD') response.end();
+        else await send(response, answer.body);
       },
       (error: unknown) => {
         response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
@@ -19,4 +21,26 @@ export function readerServer(handler: ReaderHandler): Server {
       },
     );
   });
+}
+
+/**
+ * Sends a body as it is produced, waiting for the socket to drain, so a streamed file
+ * holds only the pieces in flight. A stream that fails midway cuts the connection short
+ * of its Content-Length: the engine sees a failed read, never wrong bytes. A client that
+ * goes away stops the production.
+ */
+async function send(response: ServerResponse, body: ResponseBody): Promise<void> {
+  if (body instanceof Uint8Array) {
+    response.end(body);
+    return;
+  }
+  try {
+    for await (const piece of body) {
+      if (response.destroyed) return;
+      if (!response.write(piece)) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+    }
+    response.end();
+  } catch (error) {
+    response.destroy(error as Error);
+  }
 }

@@ -7,7 +7,8 @@
 import type { DataFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
-import { encodeFile } from '../build/files.js';
+import { encodeFile, granulesOf } from '../build/files.js';
+import { insertGranules } from '../catalog/file-writes.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { bucketOf } from '../ranges/buckets.js';
 import { compactionProblem } from '../kafka/topics.js';
@@ -38,11 +39,14 @@ function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString('hex');
 }
 
-/** The file's records as indexing saw them: committed, in its offsets, in its bucket. */
-export async function fileRecords(source: CommittedSource, table: TableRecord, file: DataFile): Promise<KafkaRecord[]> {
+/**
+ * The file's records as indexing saw them: committed, in its offsets (or the span of one
+ * of its granules), in its bucket.
+ */
+export async function fileRecords(source: CommittedSource, table: TableRecord, file: DataFile, span: { startOffset: bigint; endOffset: bigint } = file): Promise<KafkaRecord[]> {
   const bucket = file.bucket.getTime();
   const records: KafkaRecord[] = [];
-  for await (const batch of source.read(table.topic, file.partition, file.startOffset, file.endOffset)) {
+  for await (const batch of source.read(table.topic, file.partition, span.startOffset, span.endOffset)) {
     for (const record of batch.records) if (bucketOf(record.timestamp, table.settings.granularity) === bucket) records.push(record);
   }
   return records;
@@ -100,5 +104,20 @@ export async function rebuildFile(catalog: Catalog, source: CommittedSource, tab
     const compacted = compactionProblem(table.topic, (await source.cleanupPolicy?.(table.topic).catch(() => undefined)) ?? 'delete');
     throw new RebuildMismatchError(file.dataFileId, compacted ? [compacted, ...differences] : differences);
   }
+  if (!file.hasGranules) await addGranules(catalog, file, granulesOf(built, records, file.startOffset, file.endOffset));
   return { bytes: built.bytes, sha256: built.sha256, records: records.length };
+}
+
+/**
+ * A file indexed before granules existed gets them from its first whole rebuild (they
+ * are derived from bytes just checked against the catalog). Derived state: a catalog
+ * that refuses the write (a read-only role) leaves the file served whole, as before.
+ */
+async function addGranules(catalog: Catalog, file: DataFile, granules: ReturnType<typeof granulesOf>): Promise<void> {
+  if (!granules) return;
+  try {
+    await insertGranules(catalog, file.dataFileId, granules);
+  } catch (error) {
+    process.emitWarning(`file ${file.dataFileId}: its granules were not stored (${(error as Error).message}); it is served whole until they are`);
+  }
 }

@@ -1,14 +1,23 @@
 /**
- * The rebuild service behind every read: finds tables and files in the catalog, rebuilds
- * a file's bytes from Kafka (verified by rebuildFile against size, footer and sha256
- * before anything is returned), and keeps rebuilt files in a byte-bounded cache.
- * Concurrent reads of one file share one rebuild.
+ * The rebuild service behind every read: finds tables and files in the catalog and
+ * produces a byte range of a file. A file with granules (src/reader/granules.ts) is
+ * produced piece by piece: the magic, the column chunks of the row groups the range
+ * covers (rebuilt from those row groups' offsets only, for those columns only, each
+ * checked against its sha256), the page index and footer from the catalog. A file
+ * without them is rebuilt whole (verified by rebuildFile against size, footer and
+ * sha256) and gets its granules then. Rebuilt chunks (and whole files) are kept in one
+ * byte-bounded cache; concurrent reads of the same chunks share one rebuild.
  */
-import { findFile, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
+import { findFile, findGranules, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
+import type { FileGranules } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from './rebuild.js';
+import { GranuleMismatchError, rebuildChunks } from './granules.js';
+import { fileLayout, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
+import { schemaVersion } from '../schema/versions.js';
+import type { TableSchema } from '../schema/table-schema.js';
 import { ByteBoundedCache } from './cache.js';
 import { newMetrics, type ReaderMetrics } from './metrics.js';
 import { countingSource, type ReadLog } from './source.js';
@@ -20,11 +29,25 @@ export interface ReaderServiceOptions {
 
 export const defaultCacheBytes = 512 * 1024 * 1024;
 
+const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
+
+/** A file served by granules: where its bytes are and what they must hash to. */
+interface Granular {
+  layout: FileLayout;
+  granules: FileGranules;
+  schema: TableSchema;
+}
+
+/** What the service remembers per file id at most (layouts and granules are small and never change). */
+const granularEntries = 2_000;
+
 export class ReaderService {
   readonly cache: ByteBoundedCache;
   private readonly counters: Omit<ReaderMetrics, 'kafkaRecords' | 'kafkaBytes'> = newMetrics();
   private readonly source: CommittedSource & { log: ReadLog };
   private readonly inFlight = new Map<string, Promise<Uint8Array>>();
+  private readonly chunksInFlight = new Map<string, Promise<Map<number, Uint8Array>>>();
+  private readonly granular = new Map<bigint, Promise<Granular | null>>();
 
   constructor(readonly catalog: Catalog, source: CommittedSource, options: ReaderServiceOptions = {}) {
     this.cache = new ByteBoundedCache(options.cacheBytes ?? defaultCacheBytes);
@@ -71,6 +94,99 @@ export class ReaderService {
   /** One file of the table, expired ones included (the caller answers those with 410). */
   file(table: TableRecord, dataFileId: bigint): Promise<DataFile | undefined> {
     return findFile(this.catalog, table.tableId, dataFileId);
+  }
+
+  /**
+   * Bytes [start, end) of the file, piece by piece in order, each verified before it is
+   * yielded. Memory: the row group being produced and the next one (built while the one
+   * before is sent), whatever the range's length.
+   */
+  async *range(table: TableRecord, file: DataFile, start: number, end: number): AsyncGenerator<Uint8Array> {
+    const granular = file.hasGranules ? await this.granularOf(file) : null;
+    if (!granular) {
+      yield (await this.bytes(table, file)).subarray(start, end);
+      return;
+    }
+    const pieces = piecesOf(granular.layout, start, end);
+    const byGroup = new Map<number, Extract<Piece, { kind: 'chunk' }>[]>();
+    for (const piece of pieces) if (piece.kind === 'chunk') byGroup.set(piece.rowGroup, [...(byGroup.get(piece.rowGroup) ?? []), piece]);
+    const groups = [...byGroup.keys()];
+    const built = new Map<number, Promise<Map<number, Uint8Array>>>();
+    const build = (at: number): void => {
+      const rowGroup = groups[at];
+      if (rowGroup === undefined || built.has(rowGroup)) return;
+      const pending = this.chunks(table, file, granular, rowGroup, byGroup.get(rowGroup)!.map((piece) => piece.leaf));
+      pending.catch(() => {}); // awaited in order below; a prefetch that fails is reported there
+      built.set(rowGroup, pending);
+    };
+    build(0);
+    for (const piece of pieces) {
+      if (piece.kind === 'magic') yield MAGIC.subarray(piece.from, piece.to);
+      else if (piece.kind === 'index') yield granular.granules.pageIndex.subarray(piece.from, piece.to);
+      else if (piece.kind === 'footer') yield file.footer.subarray(piece.from, piece.to);
+      else {
+        const at = groups.indexOf(piece.rowGroup);
+        build(at);
+        const chunks = await built.get(piece.rowGroup)!;
+        build(at + 1);
+        yield chunks.get(piece.leaf)!.subarray(piece.from, piece.to);
+        if (piece === byGroup.get(piece.rowGroup)!.at(-1)) built.delete(piece.rowGroup);
+      }
+    }
+  }
+
+  /** Layout, granules and schema of a file that has granules; null when it cannot be served by them. */
+  private granularOf(file: DataFile): Promise<Granular | null> {
+    let known = this.granular.get(file.dataFileId);
+    if (!known) {
+      known = (async () => {
+        const granules = await findGranules(this.catalog, file.dataFileId);
+        const layout = fileLayout(file.footer, Number(file.fileSizeBytes));
+        if (!granules || 'problem' in layout || granules.granules.length !== layout.rowGroups.length) return null;
+        return { layout, granules, schema: await schemaVersion(this.catalog, file.tableId, file.schemaVersion) };
+      })();
+      known.catch(() => this.granular.delete(file.dataFileId));
+      if (this.granular.size >= granularEntries) this.granular.delete(this.granular.keys().next().value!);
+      this.granular.set(file.dataFileId, known);
+    }
+    return known;
+  }
+
+  /** The chunks of `leaves` of one row group: from the cache, or rebuilt from its offsets and verified. */
+  private async chunks(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
+    const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
+    const out = new Map<number, Uint8Array>();
+    const missing: number[] = [];
+    for (const leaf of leaves) {
+      const cached = this.cache.get(`${fileKey}:${rowGroup}:${leaf}`);
+      if (cached) out.set(leaf, cached);
+      else missing.push(leaf);
+    }
+    this.counters.chunkCacheHits += out.size;
+    this.counters.chunkCacheMisses += missing.length;
+    if (missing.length === 0) return out;
+    const key = `${fileKey}:${rowGroup}:${missing.join(',')}`;
+    let pending = this.chunksInFlight.get(key);
+    if (!pending) {
+      pending = this.rebuildGranule(table, file, granular, rowGroup, missing).finally(() => this.chunksInFlight.delete(key));
+      this.chunksInFlight.set(key, pending);
+    }
+    for (const [leaf, bytes] of await pending) out.set(leaf, bytes);
+    return out;
+  }
+
+  private async rebuildGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
+    const all = granular.layout.rowGroups[rowGroup]!.chunks.length;
+    this.counters[leaves.length === all ? 'granuleRebuilds' : 'partialGranuleRebuilds'] += 1;
+    try {
+      const chunks = await rebuildChunks(this.source, table, file, granular.schema, granular.layout, granular.granules.granules[rowGroup]!, leaves);
+      const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
+      for (const [leaf, bytes] of chunks) this.cache.set(`${fileKey}:${rowGroup}:${leaf}`, bytes);
+      return chunks;
+    } catch (error) {
+      if (error instanceof GranuleMismatchError) this.counters.chunkMismatches += 1;
+      throw error;
+    }
   }
 
   /** The file's whole bytes: from the cache, or rebuilt from Kafka and verified. */

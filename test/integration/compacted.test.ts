@@ -13,7 +13,7 @@ import { produce } from '../../src/kafka/produce.js';
 import { createTopic } from '../../src/kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { rangeBuilder } from '../../src/build/files.js';
-import { readerHandler } from '../../src/reader/http.js';
+import { bodyBytes, readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { partitionStatus } from '../../src/catalog/status.js';
@@ -54,6 +54,6 @@ describe('compacted topics', () => {
     const handler = readerHandler(new ReaderService(engine.catalog, kafkaSource(engine.kafka)), { token: null });
     const response = await handler({ method: 'GET', path: `/tables/${table.name}/files/${file!.dataFileId}.parquet`, headers: {} });
     expect(response.status).toBe(500);
-    expect(JSON.parse(Buffer.from(response.body).toString()).error).toContain(`does not match the catalog: topic "${topic}" has cleanup.policy=compact`);
+    expect(JSON.parse(Buffer.from(await bodyBytes(response.body)).toString()).error).toContain(`does not match the catalog: topic "${topic}" has cleanup.policy=compact`);
   });
 });

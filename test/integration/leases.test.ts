@@ -50,6 +50,7 @@ function range(start: bigint, end: bigint): NewRange {
       recordCount: Number(end - start),
       fileSizeBytes: 1234,
       footer: new Uint8Array([1, 2, 3]),
+      granules: null,
       sha256: new Uint8Array(32).fill(7),
       schemaVersion: 1,
       encoderVersion: 'test/v1',

@@ -15,10 +15,11 @@ import { findTable, type TableRecord } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { kafkaSource } from '../../src/kafka/source.js';
+import { fileLayout } from '../../src/parquet/index.js';
 import { produce } from '../../src/kafka/produce.js';
 import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
-import { readerHandler, type ReaderHandler } from '../../src/reader/http.js';
+import { bodyBytes, readerHandler, type ReaderHandler } from '../../src/reader/http.js';
 import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { rebuildFile } from '../../src/reader/rebuild.js';
@@ -125,22 +126,22 @@ describe('the read API over HTTP', () => {
     const tail = await local({ method: 'GET', path: path(file), headers: { range: 'bytes=-8' } });
     expect(tail.status).toBe(206);
     expect(tail.headers['content-range']).toBe(`bytes ${size - 8}-${size - 1}/${size}`);
-    expect(Buffer.from(tail.body).subarray(4).toString('latin1')).toBe('PAR1');
-    expect(Buffer.from(tail.body).readUInt32LE(0)).toBe(file.footer.byteLength - 8);
+    expect(Buffer.from(await bodyBytes(tail.body)).subarray(4).toString('latin1')).toBe('PAR1');
+    expect(Buffer.from(await bodyBytes(tail.body)).readUInt32LE(0)).toBe(file.footer.byteLength - 8);
     const footer = await local({ method: 'GET', path: path(file), headers: { range: `bytes=${size - file.footer.byteLength}-` } });
     expect(footer.status).toBe(206);
-    expect(Buffer.from(footer.body).equals(file.footer)).toBe(true);
+    expect(Buffer.from(await bodyBytes(footer.body)).equals(file.footer)).toBe(true);
     expect(fresh.metrics).toMatchObject({ rebuilds: 0, kafkaRecords: 0, footerHits: 2 });
   });
 
-  it('single, open and suffix ranges give 206 with Content-Range and the rebuilt bytes; the second read is a cache hit', async () => {
+  it('single, open and suffix ranges give 206 with Content-Range and the rebuilt bytes; the second read takes its chunks from the cache', async () => {
     const file = files[2]!;
     const size = Number(file.fileSizeBytes);
     const whole = (await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file)).bytes;
     const full = await get(path(file));
     expect(full.status).toBe(200);
     expect(Buffer.from(await full.arrayBuffer()).equals(Buffer.from(whole))).toBe(true);
-    const hits = service.metrics.cacheHits;
+    const hits = service.metrics.chunkCacheHits;
     for (const [range, start, end] of [['bytes=10-99', 10, 100], ['bytes=100-', 100, size], ['bytes=-300', size - 300, size], [`bytes=0-${size + 50}`, 0, size]] as const) {
       const response = await get(path(file), { range });
       expect(response.status, range).toBe(206);
@@ -148,7 +149,7 @@ describe('the read API over HTTP', () => {
       expect(response.headers.get('content-length')).toBe(String(end - start));
       expect(Buffer.from(await response.arrayBuffer()).equals(Buffer.from(whole.subarray(start, end))), range).toBe(true);
     }
-    expect(service.metrics.cacheHits).toBeGreaterThan(hits);
+    expect(service.metrics.chunkCacheHits).toBeGreaterThan(hits);
   });
 
   it('416 for unsatisfiable ranges, with Content-Range: bytes */size and a reason', async () => {
@@ -186,10 +187,12 @@ describe('the read API over HTTP', () => {
     }
   });
 
-  it('a rebuild that does not match the catalog is a 500 naming the difference, counted, and no bytes', async () => {
+  it('a file without granules whose rebuild does not match the catalog is a 500 naming the difference, counted, and no bytes', async () => {
     const file = files[3]!;
     const original = file.sha256;
-    await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2 WHERE data_file_id = $1', [file.dataFileId, Buffer.alloc(32, 7)]);
+    // A file indexed before granules existed is rebuilt whole and checked against size, footer and sha256.
+    const pageIndex = (await engine.catalog.query<{ page_index: Buffer }>('SELECT page_index FROM offsetlake.data_file WHERE data_file_id = $1', [file.dataFileId])).rows[0]!.page_index;
+    await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2, page_index = NULL WHERE data_file_id = $1', [file.dataFileId, Buffer.alloc(32, 7)]);
     try {
       const before = service.metrics.mismatches;
       const response = await get(path(file), { range: 'bytes=0-3' });
@@ -199,7 +202,32 @@ describe('the read API over HTTP', () => {
       expect(body.error).toMatch(/the bytes were not served/);
       expect(service.metrics.mismatches).toBe(before + 1);
     } finally {
-      await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2 WHERE data_file_id = $1', [file.dataFileId, original]);
+      await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2, page_index = $3 WHERE data_file_id = $1', [file.dataFileId, original, pageIndex]);
+    }
+  });
+
+  it('a column chunk whose rebuild does not match its checksum is a 500 naming the file, row group and column, counted, and no bytes', async () => {
+    const file = files[4]!;
+    const fresh = new ReaderService(engine.catalog, kafkaSource(engine.kafka));
+    const local = readerHandler(fresh, { token: null });
+    const layout = fileLayout(file.footer, Number(file.fileSizeBytes));
+    if ('problem' in layout) throw new Error(layout.problem);
+    const leaf = layout.rowGroups[0]!.chunks.findIndex((chunk) => chunk.path === '_key');
+    const chunk = layout.rowGroups[0]!.chunks[leaf]!;
+    const granule = await engine.catalog.query<{ chunk_sha256: Buffer }>('SELECT chunk_sha256 FROM offsetlake.granule WHERE data_file_id = $1 AND row_group = 0', [file.dataFileId]);
+    const original = granule.rows[0]!.chunk_sha256;
+    const corrupt = Buffer.from(original);
+    corrupt.fill(7, leaf * 32, leaf * 32 + 32);
+    await engine.catalog.query('UPDATE offsetlake.granule SET chunk_sha256 = $2 WHERE data_file_id = $1 AND row_group = 0', [file.dataFileId, corrupt]);
+    try {
+      const response = await local({ method: 'GET', path: path(file), headers: { range: `bytes=${chunk.start}-${chunk.end - 1}` } });
+      expect(response.status).toBe(500);
+      const body = JSON.parse(Buffer.from(await bodyBytes(response.body)).toString()) as { error: string };
+      expect(body.error).toBe(`file ${file.dataFileId}, row group 0, column _key: rebuilt from Kafka, it does not match the catalog (sha256 differs); the bytes were not served`);
+      expect(fresh.metrics.chunkMismatches).toBe(1);
+      expect(fresh.metrics.bytesServed).toBe(0);
+    } finally {
+      await engine.catalog.query('UPDATE offsetlake.granule SET chunk_sha256 = $2 WHERE data_file_id = $1 AND row_group = 0', [file.dataFileId, original]);
     }
   });
 
@@ -254,7 +282,7 @@ describe('the read API over HTTP', () => {
     const file = files[0]!;
     const whole = await limited({ method: 'GET', path: path(file), headers: auth });
     expect(whole.status).toBe(413);
-    expect(JSON.parse(Buffer.from(whole.body).toString()).error).toMatch(/more than the 100 .*read it with Range requests/);
+    expect(JSON.parse(Buffer.from(await bodyBytes(whole.body)).toString()).error).toMatch(/more than the 100 .*read it with Range requests/);
     expect((await limited({ method: 'GET', path: path(file), headers: { ...auth, range: 'bytes=0-199' } })).status).toBe(413);
     expect((await limited({ method: 'GET', path: path(file), headers: { ...auth, range: 'bytes=0-99' } })).status).toBe(206);
 

@@ -19,7 +19,7 @@ import { produce } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { deleteRecords, deleteTopic } from '../../src/kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
-import { readerHandler } from '../../src/reader/http.js';
+import { bodyBytes, readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { partitionStatus } from '../../src/catalog/status.js';
@@ -57,7 +57,7 @@ describe('offsets Kafka deleted before anyone indexed them', () => {
     expect([status!.indexedEnd, status!.lag, status!.lostOffsets, status!.waitingReason]).toEqual([25n, 0n, 5n, null]);
 
     const metrics = await readerHandler(new ReaderService(engine.catalog, kafkaSource(engine.kafka)), { token: null })({ method: 'GET', path: '/metrics', headers: {} });
-    expect(JSON.parse(Buffer.from(metrics.body).toString()).lostOffsets).toEqual([{ table: created.name, partition: 0, intervals: 1, offsets: '5' }]);
+    expect(JSON.parse(Buffer.from(await bodyBytes(metrics.body)).toString()).lostOffsets).toEqual([{ table: created.name, partition: 0, intervals: 1, offsets: '5' }]);
     // The file [0, 10) can no longer be rebuilt (Kafka deleted it): retention's business, not the checker's.
     await engine.catalog.query('UPDATE offsetlake.data_file SET expired_at = now() WHERE table_id = $1 AND end_offset <= 15', [created.tableId]);
     await engine.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 10 WHERE table_id = $1', [created.tableId]);
