@@ -14,7 +14,7 @@ import {
   type Column, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
-import type { KafkaRecord } from '../kafka/record.js';
+import { recordBytes, type KafkaRecord } from '../kafka/record.js';
 import { fieldIds, type TableSchema } from '../schema/table-schema.js';
 import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
 import { schemaForRecords } from '../schema/evolve.js';
@@ -110,16 +110,37 @@ function refusal(columns: readonly Column[], data: Record<string, unknown[]>, ro
  * rows are its records in offset order). Null for a file whose chunks do not tile its
  * bytes (it is served whole).
  */
-export function granulesOf(file: EncodedFile, records: readonly KafkaRecord[], startOffset: bigint, endOffset: bigint): FileGranules | null {
+export function granulesOf(
+  file: EncodedFile, records: readonly KafkaRecord[], startOffset: bigint, endOffset: bigint, spanRecords: Iterable<KafkaRecord>,
+): FileGranules | null {
   const layout = fileLayout(file.footer, file.byteLength);
   if ('problem' in layout) return null;
   const spans = rowGroupSpans(layout.rowGroups.map((group) => group.rows), records.map((record) => record.offset), startOffset, endOffset);
+  const kafkaBytes = spans.map(() => 0);
+  for (const record of spanRecords) {
+    const at = spanOf(spans, record.offset);
+    if (at >= 0) kafkaBytes[at]! += recordBytes(record);
+  }
   return {
     granules: layout.rowGroups.map((group, rowGroup) => ({
-      rowGroup, startOffset: spans[rowGroup]!.start, endOffset: spans[rowGroup]!.end, rowCount: group.rows, chunkSha256: chunkChecksums(group, file.parts),
+      rowGroup, startOffset: spans[rowGroup]!.start, endOffset: spans[rowGroup]!.end, rowCount: group.rows, kafkaBytes: kafkaBytes[rowGroup]!,
+      chunkSha256: chunkChecksums(group, file.parts),
     })),
     pageIndex: bytesOfRange(file.parts, layout.dataEnd, layout.footerStart),
   };
+}
+
+/** The index of the span holding `offset` (spans are sorted and tile), or -1. */
+function spanOf(spans: readonly { start: bigint; end: bigint }[], offset: bigint): number {
+  let low = 0;
+  let high = spans.length - 1;
+  while (low <= high) {
+    const mid = (low + high) >> 1;
+    if (offset < spans[mid]!.start) high = mid - 1;
+    else if (offset >= spans[mid]!.end) low = mid + 1;
+    else return mid;
+  }
+  return -1;
 }
 
 export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersion: number, bucket: number, recordCount: number, granules: FileGranules | null): NewDataFile {
@@ -159,7 +180,7 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encode
     const { version, schema } = current;
     const files = range.files.map((file) => {
       const built = buildFile(table, schema, partition, file.records, encoder ?? encoderForCompression[compressionOf(table.settings)]);
-      const granules = granulesOf(built.file, file.records, range.startOffset, range.endOffset);
+      const granules = granulesOf(built.file, file.records, range.startOffset, range.endOffset, recordsOf(range));
       return toNewDataFile(built, schema, version, file.bucket, file.records.length, granules);
     });
     return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files };

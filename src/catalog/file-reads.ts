@@ -149,14 +149,14 @@ export async function findGranules(catalog: Catalog | CatalogClient, dataFileId:
   const file = await catalog.query<{ page_index: Buffer | null }>('SELECT page_index FROM offsetlake.data_file WHERE data_file_id = $1', [dataFileId]);
   const pageIndex = file.rows[0]?.page_index;
   if (!pageIndex) return null;
-  const rows = await catalog.query<{ row_group: number; start_offset: bigint; end_offset: bigint; row_count: bigint; chunk_sha256: Buffer }>(
-    'SELECT row_group, start_offset, end_offset, row_count, chunk_sha256 FROM offsetlake.granule WHERE data_file_id = $1 ORDER BY row_group',
+  const rows = await catalog.query<{ row_group: number; start_offset: bigint; end_offset: bigint; row_count: bigint; kafka_bytes: bigint; chunk_sha256: Buffer }>(
+    'SELECT row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256 FROM offsetlake.granule WHERE data_file_id = $1 ORDER BY row_group',
     [dataFileId],
   );
   return {
     pageIndex,
     granules: rows.rows.map((row) => ({
-      rowGroup: row.row_group, startOffset: BigInt(row.start_offset), endOffset: BigInt(row.end_offset), rowCount: Number(row.row_count), chunkSha256: row.chunk_sha256,
+      rowGroup: row.row_group, startOffset: BigInt(row.start_offset), endOffset: BigInt(row.end_offset), rowCount: Number(row.row_count), kafkaBytes: Number(row.kafka_bytes), chunkSha256: row.chunk_sha256,
     })),
   };
 }

@@ -23,6 +23,8 @@ export interface Granule {
   startOffset: bigint;
   endOffset: bigint;
   rowCount: number;
+  /** Key + value + header bytes of every committed record in the span, of any bucket: what reading it fetches. */
+  kafkaBytes: number;
   /** sha256 of each column chunk, 32 bytes per leaf in the footer's order. */
   chunkSha256: Uint8Array;
 }
@@ -182,12 +184,12 @@ export async function insertGranules(client: Catalog | CatalogClient, dataFileId
   const g = file.granules;
   await client.query(
     `WITH added AS (
-       INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, chunk_sha256)
-       SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[])
+       INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256)
+       SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[])
        ON CONFLICT DO NOTHING)
-     UPDATE offsetlake.data_file SET page_index = $7 WHERE data_file_id = $1 AND page_index IS NULL`,
+     UPDATE offsetlake.data_file SET page_index = $8 WHERE data_file_id = $1 AND page_index IS NULL`,
     [
-      dataFileId, g.map((x) => x.rowGroup), g.map((x) => x.startOffset), g.map((x) => x.endOffset), g.map((x) => x.rowCount),
+      dataFileId, g.map((x) => x.rowGroup), g.map((x) => x.startOffset), g.map((x) => x.endOffset), g.map((x) => x.rowCount), g.map((x) => x.kafkaBytes),
       g.map((x) => Buffer.from(x.chunkSha256.buffer, x.chunkSha256.byteOffset, x.chunkSha256.byteLength)), Buffer.from(file.pageIndex),
     ],
   );

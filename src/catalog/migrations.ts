@@ -509,6 +509,9 @@ CREATE TABLE granule (
   start_offset  bigint NOT NULL,
   end_offset    bigint NOT NULL CHECK (end_offset > start_offset),
   row_count     bigint NOT NULL CHECK (row_count >= 0),
+  -- key + value + header bytes of every committed record in the span, of any bucket:
+  -- what reading the granule fetches from Kafka (as the sealer counts bytes)
+  kafka_bytes   bigint NOT NULL CHECK (kafka_bytes >= 0),
   chunk_sha256  bytea NOT NULL CHECK (octet_length(chunk_sha256) % 32 = 0),
   PRIMARY KEY (data_file_id, row_group)
 );

@@ -43,10 +43,13 @@ function hex(bytes: Uint8Array): string {
  * The file's records as indexing saw them: committed, in its offsets (or the span of one
  * of its granules), in its bucket.
  */
-export async function fileRecords(source: CommittedSource, table: TableRecord, file: DataFile, span: { startOffset: bigint; endOffset: bigint } = file): Promise<KafkaRecord[]> {
+export async function fileRecords(
+  source: CommittedSource, table: TableRecord, file: DataFile, span: { startOffset: bigint; endOffset: bigint } = file, everyRecord?: (record: KafkaRecord) => void,
+): Promise<KafkaRecord[]> {
   const bucket = file.bucket.getTime();
   const records: KafkaRecord[] = [];
   for await (const batch of source.read(table.topic, file.partition, span.startOffset, span.endOffset)) {
+    if (everyRecord) for (const record of batch.records) everyRecord(record);
     for (const record of batch.records) if (bucketOf(record.timestamp, table.settings.granularity) === bucket) records.push(record);
   }
   return records;
@@ -93,7 +96,9 @@ export async function checkFiles(
 export async function rebuildFile(catalog: Catalog, source: CommittedSource, table: TableRecord, file: DataFile): Promise<RebuiltFile> {
   if (file.expiredAt) throw new FileExpiredError(file.dataFileId, file.expiredAt);
   const schema = await schemaVersion(catalog, table.tableId, file.schemaVersion);
-  const records = await fileRecords(source, table, file);
+  // A file without granules gets them from this rebuild: their Kafka bytes count every record of the span.
+  const spanRecords: KafkaRecord[] = [];
+  const records = await fileRecords(source, table, file, file, file.hasGranules ? undefined : (record) => spanRecords.push(record));
   const built = encodeFile(table, schema, file.partition, records, file.encoderVersion);
   const differences: string[] = [];
   if (BigInt(records.length) !== file.recordCount) differences.push(`${records.length} records, the catalog has ${file.recordCount}`);
@@ -104,7 +109,7 @@ export async function rebuildFile(catalog: Catalog, source: CommittedSource, tab
     const compacted = compactionProblem(table.topic, (await source.cleanupPolicy?.(table.topic).catch(() => undefined)) ?? 'delete');
     throw new RebuildMismatchError(file.dataFileId, compacted ? [compacted, ...differences] : differences);
   }
-  if (!file.hasGranules) await addGranules(catalog, file, granulesOf(built, records, file.startOffset, file.endOffset));
+  if (!file.hasGranules) await addGranules(catalog, file, granulesOf(built, records, file.startOffset, file.endOffset, spanRecords));
   return { bytes: built.bytes, sha256: built.sha256, records: records.length };
 }
 
