@@ -1,6 +1,8 @@
 import { listFiles } from '../catalog/file-reads.js';
 import { findTable } from '../catalog/tables.js';
 import { partitionStatus } from '../catalog/status.js';
+import { readerTotals, type ReaderTotals } from '../catalog/reader-counters.js';
+import { kafkaPerServed } from '../reader/http.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
 import { parseCommandArgs } from './args.js';
@@ -71,7 +73,10 @@ function backfillState(cursor: bigint | null, target: bigint | null): string | u
 /** `status`: per partition, indexed range, LSO, lag, lease holder, open range, backfill and retention. */
 export async function statusCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('status', args, options);
-  const rows = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, (engine) => partitionStatus(engine, positionals[0]));
+  const { rows, reads } = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => ({
+    rows: await partitionStatus(engine, positionals[0]),
+    reads: await readerTotals(engine.catalog),
+  }));
   // what the catalog says is shown either way; a missing LSO is said, and the exit code is 1
   const unknown = [...new Set(rows.map((row) => row.lsoError).filter((error) => error !== null))];
   for (const error of unknown) progress(`warning: ${error}; LSO and lag are unknown ("-")`);
@@ -105,5 +110,16 @@ export async function statusCommand(args: string[]): Promise<number> {
     if (s.backfillCursor !== null && s.backfillTarget !== null && s.backfillCursor > s.backfillTarget) history.set(s.table, (history.get(s.table) ?? 0n) + s.backfillCursor - s.backfillTarget);
   }
   for (const [table, left] of history) progress(`${table}: ${left} offsets of history are not indexed yet; \`offsetlake backfill ${table}\` indexes them`);
+  if (reads.readers > 0) progress(readsLine(reads));
   return code;
+}
+
+/** What the readers heard from in the last hour did, in one line (the sums of their counters). */
+function readsLine({ readers, counters: c }: ReaderTotals): string {
+  const n = (name: string) => c[name] ?? 0;
+  const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  const ratio = kafkaPerServed(n('kafkaBytes'), n('bytesServed'));
+  return `reads (${readers} reader${readers === 1 ? '' : 's'} in the last hour): ${mib(n('bytesServed'))} served, ${mib(n('kafkaBytes'))} read from Kafka` +
+    `${ratio === null ? '' : ` (${ratio} per byte served)`}; row groups rebuilt ${n('granuleRebuilds')} whole and ${n('partialGranuleRebuilds')} for some columns, ` +
+    `files rebuilt whole ${n('rebuilds')}; chunk cache ${n('chunkCacheHits')} hits, ${n('chunkCacheMisses')} misses; mismatches ${n('chunkMismatches') + n('mismatches')}`;
 }

@@ -61,6 +61,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       process.off('SIGTERM', onSignal);
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      await service.publish();
       progress(`stopped; ${JSON.stringify(service.metrics)}`);
     }
   });

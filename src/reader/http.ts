@@ -152,7 +152,8 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     }
     if (parts.length === 1 && parts[0] === 'metrics') {
       allow('GET, HEAD');
-      return json(200, { ...service.metrics, cache: service.cache.size, lostOffsets: await service.lostOffsets() });
+      const metrics = service.metrics;
+      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, lostOffsets: await service.lostOffsets() });
     }
     if (parts[0] === 'tables' && parts[2] === 'files' && (parts.length === 3 || parts.length === 4)) {
       const table = await tableNamed(decodeSegment(parts[1]!));
@@ -187,6 +188,11 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       return answer(500, `internal error: ${(error as Error).message}`);
     }
   };
+}
+
+/** Kafka bytes read per byte served, to 3 decimals; null before anything was served. */
+export function kafkaPerServed(kafkaBytes: number, bytesServed: number): number | null {
+  return bytesServed > 0 ? Math.round((kafkaBytes / bytesServed) * 1000) / 1000 : null;
 }
 
 function decodeSegment(segment: string): string {

@@ -21,10 +21,15 @@ import type { TableSchema } from '../schema/table-schema.js';
 import { ByteBoundedCache } from './cache.js';
 import { newMetrics, type ReaderMetrics } from './metrics.js';
 import { countingSource, type ReadLog } from './source.js';
+import { publishReaderCounters } from '../catalog/reader-counters.js';
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
 
 export interface ReaderServiceOptions {
-  /** Budget of the rebuilt-file cache. Default 512 MiB. */
+  /** Budget of the cache of rebuilt chunks (and whole files without granules). Default 512 MiB. */
   cacheBytes?: number;
+  /** How often, at most, the counters are written to the catalog for `status` (ms; 0: never). Default 10 s. */
+  publishEveryMs?: number;
 }
 
 export const defaultCacheBytes = 512 * 1024 * 1024;
@@ -49,9 +54,17 @@ export class ReaderService {
   private readonly chunksInFlight = new Map<string, Promise<Map<number, Uint8Array>>>();
   private readonly granular = new Map<bigint, Promise<Granular | null>>();
 
+  /** Names this reader's row of counters in the catalog. */
+  readonly readerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly startedAt = new Date();
+  private readonly publishEveryMs: number;
+  private publishedAt = Date.now();
+  private publishing: Promise<void> | undefined;
+
   constructor(readonly catalog: Catalog, source: CommittedSource, options: ReaderServiceOptions = {}) {
     this.cache = new ByteBoundedCache(options.cacheBytes ?? defaultCacheBytes);
     this.source = countingSource(source, { keepReads: false });
+    this.publishEveryMs = options.publishEveryMs ?? 10_000;
   }
 
   /** A snapshot of the counters, with what was read from Kafka. */
@@ -62,6 +75,19 @@ export class ReaderService {
   /** Counts one event of the HTTP layer (requests, bytes served, footer hits, expired). */
   count(counter: 'requests' | 'footerHits' | 'expired', by = 1): void {
     this.counters[counter] += by;
+    if (this.publishEveryMs > 0 && Date.now() - this.publishedAt >= this.publishEveryMs) void this.publish();
+  }
+
+  /**
+   * Writes the counters to the catalog (status shows them). Never fails a read: a
+   * catalog that refuses is said once per failure and tried again later.
+   */
+  publish(): Promise<void> {
+    this.publishedAt = Date.now();
+    this.publishing ??= publishReaderCounters(this.catalog, this.readerId, this.startedAt, { ...this.metrics })
+      .catch((error: unknown) => process.emitWarning(`reader counters were not written to the catalog: ${(error as Error).message}`))
+      .finally(() => { this.publishing = undefined; });
+    return this.publishing;
   }
 
   served(bytes: number): void {

@@ -7,6 +7,11 @@ import type { Engine } from '../../src/runtime/engine.js';
 import { produce } from '../../src/kafka/produce.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { closedPort } from '../helpers/ports.js';
+import { listFiles } from '../../src/catalog/file-reads.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { kafkaSource } from '../../src/kafka/source.js';
+import { bodyBytes } from '../../src/reader/http.js';
+import { ReaderService } from '../../src/reader/service.js';
 
 const run = promisify(execFile);
 
@@ -55,6 +60,16 @@ describe('the offsetlake command line', () => {
     const rebuilt = JSON.parse((await offsetlake('rebuild', 'clicks', String(files[0].dataFileId), '--json')).stdout);
     expect(rebuilt).toMatchObject({ sameAsCatalog: ['size', 'footer', 'sha256'], records: 1, sha256: files[0].sha256 });
     expect((await offsetlake('rebuild', 'clicks', String(files[0].dataFileId), '--verify')).stderr).toContain('unknown flag --verify');
+
+    // A reader's counters reach status through the catalog: one whole file served, rebuilt as its one row group.
+    const reader = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { publishEveryMs: 0 });
+    const clicks = await findTable(engine.catalog, 'clicks');
+    const served = await bodyBytes(reader.range(clicks, (await listFiles(engine.catalog, clicks.tableId))[0]!, 0, Number(files[0].fileSizeBytes)));
+    reader.served(served.byteLength);
+    await reader.publish();
+    const reads = (await offsetlake('status', 'clicks')).stderr;
+    expect(reads).toContain(`reads (1 reader in the last hour): ${(Number(files[0].fileSizeBytes) / 1024 / 1024).toFixed(1)} MiB served`);
+    expect(reads).toContain('row groups rebuilt 1 whole and 0 for some columns, files rebuilt whole 0; chunk cache 0 hits');
 
     const status = JSON.parse((await offsetlake('status', 'clicks', '--json')).stdout);
     expect(status.map((s: { partition: number; indexedEnd: string; lag: string; files: string }) => [s.partition, s.indexedEnd, s.lag, s.files])).toEqual([
