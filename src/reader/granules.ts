@@ -10,6 +10,7 @@ import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { encodeColumns } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
+import { compactionProblem } from '../kafka/topics.js';
 import { bytesOfRange, fileLayout, leafCount, sha256OfRange, SHA256_BYTES, type FileLayout } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { fileRecords } from './rebuild.js';
@@ -19,6 +20,13 @@ export class GranuleMismatchError extends Error {
   constructor(readonly dataFileId: bigint, readonly rowGroup: number, readonly column: string | null, readonly detail: string) {
     super(`file ${dataFileId}, row group ${rowGroup}${column === null ? '' : `, column ${column}`}: rebuilt from Kafka, it does not match the catalog (${detail}); the bytes were not served`);
   }
+}
+
+/** The likeliest cause, when there is one to name: a topic made compacted after indexing. */
+async function withCause(error: unknown, source: CommittedSource, topic: string): Promise<unknown> {
+  if (!(error instanceof GranuleMismatchError)) return error;
+  const compacted = compactionProblem(topic, (await source.cleanupPolicy?.(topic).catch(() => undefined)) ?? 'delete');
+  return compacted ? new GranuleMismatchError(error.dataFileId, error.rowGroup, error.column, `${compacted}; ${error.detail}`) : error;
 }
 
 /** The top-level column (index into the schema's columns) of each leaf, in leaf order. */
@@ -32,6 +40,16 @@ export function leafColumns(schema: TableSchema): number[] {
  * holds a wanted leaf once.
  */
 export async function rebuildChunks(
+  source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, leaves: readonly number[],
+): Promise<Map<number, Uint8Array>> {
+  try {
+    return await checkedChunks(source, table, file, schema, layout, granule, leaves);
+  } catch (error) {
+    throw await withCause(error, source, table.topic);
+  }
+}
+
+async function checkedChunks(
   source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, leaves: readonly number[],
 ): Promise<Map<number, Uint8Array>> {
   const records = await fileRecords(source, table, file, granule);

@@ -48,12 +48,21 @@ describe('compacted topics', () => {
     const [status] = await partitionStatus(engine, table.name);
     expect(status!.topicProblem).toMatch(new RegExp(`^topic "${topic}" has cleanup.policy=compact: compaction deletes records`));
 
-    // What compaction does to a file (the log cleaner runs on its own schedule): its bytes no longer match.
+    // What compaction does to a file (the log cleaner runs on its own schedule): a record of it is gone.
     const [file] = await listFiles(engine.catalog, table.tableId);
-    await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2 WHERE data_file_id = $1', [file!.dataFileId, Buffer.alloc(32)]);
+    await engine.catalog.query('UPDATE offsetlake.granule SET row_count = row_count + 1 WHERE data_file_id = $1', [file!.dataFileId]);
     const handler = readerHandler(new ReaderService(engine.catalog, kafkaSource(engine.kafka)), { token: null });
     const response = await handler({ method: 'GET', path: `/tables/${table.name}/files/${file!.dataFileId}.parquet`, headers: {} });
     expect(response.status).toBe(500);
-    expect(JSON.parse(Buffer.from(await bodyBytes(response.body)).toString()).error).toContain(`does not match the catalog: topic "${topic}" has cleanup.policy=compact`);
+    expect(JSON.parse(Buffer.from(await bodyBytes(response.body)).toString()).error).toContain(
+      `file ${file!.dataFileId}, row group 0: rebuilt from Kafka, it does not match the catalog (topic "${topic}" has cleanup.policy=compact: compaction deletes records`,
+    );
+    // A file without granules is rebuilt whole and names compaction too.
+    await engine.catalog.query('UPDATE offsetlake.data_file SET sha256 = $2, page_index = NULL WHERE data_file_id = $1', [file!.dataFileId, Buffer.alloc(32)]);
+    const [whole] = await listFiles(engine.catalog, table.tableId);
+    expect(whole!.hasGranules).toBe(false);
+    const again = await readerHandler(new ReaderService(engine.catalog, kafkaSource(engine.kafka)), { token: null })({ method: 'GET', path: `/tables/${table.name}/files/${file!.dataFileId}.parquet`, headers: {} });
+    expect(again.status).toBe(500);
+    expect(JSON.parse(Buffer.from(await bodyBytes(again.body)).toString()).error).toContain(`does not match the catalog: topic "${topic}" has cleanup.policy=compact`);
   });
 });
