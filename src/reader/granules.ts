@@ -13,6 +13,7 @@ import type { CommittedSource } from '../kafka/source.js';
 import { compactionProblem } from '../kafka/topics.js';
 import { bytesOfRange, fileLayout, leafCount, sha256OfRange, SHA256_BYTES, type FileLayout } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';
+import type { KafkaRecord } from '../kafka/record.js';
 import { fileRecords } from './rebuild.js';
 
 export class GranuleMismatchError extends Error {
@@ -42,20 +43,34 @@ export function leafColumns(schema: TableSchema): number[] {
 export async function rebuildChunks(
   source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, leaves: readonly number[],
 ): Promise<Map<number, Uint8Array>> {
+  const records = await granuleRecords(source, table, file, granule);
+  return chunksOf(source, table, file, schema, layout, granule, records, leaves);
+}
+
+/** The granule's records (committed, in its span, in the file's bucket), as many as the catalog says. */
+export async function granuleRecords(source: CommittedSource, table: TableRecord, file: DataFile, granule: Granule): Promise<KafkaRecord[]> {
+  const records = await fileRecords(source, table, file, granule);
+  if (records.length !== granule.rowCount) {
+    const error = new GranuleMismatchError(file.dataFileId, granule.rowGroup, null, `${records.length} records in offsets [${granule.startOffset}, ${granule.endOffset}), the catalog has ${granule.rowCount}`);
+    throw await withCause(error, source, table.topic);
+  }
+  return records;
+}
+
+/** The chunks of `leaves` built from the granule's records, each checked against its sha256. */
+export async function chunksOf(
+  source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, records: readonly KafkaRecord[], leaves: readonly number[],
+): Promise<Map<number, Uint8Array>> {
   try {
-    return await checkedChunks(source, table, file, schema, layout, granule, leaves);
+    return checkedChunks(table, file, schema, layout, granule, records, leaves);
   } catch (error) {
     throw await withCause(error, source, table.topic);
   }
 }
 
-async function checkedChunks(
-  source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, leaves: readonly number[],
-): Promise<Map<number, Uint8Array>> {
-  const records = await fileRecords(source, table, file, granule);
-  if (records.length !== granule.rowCount) {
-    throw new GranuleMismatchError(file.dataFileId, granule.rowGroup, null, `${records.length} records in offsets [${granule.startOffset}, ${granule.endOffset}), the catalog has ${granule.rowCount}`);
-  }
+function checkedChunks(
+  table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, records: readonly KafkaRecord[], leaves: readonly number[],
+): Map<number, Uint8Array> {
   const ofLeaf = leafColumns(schema);
   const columns = [...new Set(leaves.map((leaf) => ofLeaf[leaf]!))].sort((a, b) => a - b);
   const built = encodeColumns(table, schema, file.partition, records, file.encoderVersion, columns);

@@ -14,7 +14,8 @@ import type { Catalog } from '../catalog/db.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from './rebuild.js';
-import { GranuleMismatchError, rebuildChunks } from './granules.js';
+import { chunksOf, granuleRecords, GranuleMismatchError } from './granules.js';
+import type { KafkaRecord } from '../kafka/record.js';
 import { fileLayout, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
 import { schemaVersion } from '../schema/versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
@@ -43,16 +44,26 @@ interface Granular {
   schema: TableSchema;
 }
 
+/**
+ * A granule's records, kept after a read that wanted some of its columns: engines ask
+ * for a row group's column chunks one request at a time, and each later one then costs
+ * no Kafka read. Counted at the records' bytes.
+ */
+class CachedRecords {
+  constructor(readonly records: KafkaRecord[], readonly byteLength: number) {}
+}
+
 /** What the service remembers per file id at most (layouts and granules are small and never change). */
 const granularEntries = 2_000;
 
 export class ReaderService {
-  readonly cache: ByteBoundedCache;
+  readonly cache: ByteBoundedCache<Uint8Array | CachedRecords>;
   private readonly counters: Omit<ReaderMetrics, 'kafkaRecords' | 'kafkaBytes'> = newMetrics();
   private readonly source: CommittedSource & { log: ReadLog };
   private readonly inFlight = new Map<string, Promise<Uint8Array>>();
   private readonly chunksInFlight = new Map<string, Promise<Map<number, Uint8Array>>>();
   private readonly granular = new Map<bigint, Promise<Granular | null>>();
+  private readonly recordsInFlight = new Map<string, Promise<KafkaRecord[]>>();
 
   /** Names this reader's row of counters in the catalog. */
   readonly readerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -62,7 +73,7 @@ export class ReaderService {
   private publishing: Promise<void> | undefined;
 
   constructor(readonly catalog: Catalog, source: CommittedSource, options: ReaderServiceOptions = {}) {
-    this.cache = new ByteBoundedCache(options.cacheBytes ?? defaultCacheBytes);
+    this.cache = new ByteBoundedCache<Uint8Array | CachedRecords>(options.cacheBytes ?? defaultCacheBytes);
     this.source = countingSource(source, { keepReads: false });
     this.publishEveryMs = options.publishEveryMs ?? 10_000;
   }
@@ -185,7 +196,7 @@ export class ReaderService {
     const missing: number[] = [];
     for (const leaf of leaves) {
       const cached = this.cache.get(`${fileKey}:${rowGroup}:${leaf}`);
-      if (cached) out.set(leaf, cached);
+      if (cached instanceof Uint8Array) out.set(leaf, cached);
       else missing.push(leaf);
     }
     this.counters.chunkCacheHits += out.size;
@@ -203,10 +214,31 @@ export class ReaderService {
 
   private async rebuildGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
     const all = granular.layout.rowGroups[rowGroup]!.chunks.length;
-    this.counters[leaves.length === all ? 'granuleRebuilds' : 'partialGranuleRebuilds'] += 1;
+    const partial = leaves.length < all;
+    this.counters[partial ? 'partialGranuleRebuilds' : 'granuleRebuilds'] += 1;
+    const granule = granular.granules.granules[rowGroup]!;
+    const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
+    const recordsKey = `${fileKey}:${rowGroup}:records`;
     try {
-      const chunks = await rebuildChunks(this.source, table, file, granular.schema, granular.layout, granular.granules.granules[rowGroup]!, leaves);
-      const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
+      let records: KafkaRecord[];
+      const kept = this.cache.get(recordsKey);
+      if (kept instanceof CachedRecords) {
+        this.counters.granuleRecordHits += 1;
+        records = kept.records;
+      } else {
+        // Concurrent reads of other columns of the same granule share one Kafka read.
+        let pending = this.recordsInFlight.get(recordsKey);
+        if (!pending) {
+          pending = granuleRecords(this.source, table, file, granule).finally(() => this.recordsInFlight.delete(recordsKey));
+          this.recordsInFlight.set(recordsKey, pending);
+        } else {
+          this.counters.granuleRecordHits += 1;
+        }
+        records = await pending;
+        // A read of some columns is often followed by one of the others (engines ask chunk by chunk).
+        if (partial) this.cache.set(recordsKey, new CachedRecords(records, granule.kafkaBytes));
+      }
+      const chunks = await chunksOf(this.source, table, file, granular.schema, granular.layout, granule, records, leaves);
       for (const [leaf, bytes] of chunks) this.cache.set(`${fileKey}:${rowGroup}:${leaf}`, bytes);
       return chunks;
     } catch (error) {
@@ -219,7 +251,7 @@ export class ReaderService {
   async bytes(table: TableRecord, file: DataFile): Promise<Uint8Array> {
     const key = ByteBoundedCache.key(file.dataFileId, file.sha256);
     const cached = this.cache.get(key);
-    if (cached) {
+    if (cached instanceof Uint8Array) {
       this.counters.cacheHits += 1;
       return cached;
     }
