@@ -82,6 +82,13 @@ export interface OffsetlakeSettings {
    */
   readerConcurrency: number | undefined;
   /**
+   * The reader's function URL invoke mode. RESPONSE_STREAM (the default) streams a body of
+   * up to 200 MB, a whole file included; BUFFERED returns at most 6 MB at once, so reads
+   * over 4 MiB must come as Range requests. README, "The reader on Lambda", says when to
+   * choose BUFFERED.
+   */
+  readerInvokeMode: 'RESPONSE_STREAM' | 'BUFFERED';
+  /**
    * The functions' processor: `arm64` (Graviton, the default: about 20 % cheaper per
    * GB-second) or `x86_64`. Each bundle carries the native compressors' binaries of this
    * architecture only (infra/lambda-native.ts).
@@ -228,6 +235,7 @@ export function settingsFromContext(context: Context): OffsetlakeSettings {
     retentionMinutes: integer(context, 'retentionMinutes', 5, 1, 1440),
     chunksPerExecution: integer(context, 'chunksPerExecution', defaultChunksPerExecution, 1, maxChunksPerExecution),
     readerConcurrency,
+    readerInvokeMode: oneOf(context, 'readerInvokeMode', ['RESPONSE_STREAM', 'BUFFERED'] as const, 'RESPONSE_STREAM'),
     architecture: oneOf(context, 'architecture', ['arm64', 'x86_64'] as const, 'arm64'),
   };
 }

@@ -186,19 +186,25 @@ export class OffsetlakeStack extends Stack {
     this.tick = make('Tick', 'functions/tick/index.ts', buildMemory, Duration.minutes(2));
     this.retention = make('Retention', 'functions/retention/index.ts', 512, Duration.minutes(5));
 
-    // Engines read files over a function URL. Responses are buffered (≤ 6 MB), so large
-    // reads come as Range requests; a rebuild of a 128 MiB file holds about 1 GB and takes
-    // seconds. The URL itself is open (auth NONE): the handler checks a bearer token kept
-    // in a secret of its own.
+    // Engines read files over a function URL. By default it streams (RESPONSE_STREAM): a
+    // whole file of up to 200 MB goes out row group by row group, the instance holding a
+    // few row groups, not the file. Past the first 6 MB AWS streams at most 2 MB/s, so the
+    // 200 MB a response may carry take about 100 s: the timeout leaves room for that and
+    // for the rebuild. A client that goes away does not stop a streamed invocation (AWS),
+    // so the timeout also bounds what one abandoned read costs. BUFFERED (context
+    // readerInvokeMode) returns ≤ 6 MB at once. The handler's shape follows the mode, so
+    // the function is told it. The URL itself is open (auth NONE): the handler checks a
+    // bearer token kept in a secret of its own.
     // Reserved concurrency: requests from anyone who finds the URL can take at most this
     // many instances, never the concurrency the indexer and backfill need. A request
     // without a valid token is refused before any catalog or Kafka I/O.
-    this.reader = make('Reader', 'functions/reader/index.ts', 2048, Duration.seconds(120),
+    this.reader = make('Reader', 'functions/reader/index.ts', 2048, Duration.seconds(180),
       settings.readerConcurrency === undefined ? {} : { reservedConcurrentExecutions: settings.readerConcurrency });
     const readerToken = readerTokenSecret(this);
     readerToken.grantRead(this.reader);
     this.reader.addEnvironment('OFFSETLAKE_TOKEN_SECRET_ARN', readerToken.secretArn);
-    this.readerUrl = this.reader.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode.BUFFERED });
+    this.reader.addEnvironment('OFFSETLAKE_READER_INVOKE_MODE', settings.readerInvokeMode);
+    this.readerUrl = this.reader.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode[settings.readerInvokeMode] });
     new CfnOutput(this, 'ReaderUrl', { value: this.readerUrl.url, description: 'engines read files here: GET /tables, /tables/:t/files, /tables/:t/files/:id.parquet' });
 
     // Migrations run once per deploy, before any function that uses the catalog is created

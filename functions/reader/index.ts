@@ -1,22 +1,54 @@
 /**
- * The read API behind a Lambda function URL (payload format 2.0, invoke mode BUFFERED).
- * Same handler as `offsetlake serve`; a buffered response is at most 6 MB, so one body
- * is capped at 4 MiB (5.6 MB as base64): larger reads must come as Range requests.
+ * The read API behind a Lambda function URL (payload format 2.0). Same handler as
+ * `offsetlake serve`. The URL's invoke mode, which CDK also gives the function as
+ * OFFSETLAKE_READER_INVOKE_MODE, decides the shape of `handler`:
+ *
+ * - RESPONSE_STREAM (the default): a streaming handler (functions/streaming.ts). Status
+ *   and headers go first, then the body as it is produced, a large file row group by row
+ *   group, so memory holds a few row groups, not the file. A body is capped at AWS's
+ *   200 MB per streamed response (the prelude included).
+ * - BUFFERED: the whole response returned at once, at most 6 MB, so a body is capped at
+ *   4 MiB (5.6 MB as base64) and larger reads must come as Range requests.
+ *
  * Environment: the catalog and Kafka as for every function (functions/connections.ts),
  * OFFSETLAKE_TOKEN or OFFSETLAKE_TOKEN_SECRET_ARN (or OFFSETLAKE_NO_AUTH=1),
- * OFFSETLAKE_CACHE_BYTES (default 256 MiB).
+ * OFFSETLAKE_CACHE_BYTES (default 256 MiB), OFFSETLAKE_READER_INVOKE_MODE.
  */
 import { kafkaSource } from '../../src/kafka/source.js';
 import { authorizationRefusal, bodyBytes, readerHandler, type ReaderHandler, type ReaderResponse } from '../../src/reader/http.js';
+import { writeBody } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { readerToken } from '../connections.js';
 import { lambdaServices } from '../runtime.js';
+import { awslambda, type StreamingHandler } from '../streaming.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
 export { nativeCompressors } from '../native.js';
 
-/** 4 MiB of bytes is 5.6 MB of base64: under the function URL's 6 MB buffered response. */
-export const lambdaMaxBodyBytes = 4 * 1024 * 1024;
+export const invokeModes = ['RESPONSE_STREAM', 'BUFFERED'] as const;
+export type ReaderInvokeMode = (typeof invokeModes)[number];
+
+/** The function URL's invoke mode, read once when the instance loads the module (the runtime exports `handler` then). */
+export function readerInvokeMode(value = process.env.OFFSETLAKE_READER_INVOKE_MODE): ReaderInvokeMode {
+  if (value === undefined || value === '') return 'RESPONSE_STREAM';
+  if (!(invokeModes as readonly string[]).includes(value)) throw new Error(`OFFSETLAKE_READER_INVOKE_MODE must be one of ${invokeModes.join(', ')}, got "${value}"`);
+  return value as ReaderInvokeMode;
+}
+
+/** AWS's maximum for one streamed response (function URL in RESPONSE_STREAM mode), status and headers included. */
+export const lambdaStreamedResponseBytes = 200_000_000;
+
+/**
+ * The largest body of each mode. Streamed: AWS's 200 MB less 16 KiB kept for the prelude
+ * (ours is well under 1 KiB). Buffered: 4 MiB of bytes is 5.6 MB of base64, under the 6 MB
+ * buffered response.
+ */
+export const lambdaMaxBody: Readonly<Record<ReaderInvokeMode, { bytes: number; reason: string }>> = {
+  RESPONSE_STREAM: { bytes: lambdaStreamedResponseBytes - 16 * 1024, reason: 'a Lambda function URL streams at most 200 MB per response' },
+  BUFFERED: { bytes: 4 * 1024 * 1024, reason: 'a buffered Lambda function URL response is at most 6 MB, base64 included' },
+};
+
+const invokeMode = readerInvokeMode();
 
 export interface FunctionUrlEvent {
   rawPath: string;
@@ -42,7 +74,8 @@ async function start(): Promise<ReaderHandler> {
   const { catalog, kafka } = await lambdaServices();
   const service = new ReaderService(catalog, kafkaSource(kafka), { cacheBytes });
   const token = await instanceToken();
-  return readerHandler(service, { token, maxBodyBytes: lambdaMaxBodyBytes });
+  const limit = lambdaMaxBody[invokeMode];
+  return readerHandler(service, { token, maxBodyBytes: limit.bytes, maxBodyReason: limit.reason });
 }
 
 /** The token engines must send, read once per instance (a secret read, no catalog); null only with OFFSETLAKE_NO_AUTH=1. */
@@ -63,17 +96,37 @@ async function functionUrlResult(answer: ReaderResponse): Promise<FunctionUrlRes
   return { statusCode: answer.status, headers: answer.headers, body: Buffer.from(await bodyBytes(answer.body)).toString('base64'), isBase64Encoded: true };
 }
 
-export async function handler(event: FunctionUrlEvent): Promise<FunctionUrlResult> {
+/** The read API's answer to one function URL event, its body not yet produced if it streams. */
+async function answer(event: FunctionUrlEvent): Promise<ReaderResponse> {
   const request = { method: event.requestContext.http.method, path: event.rawQueryString ? `${event.rawPath}?${event.rawQueryString}` : event.rawPath, headers: event.headers ?? {} };
   // The URL is public: a request without a bearer token costs no I/O at all, and one with
   // a wrong token costs at most the instance's one read of its secret.
   if (process.env.OFFSETLAKE_NO_AUTH !== '1') {
     const refused = authorizationRefusal(request) ?? authorizationRefusal(request, (await instanceToken()) ?? undefined);
-    if (refused) return functionUrlResult(refused);
+    if (refused) return refused;
   }
   reader ??= start().catch((error: unknown) => {
     reader = undefined;
     throw error;
   });
-  return functionUrlResult(await (await reader)(request));
+  return (await reader)(request);
 }
+
+/** Invoke mode BUFFERED: the whole response, base64, in the function's result. */
+export async function bufferedHandler(event: FunctionUrlEvent): Promise<FunctionUrlResult> {
+  return functionUrlResult(await answer(event));
+}
+
+/**
+ * Invoke mode RESPONSE_STREAM: status and headers, then the body piece by piece as it is
+ * produced and checked. If production fails midway the handler rejects without ending
+ * the stream: the runtime reports the function's error and the client's body ends short
+ * of its Content-Length, never padded and never with an unchecked byte.
+ */
+export const streamingHandler: StreamingHandler<FunctionUrlEvent> = async (event, responseStream) => {
+  const response = await answer(event);
+  await writeBody(awslambda().HttpResponseStream.from(responseStream, { statusCode: response.status, headers: response.headers }), response.body);
+};
+
+/** What the runtime calls: the shape the function URL's invoke mode expects. */
+export const handler = invokeMode === 'BUFFERED' ? bufferedHandler : awslambda().streamifyResponse(streamingHandler);

@@ -63,7 +63,7 @@ export function header(request: ReaderRequest, name: string): string | undefined
  * anything else from a verified rebuild. Shared by the HTTP and the S3 faces, so both
  * count, cache and verify alike. Throws HttpError for what the request got wrong.
  */
-export async function fileResponse(service: ReaderService, request: ReaderRequest, table: TableRecord, file: DataFile, maxBody: number): Promise<ReaderResponse> {
+export async function fileResponse(service: ReaderService, request: ReaderRequest, table: TableRecord, file: DataFile, maxBody: number, maxBodyReason?: string): Promise<ReaderResponse> {
   if (file.expiredAt) {
     service.count('expired');
     throw new HttpError(410, new FileExpiredError(file.dataFileId, file.expiredAt).message);
@@ -87,7 +87,7 @@ export async function fileResponse(service: ReaderService, request: ReaderReques
   const status = partial ? 206 : 200;
   if (request.method === 'HEAD') return { status, headers, body: empty };
   if (end - start > maxBody) {
-    throw new HttpError(413, `${partial ? 'the range asks for' : 'the file has'} ${end - start} bytes, more than the ${maxBody} one response of this endpoint may carry; read it with Range requests of at most ${maxBody} bytes`);
+    throw new HttpError(413, `${partial ? 'the range asks for' : 'the file has'} ${end - start} bytes, more than the ${maxBody} one response of this endpoint may carry${maxBodyReason ? ` (${maxBodyReason})` : ''}; read it with Range requests of at most ${maxBody} bytes`);
   }
   const footerStart = size - file.footer.byteLength;
   if (start >= footerStart) {
@@ -101,7 +101,34 @@ export async function fileResponse(service: ReaderService, request: ReaderReques
     service.served(body.byteLength);
     return { status, headers, body };
   }
-  return { status, headers, body: counted(service, service.range(table, file, start, end)) };
+  return { status, headers, body: await started(counted(service, service.range(table, file, start, end)), Math.max(0, 4 - start)) };
+}
+
+/**
+ * A stream whose first rebuilt bytes are already produced: a range that fails at once
+ * (its first row group does not match, Kafka no longer holds it) is still an error status
+ * with its reason rather than a response cut off after its headers. A file begins with
+ * the 4-byte magic "PAR1", which needs no rebuild, so pieces are held until more than
+ * `magicBytes` (the magic's part of the range) are in hand. Ending the stream early ends
+ * the production too (yield* hands return() on).
+ */
+async function started(pieces: AsyncIterable<Uint8Array>, magicBytes: number): Promise<AsyncIterable<Uint8Array>> {
+  const iterator = pieces[Symbol.asyncIterator]();
+  const held: Uint8Array[] = [];
+  let bytes = 0;
+  let done = false;
+  while (!done && bytes <= magicBytes) {
+    const next = await iterator.next();
+    if (next.done) done = true;
+    else {
+      held.push(next.value);
+      bytes += next.value.byteLength;
+    }
+  }
+  return (async function* () {
+    yield* held;
+    if (!done) yield* { [Symbol.asyncIterator]: () => iterator };
+  })();
 }
 
 async function* counted(service: ReaderService, pieces: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {

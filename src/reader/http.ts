@@ -30,8 +30,10 @@ export { bodyBytes } from './file-response.js';
 export interface ReaderHandlerOptions {
   /** The bearer token every request must carry; `null` turns authentication off (local use only). */
   token: string | null;
-  /** Largest body one response may carry (a Lambda function URL buffers at most 6 MB). */
+  /** Largest body one response may carry (a Lambda function URL buffers at most 6 MB, streams at most 200 MB). */
   maxBodyBytes?: number;
+  /** Why there is such a limit, said in the 413. */
+  maxBodyReason?: string;
   /** The S3-compatible face (src/reader/s3.ts): requests under /<bucket>/ or signed for S3 go there. */
   s3?: S3FaceOptions;
 }
@@ -136,7 +138,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     if (id > 9223372036854775807n) throw new HttpError(400, `file id ${id} is out of range`);
     const file = await service.file(table, id);
     if (!file) throw new HttpError(404, `table ${table.name} has no file ${id}`);
-    return fileResponse(service, request, table, file, maxBody);
+    return fileResponse(service, request, table, file, maxBody, options.maxBodyReason);
   }
 
   async function route(request: ReaderRequest): Promise<ReaderResponse> {

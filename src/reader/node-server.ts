@@ -1,6 +1,5 @@
 /** `offsetlake serve`: the reader handler behind node:http. */
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import { once } from 'node:events';
 import type { ReaderHandler, ResponseBody } from './http.js';
 
 export function readerServer(handler: ReaderHandler): Server {
@@ -23,23 +22,52 @@ export function readerServer(handler: ReaderHandler): Server {
   });
 }
 
+/** Where a body is written: a node:http response, or a Lambda function's response stream. */
+export interface BodySink {
+  write(chunk: Uint8Array): boolean;
+  end(): unknown;
+  once(event: 'drain' | 'close', listener: () => void): unknown;
+  removeListener(event: 'drain' | 'close', listener: () => void): unknown;
+  readonly destroyed?: boolean;
+}
+
 /**
- * Sends a body as it is produced, waiting for the socket to drain, so a streamed file
- * holds only the pieces in flight. A stream that fails midway cuts the connection short
- * of its Content-Length: the engine sees a failed read, never wrong bytes. A client that
- * goes away stops the production.
+ * Writes a body as it is produced, waiting for the sink to drain, so a streamed file
+ * holds only the pieces in flight, and ends the sink. Bytes are always given to `write`
+ * (never to `end`), since a Lambda response stream sends its status and headers on the
+ * first write; an empty body is one empty write. A sink that goes away (the client left)
+ * stops the production. Rejects, without ending the sink, when the production fails:
+ * the caller must cut the response off short, never end it as if complete.
+ */
+export async function writeBody(sink: BodySink, body: ResponseBody): Promise<void> {
+  const pieces = body instanceof Uint8Array ? [body] : body;
+  for await (const piece of pieces) {
+    if (sink.destroyed) return;
+    if (!sink.write(piece)) await drained(sink);
+  }
+  if (!sink.destroyed) sink.end();
+}
+
+/** Until the sink drains or closes; the other listener is removed, so a long stream does not pile them up. */
+function drained(sink: BodySink): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      sink.removeListener('drain', done);
+      sink.removeListener('close', done);
+      resolve();
+    };
+    sink.once('drain', done);
+    sink.once('close', done);
+  });
+}
+
+/**
+ * Sends a body on a node:http response. A stream that fails midway cuts the connection
+ * short of its Content-Length: the engine sees a failed read, never wrong bytes.
  */
 async function send(response: ServerResponse, body: ResponseBody): Promise<void> {
-  if (body instanceof Uint8Array) {
-    response.end(body);
-    return;
-  }
   try {
-    for await (const piece of body) {
-      if (response.destroyed) return;
-      if (!response.write(piece)) await Promise.race([once(response, 'drain'), once(response, 'close')]);
-    }
-    response.end();
+    await writeBody(response, body);
   } catch (error) {
     response.destroy(error as Error);
   }

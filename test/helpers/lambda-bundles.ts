@@ -87,6 +87,16 @@ export function deployedCopy(fn: SynthesizedFunction): string {
   return dir;
 }
 
+/**
+ * A streaming handler's response as the runtime sent it on: the content type it set and
+ * the file holding every byte written (prelude included); `ended` when the handler ended
+ * the stream itself, `error` when it failed (the runtime then ends the stream with the
+ * error in its trailers, so the bytes written so far are all that went out).
+ */
+export interface StreamedOutcome {
+  stream: { file: string; contentType: string; ended: boolean; error?: string };
+}
+
 /** What one child process did: its Node version and processor, every package it asked for beyond Node's builtins and the bundle's own files, and each event's outcome. */
 export interface BundleRun {
   node: string;
@@ -94,19 +104,27 @@ export interface BundleRun {
   outsideModules: string[];
   /** Relative specifiers that resolved to a file beside index.mjs (the native binaries). */
   bundleFiles: string[];
-  outcomes: ({ result: unknown } | { error: string })[];
+  outcomes: ({ result: unknown } | { error: string } | StreamedOutcome)[];
   /** With `compress`: what the bundle's `nativeCompressors` made of it, and whether each gave the input back. */
   compressed?: Record<'snappy' | 'lz4', { bytes: Buffer; roundTrip: boolean }>;
 }
 
 // The child: a module-resolution hook (require and import alike) records every specifier
-// that is neither a Node builtin nor a file of the bundle's folder, then the bundle is
-// imported as the runtime imports index.mjs, its native compressors are given the input
-// file (if any), and \`handler\` gets the events in order. It exits when done: the catalog
-// and Kafka connections stay open across invocations, as in a warm instance.
+// that is neither a Node builtin nor a file of the bundle's folder; the global `awslambda`
+// is defined as the nodejs22.x runtime defines it before it loads a handler
+// (aws-lambda-nodejs-runtime-interface-client: streamifyResponse marks the handler with
+// the symbol aws.lambda.runtime.handler.streaming = "response"; HttpResponseStream.from
+// sets the stream's content type and has the JSON prelude and 8 NUL bytes written just
+// before the first write); then the bundle is imported as the runtime imports index.mjs,
+// its native compressors are given the input file (if any), and \`handler\` gets the
+// events in order. A marked handler is called as (event, responseStream, context) with a
+// stream that writes to a file, and must end it, as the runtime requires. It exits when
+// done: the catalog and Kafka connections stay open across invocations, as in a warm
+// instance.
 const invoker = `
 import { isBuiltin, registerHooks } from 'node:module';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { finished } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 const [bundle, eventsFile, resultFile, compressFile] = process.argv.slice(2);
 const bundleFolder = new URL('.', pathToFileURL(bundle)).href;
@@ -125,10 +143,56 @@ registerHooks({
     return resolved;
   },
 });
+const streamingMark = Symbol.for('aws.lambda.runtime.handler.streaming');
+globalThis.awslambda = {
+  streamifyResponse(handler) {
+    handler[streamingMark] = 'response';
+    return handler;
+  },
+  HttpResponseStream: {
+    from(stream, prelude) {
+      stream.setContentType('application/vnd.awslambda.http-integration-response');
+      const text = JSON.stringify(prelude);
+      stream._onBeforeFirstWrite = (write) => {
+        write(text);
+        write(new Uint8Array(8));
+      };
+      return stream;
+    },
+  },
+};
 function describe(error, depth = 0) {
   if (!(error instanceof Error) || depth > 8) return String(error);
   const nested = [error.cause, ...(Array.isArray(error.errors) ? error.errors : [])].filter((e) => e !== undefined);
   return [error.stack ?? String(error), ...nested.map((e) => 'caused by: ' + describe(e, depth + 1))].join('\\n');
+}
+async function stream(handler, event, file) {
+  const sink = createWriteStream(file, { highWaterMark: 64 * 1024 });
+  let contentType = 'application/octet-stream';
+  let written = false;
+  const write = sink.write.bind(sink);
+  sink.setContentType = (type) => {
+    if (written) throw new Error('Cannot set content-type, too late.');
+    contentType = type;
+  };
+  sink.write = (chunk, ...rest) => {
+    if (!written && typeof sink._onBeforeFirstWrite === 'function') sink._onBeforeFirstWrite((piece) => write(piece));
+    written = true;
+    return write(chunk, ...rest);
+  };
+  let error;
+  try {
+    const result = handler(event, sink, {});
+    if (typeof result?.then !== 'function') throw new Error('Streaming does not support non-async handlers.');
+    await result;
+    if (!sink.writableEnded) throw new Error('Response stream is not finished.');
+  } catch (failure) {
+    error = describe(failure);
+  }
+  const ended = sink.writableEnded && error === undefined;
+  if (!sink.writableEnded) sink.end();
+  await finished(sink);
+  return { stream: { file, contentType, ended, ...(error === undefined ? {} : { error }) } };
 }
 const outcomes = [];
 let compressed;
@@ -143,7 +207,11 @@ try {
       compressed[name] = { roundTrip: Buffer.compare(nativeCompressors[name].uncompress(bytes), input) === 0 };
     }
   }
-  for (const event of JSON.parse(readFileSync(eventsFile, 'utf8'))) {
+  for (const [i, event] of JSON.parse(readFileSync(eventsFile, 'utf8')).entries()) {
+    if (handler[streamingMark] === 'response') {
+      outcomes.push(await stream(handler, event, resultFile + '.stream' + i));
+      continue;
+    }
     try {
       // What the runtime sends back is the JSON of the result.
       outcomes.push({ result: JSON.parse(JSON.stringify(await handler(event)) ?? 'null') });
@@ -157,6 +225,20 @@ try {
 writeFileSync(resultFile, JSON.stringify({ node: process.versions.node, arch: process.arch, outsideModules: [...outsideModules], bundleFiles: [...bundleFiles], outcomes, compressed }));
 process.exit(0);
 `;
+
+/**
+ * A streamed function URL response as the function URL takes it apart: the JSON prelude
+ * up to the 8 NUL bytes (JSON text holds no NUL, so the first NUL is the delimiter's),
+ * then the body. Without the prelude content type the whole stream is the body.
+ */
+export function functionUrlResponse(outcome: StreamedOutcome): { statusCode: number; headers: Record<string, string>; body: Buffer } {
+  const bytes = readFileSync(outcome.stream.file);
+  if (outcome.stream.contentType !== 'application/vnd.awslambda.http-integration-response') return { statusCode: 200, headers: { 'content-type': outcome.stream.contentType }, body: bytes };
+  const nul = bytes.indexOf(0);
+  if (nul < 0 || !bytes.subarray(nul, nul + 8).equals(Buffer.alloc(8))) throw new Error('the streamed response has no prelude delimiter (8 NUL bytes)');
+  const prelude = JSON.parse(bytes.subarray(0, nul).toString('utf8')) as { statusCode: number; headers?: Record<string, string> };
+  return { statusCode: prelude.statusCode, headers: prelude.headers ?? {}, body: bytes.subarray(nul + 8) };
+}
 
 /** The Lambda architecture of a template's `Architectures`. */
 export function cpuOf(fn: SynthesizedFunction): LambdaCpu {

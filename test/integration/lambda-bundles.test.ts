@@ -14,12 +14,13 @@
  * those of x86_64.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parquetReadObjects } from 'hyparquet';
+import { promisify } from 'node:util';
+import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { readAsText } from '../helpers/table-audit.js';
 import { compressSync as lz4Compress } from 'lz4-napi';
 import { compressSync as snappyCompress } from 'snappy';
@@ -35,7 +36,7 @@ import type { Engine } from '../../src/runtime/engine.js';
 import { loadEvent } from '../fixtures/events.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { readCommittedIndependently, type IndependentRecord } from '../helpers/independent-kafka.js';
-import { cpuOf, deployedCopy, deployedFunctions, invokeBundle, nodeModulesAbove, synthesizeFunctions, type BundleRun, type DeployedFunction, type SynthesizedFunction } from '../helpers/lambda-bundles.js';
+import { cpuOf, deployedCopy, deployedFunctions, functionUrlResponse, invokeBundle, nodeModulesAbove, synthesizeFunctions, type BundleRun, type DeployedFunction, type StreamedOutcome, type SynthesizedFunction } from '../helpers/lambda-bundles.js';
 import { nativeBindings, type LambdaCpu } from '../../infra/lambda-native.js';
 import { encoderVersion } from '../../src/parquet/encoder.js';
 import { startSaslCaptureBroker } from '../helpers/sasl-capture-broker.js';
@@ -152,6 +153,42 @@ async function committed(topic: string, start: bigint, end: bigint): Promise<Ind
 
 const json = (i: number): string => JSON.stringify({ i, pad: 'x'.repeat(60) });
 
+/** The bytes of the 20 MB file as the streaming test read them (the fault test compares with them). */
+let streamedBytes: Buffer | undefined;
+let streamed: ReturnType<typeof makeStreamedFile> | undefined;
+/** One file of 20,000 records for the streaming tests, made once. */
+const streamedFile = () => (streamed ??= makeStreamedFile());
+
+async function makeStreamedFile() {
+  const token = 'bundle-stream-token';
+  const topic = await newTopic(engine, 1, 'bundle-stream');
+  const table = await testTable(engine, topic, { row_group_rows: '2000', file_window: '2h' });
+  // 20,000 values of about 1 KB of random hex, which the compressors cannot shrink much:
+  // the file is larger than both a buffered response (6 MB) and the reader's whole-range
+  // limit (16 MiB, file-response.ts), so it goes out row group by row group. Timestamps a
+  // millisecond apart from the start of this hour: one time bucket, so one file.
+  const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+  const records = 20_000;
+  for (let from = 0; from < records; from += 5_000) {
+    await produce(engine.kafka, topic, Array.from({ length: 5_000 }, (_, j) => ({ value: JSON.stringify({ i: from + j, hex: randomBytes(500).toString('hex') }), timestamp: hour + from + j, partition: 0 })));
+  }
+  const indexer = await indexerFor(testRuntime(engine, `stream-${topic}`), await findTable(engine.catalog, table.name), 0);
+  await indexer.advance();
+  await indexer.flush();
+  await indexer.release();
+  const files = await listFiles(engine.catalog, table.tableId);
+  expect(files.map((f) => [f.startOffset, f.endOffset])).toEqual([[0n, BigInt(records)]]);
+  const file = files[0]!;
+  const size = Number(file.fileSizeBytes);
+  expect(size).toBeGreaterThan(16 * 1024 * 1024);
+  const path = `/tables/${table.name}/files/${file.dataFileId}.parquet`;
+  const request = (method: string, headers: Record<string, string> = {}) => {
+    const event = loadEvent('function-url') as { headers: Record<string, string>; requestContext: { http: Record<string, string> } };
+    return { ...event, rawPath: path, headers: { ...event.headers, authorization: `Bearer ${token}`, ...headers }, requestContext: { ...event.requestContext, http: { ...event.requestContext.http, method, path } } };
+  };
+  return { token, topic, file, size, records, request };
+}
+
 describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a folder with no node_modules', () => {
   it('cdk synth gives each of the six functions one asset of index.mjs, its source map and the native compressors of its architecture (arm64 as deployed, x86_64 on request), run as index.handler on nodejs22.x; both architectures have the same JavaScript', () => {
     for (const [cpu, functions] of bundles) {
@@ -188,7 +225,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     }
   });
 
-  it('arm64, emulated: the indexer bundle\'s files rebuild byte for byte on x86_64, and the reader bundle serves a file x86_64 indexed with the catalog\'s length and SHA-256 (encoder v2, native Snappy, across processors)', async () => {
+  it('arm64, emulated: the indexer bundle\'s files rebuild byte for byte on x86_64, and the reader bundle streams (RESPONSE_STREAM, as deployed) a file x86_64 indexed with the catalog\'s length and SHA-256 (encoder v2, native Snappy, across processors)', async () => {
     const topic = await newTopic(engine, 1, 'bundle-arm64');
     const table = await testTable(engine, topic, { file_bytes: '64KiB' });
     // Values of 0.5-2 KB, some repetitive and some not: pages that Snappy really works on.
@@ -218,9 +255,10 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     const event = loadEvent('function-url') as { headers: Record<string, string>; requestContext: { http: Record<string, string> } };
     const path = `/tables/${table.name}/files/${file.dataFileId}.parquet`;
     const [served] = await invokeDeployed('Reader', [{ ...event, rawPath: path, headers: { ...event.headers, authorization: `Bearer ${token}` }, requestContext: { ...event.requestContext, http: { ...event.requestContext.http, path } } }], { ...stackEnv(), OFFSETLAKE_TOKEN: token }, 'arm64');
-    const response = (served as { result: { statusCode: number; body: string } }).result;
+    // Deployed as it is by default: a streaming handler behind a RESPONSE_STREAM function URL.
+    const response = functionUrlResponse(served as StreamedOutcome);
     expect(response.statusCode).toBe(200);
-    const bytes = Buffer.from(response.body, 'base64');
+    const bytes = response.body;
     expect({ length: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') }).toEqual({ length: Number(file.fileSizeBytes), sha256: file.sha256.toString('hex') });
   });
 
@@ -307,7 +345,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     }
   });
 
-  it('Reader: answers Function URL events: 401 without the token, the table list, and a file whose bytes hyparquet reads as the records librdkafka reads', async () => {
+  it('Reader with OFFSETLAKE_READER_INVOKE_MODE=BUFFERED (-c readerInvokeMode=BUFFERED): answers Function URL events with whole results: 401 without the token, the table list, and a file whose base64 bytes hyparquet reads as the records librdkafka reads', async () => {
     const token = 'bundle-reader-token';
     const topic = await newTopic(engine, 1, 'bundle-reader');
     const table = await testTable(engine, topic);
@@ -327,7 +365,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
       request('/tables', {}),
       request('/tables', { authorization: `Bearer ${token}` }),
       request(filePath, { authorization: `Bearer ${token}` }),
-    ], { ...stackEnv(), OFFSETLAKE_TOKEN: token });
+    ], { ...stackEnv(), OFFSETLAKE_TOKEN: token, OFFSETLAKE_READER_INVOKE_MODE: 'BUFFERED' });
     const [denied, tables, bytes] = outcomes.map((o) => (o as { result: { statusCode: number; body: string; isBase64Encoded: boolean } }).result);
 
     expect(denied!.statusCode).toBe(401);
@@ -340,6 +378,57 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     const rows = (await parquetReadObjects({ ...readAsText, file: parquet.buffer.slice(parquet.byteOffset, parquet.byteOffset + parquet.length) as ArrayBuffer })) as { _offset: bigint; _value: unknown }[];
     const records = await committed(topic, 0n, 5n);
     expect(rows.map((row) => [String(row._offset), Buffer.from(row._value as Uint8Array).toString('utf8')])).toEqual(records.map((r) => [String(r.offset), r.value!.toString('utf8')]));
+  });
+
+  it('Reader, streaming (the default, RESPONSE_STREAM): a whole-file GET of a 20 MB file of 10 row groups comes through the streaming contract (JSON prelude, 8 NUL bytes, body) with the catalog\'s length and SHA-256, and pyarrow reads it as the records librdkafka reads; an 8 MB range is the same bytes of it; HEAD gives the size without a body', async () => {
+    const { file, size, records, topic, request, token } = await streamedFile();
+    const outcomes = await invokeDeployed('Reader', [request('GET'), request('GET', { range: 'bytes=1000000-8999999' }), request('HEAD')], { ...stackEnv(), OFFSETLAKE_TOKEN: token });
+    const [whole, range, head] = outcomes.map((o) => {
+      const streamed = o as StreamedOutcome;
+      expect(streamed.stream, 'a streamed response the handler ended itself').toMatchObject({ contentType: 'application/vnd.awslambda.http-integration-response', ended: true });
+      return functionUrlResponse(streamed);
+    });
+
+    expect([whole!.statusCode, whole!.headers['content-length'], whole!.headers.etag]).toEqual([200, String(size), `"${file.sha256.toString('hex')}"`]);
+    expect({ length: whole!.body.length, sha256: createHash('sha256').update(whole!.body).digest('hex') }).toEqual({ length: size, sha256: file.sha256.toString('hex') });
+    const local = join(mkdtempSync(join(tmpdir(), 'offsetlake-streamed-')), 'file.parquet');
+    copies.push(dirname(local));
+    writeFileSync(local, whole!.body);
+    const read = await pyarrowRows(local);
+    expect(read.rowGroups).toBe(records / 2000);
+    const expected = await committed(topic, 0n, BigInt(records));
+    expect(read.rows).toEqual(expected.map((r) => [String(r.offset), r.value!.toString('utf8')]));
+    streamedBytes = whole!.body;
+
+    expect([range!.statusCode, range!.headers['content-range'], range!.headers['content-length']]).toEqual([206, `bytes 1000000-8999999/${size}`, '8000000']);
+    expect(range!.body.equals(whole!.body.subarray(1_000_000, 9_000_000))).toBe(true);
+    expect([head!.statusCode, head!.headers['content-length'], head!.body.length]).toEqual([200, String(size), 0]);
+  });
+
+  it('Reader, streaming, with the catalog\'s checksums of row groups 0 and 3 made wrong: a whole-file GET fails on its first row group before any byte, so it is a 500 naming the mismatch; a streamed range from row group 1 sends row groups 1 and 2 (the true bytes), then ends short of its Content-Length with the function failing, never a wrong byte', async () => {
+    const { file, size, request, token } = await streamedFile();
+    expect(streamedBytes, 'the bytes of the test before').toBeDefined();
+    // Where each row group starts, from the footer as hyparquet reads it.
+    const footer = file.footer.buffer.slice(file.footer.byteOffset, file.footer.byteOffset + file.footer.byteLength) as ArrayBuffer;
+    const starts = parquetMetadata(footer).row_groups.map((group) => Math.min(...group.columns.map((c) => Number(c.meta_data!.dictionary_page_offset ?? c.meta_data!.data_page_offset))));
+    expect(size - starts[1]!).toBeGreaterThan(16 * 1024 * 1024);
+    await engine.catalog.query('UPDATE offsetlake.granule SET chunk_sha256 = set_byte(chunk_sha256, 0, get_byte(chunk_sha256, 0) # 255) WHERE data_file_id = $1 AND row_group IN (0, 3)', [file.dataFileId]);
+    onTestFinished(async () => {
+      await engine.catalog.query('UPDATE offsetlake.granule SET chunk_sha256 = set_byte(chunk_sha256, 0, get_byte(chunk_sha256, 0) # 255) WHERE data_file_id = $1 AND row_group IN (0, 3)', [file.dataFileId]);
+    });
+
+    const [whole, fromOne] = (await invokeDeployed('Reader', [request('GET'), request('GET', { range: `bytes=${starts[1]}-` })], { ...stackEnv(), OFFSETLAKE_TOKEN: token })) as StreamedOutcome[];
+    expect(whole!.stream, 'the whole-file GET').toMatchObject({ ended: true });
+    const refused = functionUrlResponse(whole!);
+    expect(refused.statusCode).toBe(500);
+    expect(JSON.parse(refused.body.toString('utf8')).error).toMatch(/row group 0/);
+
+    expect(fromOne!.stream.ended).toBe(false);
+    expect(fromOne!.stream.error).toMatch(/row group 3/);
+    const cut = functionUrlResponse(fromOne!);
+    expect([cut.statusCode, cut.headers['content-length']]).toEqual([206, String(size - starts[1]!)]);
+    expect(cut.body.length).toBe(starts[3]! - starts[1]!);
+    expect(cut.body.equals(streamedBytes!.subarray(starts[1]!, starts[3]!))).toBe(true);
   });
 
   it('Indexer with KAFKA_AUTH=iam: signs an MSK IAM token from environment credentials and sends it over TLS in SASL OAUTHBEARER; botocore verifies its SigV4 signature', async () => {
@@ -388,6 +477,15 @@ interface CheckedToken {
   path: string;
   query: Record<string, string>;
   botocoreQuery: Record<string, string>;
+}
+
+/** test/integration/parquet_rows.py: a local Parquet file's row groups and rows as pyarrow reads them. */
+async function pyarrowRows(file: string): Promise<{ rowGroups: number; rows: [string, string | null][] }> {
+  const script = fileURLToPath(new URL('./parquet_rows.py', import.meta.url));
+  const { stdout } = await promisify(execFile)('python3', [script, file], { maxBuffer: 256 * 1024 * 1024, timeout: 120_000 }).catch((error: Error & { stderr?: string }) => {
+    throw new Error(`pyarrow could not read the streamed file (pip install -r test/integration/requirements-reader.txt): ${error.stderr || error.message}`);
+  });
+  return JSON.parse(stdout) as { rowGroups: number; rows: [string, string | null][] };
 }
 
 /** test/integration/msk_iam_token.py: the token decoded, and the same request presigned by botocore. */

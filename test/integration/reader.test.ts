@@ -277,7 +277,7 @@ describe('the read API over HTTP', () => {
     }
   });
 
-  it('behind a Lambda function URL: same answers, base64 bodies, and reads larger than one response refused with a reason to use ranges', async () => {
+  it('behind a Lambda function URL in BUFFERED mode: same answers, base64 bodies, and reads larger than one response refused with a reason to use ranges', async () => {
     const limited = readerHandler(service, { token, maxBodyBytes: 100 });
     const file = files[0]!;
     const whole = await limited({ method: 'GET', path: path(file), headers: auth });
@@ -290,7 +290,7 @@ describe('the read API over HTTP', () => {
     process.env.DATABASE_URL = engine.config.databaseUrl;
     process.env.KAFKA_BROKERS = engine.config.kafkaBrokers.join(',');
     process.env.OFFSETLAKE_TOKEN = token;
-    const { handler: lambda } = await import('../../functions/reader/index.js');
+    const { bufferedHandler: lambda } = await import('../../functions/reader/index.js');
     const { lambdaServices } = await import('../../functions/runtime.js');
     try {
       const result = await lambda({ rawPath: path(file), headers: { ...auth, range: 'bytes=-8' }, requestContext: { http: { method: 'GET' } } });

@@ -215,11 +215,23 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(bySecret.get(databaseSecret)).toEqual(new Set([...functionRoles, expect.stringMatching(/^ProxyIAMRole/)]));
   });
 
-  it('the reader behind a buffered function URL; the handler checks a bearer token from its own secret', () => {
-    template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE', InvokeMode: 'BUFFERED' });
+  it('the reader behind a function URL with InvokeMode RESPONSE_STREAM (the function is told so in OFFSETLAKE_READER_INVOKE_MODE), a 180 s timeout for 200 MB at 2 MB/s; the handler checks a bearer token from its own secret', () => {
+    const urls = Object.values(template.findResources('AWS::Lambda::Url')) as Resource[];
+    expect(urls.map((u) => [u.Properties.AuthType, u.Properties.InvokeMode])).toEqual([['NONE', 'RESPONSE_STREAM']]);
     const reader = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).find((f) => f.Properties.MemorySize === 2048)!;
+    expect(urls[0]!.Properties.TargetFunctionArn).toEqual({ 'Fn::GetAtt': [Object.entries(template.findResources('AWS::Lambda::Function')).find(([, f]) => f === reader)![0], 'Arn'] });
     expect(Object.keys(reader.Properties.Environment.Variables)).toContain('OFFSETLAKE_TOKEN_SECRET_ARN');
+    expect([reader.Properties.Environment.Variables.OFFSETLAKE_READER_INVOKE_MODE, reader.Properties.Timeout]).toEqual(['RESPONSE_STREAM', 180]);
     expect(Object.keys(template.findOutputs('ReaderUrl'))).toEqual(['ReaderUrl']);
+  });
+
+  it('-c readerInvokeMode=BUFFERED: the function URL is BUFFERED and the function is told so; another value is refused with the choices', () => {
+    const buffered = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, readerInvokeMode: 'BUFFERED' });
+    expect((Object.values(buffered.findResources('AWS::Lambda::Url')) as Resource[]).map((u) => u.Properties.InvokeMode)).toEqual(['BUFFERED']);
+    const reader = (Object.values(buffered.findResources('AWS::Lambda::Function')) as Resource[]).find((f) => f.Properties.MemorySize === 2048)!;
+    expect(reader.Properties.Environment.Variables.OFFSETLAKE_READER_INVOKE_MODE).toBe('BUFFERED');
+    expect(() => settingsFromContext((key) => ({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, readerInvokeMode: 'STREAM' } as Record<string, unknown>)[key]))
+      .toThrow('context "readerInvokeMode" must be one of RESPONSE_STREAM, BUFFERED, got "STREAM"');
   });
 
   it('the reader has reserved concurrency (10 by default), so its public URL cannot take the others\' concurrency; no other function reserves any', () => {
