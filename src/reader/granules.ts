@@ -10,7 +10,7 @@ import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { encodeColumns } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
-import { bytesOfRange, fileLayout, leafCount, sha256OfRange, SHA256_BYTES, type FileLayout } from '../parquet/index.js';
+import { bytesOfRange, fileLayout, leafCount, sha256OfRange, SHA256_BYTES, type EncodedFile, type FileLayout } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { fileRecords } from './rebuild.js';
 
@@ -26,14 +26,23 @@ export function leafColumns(schema: TableSchema): number[] {
   return schema.columns.flatMap((column, c) => new Array<number>(leafCount(column)).fill(c));
 }
 
+/** A granule rebuilt for some top-level columns: the one-row-group file, and its chunks, each verified. */
+export interface VerifiedGranule {
+  /** The chosen columns of the granule's rows as a file of one row group (readable by any engine). */
+  file: EncodedFile;
+  /** Each wanted leaf's chunk (leaf index in the data file's footer order), checked against the catalog. */
+  chunks: Map<number, Uint8Array>;
+}
+
 /**
- * The chunks of `leaves` (leaf indices in the file's footer order) of one granule, each
- * verified. Reads the granule's offset span once; encodes each top-level column that
- * holds a wanted leaf once.
+ * One granule rebuilt for the top-level columns that hold `leaves`, each chunk of
+ * `leaves` checked against the catalog (a mismatch throws). The built file holds every
+ * leaf of those columns: it is wholly verified when `leaves` are all of them, as
+ * ReaderService.granuleFile asks.
  */
-export async function rebuildChunks(
+export async function rebuildGranuleColumns(
   source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, leaves: readonly number[],
-): Promise<Map<number, Uint8Array>> {
+): Promise<VerifiedGranule> {
   const records = await fileRecords(source, table, file, granule);
   if (records.length !== granule.rowCount) {
     throw new GranuleMismatchError(file.dataFileId, granule.rowGroup, null, `${records.length} records in offsets [${granule.startOffset}, ${granule.endOffset}), the catalog has ${granule.rowCount}`);
@@ -61,5 +70,11 @@ export async function rebuildChunks(
     if (!Buffer.from(sha256).equals(want)) throw new GranuleMismatchError(file.dataFileId, granule.rowGroup, place.path, 'sha256 differs');
     chunks.set(leaf, bytesOfRange(built.parts, got.start, got.end));
   }
-  return chunks;
+  return { file: built, chunks };
+}
+
+/** The leaves (footer order) of some top-level columns (indices into the schema's columns). */
+export function leavesOfColumns(schema: TableSchema, columns: readonly number[]): number[] {
+  const wanted = new Set(columns);
+  return leafColumns(schema).flatMap((column, leaf) => (wanted.has(column) ? [leaf] : []));
 }
