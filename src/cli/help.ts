@@ -65,7 +65,7 @@ export const commandHelp: Record<string, Help> = {
   query: {
     about: 'SQL (DuckDB) over a table: the files its statistics may match, rebuilt and verified, plus the fresh tail not yet in files.',
     usage: queryUsage,
-    flags: [['--json, --csv', 'machine-readable answers'], ['--plan', 'print the candidate files and the tail on stderr'], ['-q, --quiet', 'no progress'], ...engine],
+    flags: [['--json, --csv', 'machine-readable answers'], ['--plan', 'print on stderr what is read: files, row groups and columns chosen, Kafka bytes, the tail (JSON with --json)'], ['-q, --quiet', 'no progress'], ...engine],
     example: `offsetlake query "SELECT _partition, count(*) FROM orders GROUP BY 1"`,
   },
   attach: {

@@ -6,7 +6,9 @@
  * predicate keeps the file. Pruning never changes an answer, DuckDB still applies the
  * whole WHERE clause to every row it reads.
  */
+import type { FileMetaData, SchemaElement } from 'hyparquet';
 import type { DataFile } from '../catalog/file-reads.js';
+import type { Granule } from '../catalog/file-writes.js';
 import type { Literal, Predicate } from './sql-scan.js';
 
 /** Inclusive bounds of a column's values, where known. */
@@ -73,6 +75,66 @@ export function fileBounds(file: DataFile): Bounds {
     if ((column.columnName === '_offset' || column.columnName === '_timestamp') && column.min !== null && column.max !== null) {
       bounds.set(column.columnName, { min: BigInt(column.min), max: BigInt(column.max) });
     }
+  }
+  return bounds;
+}
+
+/** Whether a footer leaf holds epoch milliseconds (the only timestamp unit the predicates' literals compare with). */
+function isMillis(element: SchemaElement): boolean {
+  if (element.type !== 'INT64') return false;
+  const logical = element.logical_type;
+  if (logical) return logical.type === 'TIMESTAMP' && logical.unit === 'MILLIS';
+  return element.converted_type === 'TIMESTAMP_MILLIS';
+}
+
+/** A statistics value as an integer, or undefined when it is not one we can compare exactly. */
+function statisticInteger(value: unknown, millis: boolean): bigint | undefined {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
+  // hyparquet turns TIMESTAMP statistics into Dates; only millisecond ones are exact as such.
+  if (millis && value instanceof Date && !Number.isNaN(value.getTime())) return BigInt(value.getTime());
+  return undefined;
+}
+
+/** The footer schema's top-level columns by name (a nested field of the same name is not one). */
+function topLevelElements(schema: readonly SchemaElement[]): Map<string, SchemaElement> {
+  const out = new Map<string, SchemaElement>();
+  let at = 1;
+  const skip = (): void => {
+    const children = schema[at++]?.num_children ?? 0;
+    for (let c = 0; c < children; c++) skip();
+  };
+  for (let c = 0; c < (schema[0]?.num_children ?? 0) && at < schema.length; c++) {
+    out.set(schema[at]!.name, schema[at]!);
+    skip();
+  }
+  return out;
+}
+
+/**
+ * What one row group of a file can hold, for the columns the predicates may name: the
+ * file's partition; `_offset` and `_timestamp` from the row group's footer statistics
+ * where they are present and exact, and `_offset` from the granule's offset span when
+ * they are not. A column without a trustworthy bound is left out, so it keeps the row
+ * group.
+ */
+export function rowGroupBounds(file: DataFile, metadata: FileMetaData, rowGroup: number, granule?: Granule): Bounds {
+  const bounds: Bounds = new Map([['_partition', { min: BigInt(file.partition), max: BigInt(file.partition) }]]);
+  if (granule) bounds.set('_offset', { min: granule.startOffset, max: granule.endOffset - 1n });
+  const elements = topLevelElements(metadata.schema);
+  for (const chunk of metadata.row_groups[rowGroup]?.columns ?? []) {
+    const meta = chunk.meta_data;
+    const name = meta?.path_in_schema.length === 1 ? meta.path_in_schema[0]! : undefined;
+    if (name !== '_offset' && name !== '_timestamp') continue;
+    const element = elements.get(name);
+    const stats = meta?.statistics;
+    if (!element || !stats || stats.is_min_value_exact === false || stats.is_max_value_exact === false) continue;
+    const millis = isMillis(element);
+    if (name === '_timestamp' && !millis) continue;
+    if (name === '_offset' && element.type !== 'INT64') continue;
+    const min = statisticInteger(stats.min_value, millis);
+    const max = statisticInteger(stats.max_value, millis);
+    if (min !== undefined && max !== undefined && min <= max) bounds.set(name, { min, max });
   }
   return bounds;
 }

@@ -1,27 +1,39 @@
 /**
  * `query "SQL"`: DuckDB over a table's files plus its fresh tail. For every catalog table
- * the SQL names: the files whose statistics may satisfy the WHERE clause are rebuilt
- * (verified) from Kafka, the committed records from `indexed_end` to the LSO are built
- * as one more Parquet file per partition, exactly as indexing would build them, and a
- * view of that name reads them all. The files and the indexed ends come from one
- * catalog snapshot, so a record is in a file or in the tail, never both, never neither.
+ * the SQL names: the files whose statistics may satisfy the WHERE clause are read from
+ * Kafka, the committed records from `indexed_end` to the LSO are built as one more
+ * Parquet file per partition, exactly as indexing would build them, and a view of that
+ * name reads them all. The files and the indexed ends come from one catalog snapshot, so
+ * a record is in a file or in the tail, never both, never neither.
+ *
+ * A file with granules is read granule by granule (invariant 6): only the row groups
+ * whose footer statistics (or offset span) may satisfy the WHERE clause, and only the
+ * columns the statement may use, each granule rebuilt from its own offsets and checked
+ * chunk by chunk against the catalog (ReaderService.granuleFile). A file without
+ * granules is rebuilt whole, as before. Neither pruning changes an answer: DuckDB still
+ * applies the whole statement, a row group is skipped only when no row of it can match,
+ * and a column subset is used only when the statement binds to the same result columns
+ * with it as with every column.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type Json } from '@duckdb/node-api';
+import { parquetMetadata } from 'hyparquet';
 import { backfillStates } from '../catalog/backfill.js';
 import { listFiles, type DataFile } from '../catalog/file-reads.js';
 import { inTransaction, type Catalog } from '../catalog/db.js';
 import { listTables, type TableRecord } from '../catalog/tables.js';
-import { encodeFile } from '../build/files.js';
+import type { Granule } from '../catalog/file-writes.js';
+import { encodeColumns, encodeFile } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { encoderVersion } from '../parquet/index.js';
 import type { KafkaRecord } from '../kafka/record.js';
 import type { ReaderService } from '../reader/service.js';
 import { currentSchema } from '../schema/versions.js';
-import { fileBounds, mayMatch, type Bounds } from './prune.js';
-import { requiredPredicates, SqlScanError, tableReferences, tokenize, type Predicate } from './sql-scan.js';
+import type { TableSchema } from '../schema/table-schema.js';
+import { fileBounds, mayMatch, rowGroupBounds, type Bounds } from './prune.js';
+import { requiredPredicates, SqlScanError, tableReferences, tokenize, usedColumns, type Predicate, type Token } from './sql-scan.js';
 
 export interface QueryDeps {
   catalog: Catalog;
@@ -29,13 +41,49 @@ export interface QueryDeps {
   source: CommittedSource;
   service: ReaderService;
   progress?: (line: string) => void;
+  /**
+   * Read every candidate file whole, with every column (how queries read before
+   * granules): no row-group or column pruning. For comparisons; default false.
+   */
+  wholeFiles?: boolean;
+}
+
+/** What the query reads of one file. */
+export interface FileRead {
+  file: string;
+  partition: number;
+  startOffset: string;
+  endOffset: string;
+  /** The row groups read, by index; null when the file is read whole (it has no granules). */
+  rowGroups: number[] | null;
+  /** How many row groups the file has (null when it has no granules). */
+  rowGroupsInFile: number | null;
+  /**
+   * Key + value + header bytes that reading the chosen row groups fetches from Kafka (their
+   * granules' kafka_bytes); null for a file read whole without granules: not known before
+   * the read (it reads the file's whole offset span).
+   */
+  kafkaBytes: number | null;
 }
 
 export interface TablePlan {
   table: string;
   predicates: Predicate[];
+  /** Files of the table (live), considered. */
   files: number;
+  /** Files whose catalog statistics may match the predicates. */
   candidates: string[];
+  /** The candidates with at least one row group that may match: what is read. */
+  reads: FileRead[];
+  /** Row groups read, of those in the candidate files with granules. */
+  rowGroups: { read: number; of: number };
+  /** The top-level columns encoded (of the table's current schema), and how many it has. */
+  columns: string[];
+  tableColumns: number;
+  /** Sum of the known `kafkaBytes` of the reads (tail not included). */
+  kafkaBytes: number;
+  /** Files read whole whose Kafka bytes are not known before the read. */
+  filesWithUnknownKafkaBytes: number;
   tail: { partition: number; from: string; until: string; records: number }[];
 }
 
@@ -86,22 +134,67 @@ function sqlName(text: string): string {
   return `"${text.replace(/"/g, '""')}"`;
 }
 
-/** Writes the table's candidate files and fresh tail into `dir`; returns their paths and the plan. */
-async function materialize(deps: QueryDeps, table: TableRecord, predicates: Predicate[], dir: string): Promise<{ paths: string[]; plan: TablePlan }> {
+/** One Parquet file the view will read: a granule (some columns), or a whole file. */
+type ReadItem = { file: DataFile; rowGroup: number; columns: number[] } | { file: DataFile; rowGroup: null };
+
+/** Indices (into `schema.columns`) of the named columns; never empty (the rows must still be counted). */
+function columnIndices(schema: TableSchema, names: readonly string[]): number[] {
+  const wanted = new Set(names);
+  const indices = schema.columns.flatMap((column, c) => (wanted.has(column.name) ? [c] : []));
+  return indices.length > 0 ? indices : [0];
+}
+
+/** The row groups of a file with granules that may hold a row satisfying every predicate. */
+function rowGroupsToRead(file: DataFile, granules: readonly Granule[], predicates: readonly Predicate[]): number[] {
+  const all = granules.map((granule) => granule.rowGroup);
+  if (predicates.length === 0) return all;
+  const metadata = parquetMetadata(file.footer);
+  return all.filter((rowGroup) => mayMatch(rowGroupBounds(file, metadata, rowGroup, granules[rowGroup]), predicates));
+}
+
+/**
+ * Writes what the table's query reads into `dir` (granules of candidate files, candidate
+ * files without granules, the fresh tail); returns their paths and the plan. `columns`:
+ * the names of the columns to encode (every column of the current schema, or fewer).
+ */
+async function materialize(deps: QueryDeps, table: TableRecord, predicates: Predicate[], columns: readonly string[], dir: string): Promise<{ paths: string[]; plan: TablePlan }> {
   const say = deps.progress ?? (() => {});
   const { files, partitions } = await snapshot(deps.catalog, table);
+  const { schema } = await currentSchema(deps.catalog, table.tableId);
   const candidates = files.filter((file) => mayMatch(fileBounds(file), predicates));
-  say(`${table.name}: ${candidates.length} of ${files.length} files may match${predicates.length ? ` (${predicates.length} predicate${predicates.length > 1 ? 's' : ''} used for pruning)` : ''}`);
+  const items: ReadItem[] = [];
+  const reads: FileRead[] = [];
+  let rowGroupsOf = 0;
+  for (const file of candidates) {
+    const read = { file: file.dataFileId.toString(), partition: file.partition, startOffset: file.startOffset.toString(), endOffset: file.endOffset.toString() };
+    const granular = deps.wholeFiles ? null : await deps.service.readableGranules(file);
+    if (!granular) {
+      items.push({ file, rowGroup: null });
+      reads.push({ ...read, rowGroups: null, rowGroupsInFile: null, kafkaBytes: null });
+      continue;
+    }
+    rowGroupsOf += granular.granules.length;
+    const chosen = rowGroupsToRead(file, granular.granules, predicates);
+    if (chosen.length === 0) continue;
+    const indices = columnIndices(granular.schema, columns);
+    for (const rowGroup of chosen) items.push({ file, rowGroup, columns: indices });
+    const kafkaBytes = chosen.reduce((sum, rowGroup) => sum + granular.granules[rowGroup]!.kafkaBytes, 0);
+    reads.push({ ...read, rowGroups: chosen, rowGroupsInFile: granular.granules.length, kafkaBytes });
+  }
+  const rowGroupsRead = items.filter((item) => item.rowGroup !== null).length;
+  say(`${table.name}: ${reads.length} of ${files.length} files may match${predicates.length ? ` (${predicates.length} predicate${predicates.length > 1 ? 's' : ''} used for pruning)` : ''}${rowGroupsOf ? `, ${rowGroupsRead} of ${rowGroupsOf} row groups` : ''}`);
   let done = 0;
-  const paths = await mapLimited(candidates, concurrency, async (file) => {
-    const bytes = await deps.service.bytes(table, file);
-    const path = join(dir, `${table.name}-${file.dataFileId}.parquet`);
+  const paths = await mapLimited(items, concurrency, async (item) => {
+    const { file } = item;
+    const bytes = item.rowGroup === null ? await deps.service.bytes(table, file) : await deps.service.granuleFile(table, file, item.rowGroup, item.columns);
+    const path = join(dir, `${table.name}-${file.dataFileId}${item.rowGroup === null ? '' : `-${item.rowGroup}`}.parquet`);
     await writeFile(path, bytes);
+    deps.service.served(bytes.byteLength);
     done += 1;
-    if (candidates.length > 1) say(`${table.name}: rebuilt ${done}/${candidates.length} files`);
+    if (items.length > 1) say(`${table.name}: rebuilt ${done}/${items.length} ${rowGroupsRead === items.length ? 'row groups' : 'files and row groups'}`);
     return path;
   });
-  const { schema } = await currentSchema(deps.catalog, table.tableId);
+  const tableColumns = columnIndices(schema, columns);
   const tail: TablePlan['tail'] = [];
   for (const { partition, indexedEnd } of partitions) {
     const lso = await deps.source.lastStableOffset(table.topic, partition);
@@ -117,37 +210,93 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
     say(`${table.name}: partition ${partition}: ${records.length} committed records in [${indexedEnd}, ${lso}) not in files yet`);
     if (records.length === 0) continue;
     const path = join(dir, `${table.name}-tail-${partition}.parquet`);
-    await writeFile(path, encodeFile(table, schema, partition, records, encoderVersion).bytes);
+    await writeFile(path, encodeColumns(table, schema, partition, records, encoderVersion, tableColumns).bytes);
     paths.push(path);
   }
-  if (paths.length === 0) {
-    // Nothing to read still has the table's columns: an empty file gives DuckDB the schema.
-    const path = join(dir, `${table.name}-empty.parquet`);
-    await writeFile(path, encodeFile(table, schema, partitions[0]?.partition ?? 0, [], encoderVersion).bytes);
-    paths.push(path);
+  // An empty file with the encoded columns as the current schema types them: the view has
+  // them even when nothing is read, or when every file read predates a column.
+  const path = join(dir, `${table.name}-empty.parquet`);
+  await writeFile(path, encodeColumns(table, schema, partitions[0]?.partition ?? 0, [], encoderVersion, tableColumns).bytes);
+  paths.push(path);
+  const plan: TablePlan = {
+    table: table.name,
+    predicates,
+    files: files.length,
+    candidates: candidates.map((f) => f.dataFileId.toString()),
+    reads,
+    rowGroups: { read: rowGroupsRead, of: rowGroupsOf },
+    columns: tableColumns.map((c) => schema.columns[c]!.name),
+    tableColumns: schema.columns.length,
+    kafkaBytes: reads.reduce((sum, read) => sum + (read.kafkaBytes ?? 0), 0),
+    filesWithUnknownKafkaBytes: reads.filter((read) => read.kafkaBytes === null).length,
+    tail,
+  };
+  return { paths, plan };
+}
+
+/** Views named after the tables over empty files of the given columns (every column where none are given). */
+async function withEmptyViews<T>(connection: DuckDBConnection, deps: QueryDeps, tables: TableRecord[], columns: ReadonlyMap<string, readonly string[]> | null, dir: string, work: () => Promise<T>): Promise<T> {
+  for (const table of tables) {
+    const { schema } = await currentSchema(deps.catalog, table.tableId);
+    const subset = columns?.get(table.name);
+    const path = join(dir, `${table.name}-${subset ? 'some' : 'all'}-columns.parquet`);
+    const bytes = subset ? encodeColumns(table, schema, 0, [], encoderVersion, columnIndices(schema, subset)).bytes : encodeFile(table, schema, 0, [], encoderVersion).bytes;
+    await writeFile(path, bytes);
+    await connection.run(`CREATE VIEW ${sqlName(table.name)} AS SELECT * FROM read_parquet(${sqlString(path)})`);
   }
-  return { paths, plan: { table: table.name, predicates, files: files.length, candidates: candidates.map((f) => f.dataFileId.toString()), tail } };
+  try {
+    return await work();
+  } finally {
+    for (const table of tables) await connection.run(`DROP VIEW ${sqlName(table.name)}`);
+  }
+}
+
+/** The statement's result columns and their types as DuckDB binds them, or undefined when it cannot say. */
+async function resultShape(connection: DuckDBConnection, sql: string): Promise<string | undefined> {
+  try {
+    const described = await connection.runAndReadAll(`DESCRIBE ${sql}`);
+    return JSON.stringify(described.getRowsJson());
+  } catch {
+    return undefined;
+  }
 }
 
 /**
  * Binds `sql` (EXPLAIN parses, resolves every name and plans, and reads no row) over views
  * of empty files with the tables' current columns. A parser, binder or catalog error is
- * the user's SQL: it is thrown before anything is rebuilt.
+ * the user's SQL: it is thrown before anything is rebuilt. Then the columns each table
+ * would encode (`proposed`, from the statement's words): kept only when the statement
+ * binds over them alone to the same result columns and types; otherwise every table
+ * encodes every column. Returns the columns to encode per table.
  */
-async function bindFirst(connection: DuckDBConnection, deps: QueryDeps, tables: TableRecord[], sql: string, dir: string): Promise<void> {
+async function bindFirst(connection: DuckDBConnection, deps: QueryDeps, tables: TableRecord[], sql: string, dir: string, proposed: ReadonlyMap<string, readonly string[]>): Promise<Map<string, readonly string[]>> {
+  const all = new Map<string, readonly string[]>();
+  for (const table of tables) all.set(table.name, (await currentSchema(deps.catalog, table.tableId)).schema.columns.map((column) => column.name));
+  const shape = await withEmptyViews(connection, deps, tables, null, dir, async () => {
+    try {
+      await connection.run(`EXPLAIN ${sql}`);
+    } catch (error) {
+      if (/^(Parser|Binder|Catalog) Error/.test((error as Error).message)) throw error;
+    }
+    return resultShape(connection, sql);
+  });
+  const narrower = [...proposed].some(([name, columns]) => columns.length < all.get(name)!.length);
+  if (!narrower || shape === undefined) return all;
+  const same = await withEmptyViews(connection, deps, tables, proposed, dir, async () => (await resultShape(connection, sql)) === shape);
+  return same ? new Map(proposed) : all;
+}
+
+/** Per table, the columns the statement may use (as the current schema names them), or all of them. */
+async function proposedColumns(deps: QueryDeps, tables: TableRecord[], tokens: Token[]): Promise<Map<string, string[]>> {
+  const names = new Set(tables.map((table) => table.name));
+  const out = new Map<string, string[]>();
   for (const table of tables) {
-    const { schema } = await currentSchema(deps.catalog, table.tableId);
-    const path = join(dir, `${table.name}-columns.parquet`);
-    await writeFile(path, encodeFile(table, schema, 0, [], encoderVersion).bytes);
-    await connection.run(`CREATE VIEW ${sqlName(table.name)} AS SELECT * FROM read_parquet(${sqlString(path)})`);
+    const columns = (await currentSchema(deps.catalog, table.tableId)).schema.columns.map((column) => column.name);
+    const used = deps.wholeFiles ? null : usedColumns(tokens, columns, names);
+    // A statement that names no column (count(*)) still counts rows: one column, the first.
+    out.set(table.name, used === null ? columns : used.size > 0 ? columns.filter((column) => used.has(column)) : columns.slice(0, 1));
   }
-  try {
-    await connection.run(`EXPLAIN ${sql}`);
-  } catch (error) {
-    if (/^(Parser|Binder|Catalog) Error/.test((error as Error).message)) throw error;
-  } finally {
-    for (const table of tables) await connection.run(`DROP VIEW ${sqlName(table.name)}`);
-  }
+  return out;
 }
 
 export async function runQuery(deps: QueryDeps, sql: string): Promise<QueryResult> {
@@ -164,7 +313,8 @@ export async function runQuery(deps: QueryDeps, sql: string): Promise<QueryResul
     await connection.run("SET TimeZone = 'UTC'");
     // A typo must not cost the rebuild of every candidate: the statement is parsed and
     // bound first, over empty files with each table's columns.
-    await bindFirst(connection, deps, [...references.keys()].map((name) => tables.get(name)!), sql, dir);
+    const named = [...references.keys()].map((name) => tables.get(name)!);
+    const columns = await bindFirst(connection, deps, named, sql, dir, await proposedColumns(deps, named, tokens));
     const plan: TablePlan[] = [];
     for (const name of references.keys()) {
       const left = (await backfillStates(deps.catalog, tables.get(name)!.tableId)).reduce((sum, s) => sum + (s.cursor !== null && s.target !== null && s.cursor > s.target ? s.cursor - s.target : 0n), 0n);
@@ -173,7 +323,7 @@ export async function runQuery(deps: QueryDeps, sql: string): Promise<QueryResul
     for (const [name, positions] of references) {
       // A table named more than once (self-join, subquery) is read whole: one view serves every mention.
       const predicates = positions.length === 1 ? requiredPredicates(tokens, positions[0]!) : [];
-      const { paths, plan: tablePlan } = await materialize(deps, tables.get(name)!, predicates, dir);
+      const { paths, plan: tablePlan } = await materialize(deps, tables.get(name)!, predicates, columns.get(name)!, dir);
       plan.push(tablePlan);
       await connection.run(`CREATE VIEW ${sqlName(name)} AS SELECT * FROM read_parquet([${paths.map(sqlString).join(', ')}], union_by_name = true)`);
     }

@@ -114,6 +114,65 @@ function depths(tokens: Token[]): number[] {
 const clauseEnds = ['GROUP', 'ORDER', 'LIMIT', 'HAVING', 'WINDOW', 'QUALIFY', 'OFFSET', 'UNION', 'INTERSECT', 'EXCEPT', 'USING', 'FETCH'];
 const fromItemEnds = ['WHERE', ...clauseEnds];
 
+/** The alias of a FROM item named at tokens[at] (where it is, if it has one), and the token after it. */
+function aliasAfter(tokens: Token[], at: number): { at?: number; next: number } {
+  let i = at + 1;
+  if (isWord(tokens[i], 'AS')) i += 1;
+  if (tokens[i]?.kind === 'word' && !isWord(tokens[i], ...fromItemEnds, 'AS', 'JOIN', 'ON', 'INNER', 'LEFT', 'RIGHT', 'FULL', 'CROSS', 'NATURAL', 'ASOF', 'SEMI', 'ANTI', 'POSITIONAL', 'LATERAL')) return { at: i, next: i + 1 };
+  return { next: at + 1 };
+}
+
+/** Words that make a statement read columns it does not name. */
+const unnamedColumnWords = ['COLUMNS', 'NATURAL', 'EXCLUDE', 'REPLACE', 'RENAME', 'PIVOT', 'UNPIVOT', 'SUMMARIZE', 'DESCRIBE'];
+
+/**
+ * The columns (of `columns`, as the table names them) that a statement may read, or
+ * null when it may read every column. A safe over-approximation: every column whose name
+ * appears as a word or string anywhere in the statement (DuckDB matches names without
+ * regard to case). Null whenever a column could be read without being named: the
+ * statement is not a SELECT or WITH, a `*` other than `count(*)` or a multiplication,
+ * `#n` positions, COLUMNS(), NATURAL joins, EXCLUDE/REPLACE/RENAME, PIVOT, a table or
+ * its alias used as a value (a row as a struct), or column aliases given to a table.
+ */
+export function usedColumns(tokens: Token[], columns: readonly string[], tables: ReadonlySet<string>): Set<string> | null {
+  if (!isWord(tokens[0], 'SELECT', 'WITH') && !isSymbol(tokens[0], '(')) return null;
+  const byName = new Map(columns.map((column) => [column.toLowerCase(), column]));
+  const named = (token: Token | undefined): string | undefined => (token?.kind === 'word' || token?.kind === 'string' ? byName.get(token.text.toLowerCase()) : undefined);
+  // Where each table is named and its alias: a row of the table as a value reads every column.
+  const rowNames = new Set<string>();
+  const ownPositions = new Set<number>();
+  for (const positions of tableReferences(tokens, tables).values()) {
+    for (const at of positions) {
+      rowNames.add(nameOf(tokens[at]!)!.toLowerCase());
+      // Only a mention right after FROM or JOIN is the table as a FROM item (any other one, even `FROM a, t`, reads all).
+      if (!isWord(tokens[at - 1], 'FROM', 'JOIN')) continue;
+      ownPositions.add(at);
+      const alias = aliasAfter(tokens, at);
+      if (alias.at !== undefined) {
+        rowNames.add(nameOf(tokens[alias.at]!)!.toLowerCase());
+        ownPositions.add(alias.at);
+      }
+      if (isSymbol(tokens[alias.next], '(')) return null; // `t AS a(x, y)` renames columns by position
+    }
+  }
+  const used = new Set<string>();
+  for (const [i, token] of tokens.entries()) {
+    if (isWord(token, ...unnamedColumnWords) || isSymbol(token, '#')) return null;
+    if (isSymbol(token, '*')) {
+      const countStar = isSymbol(tokens[i - 1], '(') && isWord(tokens[i - 2], 'COUNT') && isSymbol(tokens[i + 1], ')');
+      const before = tokens[i - 1];
+      const operand = (t: Token | undefined) => t?.kind === 'number' || isSymbol(t, ')') || named(t) !== undefined;
+      const product = operand(before) && (operand(tokens[i + 1]) || isSymbol(tokens[i + 1], '('));
+      if (!countStar && !product) return null;
+      continue;
+    }
+    const column = named(token);
+    if (column !== undefined) used.add(column);
+    if (token.kind === 'word' && !ownPositions.has(i) && rowNames.has(token.text.toLowerCase()) && !isSymbol(tokens[i + 1], '.')) return null;
+  }
+  return used;
+}
+
 /**
  * The predicates a query on `table` requires of every row it reads, or [] when that is
  * not certain. `at` is where the table is named (it must be its only mention).
@@ -124,13 +183,10 @@ export function requiredPredicates(tokens: Token[], at: number): Predicate[] {
   const top = tokens.map((token, i) => ({ token, i })).filter(({ i }) => depth[i] === 0);
   if (top.some(({ token }) => isWord(token, 'UNION', 'INTERSECT', 'EXCEPT', 'WITH', 'JOIN', 'POSITIONAL', 'PIVOT', 'UNPIVOT') || isSymbol(token, ';'))) return [];
   // After the table: an optional alias, then WHERE (or nothing to prune with).
-  let i = at + 1;
+  const alias = aliasAfter(tokens, at);
+  let i = alias.next;
   const qualifiers = new Set([nameOf(tokens[at]!)!]);
-  if (isWord(tokens[i], 'AS')) i += 1;
-  if (tokens[i]?.kind === 'word' && !isWord(tokens[i], ...fromItemEnds, 'AS')) {
-    qualifiers.add(nameOf(tokens[i]!)!);
-    i += 1;
-  }
+  if (alias.at !== undefined) qualifiers.add(nameOf(tokens[alias.at]!)!);
   if (!isWord(tokens[i], 'WHERE')) return [];
   const where: Token[] = [];
   const whereDepth: number[] = [];

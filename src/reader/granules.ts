@@ -11,7 +11,7 @@ import type { TableRecord } from '../catalog/tables.js';
 import { encodeColumns } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { compactionProblem } from '../kafka/topics.js';
-import { bytesOfRange, fileLayout, leafCount, sha256OfRange, SHA256_BYTES, type FileLayout } from '../parquet/index.js';
+import { bytesOfRange, fileLayout, leafCount, sha256OfRange, SHA256_BYTES, type EncodedFile, type FileLayout } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import type { KafkaRecord } from '../kafka/record.js';
 import { fileRecords } from './rebuild.js';
@@ -35,16 +35,31 @@ export function leafColumns(schema: TableSchema): number[] {
   return schema.columns.flatMap((column, c) => new Array<number>(leafCount(column)).fill(c));
 }
 
+/** A granule rebuilt for some top-level columns: the one-row-group file, and its chunks, each verified. */
+export interface VerifiedGranule {
+  /** The chosen columns of the granule's rows as a file of one row group (readable by any engine). */
+  file: EncodedFile;
+  /** Each wanted leaf's chunk (leaf index in the data file's footer order), checked against the catalog. */
+  chunks: Map<number, Uint8Array>;
+}
+
 /**
- * The chunks of `leaves` (leaf indices in the file's footer order) of one granule, each
- * verified. Reads the granule's offset span once; encodes each top-level column that
- * holds a wanted leaf once.
+ * One granule rebuilt for the top-level columns that hold `leaves` (leaf indices in the
+ * file's footer order), each chunk of `leaves` checked against the catalog (a mismatch
+ * throws). Reads the granule's offset span once. The built file holds every leaf of those
+ * columns: it is wholly verified when `leaves` are all of them.
  */
-export async function rebuildChunks(
+export async function rebuildGranuleColumns(
   source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, leaves: readonly number[],
-): Promise<Map<number, Uint8Array>> {
+): Promise<VerifiedGranule> {
   const records = await granuleRecords(source, table, file, granule);
   return chunksOf(source, table, file, schema, layout, granule, records, leaves);
+}
+
+/** The leaves (footer order) of some top-level columns (indices into the schema's columns). */
+export function leavesOfColumns(schema: TableSchema, columns: readonly number[]): number[] {
+  const wanted = new Set(columns);
+  return leafColumns(schema).flatMap((column, leaf) => (wanted.has(column) ? [leaf] : []));
 }
 
 /** The granule's records (committed, in its span, in the file's bucket), as many as the catalog says. */
@@ -57,10 +72,10 @@ export async function granuleRecords(source: CommittedSource, table: TableRecord
   return records;
 }
 
-/** The chunks of `leaves` built from the granule's records, each checked against its sha256. */
+/** The granule built from its records for the columns of `leaves`, each chunk of `leaves` checked against its sha256. */
 export async function chunksOf(
   source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, records: readonly KafkaRecord[], leaves: readonly number[],
-): Promise<Map<number, Uint8Array>> {
+): Promise<VerifiedGranule> {
   try {
     return checkedChunks(table, file, schema, layout, granule, records, leaves);
   } catch (error) {
@@ -70,7 +85,7 @@ export async function chunksOf(
 
 function checkedChunks(
   table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, records: readonly KafkaRecord[], leaves: readonly number[],
-): Map<number, Uint8Array> {
+): VerifiedGranule {
   const ofLeaf = leafColumns(schema);
   const columns = [...new Set(leaves.map((leaf) => ofLeaf[leaf]!))].sort((a, b) => a - b);
   const built = encodeColumns(table, schema, file.partition, records, file.encoderVersion, columns);
@@ -94,5 +109,5 @@ function checkedChunks(
     if (!Buffer.from(sha256).equals(want)) throw new GranuleMismatchError(file.dataFileId, granule.rowGroup, place.path, 'sha256 differs');
     chunks.set(leaf, bytesOfRange(built.parts, got.start, got.end));
   }
-  return chunks;
+  return { file: built, chunks };
 }

@@ -6,15 +6,17 @@
  * checked against its sha256), the page index and footer from the catalog. A file
  * without them is rebuilt whole (verified by rebuildFile against size, footer and
  * sha256) and gets its granules then. Rebuilt chunks (and whole files) are kept in one
- * byte-bounded cache; concurrent reads of the same chunks share one rebuild.
+ * byte-bounded cache; concurrent reads of the same chunks share one rebuild. A query
+ * (src/query/run.ts) asks for granules as files of their own: `granuleFile` rebuilds one
+ * row group for some columns, verified the same way.
  */
 import { findFile, findGranules, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
-import type { FileGranules } from '../catalog/file-writes.js';
+import type { FileGranules, Granule } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from './rebuild.js';
-import { chunksOf, granuleRecords, GranuleMismatchError } from './granules.js';
+import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from './granules.js';
 import type { KafkaRecord } from '../kafka/record.js';
 import { fileLayout, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
 import { schemaVersion } from '../schema/versions.js';
@@ -213,12 +215,23 @@ export class ReaderService {
   }
 
   private async rebuildGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
+    const { chunks } = await this.verifiedGranule(table, file, granular, rowGroup, leaves);
+    const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
+    for (const [leaf, bytes] of chunks) this.cache.set(`${fileKey}:${rowGroup}:${leaf}`, bytes);
+    return chunks;
+  }
+
+  /**
+   * One granule rebuilt for the columns of `leaves` and verified, counted as a whole or
+   * partial granule rebuild. Its records come from the cache when a read of other columns
+   * of it kept them, else from Kafka (concurrent reads of one granule share one read).
+   */
+  private async verifiedGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<VerifiedGranule> {
     const all = granular.layout.rowGroups[rowGroup]!.chunks.length;
     const partial = leaves.length < all;
     this.counters[partial ? 'partialGranuleRebuilds' : 'granuleRebuilds'] += 1;
     const granule = granular.granules.granules[rowGroup]!;
-    const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
-    const recordsKey = `${fileKey}:${rowGroup}:records`;
+    const recordsKey = `${ByteBoundedCache.key(file.dataFileId, file.sha256)}:${rowGroup}:records`;
     try {
       let records: KafkaRecord[];
       const kept = this.cache.get(recordsKey);
@@ -226,7 +239,6 @@ export class ReaderService {
         this.counters.granuleRecordHits += 1;
         records = kept.records;
       } else {
-        // Concurrent reads of other columns of the same granule share one Kafka read.
         let pending = this.recordsInFlight.get(recordsKey);
         if (!pending) {
           pending = granuleRecords(this.source, table, file, granule).finally(() => this.recordsInFlight.delete(recordsKey));
@@ -238,13 +250,42 @@ export class ReaderService {
         // A read of some columns is often followed by one of the others (engines ask chunk by chunk).
         if (partial) this.cache.set(recordsKey, new CachedRecords(records, granule.kafkaBytes));
       }
-      const chunks = await chunksOf(this.source, table, file, granular.schema, granular.layout, granule, records, leaves);
-      for (const [leaf, bytes] of chunks) this.cache.set(`${fileKey}:${rowGroup}:${leaf}`, bytes);
-      return chunks;
+      return await chunksOf(this.source, table, file, granular.schema, granular.layout, granule, records, leaves);
     } catch (error) {
       if (error instanceof GranuleMismatchError) this.counters.chunkMismatches += 1;
       throw error;
     }
+  }
+
+  /**
+   * What a query reads of a file with granules: per row group its Kafka offset span and
+   * bytes, and the file's schema (whose columns `granuleFile` takes by index). Null for a
+   * file without granules (it is read whole, with `bytes`).
+   */
+  async readableGranules(file: DataFile): Promise<{ granules: readonly Granule[]; schema: TableSchema } | null> {
+    const granular = file.hasGranules ? await this.granularOf(file) : null;
+    return granular && { granules: granular.granules.granules, schema: granular.schema };
+  }
+
+  /**
+   * Row group `rowGroup` of the file, for some top-level columns only (indices into the
+   * columns of the file's schema version), as a Parquet file of one row group: rebuilt
+   * from that granule's offsets alone, every chunk checked against the catalog's sha256
+   * before the file is handed out. The file's chunks are the data file's own, byte for
+   * byte; its footer is that of the smaller file.
+   */
+  async granuleFile(table: TableRecord, file: DataFile, rowGroup: number, columns: readonly number[]): Promise<Uint8Array> {
+    const granular = file.hasGranules ? await this.granularOf(file) : null;
+    if (!granular) throw new Error(`file ${file.dataFileId} of table ${table.name} has no granules: it is read whole`);
+    if (!Number.isInteger(rowGroup) || rowGroup < 0 || rowGroup >= granular.layout.rowGroups.length) {
+      throw new RangeError(`file ${file.dataFileId} has row groups 0 to ${granular.layout.rowGroups.length - 1}, not ${rowGroup}`);
+    }
+    const known = granular.schema.columns.length;
+    const wrong = columns.find((c) => !Number.isInteger(c) || c < 0 || c >= known);
+    if (wrong !== undefined) throw new RangeError(`file ${file.dataFileId} has columns 0 to ${known - 1}, not ${wrong}`);
+    if (columns.length === 0) throw new RangeError(`a granule file needs at least one column (file ${file.dataFileId}, row group ${rowGroup})`);
+    const built = await this.verifiedGranule(table, file, granular, rowGroup, leavesOfColumns(granular.schema, columns));
+    return built.file.bytes;
   }
 
   /** The file's whole bytes: from the cache, or rebuilt from Kafka and verified. */

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { mayMatch, timestampMillis, type Bounds } from '../../src/query/prune.js';
-import { requiredPredicates, tableReferences, tokenize } from '../../src/query/sql-scan.js';
+import { parquetMetadata } from 'hyparquet';
+import { encodeFile } from '../../src/build/files.js';
+import type { DataFile } from '../../src/catalog/file-reads.js';
+import type { TableRecord } from '../../src/catalog/tables.js';
+import { encoderVersion } from '../../src/parquet/index.js';
+import { mayMatch, rowGroupBounds, timestampMillis, type Bounds } from '../../src/query/prune.js';
+import { initialSchema } from '../../src/schema/table-schema.js';
+import { requiredPredicates, tableReferences, tokenize, usedColumns } from '../../src/query/sql-scan.js';
 
 function predicates(sql: string, table = 'clicks') {
   const tokens = tokenize(sql);
@@ -60,4 +66,70 @@ describe('finding tables and required predicates in SQL', () => {
     expect(keep('SELECT * FROM clicks WHERE _offset > 30.5')).toBe(true);
     expect(keep("SELECT * FROM clicks WHERE _key = 'x'")).toBe(true); // no bounds for it
   });
+
+  it('row-group bounds come from the footer statistics: partition, exact offsets and millisecond timestamps of that row group alone', () => {
+    const table = { name: 'clicks', format: 'json', settings: { row_group_rows: 3 } } as unknown as TableRecord;
+    const records = Array.from({ length: 7 }, (_, i) => ({ offset: BigInt(100 + 2 * i), timestamp: 1_700_000_000_000 + i * 1000, key: null, value: null, headers: [] }));
+    for (const version of [encoderVersion, 'hyparquet-writer@0.17.0/v1']) {
+      const file = encodeFile(table, initialSchema('json'), 2, records, version);
+      const metadata = parquetMetadata(file.footer);
+      const bounds = rowGroupBounds({ partition: 2 } as DataFile, metadata, 1);
+      expect([...bounds], version).toEqual([
+        ['_partition', { min: 2n, max: 2n }],
+        ['_offset', { min: 106n, max: 110n }],
+        ['_timestamp', { min: 1_700_000_003_000n, max: 1_700_000_005_000n }],
+      ]);
+      const keep = (sql: string) => mayMatch(bounds, predicates(sql));
+      expect(keep("SELECT * FROM clicks WHERE _timestamp >= TIMESTAMP '2023-11-14 22:13:25'")).toBe(true); // the group's last row
+      expect(keep("SELECT * FROM clicks WHERE _timestamp > TIMESTAMP '2023-11-14 22:13:25'")).toBe(false);
+      expect(keep('SELECT * FROM clicks WHERE _offset < 106')).toBe(false);
+    }
+  });
+
+  it('row-group bounds leave out statistics that are not exact, and fall back to the granule span for _offset', () => {
+    const table = { name: 'clicks', format: 'json', settings: { row_group_rows: 3 } } as unknown as TableRecord;
+    const records = Array.from({ length: 4 }, (_, i) => ({ offset: BigInt(i), timestamp: 1_700_000_000_000 + i, key: null, value: null, headers: [] }));
+    const metadata = parquetMetadata(encodeFile(table, initialSchema('json'), 0, records, encoderVersion).footer);
+    for (const chunk of metadata.row_groups[0]!.columns) if (chunk.meta_data?.statistics) chunk.meta_data.statistics.is_max_value_exact = false;
+    const granule = { rowGroup: 0, startOffset: 0n, endOffset: 3n, rowCount: 3, kafkaBytes: 0, chunkSha256: new Uint8Array() };
+    expect([...rowGroupBounds({ partition: 0 } as DataFile, metadata, 0, granule)]).toEqual([
+      ['_partition', { min: 0n, max: 0n }],
+      ['_offset', { min: 0n, max: 2n }],
+    ]);
+  });
 });
+
+describe('the columns a statement may use', () => {
+  const columns = ['_partition', '_offset', '_timestamp', '_key', '_headers', '_value', '_error', 'User'];
+  const used = (sql: string) => {
+    const set = usedColumns(tokenize(sql), columns, new Set(['clicks', 'other']));
+    return set && [...set].sort();
+  };
+
+  it('every column named as a word or string, quoted or not, in any case; count(*) and products name none', () => {
+    expect(used('SELECT _offset, count(*) FROM clicks WHERE _partition = 1 GROUP BY 1')).toEqual(['_offset', '_partition']);
+    expect(used('SELECT c._KEY, "user", _offset * 2 FROM clicks c ORDER BY 1')).toEqual(['User', '_key', '_offset']);
+    expect(used("SELECT json_extract(_value, '$.a') FROM clicks WHERE '_error' <> ''")).toEqual(['_error', '_value']);
+    expect(used('SELECT count(*) FROM clicks')).toEqual([]);
+    expect(used('WITH x AS (SELECT _offset FROM clicks) SELECT * FROM x')).toBeNull(); // the star reads the CTE, but unsure is all
+  });
+
+  it('every column when a column could be read without being named', () => {
+    for (const sql of [
+      'SELECT * FROM clicks',
+      'SELECT c.* FROM clicks c',
+      'SELECT COLUMNS(\'_o.*\') FROM clicks',
+      'SELECT count(DISTINCT c) FROM clicks c',
+      'SELECT clicks FROM clicks',
+      'SELECT _offset FROM clicks NATURAL JOIN other',
+      'SELECT #1 FROM clicks',
+      'SELECT a FROM clicks AS t(a, b)',
+      'FROM clicks',
+      'DESCRIBE clicks',
+      'SELECT * EXCLUDE (_value) FROM clicks',
+    ]) {
+      expect(used(sql), sql).toBeNull();
+    }
+  });
+});
+
