@@ -117,9 +117,12 @@ export async function statusCommand(args: string[]): Promise<number> {
 /** What the readers heard from in the last hour did, in one line (the sums of their counters). */
 function readsLine({ readers, counters: c }: ReaderTotals): string {
   const n = (name: string) => c[name] ?? 0;
-  const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  const size = (bytes: number) => {
+    const [unit, size] = ([['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const).find(([, size]) => bytes >= size) ?? ['B', 1];
+    return unit === 'B' ? `${bytes} B` : `${(bytes / size).toFixed(1)} ${unit}`;
+  };
   const ratio = kafkaPerServed(n('kafkaBytes'), n('bytesServed'));
-  return `reads (${readers} reader${readers === 1 ? '' : 's'} in the last hour): ${mib(n('bytesServed'))} served, ${mib(n('kafkaBytes'))} read from Kafka` +
+  return `reads (${readers} reader${readers === 1 ? '' : 's'} in the last hour): ${size(n('bytesServed'))} served, ${size(n('kafkaBytes'))} read from Kafka` +
     `${ratio === null ? '' : ` (${ratio} per byte served)`}; row groups rebuilt ${n('granuleRebuilds')} whole and ${n('partialGranuleRebuilds')} for some columns, ` +
     `files rebuilt whole ${n('rebuilds')}; chunk cache ${n('chunkCacheHits')} hits, ${n('chunkCacheMisses')} misses; mismatches ${n('chunkMismatches') + n('mismatches')}`;
 }
