@@ -118,8 +118,8 @@ export async function statusCommand(args: string[]): Promise<number> {
 function readsLine({ readers, counters: c }: ReaderTotals): string {
   const n = (name: string) => c[name] ?? 0;
   const size = (bytes: number) => {
-    const [unit, size] = ([['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const).find(([, size]) => bytes >= size) ?? ['B', 1];
-    return unit === 'B' ? `${bytes} B` : `${(bytes / size).toFixed(1)} ${unit}`;
+    const [unit, scale] = ([['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const).find(([, at]) => bytes >= at) ?? ['B', 1];
+    return unit === 'B' ? `${bytes} B` : `${(bytes / scale).toFixed(1)} ${unit}`;
   };
   const ratio = kafkaPerServed(n('kafkaBytes'), n('bytesServed'));
   return `reads (${readers} reader${readers === 1 ? '' : 's'} in the last hour): ${size(n('bytesServed'))} served, ${size(n('kafkaBytes'))} read from Kafka` +
