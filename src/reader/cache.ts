@@ -1,11 +1,11 @@
 /**
- * Rebuilt files kept in memory, bounded by their total bytes (least recently used goes
- * first). The key is the file id and its sha256: a key names exactly one content, so an
- * entry can never answer for different bytes. A file larger than the whole budget is
- * not kept.
+ * Rebuilt files and chunks (and anything else that says its size in bytes) kept in
+ * memory, bounded by their total bytes (least recently used goes first). The key is the
+ * file id and its sha256: a key names exactly one content, so an entry can never answer
+ * for different bytes. An entry larger than the whole budget is not kept.
  */
-export class ByteBoundedCache {
-  private readonly entries = new Map<string, Uint8Array>();
+export class ByteBoundedCache<V extends { readonly byteLength: number } = Uint8Array> {
+  private readonly entries = new Map<string, V>();
   private bytes = 0;
 
   constructor(readonly maxBytes: number) {
@@ -20,7 +20,7 @@ export class ByteBoundedCache {
     return { entries: this.entries.size, bytes: this.bytes };
   }
 
-  get(key: string): Uint8Array | undefined {
+  get(key: string): V | undefined {
     const value = this.entries.get(key);
     if (value) {
       // Map keeps insertion order: re-inserting makes this the most recently used.
@@ -30,7 +30,7 @@ export class ByteBoundedCache {
     return value;
   }
 
-  set(key: string, value: Uint8Array): void {
+  set(key: string, value: V): void {
     if (value.byteLength > this.maxBytes) return;
     const old = this.entries.get(key);
     if (old) {

@@ -10,6 +10,8 @@ import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { encodeColumns } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
+import type { KafkaRecord } from '../kafka/record.js';
+import { fetchBytesForSpan } from '../kafka/fetch-size.js';
 import { bytesOfRange, fileLayout, leafCount, sha256OfRange, SHA256_BYTES, type FileLayout } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { fileRecords } from './rebuild.js';
@@ -28,13 +30,32 @@ export function leafColumns(schema: TableSchema): number[] {
 
 /**
  * The chunks of `leaves` (leaf indices in the file's footer order) of one granule, each
- * verified. Reads the granule's offset span once; encodes each top-level column that
- * holds a wanted leaf once.
+ * verified. Reads the granule's offset span once (not at all when given its records,
+ * `read`, as granuleRecords returned them); encodes each top-level column that holds a
+ * wanted leaf once.
  */
 export async function rebuildChunks(
   source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, leaves: readonly number[],
+  read?: readonly KafkaRecord[],
 ): Promise<Map<number, Uint8Array>> {
-  const records = await fileRecords(source, table, file, granule);
+  const records = read ?? (await granuleRecords(source, table, file, granule));
+  return chunksOf(records, table, file, schema, layout, granule, leaves);
+}
+
+/**
+ * The records of one granule, as its chunks are built from: committed, in its span, in
+ * the file's bucket. Fetches ask for about the span's bytes (the catalog knows them), not
+ * read.ts's 4 MiB: the client decodes every record a Fetch brings, and with small row
+ * groups most of 4 MiB would be the next row groups' records, decoded and dropped.
+ */
+export function granuleRecords(source: CommittedSource, table: TableRecord, file: DataFile, granule: Granule): Promise<KafkaRecord[]> {
+  return fileRecords(source, table, file, granule, undefined, { fetchBytes: fetchBytesForSpan(granule.kafkaBytes, granule.startOffset, granule.endOffset) });
+}
+
+/** The chunks of `leaves` of one granule built from its records (granuleRecords), each verified. */
+function chunksOf(
+  records: readonly KafkaRecord[], table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, leaves: readonly number[],
+): Map<number, Uint8Array> {
   if (records.length !== granule.rowCount) {
     throw new GranuleMismatchError(file.dataFileId, granule.rowGroup, null, `${records.length} records in offsets [${granule.startOffset}, ${granule.endOffset}), the catalog has ${granule.rowCount}`);
   }

@@ -10,6 +10,8 @@ export interface ReaderMetrics {
   /** Column chunks answered from the cache, and rebuilt. */
   chunkCacheHits: number;
   chunkCacheMisses: number;
+  /** Partial rebuilds that took their granule's records from the cache instead of Kafka. */
+  granuleRecordHits: number;
   /** Row groups or chunks whose rebuild did not match the catalog's checksum: never served. */
   chunkMismatches: number;
   /** Rebuilds whose bytes did not match the catalog: never served. */
@@ -26,5 +28,5 @@ export interface ReaderMetrics {
 }
 
 export function newMetrics(): ReaderMetrics {
-  return { requests: 0, rebuilds: 0, granuleRebuilds: 0, partialGranuleRebuilds: 0, chunkCacheHits: 0, chunkCacheMisses: 0, chunkMismatches: 0, mismatches: 0, cacheHits: 0, cacheMisses: 0, footerHits: 0, kafkaRecords: 0, kafkaBytes: 0, bytesServed: 0, expired: 0 };
+  return { requests: 0, rebuilds: 0, granuleRebuilds: 0, partialGranuleRebuilds: 0, chunkCacheHits: 0, chunkCacheMisses: 0, granuleRecordHits: 0, chunkMismatches: 0, mismatches: 0, cacheHits: 0, cacheMisses: 0, footerHits: 0, kafkaRecords: 0, kafkaBytes: 0, bytesServed: 0, expired: 0 };
 }

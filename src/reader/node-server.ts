@@ -37,7 +37,16 @@ async function send(response: ServerResponse, body: ResponseBody): Promise<void>
   try {
     for await (const piece of body) {
       if (response.destroyed) return;
-      if (!response.write(piece)) await Promise.race([once(response, 'drain'), once(response, 'close')]);
+      if (!response.write(piece)) {
+        // Whichever comes first; the other's listeners go with the abort (a long stream
+        // waits thousands of times, and would otherwise leave a pair of listeners each time).
+        const settled = new AbortController();
+        try {
+          await Promise.race([once(response, 'drain', { signal: settled.signal }), once(response, 'close', { signal: settled.signal })]);
+        } finally {
+          settled.abort();
+        }
+      }
     }
     response.end();
   } catch (error) {

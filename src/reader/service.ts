@@ -9,12 +9,13 @@
  * byte-bounded cache; concurrent reads of the same chunks share one rebuild.
  */
 import { findFile, findGranules, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
-import type { FileGranules } from '../catalog/file-writes.js';
+import type { FileGranules, Granule } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from './rebuild.js';
-import { GranuleMismatchError, rebuildChunks } from './granules.js';
+import { GranuleMismatchError, granuleRecords, rebuildChunks } from './granules.js';
+import type { KafkaRecord } from '../kafka/record.js';
 import { fileLayout, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
 import { schemaVersion } from '../schema/versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
@@ -41,12 +42,30 @@ interface Granular {
 /** What the service remembers per file id at most (layouts and granules are small and never change). */
 const granularEntries = 2_000;
 
+/**
+ * The records of one granule, kept in the cache after a read of some of its columns:
+ * engines ask for a row group's columns in separate requests (DuckDB and pyarrow read the
+ * filter column, then the others), and each would otherwise read the granule's span from
+ * Kafka again. `byteLength` is the span's key + value + header bytes (the catalog's, an
+ * upper bound of the bucket's) plus a rough per-record overhead (the objects and Buffers
+ * that hold them).
+ */
+class GranuleRecords {
+  readonly byteLength: number;
+  constructor(readonly records: KafkaRecord[], granule: Granule) {
+    this.byteLength = granule.kafkaBytes + recordOverheadBytes * records.length;
+  }
+}
+
+const recordOverheadBytes = 200;
+
 export class ReaderService {
-  readonly cache: ByteBoundedCache;
+  readonly cache: ByteBoundedCache<Uint8Array | GranuleRecords>;
   private readonly counters: Omit<ReaderMetrics, 'kafkaRecords' | 'kafkaBytes'> = newMetrics();
   private readonly source: CommittedSource & { log: ReadLog };
   private readonly inFlight = new Map<string, Promise<Uint8Array>>();
   private readonly chunksInFlight = new Map<string, Promise<Map<number, Uint8Array>>>();
+  private readonly recordsInFlight = new Map<string, Promise<KafkaRecord[]>>();
   private readonly granular = new Map<bigint, Promise<Granular | null>>();
 
   constructor(readonly catalog: Catalog, source: CommittedSource, options: ReaderServiceOptions = {}) {
@@ -159,7 +178,7 @@ export class ReaderService {
     const missing: number[] = [];
     for (const leaf of leaves) {
       const cached = this.cache.get(`${fileKey}:${rowGroup}:${leaf}`);
-      if (cached) out.set(leaf, cached);
+      if (cached instanceof Uint8Array) out.set(leaf, cached);
       else missing.push(leaf);
     }
     this.counters.chunkCacheHits += out.size;
@@ -179,8 +198,28 @@ export class ReaderService {
     const all = granular.layout.rowGroups[rowGroup]!.chunks.length;
     this.counters[leaves.length === all ? 'granuleRebuilds' : 'partialGranuleRebuilds'] += 1;
     try {
-      const chunks = await rebuildChunks(this.source, table, file, granular.schema, granular.layout, granular.granules.granules[rowGroup]!, leaves);
       const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
+      const granule = granular.granules.granules[rowGroup]!;
+      // A read of some columns keeps the granule's records for the next read of others.
+      let records: KafkaRecord[] | undefined;
+      if (leaves.length < all) {
+        const recordsKey = `${fileKey}:${rowGroup}:records`;
+        const kept = this.cache.get(recordsKey);
+        if (kept instanceof GranuleRecords) {
+          records = kept.records;
+          this.counters.granuleRecordHits += 1;
+        } else {
+          // Concurrent reads of other columns of the same granule share one Kafka read.
+          let pending = this.recordsInFlight.get(recordsKey);
+          if (!pending) {
+            pending = granuleRecords(this.source, table, file, granule).finally(() => this.recordsInFlight.delete(recordsKey));
+            this.recordsInFlight.set(recordsKey, pending);
+          }
+          records = await pending;
+          this.cache.set(recordsKey, new GranuleRecords(records, granule));
+        }
+      }
+      const chunks = await rebuildChunks(this.source, table, file, granular.schema, granular.layout, granule, leaves, records);
       for (const [leaf, bytes] of chunks) this.cache.set(`${fileKey}:${rowGroup}:${leaf}`, bytes);
       return chunks;
     } catch (error) {
@@ -193,7 +232,7 @@ export class ReaderService {
   async bytes(table: TableRecord, file: DataFile): Promise<Uint8Array> {
     const key = ByteBoundedCache.key(file.dataFileId, file.sha256);
     const cached = this.cache.get(key);
-    if (cached) {
+    if (cached instanceof Uint8Array) {
       this.counters.cacheHits += 1;
       return cached;
     }
