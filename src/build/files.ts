@@ -45,15 +45,34 @@ export function encodeFile(table: TableRecord, schema: TableSchema, partition: n
 }
 
 /**
+ * Kafka columns whose values are the records' own, whatever the format: no JSON check and
+ * no decoding changes them (an error row of a registry format touches `_value`, `_error`
+ * and the decoded columns only; decoded fields named like these are renamed, decode.ts).
+ */
+const recordColumns = new Set(['_partition', '_offset', '_timestamp', '_key', '_headers']);
+
+/**
  * Some top-level columns (by index) of some of a file's rows, as a file of one row group:
  * a column chunk depends only on its own leaf's values in its row group, so the chunks of
- * this file are the chunks of that row group in the whole file, byte for byte. The rows
- * are normalized with every column (a registry row that one column refuses becomes an
- * error row in all of them), then only the chosen columns are encoded.
+ * this file are the chunks of that row group in the whole file, byte for byte. Only the
+ * work the chosen columns depend on is done: normalizing is per column, so a json or raw
+ * table normalizes the chosen columns alone, and checks its values as JSON only when
+ * `_value` or `_error` is chosen; a registry table decodes nothing when only record
+ * columns are chosen, and otherwise decodes and normalizes every column (a row that one
+ * column refuses becomes an error row in all of them), then encodes the chosen ones.
  */
 export function encodeColumns(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string, columns: readonly number[]): EncodedFile {
-  const rows = fileRows(table, schema, partition, records);
-  const picked = new PreparedData(columns.map((c) => rows.columns[c]!), columns.map((c) => rows.arrays[c]!), rows.rowCount);
+  const chosen = columns.map((c) => schema.columns[c]!);
+  let picked: PreparedData;
+  if (chosen.every((column) => recordColumns.has(column.name))) {
+    // 'raw': the same record columns as every format, without the JSON check of values.
+    picked = prepare(chosen, kafkaColumnArrays(partition, records, 'raw'));
+  } else if (!isRegistryFormat(table.format)) {
+    picked = prepare(chosen, kafkaColumnArrays(partition, records, table.format));
+  } else {
+    const rows = fileRows(table, schema, partition, records);
+    picked = new PreparedData(columns.map((c) => rows.columns[c]!), columns.map((c) => rows.arrays[c]!), rows.rowCount);
+  }
   return encoderFor(encoderVersion).encode(picked, { ...fileOptions(table, schema, encoderVersion), rowGroupRows: Math.max(1, records.length) });
 }
 

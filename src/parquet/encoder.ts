@@ -209,19 +209,29 @@ function finish(bytes: Uint8Array, rowCount: number, encoderVersion: string): En
   };
 }
 
-/** A file from its parts: hashed part by part; joined into one buffer on first use of `bytes`. */
+/**
+ * A file from its parts: joined into one buffer on first use of `bytes`, hashed part by
+ * part on first use of `sha256` (a granule read checks its chunks' own checksums and
+ * never needs the whole file's, so it neither joins nor hashes it).
+ */
 function finishParts(parts: readonly Uint8Array[], rowCount: number, encoderVersion: string): EncodedFile {
-  const hash = createHash('sha256');
-  for (const part of parts) hash.update(part);
   let joined: Uint8Array | undefined;
+  let sha256: Uint8Array | undefined;
   return {
     get bytes() {
       joined ??= joinParts(parts);
       return joined;
     },
+    get sha256() {
+      if (!sha256) {
+        const hash = createHash('sha256');
+        for (const part of parts) hash.update(part);
+        sha256 = new Uint8Array(hash.digest());
+      }
+      return sha256;
+    },
     parts,
     footer: joinParts(parts.slice(-2)),
-    sha256: new Uint8Array(hash.digest()),
     byteLength: parts.reduce((n, part) => n + part.byteLength, 0),
     rowCount,
     encoderVersion,

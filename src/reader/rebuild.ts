@@ -9,7 +9,7 @@ import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { encodeFile, granulesOf } from '../build/files.js';
 import { insertGranules } from '../catalog/file-writes.js';
-import type { CommittedSource } from '../kafka/source.js';
+import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import { bucketOf } from '../ranges/buckets.js';
 import { compactionProblem } from '../kafka/topics.js';
 import type { KafkaRecord } from '../kafka/record.js';
@@ -45,10 +45,11 @@ function hex(bytes: Uint8Array): string {
  */
 export async function fileRecords(
   source: CommittedSource, table: TableRecord, file: DataFile, span: { startOffset: bigint; endOffset: bigint } = file, everyRecord?: (record: KafkaRecord) => void,
+  options?: SourceReadOptions,
 ): Promise<KafkaRecord[]> {
   const bucket = file.bucket.getTime();
   const records: KafkaRecord[] = [];
-  for await (const batch of source.read(table.topic, file.partition, span.startOffset, span.endOffset)) {
+  for await (const batch of source.read(table.topic, file.partition, span.startOffset, span.endOffset, options)) {
     if (everyRecord) for (const record of batch.records) everyRecord(record);
     for (const record of batch.records) if (bucketOf(record.timestamp, table.settings.granularity) === bucket) records.push(record);
   }

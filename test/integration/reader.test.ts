@@ -10,7 +10,7 @@ import type { Server } from 'node:http';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
+import { findGranules, listFiles, type DataFile } from '../../src/catalog/file-reads.js';
 import { findTable, type TableRecord } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
@@ -152,6 +152,30 @@ describe('the read API over HTTP', () => {
     expect(service.metrics.chunkCacheHits).toBeGreaterThan(hits);
   });
 
+
+  it('reads of different columns of one row group, at once or one after the other, read its offsets from Kafka once, and give the rebuilt bytes', async () => {
+    const file = files[1]!;
+    const whole = (await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file)).bytes;
+    const layout = fileLayout(file.footer, Number(file.fileSizeBytes));
+    if ('problem' in layout) throw new Error(layout.problem);
+    const chunk = (path: string) => layout.rowGroups[0]!.chunks.find((c) => c.path === path)!;
+    const granule = (await findGranules(engine.catalog, file.dataFileId))!.granules[0]!;
+    const fresh = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
+    const read = async (service: ReaderService, place: { start: number; end: number }) => {
+      const bytes = await bodyBytes(service.range(table, file, place.start, place.end));
+      expect(Buffer.from(bytes).equals(Buffer.from(whole.subarray(place.start, place.end)))).toBe(true);
+    };
+    await Promise.all([read(fresh, chunk('_offset')), read(fresh, chunk('_value'))]);
+    await read(fresh, chunk('_timestamp'));
+    expect(fresh.metrics.kafkaBytes).toBe(granule.kafkaBytes);
+    expect(fresh.metrics.partialGranuleRebuilds).toBe(3);
+    expect(fresh.metrics.granuleRecordHits).toBe(1);
+    // Without room for the records, each read goes to Kafka: the budget bounds what is kept.
+    const small = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 0 });
+    for (const path of ['_offset', '_value']) await read(small, chunk(path));
+    expect(small.metrics.kafkaBytes).toBe(2 * granule.kafkaBytes);
+    expect(small.metrics.granuleRecordHits).toBe(0);
+  });
   it('416 for unsatisfiable ranges, with Content-Range: bytes */size and a reason', async () => {
     const file = files[0]!;
     const size = Number(file.fileSizeBytes);

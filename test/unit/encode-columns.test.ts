@@ -1,0 +1,80 @@
+/**
+ * A granule read encodes only the columns it serves (src/build/files.ts, encodeColumns),
+ * and skips the work those columns do not depend on (the JSON check, registry decoding):
+ * every chunk it makes must still be the whole file's chunk, byte for byte, whatever
+ * columns are asked together, including rows whose value is not JSON or does not decode.
+ */
+import { describe, expect, it } from 'vitest';
+import type { TableRecord } from '../../src/catalog/tables.js';
+import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
+import { encodeColumns, encodeFile } from '../../src/build/files.js';
+import { encoderVersion, fileLayout, leafCount, type FileLayout } from '../../src/parquet/index.js';
+import type { KafkaRecord } from '../../src/kafka/record.js';
+import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
+import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
+import type { RegistrySchema } from '../../src/schema/registry.js';
+import { avro, wire } from '../helpers/spec-encoding.js';
+
+const table = (format: TableFormat): TableRecord => ({ tableId: 1n, name: 't', topic: 't', format, settings: resolveSettings({}) }) as unknown as TableRecord;
+
+function record(i: number, value: Uint8Array | string | null, extra: Partial<KafkaRecord> = {}): KafkaRecord {
+  return { offset: BigInt(100 + 2 * i), timestamp: Date.UTC(2026, 0, 1) + i, key: Buffer.from(`k${i}`), value: typeof value === 'string' ? Buffer.from(value) : value, headers: [], ...extra };
+}
+
+function layoutOf(footer: Uint8Array, size: number): FileLayout {
+  const layout = fileLayout(footer, size);
+  if ('problem' in layout) throw new Error(layout.problem);
+  return layout;
+}
+
+/** Every single column, and some columns together, encoded alone: each chunk equals the whole file's. */
+function expectSameChunks(format: TableFormat, schema: TableSchema, records: KafkaRecord[]): void {
+  const whole = encodeFile(table(format), schema, 3, records, encoderVersion);
+  const wholeLayout = layoutOf(whole.footer, whole.byteLength);
+  expect(wholeLayout.rowGroups).toHaveLength(1);
+  const firstLeaf = schema.columns.map((_, c) => schema.columns.slice(0, c).reduce((n, column) => n + leafCount(column), 0));
+  const n = schema.columns.length;
+  const sets = [...schema.columns.map((_, c) => [c]), [1, n - 1], [0, 1, 2], [...schema.columns.keys()]];
+  for (const columns of sets) {
+    const built = encodeColumns(table(format), schema, 3, records, encoderVersion, columns);
+    const chunks = layoutOf(built.footer, built.byteLength).rowGroups[0]!.chunks;
+    let at = 0;
+    for (const c of columns) {
+      for (let k = 0; k < leafCount(schema.columns[c]!); k++) {
+        const want = wholeLayout.rowGroups[0]!.chunks[firstLeaf[c]! + k]!;
+        const got = chunks[at++]!;
+        expect(got.path, `columns ${columns}`).toBe(want.path);
+        expect(Buffer.from(built.bytes.subarray(got.start, got.end)).equals(Buffer.from(whole.bytes.subarray(want.start, want.end))), `${format}: ${want.path} of columns ${columns}`).toBe(true);
+      }
+    }
+  }
+}
+
+describe('encodeColumns: the chunks of a granule read are the whole file’s', () => {
+  it('json: with values that are not JSON, tombstones and headers, whether or not _value and _error are asked', () => {
+    const records = [
+      record(0, '{"a":1}'),
+      record(1, 'not json', { headers: [['h', Buffer.from('v')], ['n', null]] }),
+      record(2, null, { key: null }),
+      record(3, '[1,2,{"b":"\u00e9"}]'),
+      record(4, '{"a":'),
+    ];
+    expectSameChunks('json', initialSchema('json'), records);
+  });
+
+  it('raw', () => {
+    expectSameChunks('raw', initialSchema('raw'), [record(0, 'x'), record(1, null), record(2, Buffer.from([0, 255]))]);
+  });
+
+  it('avro: with a value that does not decode (an error row), asked alone or with the record columns', () => {
+    const registered: RegistrySchema = { id: 7, type: 'AVRO', schema: JSON.stringify({ type: 'record', name: 'R', fields: [{ name: 'n', type: 'long' }, { name: 's', type: 'string' }] }), references: [] };
+    const schema = mergeRegistrySchemas(initialSchema('avro'), 'avro', [{ schema: registered, sides: new Set(['value'] as const) }]);
+    const records = [
+      record(0, Buffer.from(wire(7, [...avro.long(5), ...avro.string('five')]))),
+      record(1, Buffer.from(wire(7, [...avro.long(6)]))), // truncated: an error row
+      record(2, null),
+      record(3, Buffer.from(wire(7, [...avro.long(-1), ...avro.string('')])), { headers: [['h', null]] }),
+    ];
+    expectSameChunks('avro', schema, records);
+  });
+});
