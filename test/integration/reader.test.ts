@@ -169,7 +169,8 @@ describe('the read API over HTTP', () => {
     await read(fresh, chunk('_timestamp'));
     expect(fresh.metrics.kafkaBytes).toBe(granule.kafkaBytes);
     expect(fresh.metrics.partialGranuleRebuilds).toBe(3);
-    expect(fresh.metrics.granuleRecordHits).toBe(1);
+    // one read joined the other's Kafka read, the third took the kept records
+    expect(fresh.metrics.granuleRecordHits).toBe(2);
     // Without room for the records, each read goes to Kafka: the budget bounds what is kept.
     const small = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 0 });
     for (const path of ['_offset', '_value']) await read(small, chunk(path));
