@@ -10,12 +10,11 @@ import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { encodeColumns } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
-import { compactionProblem } from '../kafka/topics.js';
 import { fetchBytesForSpan } from '../kafka/fetch-size.js';
 import { bytesOfRange, fileLayout, leafCount, sha256OfRange, SHA256_BYTES, type EncodedFile, type FileLayout } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import type { KafkaRecord } from '../kafka/record.js';
-import { fileRecords } from './rebuild.js';
+import { compactionCause, fileRecords } from './rebuild.js';
 
 export class GranuleMismatchError extends Error {
   override name = 'GranuleMismatchError';
@@ -27,7 +26,7 @@ export class GranuleMismatchError extends Error {
 /** The likeliest cause, when there is one to name: a topic made compacted after indexing. */
 async function withCause(error: unknown, source: CommittedSource, topic: string): Promise<unknown> {
   if (!(error instanceof GranuleMismatchError)) return error;
-  const compacted = compactionProblem(topic, (await source.cleanupPolicy?.(topic).catch(() => undefined)) ?? 'delete');
+  const compacted = await compactionCause(source, topic);
   return compacted ? new GranuleMismatchError(error.dataFileId, error.rowGroup, error.column, `${compacted}; ${error.detail}`) : error;
 }
 

@@ -107,11 +107,16 @@ export async function rebuildFile(catalog: Catalog, source: CommittedSource, tab
   if (!Buffer.from(built.footer).equals(file.footer)) differences.push(`footer differs (${built.footer.byteLength} bytes, the catalog has ${file.footer.byteLength})`);
   if (!Buffer.from(built.sha256).equals(file.sha256)) differences.push(`sha256 ${hex(built.sha256)}, the catalog has ${hex(file.sha256)}`);
   if (differences.length > 0) {
-    const compacted = compactionProblem(table.topic, (await source.cleanupPolicy?.(table.topic).catch(() => undefined)) ?? 'delete');
+    const compacted = await compactionCause(source, table.topic);
     throw new RebuildMismatchError(file.dataFileId, compacted ? [compacted, ...differences] : differences);
   }
   if (!file.hasGranules) await addGranules(catalog, file, granulesOf(built, records, file.startOffset, file.endOffset, spanRecords));
   return { bytes: built.bytes, sha256: built.sha256, records: records.length };
+}
+
+/** Why a rebuild may differ, when there is a cause to name: the topic was made compacted after indexing. */
+export async function compactionCause(source: CommittedSource, topic: string): Promise<string | undefined> {
+  return compactionProblem(topic, (await source.cleanupPolicy?.(topic).catch(() => undefined)) ?? 'delete');
 }
 
 /**
