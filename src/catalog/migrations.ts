@@ -532,6 +532,60 @@ CREATE TABLE reader_counters (
 );
 `,
   },
+  {
+    version: 8,
+    name: 'secondary indexes and their entries per data file',
+    sql: `
+-- A secondary index of a table (DESIGN.md, "Secondary indexes"): derived state, built per
+-- data file, never changing an answer. columns holds the indexed expressions in order
+-- (src/indexes/definition.ts): a table column or nested leaf by path, a Kafka column, a
+-- header value by name, a field of a json value by path. A standalone index on a table
+-- with data moves declared -> building -> backfilling -> catching_up -> active; from
+-- building on, every file committed carries its entries.
+CREATE TABLE secondary_index (
+  index_id             bigserial PRIMARY KEY,
+  table_id             bigint NOT NULL REFERENCES lake_table ON DELETE CASCADE,
+  index_name           text NOT NULL,
+  kind                 text NOT NULL CHECK (kind IN ('minmax', 'bloom', 'postings')),
+  columns              jsonb NOT NULL,
+  scope                text NOT NULL CHECK (scope IN ('history', 'current', 'both')),
+  granule_rows         integer NOT NULL CHECK (granule_rows > 0),
+  -- BLOOM: the false-positive rate each granule's filter is sized for
+  false_positive_rate  double precision CHECK (false_positive_rate > 0 AND false_positive_rate < 1),
+  -- POSTINGS: entries are split by hash(key) mod posting_buckets, so a lookup reads one part per file
+  posting_buckets      integer CHECK (posting_buckets > 0),
+  state                text NOT NULL CHECK (state IN ('declared', 'building', 'backfilling', 'catching_up', 'active')),
+  state_since          timestamptz NOT NULL DEFAULT now(),
+  created_at           timestamptz NOT NULL DEFAULT now(),
+  -- backfill progress: files and granules given entries, Kafka bytes read for them, files to do
+  files_done           bigint NOT NULL DEFAULT 0,
+  granules_done        bigint NOT NULL DEFAULT 0,
+  bytes_read           bigint NOT NULL DEFAULT 0,
+  files_total          bigint NOT NULL DEFAULT 0,
+  -- who drives the backfill now (a local process or an execution), and until when
+  backfill_owner       text,
+  backfill_expires_at  timestamptz,
+  -- how often reads used the index to skip granules, and how often they could not use it
+  reads_used           bigint NOT NULL DEFAULT 0,
+  reads_skipped        bigint NOT NULL DEFAULT 0,
+  UNIQUE (table_id, index_name)
+);
+
+-- An index's entries for one data file: part -1 is the file's header (its granules and
+-- MINMAX bounds, granules no key could be taken for); BLOOM filters are part 0; POSTINGS
+-- are one part per hash bucket. Keyed by scope, so SCOPE BOTH can add 'current' entries
+-- beside 'history' ones without touching these. A file's entries go with the file.
+CREATE TABLE index_entry (
+  index_id      bigint NOT NULL REFERENCES secondary_index ON DELETE CASCADE,
+  scope         text NOT NULL CHECK (scope IN ('history', 'current')),
+  part          integer NOT NULL CHECK (part >= -1),
+  data_file_id  bigint NOT NULL REFERENCES data_file ON DELETE CASCADE,
+  payload       bytea NOT NULL,
+  PRIMARY KEY (index_id, scope, part, data_file_id)
+);
+CREATE INDEX index_entry_file ON index_entry (data_file_id);
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */
