@@ -21,6 +21,7 @@
  * below it and running it again does nothing. A chunk whose plan moved while it ran
  * (retention raised the target, another run committed) commits nothing.
  */
+import { IndexesChangedError } from '../catalog/indexes.js';
 import {
   claimBackfill,
   commitBackfillChunk,
@@ -183,29 +184,34 @@ export class ChunkRun {
     const chunkEnd = state.cursor;
     const span = BigInt(this.table.settings.backfill_offsets);
     const chunkStart = chunkEnd - span > state.target ? chunkEnd - span : state.target;
-    let read: { ranges: NewRange[]; records: number; bytes: number };
-    try {
-      read = await this.read(chunkStart, chunkEnd, chunkStart === state.target, state.indexedStart);
-    } catch (error) {
-      if (error instanceof OffsetOutOfRangeError && error.bound === 'below-earliest') {
-        const raised = await raiseBackfillTarget(this.catalog, this.claim.tableId, this.claim.partition, error.earliest);
-        return result('target-raised', raised, { ...noWork, chunk: { start: chunkStart, end: chunkEnd } });
+    // A secondary index that starts needing entries while the chunk is built (CREATE INDEX
+    // meanwhile) makes the commit refuse the chunk: it is read and built again with it.
+    for (let attempt = 1; ; attempt++) {
+      let read: { ranges: NewRange[]; records: number; bytes: number };
+      try {
+        read = await this.read(chunkStart, chunkEnd, chunkStart === state.target, state.indexedStart);
+      } catch (error) {
+        if (error instanceof OffsetOutOfRangeError && error.bound === 'below-earliest') {
+          const raised = await raiseBackfillTarget(this.catalog, this.claim.tableId, this.claim.partition, error.earliest);
+          return result('target-raised', raised, { ...noWork, chunk: { start: chunkStart, end: chunkEnd } });
+        }
+        throw error;
       }
-      throw error;
-    }
-    const work: ChunkWork = {
-      chunk: { start: chunkStart, end: chunkEnd },
-      ranges: read.ranges.length,
-      files: read.ranges.reduce((n, range) => n + range.files.length, 0),
-      records: read.records,
-      bytes: read.bytes,
-    };
-    try {
-      const committed = await commitBackfillChunk(this.catalog, this.claim, state, read.ranges, chunkStart, this.ttlMs, this.step);
-      return result(read.ranges.length > 0 ? 'committed' : 'empty', committed, work);
-    } catch (error) {
-      if (error instanceof BackfillStaleError) return result('stale', error.actual, { ...work, ranges: 0, files: 0 });
-      throw error;
+      const work: ChunkWork = {
+        chunk: { start: chunkStart, end: chunkEnd },
+        ranges: read.ranges.length,
+        files: read.ranges.reduce((n, range) => n + range.files.length, 0),
+        records: read.records,
+        bytes: read.bytes,
+      };
+      try {
+        const committed = await commitBackfillChunk(this.catalog, this.claim, state, read.ranges, chunkStart, this.ttlMs, this.step);
+        return result(read.ranges.length > 0 ? 'committed' : 'empty', committed, work);
+      } catch (error) {
+        if (error instanceof BackfillStaleError) return result('stale', error.actual, { ...work, ranges: 0, files: 0 });
+        if (error instanceof IndexesChangedError && attempt < 5) continue;
+        throw error;
+      }
     }
   }
 

@@ -21,12 +21,16 @@ import { schemaForRecords } from '../schema/evolve.js';
 import { defaultRegistry, type SchemaRegistry } from '../schema/registry.js';
 import { currentSchema } from '../schema/versions.js';
 import { ownValue } from '../common/objects.js';
+import { indexesWithEntries } from '../catalog/indexes.js';
+import { resolveForFile } from '../indexes/columns.js';
+import { fileIndexEntries } from '../indexes/entries.js';
+import type { IndexDefinition } from '../indexes/definition.js';
 
 /** Turns a sealed range into the catalog's files (Parquet built in memory, statistics taken). */
 export type RangeBuilder = (table: TableRecord, partition: number, range: SealedRange) => Promise<NewRange>;
 
 /** The rows of one file, normalized for its columns: what both the bytes and the statistics come from. */
-function fileRows(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[]): PreparedData {
+export function fileRows(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[]): PreparedData {
   const data: ColumnArrays = kafkaColumnArrays(partition, records, table.format);
   if (isRegistryFormat(table.format)) {
     const decoded = tableDecoder(table.format, schema).decode(records);
@@ -162,9 +166,10 @@ function spanOf(spans: readonly { start: bigint; end: bigint }[], offset: bigint
   return -1;
 }
 
-export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersion: number, bucket: number, recordCount: number, granules: FileGranules | null): NewDataFile {
+export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersion: number, bucket: number, recordCount: number, granules: FileGranules | null, indexEntries: NewDataFile['indexEntries'] = []): NewDataFile {
   return {
     granules,
+    indexEntries,
     bucket,
     recordCount,
     fileSizeBytes: built.file.byteLength,
@@ -178,6 +183,11 @@ export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersio
       return { columnId, valueCount: stats.valueCount, nullCount: stats.nullCount, nanCount: stats.nanCount, min: stats.min, max: stats.max };
     }),
   };
+}
+
+/** How an index's columns resolve against a file of `schema`. */
+export function indexResolver(table: TableRecord, schema: TableSchema): (index: IndexDefinition) => ReturnType<typeof resolveForFile> {
+  return (index) => resolveForFile(schema.columns, table.format, index.columns, index.kind);
 }
 
 function* recordsOf(range: SealedRange): Iterable<KafkaRecord> {
@@ -197,11 +207,15 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encode
       current = await schemaForRecords(catalog, table, current, recordsOf(range), registry ?? defaultRegistry());
     }
     const { version, schema } = current;
+    const indexes = await indexesWithEntries(catalog, table.tableId);
+    const encoderVersion = encoder ?? encoderForCompression[compressionOf(table.settings)];
     const files = range.files.map((file) => {
-      const built = buildFile(table, schema, partition, file.records, encoder ?? encoderForCompression[compressionOf(table.settings)]);
+      const rows = fileRows(table, schema, partition, file.records);
+      const built = buildDataFile(schema.columns, rows, fileOptions(table, schema, encoderVersion));
       const granules = granulesOf(built.file, file.records, range.startOffset, range.endOffset, recordsOf(range));
-      return toNewDataFile(built, schema, version, file.bucket, file.records.length, granules);
+      const entries = fileIndexEntries(indexes, indexResolver(table, schema), rows);
+      return toNewDataFile(built, schema, version, file.bucket, file.records.length, granules, entries);
     });
-    return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files };
+    return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files, indexIds: indexes.map((index) => index.indexId) };
   };
 }

@@ -7,6 +7,8 @@ import type { SealReason } from '../ranges/sealer.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 import { lostLease, type Lease } from './leases.js';
 import { faultPoint } from '../common/faults.js';
+import { checkIndexCoverage, insertIndexEntries } from './indexes.js';
+import type { IndexEntryRow } from '../indexes/entries.js';
 
 export interface ColumnStatisticsRow {
   columnId: number;
@@ -45,6 +47,8 @@ export interface NewDataFile {
   encoderVersion: string;
   columns: ColumnStatisticsRow[];
   granules: FileGranules | null;
+  /** The file's secondary index entries (of every index in its range's `indexIds`). */
+  indexEntries: IndexEntryRow[];
 }
 
 /** A sealed range as the catalog stores it: its offsets, why it sealed, one file per bucket. */
@@ -53,6 +57,8 @@ export interface NewRange {
   endOffset: bigint;
   reason: SealReason;
   files: NewDataFile[];
+  /** The secondary indexes its files carry entries for (src/catalog/indexes.ts). */
+  indexIds: bigint[];
 }
 
 export class ContiguityError extends Error {
@@ -151,6 +157,11 @@ export async function recordLostInterval(catalog: Catalog, lease: Lease, earlies
 }
 
 export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tableId' | 'partition' | 'epoch'>, range: NewRange, source: 'live' | 'backfill'): Promise<void> {
+  // The partition row is locked before the indexes are read: a state change that starts
+  // requiring an index's entries locks the rows too, so it waits for this commit, and a
+  // commit after it sees it (src/catalog/indexes.ts).
+  await client.query('SELECT 1 FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR KEY SHARE', [lease.tableId, lease.partition]);
+  await checkIndexCoverage(client, lease.tableId, range.indexIds);
   for (const file of range.files) {
     const inserted = await client.query<{ data_file_id: bigint }>(
       `INSERT INTO offsetlake.data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
@@ -173,6 +184,7 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
       ],
     );
     if (file.granules) await insertGranules(client, fileId, file.granules);
+    await insertIndexEntries(client, fileId, file.indexEntries);
   }
 }
 

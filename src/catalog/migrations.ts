@@ -568,6 +568,8 @@ CREATE TABLE secondary_index (
   -- how often reads used the index to skip granules, and how often they could not use it
   reads_used           bigint NOT NULL DEFAULT 0,
   reads_skipped        bigint NOT NULL DEFAULT 0,
+  -- why the last backfill step failed (null while it goes well)
+  last_error           text,
   UNIQUE (table_id, index_name)
 );
 

@@ -6,7 +6,8 @@
  * otherwise it is dropped and read again from Kafka.
  */
 import type { Catalog } from '../catalog/db.js';
-import { commitRanges, recordLostInterval, type NewRange } from '../catalog/file-writes.js';
+import { commitRanges, recordLostInterval, type CommitResult, type NewRange } from '../catalog/file-writes.js';
+import { IndexesChangedError } from '../catalog/indexes.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, setWaitingReason, type Lease } from '../catalog/leases.js';
 import type { TableRecord } from '../catalog/tables.js';
 import type { RangeBuilder } from '../build/files.js';
@@ -215,7 +216,7 @@ export class PartitionIndexer {
     }
     faultPoint('after-build');
     try {
-      const result = await commitRanges(this.deps.catalog, lease, built, this.table.settings.lease_ttl);
+      const result = await this.commitBuilt(lease, all, built);
       faultPoint('after-commit');
       this.lease = { ...lease, indexedEnd: result.indexedEnd };
       this.pending = [];
@@ -231,6 +232,22 @@ export class PartitionIndexer {
     }
     if (this.waiting) await this.setWaiting(lease, null).catch(() => {});
     return all;
+  }
+
+  /**
+   * Commits built ranges; when an index started needing entries after they were built (a
+   * CREATE INDEX meanwhile), builds them again with it, a bounded number of times.
+   */
+  private async commitBuilt(lease: Lease, ranges: readonly SealedRange[], built: NewRange[]): Promise<CommitResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await commitRanges(this.deps.catalog, lease, built, this.table.settings.lease_ttl);
+      } catch (error) {
+        if (!(error instanceof IndexesChangedError) || attempt >= 5) throw error;
+        built = [];
+        for (const range of ranges) built.push(await this.deps.build(this.table, this.partition, range));
+      }
+    }
   }
 
   /** Why this partition is not indexing (null: it is), for `status`; only while we hold the lease. */

@@ -116,12 +116,14 @@ async function expireBelow(catalog: Catalog, tableId: bigint, partition: number,
       'SELECT indexed_start, backfill_target, backfill_cursor FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE',
       [tableId, partition],
     );
-    const expired = await client.query(
+    const expired = await client.query<{ data_file_id: bigint }>(
       `UPDATE offsetlake.data_file SET expired_at = now()
-       WHERE table_id = $1 AND partition_id = $2 AND expired_at IS NULL AND start_offset < $3`,
+       WHERE table_id = $1 AND partition_id = $2 AND expired_at IS NULL AND start_offset < $3 RETURNING data_file_id`,
       [tableId, partition, earliest],
     );
     const count = expired.rowCount ?? 0;
+    // An expired file can no longer be read, so its secondary index entries go with it.
+    if (count > 0) await client.query('DELETE FROM offsetlake.index_entry WHERE data_file_id = ANY($1::bigint[])', [expired.rows.map((row) => row.data_file_id)]);
     const start = count === 0
       ? 'indexed_start'
       : `coalesce((SELECT min(start_offset) FROM offsetlake.data_file f WHERE f.table_id = $1 AND f.partition_id = $2 AND f.expired_at IS NULL), indexed_end)`;

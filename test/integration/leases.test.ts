@@ -51,11 +51,13 @@ function range(start: bigint, end: bigint): NewRange {
       fileSizeBytes: 1234,
       footer: new Uint8Array([1, 2, 3]),
       granules: null,
+      indexEntries: [],
       sha256: new Uint8Array(32).fill(7),
       schemaVersion: 1,
       encoderVersion: 'test/v1',
       columns: [{ columnId: 1, valueCount: Number(end - start), nullCount: 0, nanCount: 0, min: String(start), max: String(end - 1n) }],
     }],
+    indexIds: [],
   };
 }
 
