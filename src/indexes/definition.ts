@@ -98,16 +98,15 @@ function splitPath(text: string): string[] {
       out.push(name);
       i = j + 1;
     } else {
-      const end = text.indexOf('.', i);
-      const name = text.slice(i, end === -1 ? text.length : end);
+      const dot = text.indexOf('.', i);
+      const name = text.slice(i, dot === -1 ? text.length : dot);
       if (!identifier.test(name)) throw new IndexDefinitionError(`index column ${text}: "${name}" is not a name (letters, digits and _, or "quoted")`);
       out.push(name);
-      i = end === -1 ? text.length : end;
-      if (end !== -1 && end === text.length - 1) throw new IndexDefinitionError(`index column ${text} ends with a dot`);
-      if (end !== -1) continue;
+      i = dot === -1 ? text.length : dot;
     }
     if (i < text.length) {
       if (text[i] !== '.') throw new IndexDefinitionError(`index column ${text}: expected a dot after "${out.at(-1)}"`);
+      if (i === text.length - 1) throw new IndexDefinitionError(`index column ${text} ends with a dot`);
       i += 1;
     }
   }
