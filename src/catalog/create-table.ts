@@ -4,10 +4,15 @@ import { lastStableOffsets } from '../kafka/offsets.js';
 import { cleanupPolicy, compactionProblem, topicPartitions } from '../kafka/topics.js';
 import { initialSchema } from '../schema/table-schema.js';
 import type { TableFormat, TableSettings } from './settings.js';
+import { checkIndexSpec, createIndexOn } from './index-ddl.js';
+import type { IndexSpec } from '../indexes/ddl.js';
+import type { IndexDefinition } from '../indexes/definition.js';
 
 export interface CreatedTable extends TableRecord {
   /** Each partition with the offset its indexing starts at: the LSO when the table was made. */
   partitions: { partition: number; start: bigint }[];
+  /** Its inline indexes, active from the start. */
+  indexes: IndexDefinition[];
 }
 
 /**
@@ -16,16 +21,31 @@ export interface CreatedTable extends TableRecord {
  */
 export async function createTableFromTopic(
   engine: Engine,
-  spec: { name: string; topic: string; format: TableFormat; settings: TableSettings },
+  spec: { name: string; topic: string; format: TableFormat; settings: TableSettings; indexes?: readonly IndexSpec[] },
 ): Promise<CreatedTable> {
-  // A bad name is refused before anything is asked of Kafka.
+  // A bad name or index is refused before anything is asked of Kafka.
   checkTableName(spec.name);
   checkTopicName(spec.topic);
+  const schema = initialSchema(spec.format);
+  const names = new Set<string>();
+  for (const index of spec.indexes ?? []) {
+    if (names.has(index.name)) throw new TableError(`cannot create table ${spec.name}: two of its indexes are called ${index.name}`);
+    names.add(index.name);
+    try {
+      checkIndexSpec({ tableId: 0n, name: spec.name, format: spec.format, settings: spec.settings }, schema.columns, index);
+    } catch (error) {
+      const decoded = spec.format !== 'json' && spec.format !== 'raw' && /has no column/.test((error as Error).message);
+      throw new TableError(`cannot create table ${spec.name}: ${(error as Error).message}${decoded ? `; a ${spec.format} table's decoded columns appear with its first records: index them afterwards with \`offsetlake sql "CREATE INDEX …"\`` : ''}`);
+    }
+  }
   const partitions = await topicPartitions(engine.kafka, spec.topic);
   const compacted = compactionProblem(spec.topic, await cleanupPolicy(engine.kafka, spec.topic));
   if (compacted) throw new TableError(`cannot create table ${spec.name}: ${compacted}`);
   const starts = await lastStableOffsets(engine.kafka, partitions.map((partition) => ({ topic: spec.topic, partition })));
   const partitionStarts = new Map(partitions.map((partition, i) => [partition, starts[i]!]));
-  const table = await createTable(engine.catalog, { ...spec, partitionStarts }, initialSchema(spec.format));
-  return { ...table, partitions: [...partitionStarts].map(([partition, start]) => ({ partition, start })) };
+  const indexes: IndexDefinition[] = [];
+  const table = await createTable(engine.catalog, { ...spec, partitionStarts }, schema, async (client, created) => {
+    for (const index of spec.indexes ?? []) indexes.push((await createIndexOn(client, created, index)).index);
+  });
+  return { ...table, partitions: [...partitionStarts].map(([partition, start]) => ({ partition, start })), indexes };
 }

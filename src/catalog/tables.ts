@@ -51,8 +51,11 @@ function toRecord(row: TableRow): TableRecord {
   return { tableId: row.table_id, name: row.table_name, topic: row.topic, format: row.format, settings: row.settings, createdAt: row.created_at };
 }
 
-/** Adds the table, its partitions and its first (empty) table-schema version in one transaction. */
-export async function createTable(catalog: Catalog, table: NewTable, initialSchema: TableSchema): Promise<TableRecord> {
+/**
+ * Adds the table, its partitions and its first (empty) table-schema version in one
+ * transaction; `alsoIn` adds what belongs to the new table in the same one (its inline indexes).
+ */
+export async function createTable(catalog: Catalog, table: NewTable, initialSchema: TableSchema, alsoIn?: (client: CatalogClient, table: TableRecord) => Promise<void>): Promise<TableRecord> {
   checkTableName(table.name);
   checkTopicName(table.topic);
   return inTransaction(catalog, async (client) => {
@@ -73,6 +76,7 @@ export async function createTable(catalog: Catalog, table: NewTable, initialSche
       [row.table_id, columns.map((c) => c.id), columns.map((c) => c.name), columns.map((c) => c.type), columns.map((_, i) => i), columns.map((c) => c.parent), columns.map((c) => c.nullable)],
     );
     await addPartitions(client, row.table_id, table.partitionStarts);
+    if (alsoIn) await alsoIn(client, toRecord(row));
     return toRecord(row);
   });
 }

@@ -6,6 +6,7 @@ import { settingNames } from '../catalog/settings.js';
 import { backfillUsage } from './backfill.js';
 import { inspectUsage } from './inspect.js';
 import { queryUsage } from './query.js';
+import { sqlUsage } from './sql.js';
 import { attachUsage } from './attach.js';
 import { indexUsage } from './run-commands.js';
 import { serveUsage } from './serve.js';
@@ -36,7 +37,7 @@ export const commandHelp: Record<string, Help> = {
   table: {
     about: `Tables over Kafka topics. A new table's partitions start at their last stable offset; history below is backfilled. Settings: ${settingNames.join(', ')} (README, "Configuration").`,
     usage: tableUsage,
-    flags: [['--topic TOPIC', 'the Kafka topic (it must exist, and not be compacted)'], ['--format F', 'avro, protobuf, json-schema (Schema Registry), json or raw; default json'], ['--SETTING VALUE', 'a table setting, e.g. --file_window 30s or --file-bytes 64MiB'], ['--if-exists', 'drop: no error when the table is missing'], json, ...engine],
+    flags: [['--topic TOPIC', 'the Kafka topic (it must exist, and not be compacted)'], ['--index "NAME (COLUMN, …) USING KIND [GRANULE ROWS]"', 'an index active from the start (repeatable; README, "Secondary indexes")'], ['--format F', 'avro, protobuf, json-schema (Schema Registry), json or raw; default json'], ['--SETTING VALUE', 'a table setting, e.g. --file_window 30s or --file-bytes 64MiB'], ['--if-exists', 'drop: no error when the table is missing'], json, ...engine],
     example: 'offsetlake table create orders --topic orders --format avro --file_window 30s',
   },
   files: { about: "The catalog's live files of a table: offsets, bucket, rows, bytes, seal reason, timestamps, sha256.", usage: line(inspectUsage, 'files'), flags: [['--expired', 'include files Kafka can no longer rebuild'], ['--wide', 'whole times and the sha256 (wider than 100 columns)'], json, ...engine], example: 'offsetlake files orders --json' },
@@ -67,6 +68,12 @@ export const commandHelp: Record<string, Help> = {
     usage: queryUsage,
     flags: [['--json, --csv', 'machine-readable answers'], ['--plan', 'print on stderr what is read: files, row groups and columns chosen, Kafka bytes, the tail (JSON with --json)'], ['-q, --quiet', 'no progress'], ...engine],
     example: `offsetlake query "SELECT _partition, count(*) FROM orders GROUP BY 1"`,
+  },
+  sql: {
+    about: 'Index DDL: CREATE INDEX (MINMAX, BLOOM, POSTINGS per granule of each file), DROP INDEX, SHOW INDEXES. An index on a table with files is backfilled from Kafka while the table stays readable and writable; reads use it once active.',
+    usage: sqlUsage,
+    flags: [['--no-wait', 'CREATE INDEX: declare it and return; `run` builds it in the background'], json, ...engine],
+    example: `offsetlake sql "CREATE INDEX by_user ON clicks (_value.user) USING POSTINGS"`,
   },
   attach: {
     about: "The SQL a DuckDB user pastes to attach the catalog as a read-only DuckLake (schema ducklake) whose files a running serve rebuilds: a secret (serve's token for its HTTP face, or a key pair for its S3 face), then ATTACH. Checks first that the catalog has schema ducklake and that serve accepts the token or key pair.",

@@ -6,6 +6,7 @@ import { UsageError } from './output.js';
 import { commandHelp, helpText } from './help.js';
 import { serveUsage } from './serve.js';
 import { queryUsage } from './query.js';
+import { sqlUsage } from './sql.js';
 import { attachUsage } from './attach.js';
 import { backfillCommand, backfillUsage, retentionCommand } from './backfill.js';
 import { topicCommand, topicUsage } from './topic.js';
@@ -28,6 +29,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   retention: retentionCommand,
   serve: async (args) => (await import('./serve.js')).serveCommand(args),
   query: async (args) => (await import('./query.js')).queryCommand(args),
+  sql: async (args) => (await import('./sql.js')).sqlCommand(args),
   attach: async (args) => (await import('./attach.js')).attachCommand(args),
   demo: async (args) => (await import('./demo.js')).demoCommand(args),
 };
@@ -42,6 +44,7 @@ ${indexUsage}
 ${backfillUsage}
 ${serveUsage}
 ${queryUsage}
+${sqlUsage}
 ${attachUsage}
 offsetlake demo
 offsetlake --version`;

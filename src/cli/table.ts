@@ -6,8 +6,10 @@ import { planTablePartitions } from '../backfill/plan.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
 import { parseCommandArgs } from './args.js';
+import { parseInlineIndex, type IndexSpec } from '../indexes/ddl.js';
+import { indexDdlText } from '../catalog/index-ddl.js';
 
-export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format avro|protobuf|json-schema|json|raw] [--SETTING VALUE ...]
+export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format avro|protobuf|json-schema|json|raw] [--SETTING VALUE ...] [--index "INDEX (COLUMN, …) USING MINMAX|BLOOM|POSTINGS [GRANULE ROWS]" ...]
 offsetlake table list [--json]
 offsetlake table drop NAME [--if-exists]
   settings: ${settingNames.join(', ')} (also written with '-')`;
@@ -22,6 +24,7 @@ const options = {
   topic: { type: 'string' },
   format: { type: 'string' },
   'if-exists': { type: 'boolean' },
+  index: { type: 'string', multiple: true },
   'database-url': { type: 'string' },
   'kafka-brokers': { type: 'string' },
   ...settingOptions,
@@ -43,15 +46,17 @@ export async function tableCommand(args: string[]): Promise<number> {
     }
     let settings: ReturnType<typeof resolveSettings>;
     let format: ReturnType<typeof parseFormat>;
+    let indexes: IndexSpec[];
     try {
       settings = resolveSettings(given);
       format = parseFormat(values.format ?? 'json');
+      indexes = (values.index ?? []).map((text) => parseInlineIndex(text));
     } catch (error) {
       // a setting or format the command line got wrong: nothing was asked of Kafka or the catalog
       throw new UsageError((error as Error).message);
     }
     const { table, history } = await withEngine(engineFlags, async (engine) => {
-      const created = await createTableFromTopic(engine, { name, topic: values.topic!, format, settings });
+      const created = await createTableFromTopic(engine, { name, topic: values.topic!, format, settings, indexes });
       // the history below each partition's start is planned now, so that status shows it at once
       const planned = await planTablePartitions(engine.catalog, engine.kafka, created);
       return { table: created, history: planned.reduce((sum, p) => sum + (p.done ? 0n : BigInt(p.cursor) - BigInt(p.target)), 0n) };
@@ -59,6 +64,7 @@ export async function tableCommand(args: string[]): Promise<number> {
     if (values.json) printJson({ ...table, historyNotIndexed: history });
     else {
       process.stdout.write(`created table ${table.name} on topic ${table.topic} (${table.partitions.length} partitions)\n`);
+      for (const index of table.indexes) process.stdout.write(`with index ${indexDdlText(table.name, index)}: active\n`);
       if (history > 0n) process.stdout.write(`the topic holds ${history} offsets of history below where indexing starts: \`offsetlake backfill ${table.name}\` indexes them (history: ${formatSettings(table.settings).history})\n`);
     }
     return 0;
