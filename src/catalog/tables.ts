@@ -130,5 +130,7 @@ export async function dropTable(catalog: Catalog, name: string, options: { ifExi
     [name],
   );
   if (result.rowCount === 0 && !options.ifExists) throw new TableError(`no table named "${name}"`);
+  // Its files stay as history; its secondary indexes are derived state no read can use any more.
+  await catalog.query('DELETE FROM offsetlake.secondary_index WHERE table_id IN (SELECT table_id FROM offsetlake.lake_table WHERE table_name = $1 AND dropped_at IS NOT NULL)', [name]);
   return (result.rowCount ?? 0) > 0;
 }
