@@ -5,6 +5,7 @@ import { readerTotals, type ReaderTotals } from '../catalog/reader-counters.js';
 import { kafkaPerServed } from '../reader/http.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { indexReports, type IndexReport } from '../catalog/indexes.js';
 import { parseCommandArgs } from './args.js';
 
 export const inspectUsage = `offsetlake files NAME [--json] [--expired] [--wide]
@@ -73,9 +74,10 @@ function backfillState(cursor: bigint | null, target: bigint | null): string | u
 /** `status`: per partition, indexed range, LSO, lag, lease holder, open range, backfill and retention. */
 export async function statusCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('status', args, options);
-  const { rows, reads } = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => ({
+  const { rows, reads, indexes } = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => ({
     rows: await partitionStatus(engine, positionals[0]),
     reads: await readerTotals(engine.catalog),
+    indexes: await indexReports(engine.catalog, positionals[0] === undefined ? undefined : (await findTable(engine.catalog, positionals[0])).tableId),
   }));
   // what the catalog says is shown either way; a missing LSO is said, and the exit code is 1
   const unknown = [...new Set(rows.map((row) => row.lsoError).filter((error) => error !== null))];
@@ -111,7 +113,15 @@ export async function statusCommand(args: string[]): Promise<number> {
   }
   for (const [table, left] of history) progress(`${table}: ${left} offsets of history are not indexed yet; \`offsetlake backfill ${table}\` indexes them`);
   if (reads.readers > 0) progress(readsLine(reads));
+  for (const index of indexes) progress(indexLine(index));
   return code;
+}
+
+/** One index in one line: its state, how far its backfill is, its size, how reads used it. */
+function indexLine(r: IndexReport): string {
+  const backfill = r.state === 'active' || r.filesTotal === 0 ? '' : `, backfill ${r.filesDone}/${r.filesTotal} files (${r.granulesDone} granules, ${(r.bytesRead / 1024 / 1024).toFixed(1)} MiB read)`;
+  return `index ${r.table}.${r.name} (${r.kind.toUpperCase()}): ${r.state}${backfill}, ${r.filesWithEntries} of ${r.filesWithEntries + r.filesWithout} files with entries, ` +
+    `${(r.entryBytes / 1024).toFixed(1)} KiB in the catalog; reads used it ${r.readsUsed} times, skipped it ${r.readsSkipped}${r.lastError ? `; last error: ${r.lastError}` : ''}`;
 }
 
 /** What the readers heard from in the last hour did, in one line (the sums of their counters). */

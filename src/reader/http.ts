@@ -155,7 +155,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     if (parts.length === 1 && parts[0] === 'metrics') {
       allow('GET, HEAD');
       const metrics = service.metrics;
-      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, lostOffsets: await service.lostOffsets() });
+      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, lostOffsets: await service.lostOffsets(), indexes: await service.indexes() });
     }
     if (parts[0] === 'tables' && parts[2] === 'files' && (parts.length === 3 || parts.length === 4)) {
       const table = await tableNamed(decodeSegment(parts[1]!));

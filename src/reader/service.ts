@@ -10,6 +10,7 @@
  * (src/query/run.ts) asks for granules as files of their own: `granuleFile` rebuilds one
  * row group for some columns, verified the same way.
  */
+import { indexReports } from '../catalog/indexes.js';
 import { findFile, findGranules, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
 import type { FileGranules, Granule } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
@@ -33,6 +34,20 @@ export interface ReaderServiceOptions {
   cacheBytes?: number;
   /** How often, at most, the counters are written to the catalog for `status` (ms; 0: never). Default 10 s. */
   publishEveryMs?: number;
+}
+
+export interface IndexMetrics {
+  table: string;
+  index: string;
+  kind: string;
+  state: string;
+  filesWithEntries: number;
+  filesWithout: number;
+  backfill: { filesDone: number; filesTotal: number; granulesDone: number; bytesRead: number };
+  entryBytes: number;
+  readsUsed: number;
+  readsSkipped: number;
+  lastError: string | null;
 }
 
 export const defaultCacheBytes = 512 * 1024 * 1024;
@@ -110,6 +125,15 @@ export class ReaderService {
   /** Offsets Kafka deleted before they were indexed, per table partition: never hidden. */
   lostOffsets(): ReturnType<typeof lostOffsets> {
     return lostOffsets(this.catalog);
+  }
+
+  /** Every secondary index: state, backfill progress, size in the catalog, reads that used or skipped it. */
+  async indexes(): Promise<IndexMetrics[]> {
+    return (await indexReports(this.catalog)).map((r) => ({
+      table: r.table, index: r.name, kind: r.kind, state: r.state, filesWithEntries: r.filesWithEntries, filesWithout: r.filesWithout,
+      backfill: { filesDone: r.filesDone, filesTotal: r.filesTotal, granulesDone: r.granulesDone, bytesRead: r.bytesRead },
+      entryBytes: r.entryBytes, readsUsed: r.readsUsed, readsSkipped: r.readsSkipped, lastError: r.lastError,
+    }));
   }
 
   tables(): Promise<TableRecord[]> {

@@ -22,6 +22,8 @@ import { indexerFor } from '../../src/indexer/handler.js';
 import { checkRetention } from '../../src/retention/check.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { rebuiltRows } from '../helpers/table-audit.js';
+import { ReaderService } from '../../src/reader/service.js';
+import { kafkaSource } from '../../src/kafka/source.js';
 
 const run = promisify(execFile);
 
@@ -85,6 +87,11 @@ describe('index DDL', () => {
       ['CREATE INDEX by_time ON clicks (_timestamp, _offset) USING MINMAX SCOPE HISTORY GRANULE 20', files.length, 0],
       ['CREATE INDEX by_user ON clicks (_value.user, _headers.src) USING BLOOM SCOPE HISTORY GRANULE 40 WITH (false_positive_rate = 0.01)', files.length, 0],
     ]);
+
+    const status = await offsetlake('status', 'clicks');
+    expect(status.stderr).toMatch(new RegExp(`index clicks\\.by_key \\(POSTINGS\\): active, ${files.length} of ${files.length} files with entries, [0-9.]+ KiB in the catalog; reads used it 0 times, skipped it 0`));
+    const metrics = await new ReaderService(engine.catalog, kafkaSource(engine.kafka)).indexes();
+    expect(metrics.map((m) => [m.index, m.state, m.filesWithEntries, m.entryBytes > 0])).toEqual([['by_key', 'active', files.length, true], ['by_time', 'active', files.length, true], ['by_user', 'active', files.length, true]]);
 
     const dropped = await offsetlake('sql', 'DROP INDEX by_key ON clicks');
     expect(dropped.stdout).toContain('dropped index by_key on clicks and all its entries');
