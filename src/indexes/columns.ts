@@ -133,7 +133,7 @@ export function resolveIndexColumn(columns: readonly Column[], format: TableForm
     type = field.type;
   }
   if (type.kind === 'list' || type.kind === 'struct') {
-    throw new IndexDefinitionError(`column ${text} is a ${type.kind}; an index takes one scalar value per row: index ${type.kind === 'struct' ? 'one of its fields (a.b)' : 'a column with one value per row'}`);
+    throw new IndexDefinitionError(`column ${text} is a ${type.kind}; an index takes one scalar value per row${type.kind === 'struct' ? ': index one of its fields (a.b)' : ', and a list holds any number of them'}`);
   }
   if (type.kind === 'json') {
     throw new IndexDefinitionError(`column ${text} is json text, which no index accepts whole: index a field of it by path (${text}.field)`);

@@ -22,6 +22,7 @@ import { indexerFor } from '../../src/indexer/handler.js';
 import { checkRetention } from '../../src/retention/check.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { rebuiltRows } from '../helpers/table-audit.js';
+import { encodeWith, registerSchema } from '../helpers/registry.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 
@@ -124,6 +125,41 @@ describe('index DDL', () => {
     expect(badTable.stderr).toMatch(/_value is json text/);
     expect((await engine.catalog.query("SELECT count(*)::int AS n FROM offsetlake.lake_table WHERE table_name = 'bad'")).rows[0].n).toBe(0);
     expect((await engine.catalog.query('SELECT count(*)::int AS n FROM offsetlake.secondary_index WHERE table_id = $1', [table.tableId])).rows[0].n).toBe(0);
+  });
+
+  it('on an Avro table, the specification\'s type rules: FLOAT64 and float accept MINMAX only, BOOL BLOOM and POSTINGS; nested leaves by path; lists and structs are refused', async () => {
+    const topic = await newTopic(engine, 1, 'idxavro');
+    const created = await testTable(engine, topic, {}, 'avro');
+    const schema = await registerSchema(`${topic}-value`, JSON.stringify({
+      type: 'record', name: 'Order', fields: [
+        { name: 'id', type: 'long' }, { name: 'amount', type: 'double' }, { name: 'ratio', type: 'float' }, { name: 'ok', type: 'boolean' },
+        { name: 'who', type: { type: 'record', name: 'Who', fields: [{ name: 'addr', type: { type: 'record', name: 'Addr', fields: [{ name: 'city', type: 'string' }] } }] } },
+        { name: 'tags', type: { type: 'array', items: 'string' } },
+      ],
+    }), 'AVRO');
+    await produce(engine.kafka, topic, [{ value: encodeWith(schema, { id: 1, amount: 2.5, ratio: 0.5, ok: true, who: { addr: { city: 'Oslo' } }, tags: ['a'] }) }]);
+    const table = await findTable(engine.catalog, created.name);
+    const indexer = await indexerFor(testRuntime(engine, `avro-${topic}`), table, 0);
+    await indexer.advance();
+    await indexer.flush();
+    await indexer.release();
+    const refusals: [string, string][] = [
+      ['amount) USING BLOOM', 'column amount is float64, which BLOOM does not accept: float64 accepts MINMAX'],
+      ['ratio) USING POSTINGS', 'column ratio is float32, which POSTINGS does not accept: float32 accepts MINMAX'],
+      ['ok) USING MINMAX', 'column ok is boolean, which MINMAX does not accept: boolean accepts BLOOM and POSTINGS'],
+      ['tags) USING POSTINGS', 'column tags is a list; an index takes one scalar value per row, and a list holds any number of them'],
+      ['who) USING POSTINGS', 'column who is a struct; an index takes one scalar value per row: index one of its fields (a.b)'],
+      ['who.addr.town) USING POSTINGS', 'column who.addr.town: who.addr has no field town (its fields: city)'],
+    ];
+    for (const [tail, message] of refusals) {
+      const refused = await offsetlake('sql', `CREATE INDEX bad ON ${table.name} (${tail}`);
+      expect(refused.stderr.trim(), tail).toBe(`offsetlake sql: ${message}`);
+    }
+    for (const [name, tail] of [['by_amount', 'amount) USING MINMAX'], ['by_ok', 'ok) USING BLOOM'], ['by_city', 'who.addr.city, id) USING POSTINGS']]) {
+      const made = await offsetlake('sql', `CREATE INDEX ${name} ON ${table.name} (${tail}`, '--no-wait', '--json');
+      expect(made.code, made.stderr).toBe(0);
+      expect(JSON.parse(made.stdout)).toMatchObject({ created: true, index: { name, state: 'declared' }, filesToBackfill: 1 });
+    }
   });
 
   it('a CREATE INDEX committed while a range was being built makes that commit build again, with the index: no file of an index with entries lacks them', async () => {
