@@ -16,7 +16,7 @@ import type { Column, ColumnType, ScalarType } from '../parquet/schema.js';
 import type { PreparedData } from '../parquet/values.js';
 import { ownValue } from '../common/objects.js';
 import { IndexDefinitionError, indexColumnText, type IndexColumn, type IndexKind } from './definition.js';
-import { jsonFieldText, unknownText } from './json-field.js';
+import { jsonFieldReader, unknownText } from './json-field.js';
 
 export type KeyType = 'integer' | 'float' | 'boolean' | 'string' | 'binary';
 export type KeyValue = bigint | number | boolean | Uint8Array;
@@ -115,10 +115,10 @@ export function resolveIndexColumn(columns: readonly Column[], format: TableForm
     }
     check('string', 'a json field (varchar)');
     const at = columns.findIndex((c) => c.name === '_value');
-    const path = column.path;
+    const field = jsonFieldReader(column.path);
     return {
       column, keyType: 'string', type: { kind: 'string' }, typeText: 'varchar',
-      values: (data) => (data.arrays[at] as (Uint8Array | null)[]).map((json) => (json === null ? null : jsonFieldText(json, path))),
+      values: (data) => (data.arrays[at] as (Uint8Array | null)[]).map((json) => (json === null ? null : field(json))),
     };
   }
   const [top, ...rest] = column.path;

@@ -124,28 +124,60 @@ export class IndexEntryError extends Error {
 const TAG: Record<KeyType, number> = { integer: 1, string: 2, binary: 3, boolean: 4, float: 5 };
 const ascii = new TextEncoder();
 
-function writeValue(out: ByteWriter, keyType: KeyType, value: KeyValue): void {
-  out.byte(TAG[keyType]);
-  if (keyType === 'boolean') return out.byte(value ? 1 : 0);
-  const bytes = keyType === 'integer' ? ascii.encode((value as bigint).toString()) : keyType === 'float' ? ascii.encode(String(value)) : (value as Uint8Array);
-  out.varint(bytes.length);
-  out.bytes(bytes);
+/** A value's bytes in a key: integers and floats as their decimal text, text and blobs as they are. */
+function valueBytes(keyType: KeyType, value: KeyValue): Uint8Array | null {
+  if (keyType === 'boolean') return null;
+  if (keyType === 'integer') return ascii.encode((value as bigint).toString());
+  if (keyType === 'float') return ascii.encode(String(value));
+  return value as Uint8Array;
 }
 
-/** The key of one combination of column values (in the index's column order). */
-export function encodeKey(keyTypes: readonly KeyType[], values: readonly KeyValue[]): Uint8Array {
-  const out = new ByteWriter();
-  for (let c = 0; c < keyTypes.length; c++) writeValue(out, keyTypes[c]!, values[c]!);
-  return out.done();
+function varintLength(n: number): number {
+  let length = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 128);
+    length++;
+  }
+  return length;
+}
+
+/**
+ * The key of one combination of column values (in the index's column order): per value
+ * its type tag, then a boolean's one byte or the length (varint) and bytes of the rest.
+ * Built in a Buffer of exactly its size (hot: once per row and index).
+ */
+export function encodeKey(keyTypes: readonly KeyType[], values: readonly KeyValue[]): Buffer {
+  const parts: (Uint8Array | null)[] = new Array(keyTypes.length);
+  let size = 0;
+  for (let c = 0; c < keyTypes.length; c++) {
+    const bytes = valueBytes(keyTypes[c]!, values[c]!);
+    parts[c] = bytes;
+    size += bytes === null ? 2 : 1 + varintLength(bytes.length) + bytes.length;
+  }
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (let c = 0; c < keyTypes.length; c++) {
+    out[at++] = TAG[keyTypes[c]!];
+    const bytes = parts[c]!;
+    if (bytes === null) {
+      out[at++] = values[c] ? 1 : 0;
+      continue;
+    }
+    let n = bytes.length;
+    while (n >= 0x80) {
+      out[at++] = (n & 0x7f) | 0x80;
+      n = Math.floor(n / 128);
+    }
+    out[at++] = n;
+    out.set(bytes, at);
+    at += bytes.length;
+  }
+  return out;
 }
 
 /** The POSTINGS bucket of a key. */
 export function postingBucket(key: Uint8Array, buckets: number): number {
   return Number(xxhash64(key) % BigInt(buckets));
-}
-
-function latin1(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
 }
 
 function compareValues(keyType: KeyType, a: KeyValue, b: KeyValue): number {
@@ -175,10 +207,13 @@ export function buildIndexEntries(index: IndexDefinition, columns: readonly Reso
     return entries;
   }
   const keyTypes = columns.map((column) => column.keyType);
-  // Per granule, its distinct keys (as latin1 strings: Map keys) with their bytes.
-  const perGranule: Map<string, Uint8Array>[] = Array.from({ length: granules }, () => new Map());
   const unknown = new Set<number>();
   const row: KeyValue[] = new Array(columns.length);
+  // BLOOM keeps per granule the hashes of its keys (a key inserted twice sets the same
+  // bits; the distinct hashes size the filter). POSTINGS keeps each distinct key (by its
+  // bytes as a latin1 string: exact) with the granules that hold it, in order.
+  const hashes: bigint[][] = index.kind === 'bloom' ? Array.from({ length: granules }, () => []) : [];
+  const postings = new Map<string, { key: Buffer; granules: number[] }>();
   for (let r = 0; r < rows; r++) {
     const g = Math.floor(r / index.granuleRows);
     let skip = false;
@@ -197,8 +232,14 @@ export function buildIndexEntries(index: IndexDefinition, columns: readonly Reso
     }
     if (skip) continue;
     const key = encodeKey(keyTypes, row);
-    const name = latin1(key);
-    if (!perGranule[g]!.has(name)) perGranule[g]!.set(name, key);
+    if (index.kind === 'bloom') {
+      hashes[g]!.push(xxhash64(key));
+      continue;
+    }
+    const name = key.toString('latin1');
+    const found = postings.get(name);
+    if (!found) postings.set(name, { key, granules: [g] });
+    else if (found.granules[found.granules.length - 1] !== g) found.granules.push(g);
   }
   header.unknown = [...unknown].sort((a, b) => a - b);
   entry(HEADER_PART, ascii.encode(JSON.stringify(headerJson(header, columns))));
@@ -206,9 +247,9 @@ export function buildIndexEntries(index: IndexDefinition, columns: readonly Reso
     const out = new ByteWriter();
     out.varint(granules);
     const fpp = index.falsePositiveRate ?? defaultFalsePositiveRate;
-    for (const keys of perGranule) {
-      const filter = SplitBlockBloomFilter.ofSize(bloomBytesFor(Math.max(1, keys.size), fpp));
-      for (const key of keys.values()) filter.insert(key);
+    for (const granuleHashes of hashes) {
+      const filter = SplitBlockBloomFilter.ofSize(bloomBytesFor(Math.max(1, new Set(granuleHashes).size), fpp));
+      for (const hash of granuleHashes) filter.insertHash(hash);
       out.varint(filter.bytes.length);
       out.bytes(filter.bytes);
     }
@@ -216,26 +257,18 @@ export function buildIndexEntries(index: IndexDefinition, columns: readonly Reso
     return entries;
   }
   const buckets = index.postingBuckets ?? defaultPostingBuckets;
-  const byKey = new Map<string, { key: Uint8Array; granules: number[] }>();
-  perGranule.forEach((keys, g) => {
-    for (const [name, key] of keys) {
-      const found = byKey.get(name);
-      if (found) found.granules.push(g);
-      else byKey.set(name, { key, granules: [g] });
-    }
-  });
-  const byBucket = new Map<number, { key: Uint8Array; granules: number[] }[]>();
-  for (const posting of byKey.values()) {
+  const byBucket = new Map<number, { key: Buffer; granules: number[] }[]>();
+  for (const posting of postings.values()) {
     const bucket = postingBucket(posting.key, buckets);
     const list = byBucket.get(bucket);
     if (list) list.push(posting);
     else byBucket.set(bucket, [posting]);
   }
-  for (const [bucket, postings] of [...byBucket].sort((a, b) => a[0] - b[0])) {
-    postings.sort((a, b) => Buffer.compare(a.key, b.key));
+  for (const [bucket, list] of [...byBucket].sort((a, b) => a[0] - b[0])) {
+    list.sort((a, b) => Buffer.compare(a.key, b.key));
     const out = new ByteWriter();
-    out.varint(postings.length);
-    for (const posting of postings) {
+    out.varint(list.length);
+    for (const posting of list) {
       out.varint(posting.key.length);
       out.bytes(posting.key);
       out.varint(posting.granules.length);

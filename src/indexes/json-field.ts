@@ -22,14 +22,22 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The field's text as UTF-8 bytes, null (NULL), or unknownText. */
 export function jsonFieldText(json: Uint8Array, path: readonly string[]): Uint8Array | null | typeof unknownText {
-  let at = skipSpace(json, 0);
-  for (const name of path) {
-    if (json[at] !== 0x7b /* { */) return null;
-    const member = findMember(json, at, name);
-    if (member < 0) return null;
-    at = member;
-  }
-  return scalarText(json, at);
+  return jsonFieldReader(path)(json);
+}
+
+/** A reader of one path, its names encoded once (it runs once per row). */
+export function jsonFieldReader(path: readonly string[]): (json: Uint8Array) => Uint8Array | null | typeof unknownText {
+  const names = path.map((name) => ({ name, bytes: encoder.encode(name) }));
+  return (json) => {
+    let at = skipSpace(json, 0);
+    for (const name of names) {
+      if (json[at] !== 0x7b /* { */) return null;
+      const member = findMember(json, at, name);
+      if (member < 0) return null;
+      at = member;
+    }
+    return scalarText(json, at);
+  };
 }
 
 function skipSpace(b: Uint8Array, at: number): number {
@@ -82,7 +90,7 @@ function valueEnd(b: Uint8Array, at: number): number {
 }
 
 /** Where the value of the object's first member called `name` starts, or -1. */
-function findMember(b: Uint8Array, objectAt: number, name: string): number {
+function findMember(b: Uint8Array, objectAt: number, name: { name: string; bytes: Uint8Array }): number {
   let at = skipSpace(b, objectAt + 1);
   if (b[at] === 0x7d) return -1;
   for (;;) {
@@ -96,13 +104,21 @@ function findMember(b: Uint8Array, objectAt: number, name: string): number {
   }
 }
 
-function keyEquals(b: Uint8Array, start: number, end: number, name: string): boolean {
-  const raw = b.subarray(start + 1, end - 1);
-  if (!raw.includes(BACKSLASH)) {
-    if (raw.length < name.length) return false;
-    return utf8.decode(raw) === name;
+function keyEquals(b: Uint8Array, start: number, end: number, name: { name: string; bytes: Uint8Array }): boolean {
+  const length = end - 1 - (start + 1);
+  let escaped = false;
+  for (let i = start + 1; i < end - 1; i++) {
+    if (b[i] === BACKSLASH) {
+      escaped = true;
+      break;
+    }
   }
-  return unescape(b.subarray(start, end)) === name;
+  if (!escaped) {
+    if (length !== name.bytes.length) return false;
+    for (let i = 0; i < length; i++) if (b[start + 1 + i] !== name.bytes[i]) return false;
+    return true;
+  }
+  return unescape(b.subarray(start, end)) === name.name;
 }
 
 /** A JSON string (with its quotes) as text; undefined when it holds an escaped lone surrogate. */
@@ -111,7 +127,6 @@ function unescape(quotedText: Uint8Array): string | undefined {
   return text.isWellFormed() ? text : undefined;
 }
 
-const integerText = /^-?(?:0|[1-9][0-9]*)$/;
 const INT64_MIN = -(2n ** 63n);
 const UINT64_MAX = 2n ** 64n - 1n;
 const encoder = new TextEncoder();
@@ -127,10 +142,34 @@ function scalarText(b: Uint8Array, at: number): Uint8Array | null | typeof unkno
   }
   if (c === 0x7b || c === 0x5b || c === undefined) return unknownText;
   const token = b.subarray(at, valueEnd(b, at));
-  const text = utf8.decode(token);
-  if (text === 'null') return null;
-  if (text === 'true' || text === 'false') return token;
-  if (!integerText.test(text) || text === '-0') return unknownText;
-  const value = BigInt(text);
-  return value >= INT64_MIN && value <= UINT64_MAX ? token : unknownText;
+  if (sameBytes(token, TRUE) || sameBytes(token, FALSE)) return token;
+  if (sameBytes(token, NULL)) return null;
+  return integerToken(token) ? token : unknownText;
+}
+
+const TRUE = encoder.encode('true');
+const FALSE = encoder.encode('false');
+const NULL = encoder.encode('null');
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** An integer as JSON writes it (no leading zeros, not -0) within int64 or uint64: yyjson keeps it exactly. */
+function integerToken(token: Uint8Array): boolean {
+  const negative = token[0] === 0x2d;
+  const first = negative ? 1 : 0;
+  const digits = token.length - first;
+  if (digits === 0 || digits > 20) return false;
+  for (let i = first; i < token.length; i++) {
+    const c = token[i]!;
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  if (token[first] === 0x30 && digits > 1) return false;
+  if (negative && digits === 1 && token[first] === 0x30) return false;
+  if (digits <= 18) return true;
+  const value = BigInt(utf8.decode(token));
+  return value >= INT64_MIN && value <= UINT64_MAX;
 }
