@@ -157,7 +157,7 @@ export function resolveIndexColumn(columns: readonly Column[], format: TableForm
 
 const textEncoder = new TextEncoder();
 
-/** The first header called `name` (keys are UTF-8 bytes once prepared), as DuckDB's `header_value` macro picks it. */
+/** The first header called `name` (keys are UTF-8 bytes once prepared): what `list_filter(_headers, h -> h.key = 'name')[1].value` gives in DuckDB. */
 function firstHeader(headers: readonly { key: Uint8Array | string; value: Uint8Array | null }[], name: Uint8Array): RowValue {
   for (const header of headers) {
     const key = typeof header.key === 'string' ? textEncoder.encode(header.key) : header.key;
