@@ -161,7 +161,7 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
   // requiring an index's entries locks the rows too, so it waits for this commit, and a
   // commit after it sees it (src/catalog/indexes.ts).
   await client.query('SELECT 1 FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR KEY SHARE', [lease.tableId, lease.partition]);
-  await checkIndexCoverage(client, lease.tableId, range.indexIds);
+  const indexes = await checkIndexCoverage(client, lease.tableId, range.indexIds);
   for (const file of range.files) {
     const inserted = await client.query<{ data_file_id: bigint }>(
       `INSERT INTO offsetlake.data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
@@ -184,7 +184,7 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
       ],
     );
     if (file.granules) await insertGranules(client, fileId, file.granules);
-    await insertIndexEntries(client, fileId, file.indexEntries);
+    await insertIndexEntries(client, fileId, file.indexEntries.filter((entry) => indexes.has(String(entry.indexId))));
   }
 }
 

@@ -53,14 +53,16 @@ export class IndexesChangedError extends Error {
 }
 
 /**
- * Checks, inside a commit, that each file carries entries for every index that needs
- * them (`covered`: the index ids the builder built entries for), and inserts them.
+ * Checks, inside a commit, that the files carry entries for every index that needs them
+ * (`covered`: the index ids the builder built entries for); returns the ids of the
+ * table's indexes now, so that entries of an index dropped since the build are left out.
  */
-export async function checkIndexCoverage(client: CatalogClient, tableId: bigint, covered: readonly bigint[]): Promise<void> {
-  const needed = await indexesWithEntries(client, tableId);
+export async function checkIndexCoverage(client: CatalogClient, tableId: bigint, covered: readonly bigint[]): Promise<Set<string>> {
+  const indexes = await tableIndexes(client, tableId);
   const have = new Set(covered.map(String));
-  const missing = needed.filter((index) => !have.has(String(index.indexId)));
+  const missing = indexes.filter((index) => statesWithEntries.includes(index.state) && !have.has(String(index.indexId)));
   if (missing.length > 0) throw new IndexesChangedError(tableId, missing.map((index) => index.name));
+  return new Set(indexes.map((index) => String(index.indexId)));
 }
 
 export async function insertIndexEntries(client: Catalog | CatalogClient, dataFileId: bigint, entries: readonly IndexEntryRow[]): Promise<void> {

@@ -14,7 +14,7 @@ import { deleteRecords } from '../../src/kafka/topics.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { indexEntryParts, tableIndexes } from '../../src/catalog/indexes.js';
-import { createIndex } from '../../src/catalog/index-ddl.js';
+import { createIndex, dropIndex } from '../../src/catalog/index-ddl.js';
 import { parseInlineIndex } from '../../src/indexes/ddl.js';
 import { decodeHeader, encodeKey, HEADER_PART, postingBucket, postingGranules } from '../../src/indexes/entries.js';
 import { rangeBuilder } from '../../src/build/files.js';
@@ -188,6 +188,34 @@ describe('index DDL', () => {
     expect(files.length).toBeGreaterThan(0);
     const headers = await indexEntryParts(engine.catalog, index!.indexId, 'history', HEADER_PART);
     expect(new Set(headers.keys())).toEqual(new Set(files.map((f) => f.dataFileId)));
+  });
+
+  it('a DROP INDEX committed while a range was being built with its entries leaves the commit whole, without them', async () => {
+    const topic = await newTopic(engine, 1, 'idxdrop');
+    const created = await testTable(engine, topic);
+    await createIndex(engine.catalog, created.name, parseInlineIndex('gone (_key) USING BLOOM'));
+    await produce(engine.kafka, topic, Array.from({ length: 30 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ i }) })));
+    const build = rangeBuilder(engine.catalog);
+    let dropped = false;
+    const runtime = testRuntime(engine, `drop-${topic}`, {
+      build: async (table, partition, range) => {
+        const built = await build(table, partition, range);
+        if (!dropped) {
+          dropped = true;
+          expect(built.indexIds).toHaveLength(1);
+          await dropIndex(engine.catalog, table.name, 'gone');
+        }
+        return built;
+      },
+    });
+    const table = await findTable(engine.catalog, created.name);
+    const indexer = await indexerFor(runtime, table, 0);
+    await indexer.advance();
+    await indexer.flush();
+    await indexer.release();
+    expect(dropped).toBe(true);
+    expect((await listFiles(engine.catalog, table.tableId)).reduce((n, f) => n + Number(f.recordCount), 0)).toBe(30);
+    expect((await engine.catalog.query('SELECT count(*)::int AS n FROM offsetlake.index_entry e JOIN offsetlake.data_file f USING (data_file_id) WHERE f.table_id = $1', [table.tableId])).rows[0].n).toBe(0);
   });
 
   it('files that retention expires take their index entries with them', async () => {
