@@ -228,7 +228,7 @@ export async function indexReports(client: Catalog | CatalogClient, tableId?: bi
             (SELECT count(*) FROM offsetlake.index_entry e WHERE e.index_id = i.index_id) AS entry_rows
      FROM offsetlake.secondary_index i JOIN offsetlake.lake_table t ON t.table_id = i.table_id
      ${tableId === undefined ? '' : 'WHERE i.table_id = $1'}
-     ORDER BY t.name, i.index_name`,
+     ORDER BY t.table_name, i.index_name`,
     tableId === undefined ? [] : [tableId],
   );
   const out: IndexReport[] = [];

@@ -12,7 +12,9 @@
  *
  * Operands, as DuckDB writes them over our views:
  *   column   `c`, `t.c` (t the table or its alias), a struct leaf `c.f.g` or `c['f']['g']`
- *   json     `_value->>'$.a.b'` or `_value->>'a'` (plain names only: what json-field.ts reads)
+ *   json     `_value->>'$.a.b'` or `_value->>'a'` (plain names only: what json-field.ts reads),
+ *            first in the clause or right after `(` (DuckDB's arrows take everything before
+ *            them as their left side; see Parser.whole)
  *   header   `list_filter(_headers, h -> h.key = 'NAME')[1].value`: the first header of
  *            that name, as the index takes it (a header's value is a BLOB)
  * What a literal means for a column's type is decided later, against the index's column
@@ -46,10 +48,7 @@ export const anyRow: PredicateTree = { kind: 'any' };
 export function indexPredicates(tokens: Token[], at: number): PredicateTree {
   const clause = whereClause(tokens, at);
   if (!clause || clause.where.length === 0) return anyRow;
-  const parser = new Parser(clause.where, clause.qualifiers);
-  const tree = parser.expression();
-  // Tokens left over mean the clause was not read as a whole: trust none of it.
-  return parser.at === clause.where.length ? simplify(tree) : anyRow;
+  return simplify(new Parser(clause.where, clause.qualifiers).whole());
 }
 
 /** Drops `any` from ANDs, makes an OR with an `any` child `any`, and flattens. */
@@ -74,7 +73,27 @@ const plainName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 class Parser {
   at = 0;
+  /** Where the `->>` of json operands read here are. */
+  private readonly arrows = new Set<number>();
   constructor(private readonly tokens: Token[], private readonly qualifiers: ReadonlySet<string>) {}
+
+  /**
+   * The tree of all the tokens, or `any` when some are left over. Also `any` when an
+   * arrow (`->>`, `->`) at this level is not one of the json operands read: DuckDB gives
+   * arrows the lowest precedence on their left (`a AND _value->>'k' = 'x'` is
+   * `(a AND _value)->>'k' = 'x'`), so such an arrow regroups everything before it.
+   */
+  whole(): PredicateTree {
+    const tree = this.expression();
+    if (this.at !== this.tokens.length) return anyRow;
+    let depth = 0;
+    for (const [i, token] of this.tokens.entries()) {
+      if (isSymbol(token, '(')) depth += 1;
+      else if (isSymbol(token, ')')) depth -= 1;
+      else if (depth === 0 && (isSymbol(token, '->>') || isSymbol(token, '->')) && !this.arrows.has(i)) return anyRow;
+    }
+    return tree;
+  }
 
   private peek(offset = 0): Token | undefined {
     return this.tokens[this.at + offset];
@@ -110,12 +129,9 @@ class Parser {
     if (isSymbol(this.peek(), '(')) {
       const close = this.matching(this.at);
       if (close !== undefined && this.boundary(close + 1)) {
-        const inner = new Parser(this.tokens.slice(this.at + 1, close), this.qualifiers);
-        const tree = inner.expression();
-        if (inner.at === close - this.at - 1) {
-          this.at = close + 1;
-          return tree;
-        }
+        const tree = new Parser(this.tokens.slice(this.at + 1, close), this.qualifiers).whole();
+        this.at = close + 1;
+        return tree;
       }
     } else {
       const condition = this.condition();
@@ -248,8 +264,13 @@ class Parser {
     if (isSymbol(this.peek(), '->>')) {
       const field = this.peek(1);
       if (path.length !== 1 || path[0] !== '_value' || qualifier !== undefined || field?.kind !== 'string') return undefined;
+      // The arrow takes everything before it at its level as its left side: only `_value`
+      // first in the clause or right after an opening parenthesis is `_value` alone.
+      const start = this.at - 1;
+      if (start !== 0 && !isSymbol(this.tokens[start - 1], '(')) return undefined;
       const jsonPath = jsonPathOf(field.text);
       if (!jsonPath) return undefined;
+      this.arrows.add(this.at);
       this.at += 2;
       return { kind: 'json', path: jsonPath };
     }

@@ -51,6 +51,22 @@ describe('the WHERE clause as an AND/OR tree for secondary indexes', () => {
     }
   });
 
+  it('reads a json field only where DuckDB gives `_value->>` nothing else as its left side: first in the clause or after a parenthesis', () => {
+    // DuckDB parses `a = 1 AND _value->>'k' = 'x'` as `(a = 1 AND _value)->>'k' = 'x'`.
+    expect(tree("SELECT * FROM clicks WHERE a = 1 AND _value->>'k' = 'x'")).toEqual({ kind: 'any' });
+    expect(tree("SELECT * FROM clicks WHERE _value->>'k' = 'x' AND _value->>'j' = 'y'")).toEqual({ kind: 'any' });
+    expect(tree("SELECT * FROM clicks WHERE 'x' = _value->>'k'")).toEqual({ kind: 'any' });
+    expect(tree("SELECT * FROM clicks WHERE (_value->>'k' = 'x') OR (a = 1 AND (_value->>'j' = 'y'))")).toEqual({
+      kind: 'or',
+      items: [
+        { kind: 'compare', operand: { kind: 'json', path: ['k'] }, op: '=', value: str('x') },
+        { kind: 'and', items: [{ kind: 'compare', operand: col('a'), op: '=', value: num('1') }, { kind: 'compare', operand: { kind: 'json', path: ['j'] }, op: '=', value: str('y') }] },
+      ],
+    });
+    // An arrow inside parentheses regroups only what is inside them.
+    expect(tree("SELECT * FROM clicks WHERE a = 1 AND (b = 2 AND _value->>'k' = 'x')")).toEqual({ kind: 'compare', operand: col('a'), op: '=', value: num('1') });
+  });
+
   it('keeps the readable conditions of an AND whose other conditions it does not read', () => {
     expect(tree('SELECT * FROM clicks WHERE f(x) BETWEEN 1 AND 3 AND a = 1 AND NOT b = 2')).toEqual({ kind: 'compare', operand: col('a'), op: '=', value: num('1') });
     expect(tree("SELECT * FROM clicks WHERE CASE WHEN a = 1 OR b = 2 THEN true END AND c = 'z'")).toEqual({ kind: 'compare', operand: col('c'), op: '=', value: str('z') });
