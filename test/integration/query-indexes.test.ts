@@ -5,7 +5,9 @@
  * records as confluent-kafka reads them read_committed (Avro values decoded with avsc),
  * never from our own reads; the plans' row groups come from our catalog's granules.
  */
+import { execFile } from 'node:child_process';
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import avro from 'avsc';
@@ -284,6 +286,21 @@ describe('query uses secondary indexes', () => {
       await inTransaction(engine.catalog, (client) => moveIndexState(client, before.indexId, 'building', 'active'));
     }
   });
+
+  it('the CLI --plan prints per index the files used and skipped, granules considered, skipped and read, and Kafka bytes avoided; --plan --json has the same figures', async () => {
+    const sql = `SELECT _offset FROM ${avroLake.table.name} WHERE id = 363`;
+    const expected = await plainAnswer(avroLake, sql);
+    const cli = (...args: string[]) => promisify(execFile)(process.execPath, ['bin/offsetlake.js', 'query', '--database-url', engine.config.databaseUrl, ...args], { cwd: process.cwd() });
+    const [text, asJson] = await Promise.all([cli('--plan', '-q', sql), cli('--plan', '--json', '-q', sql)]);
+    expect(JSON.parse(asJson.stdout)).toEqual(expected);
+    const plan = JSON.parse(asJson.stderr.trim().replace(/^plan: /, '')) as { tables: { rowGroups: { read: number }; indexes: { index: string; files: object; granules: { considered: number; skipped: number; read: number }; kafkaBytesAvoided: number }[] }[] };
+    const [table] = plan.tables;
+    expect(table!.rowGroups.read).toBe(1);
+    const use = table!.indexes.find((u) => u.index === 'by_id')!;
+    expect(use).toMatchObject({ files: { used: 8, skipped: 0 }, granules: { considered: 40, skipped: 39, read: 1 } });
+    expect(use.kafkaBytesAvoided).toBeGreaterThan(0);
+    expect(text.stderr.split('\n')).toContain(`plan: ${avroLake.table.name}: index by_id (POSTINGS): files 8 used, 0 skipped; granules 40 considered, 39 skipped, 1 read; ${use.kafkaBytesAvoided} Kafka bytes avoided`);
+  }, 60_000);
 
   it('random predicates (seeded) over both tables: with indexes the answer equals reading whole files without indexes and DuckDB over the independently read records', async () => {
     const rnd = seededRandom(16_500);
