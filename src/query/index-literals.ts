@@ -20,8 +20,9 @@
 import type { KeyValue, ResolvedColumn } from '../indexes/columns.js';
 import type { IndexLiteral } from './index-predicates.js';
 
-const integerText = /^-?\d+$/;
-const decimalText = /^(-?)(\d+)(?:\.(\d+))?$/;
+// At most 38 digits: DuckDB reads a longer number literal as a DOUBLE, rounded.
+const integerText = /^-?\d{1,38}$/;
+const decimalText = /^(-?)(\d{1,38})(?:\.(\d{1,38}))?$/;
 const dateText = /^(\d{4})-(\d{2})-(\d{2})$/;
 const timestampText = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?$/;
 const blobText = /^[\x00-\x5b\x5d-\x7f]*$/;
@@ -55,6 +56,7 @@ function decimalValue(text: string, scale: number): bigint | undefined {
   const m = decimalText.exec(text);
   if (!m) return undefined;
   const [, sign, whole, fraction = ''] = m;
+  if (whole!.length + fraction.length > 38) return undefined;
   const trimmed = fraction.replace(/0+$/, '');
   if (trimmed.length > scale) return undefined;
   const unscaled = BigInt(`${whole}${trimmed.padEnd(scale, '0')}`);
