@@ -251,7 +251,7 @@ describe('query uses secondary indexes', () => {
     }
   });
 
-  it('a corrupt header entry or an index moved out of active is skipped for the read and counted; the answer does not change', async () => {
+  it('a corrupt header entry, a Bloom filter cut short or an index moved out of active is skipped for the read and counted; the answer does not change', async () => {
     const sql = `SELECT _partition, _offset FROM ${json.table.name} WHERE _value->>'$.user.id' IN ('u10', 'u310') ORDER BY 1, 2`;
     const expected = await plainAnswer(json, sql);
     expect(expected).toHaveLength(2);
@@ -275,6 +275,16 @@ describe('query uses secondary indexes', () => {
     const after = (await indexReports(engine.catalog, json.table.tableId)).find((r) => r.name === 'by_user')!;
     expect(after.readsSkipped - before.readsSkipped).toBe(1);
     expect(after.readsUsed - before.readsUsed).toBe(8 + 7);
+
+    // A Bloom filter cut short: that file is scanned.
+    const bloomSql = `SELECT _partition, _offset FROM ${json.table.name} WHERE _key = 'k7' ORDER BY 1, 2`;
+    const byKey = (await indexReports(engine.catalog, json.table.tableId)).find((r) => r.name === 'by_key')!;
+    const bloomBroken = json.files[1]!;
+    await engine.catalog.query('UPDATE offsetlake.index_entry SET payload = substring(payload from 1 for 40) WHERE index_id = $1 AND part = 0 AND data_file_id = $2', [byKey.indexId, bloomBroken.dataFileId]);
+    const cut = await query(bloomSql);
+    expect(cut.rows).toEqual(await plainAnswer(json, bloomSql));
+    expect(cut.plan[0]!.indexes.find((u) => u.index === 'by_key')!.files).toEqual({ used: 7, skipped: 1 });
+    expect(readGroups(cut.plan[0]!).get(bloomBroken.dataFileId.toString())).toEqual([0, 1, 2, 3, 4]);
 
     await inTransaction(engine.catalog, (client) => moveIndexState(client, before.indexId, 'active', 'building'));
     try {
