@@ -104,7 +104,6 @@ function splitPath(text: string): string[] {
       out.push(name);
       i = end === -1 ? text.length : end;
       if (end !== -1 && end === text.length - 1) throw new IndexDefinitionError(`index column ${text} ends with a dot`);
-      if (end !== -1) continue;
     }
     if (i < text.length) {
       if (text[i] !== '.') throw new IndexDefinitionError(`index column ${text}: expected a dot after "${out.at(-1)}"`);

@@ -19,7 +19,7 @@ import type { Granule } from '../../src/catalog/file-writes.js';
 import { indexReports, insertIndex, moveIndexState } from '../../src/catalog/indexes.js';
 import { findTable, type TableRecord } from '../../src/catalog/tables.js';
 import { rangeBuilder } from '../../src/build/files.js';
-import type { IndexColumn, IndexKind } from '../../src/indexes/definition.js';
+import { parseIndexColumn, type IndexKind } from '../../src/indexes/definition.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
@@ -79,18 +79,10 @@ const avroSchema = JSON.stringify({
 });
 const avroValue = (j: number) => ({ id: j * 3, city: cities[j % 5]!, score: (j % 40) - 10.5, ok: j % 3 === 0, who: { addr: { zip: `z${Math.floor(place(j).i / 20)}` } } });
 
-/** An index column as the DDL writes it (plain names only). */
-function indexColumn(text: string): IndexColumn {
-  const [first, ...rest] = text.split('.');
-  if (first === '_headers') return { kind: 'header', name: rest.join('.') };
-  if (first === '_value' && rest.length) return { kind: 'json', path: rest };
-  return { kind: 'column', path: [first!, ...rest] };
-}
-
 async function addIndex(table: TableRecord, name: string, kind: IndexKind, columns: string[], granuleRows = 10): Promise<void> {
   await inTransaction(engine.catalog, (client) =>
     insertIndex(client, table.name, {
-      tableId: table.tableId, name, kind, columns: columns.map(indexColumn), scope: 'history', granuleRows,
+      tableId: table.tableId, name, kind, columns: columns.map(parseIndexColumn), scope: 'history', granuleRows,
       falsePositiveRate: kind === 'bloom' ? 0.01 : null, postingBuckets: kind === 'postings' ? 16 : null, state: 'active',
     }),
   );
