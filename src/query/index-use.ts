@@ -9,7 +9,7 @@ import type { Catalog } from '../catalog/db.js';
 import type { DataFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../catalog/tables.js';
-import { countIndexReads, indexEntryParts, tableIndexes } from '../catalog/indexes.js';
+import { countIndexReads, indexEntryParts, indexEntryPartsOf, tableIndexes } from '../catalog/indexes.js';
 import { answerProbes, bucketsFor, candidateRowGroups, probedIndexes, type FileEntries, type ProbeTree } from '../indexes/candidates.js';
 import { resolveIndexColumn } from '../indexes/columns.js';
 import { BLOOM_PART, HEADER_PART } from '../indexes/entries.js';
@@ -74,15 +74,7 @@ export class TableIndexUse {
       const buckets = definition.postingBuckets ?? defaultPostingBuckets;
       const headers = await indexEntryParts(this.catalog, definition.indexId, 'history', HEADER_PART, ids);
       const blooms = definition.kind === 'bloom' ? await indexEntryParts(this.catalog, definition.indexId, 'history', BLOOM_PART, ids) : new Map<bigint, Uint8Array>();
-      const postings = new Map<bigint, Map<number, Uint8Array>>();
-      if (definition.kind === 'postings') {
-        for (const bucket of bucketsFor(this.tree, position, buckets)) {
-          for (const [file, payload] of await indexEntryParts(this.catalog, definition.indexId, 'history', bucket, ids)) {
-            if (!postings.has(file)) postings.set(file, new Map());
-            postings.get(file)!.set(bucket, payload);
-          }
-        }
-      }
+      const postings = definition.kind === 'postings' ? await indexEntryPartsOf(this.catalog, definition.indexId, 'history', [...bucketsFor(this.tree, position, buckets)], ids) : new Map<bigint, Map<number, Uint8Array>>();
       const byFile = new Map<bigint, FileEntries>();
       for (const id of ids) {
         byFile.set(id, { header: headers.get(id) ?? null, bloom: definition.kind === 'bloom' ? (blooms.get(id) ?? null) : null, postings: postings.get(id) ?? new Map(), postingBuckets: buckets });
