@@ -219,6 +219,10 @@ export function requiredPredicates(tokens: Token[], at: number): Predicate[] {
     }
     conjuncts[conjuncts.length - 1]!.push(token);
   });
+  // DuckDB's arrows (`->>`, `->`) take everything before them as their left side:
+  // `a = 1 AND _value->>'k' = 'x'` is `(a = 1 AND _value)->>'k' = 'x'`, not an AND.
+  const arrowAt = (conjunct: Token[]) => depths(conjunct).some((d, k) => d === 0 && (isSymbol(conjunct[k], '->>') || isSymbol(conjunct[k], '->')));
+  if (conjuncts.slice(1).some(arrowAt)) return [];
   return conjuncts.flatMap((conjunct) => {
     const predicate = simplePredicate(conjunct, qualifiers);
     return predicate ? [predicate] : [];
