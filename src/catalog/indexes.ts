@@ -84,6 +84,22 @@ export async function indexEntryParts(client: Catalog | CatalogClient, indexId: 
   return new Map(rows.rows.map((row) => [BigInt(row.data_file_id), new Uint8Array(row.payload.buffer, row.payload.byteOffset, row.payload.byteLength)]));
 }
 
+/** Several parts of an index's entries for the given files, in one read: by file, then by part. */
+export async function indexEntryPartsOf(client: Catalog | CatalogClient, indexId: bigint, scope: EntryScope, parts: readonly number[], files: readonly bigint[]): Promise<Map<bigint, Map<number, Uint8Array>>> {
+  const out = new Map<bigint, Map<number, Uint8Array>>();
+  if (parts.length === 0 || files.length === 0) return out;
+  const rows = await client.query<{ data_file_id: bigint; part: number; payload: Buffer }>(
+    'SELECT data_file_id, part, payload FROM offsetlake.index_entry WHERE index_id = $1 AND scope = $2 AND part = ANY($3::int[]) AND data_file_id = ANY($4::bigint[])',
+    [indexId, scope, parts, files],
+  );
+  for (const row of rows.rows) {
+    const file = BigInt(row.data_file_id);
+    if (!out.has(file)) out.set(file, new Map());
+    out.get(file)!.set(row.part, new Uint8Array(row.payload.buffer, row.payload.byteOffset, row.payload.byteLength));
+  }
+  return out;
+}
+
 export class IndexCatalogError extends Error {
   override name = 'IndexCatalogError';
 }

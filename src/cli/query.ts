@@ -33,7 +33,7 @@ function runsOf(numbers: readonly number[]): string {
   return runs.join(', ');
 }
 
-/** `--plan`, for people: per table what is read (files, row groups, columns, Kafka bytes), per file which row groups. */
+/** `--plan`, for people: per table what is read (files, row groups, columns, Kafka bytes), per index what it saved, per file which row groups. */
 export function planLines(plans: readonly TablePlan[]): string[] {
   return plans.flatMap((plan) => {
     const unknown = plan.filesWithUnknownKafkaBytes;
@@ -42,6 +42,8 @@ export function planLines(plans: readonly TablePlan[]): string[] {
       `plan: ${plan.table}: files ${plan.reads.length} of ${plan.files} (${plan.candidates.length} by catalog statistics); row groups ${plan.rowGroups.read} of ${plan.rowGroups.of}; ${bytes}`,
       `plan: ${plan.table}: columns ${plan.columns.length} of ${plan.tableColumns}: ${plan.columns.join(', ')}`,
       ...(plan.predicates.length ? [`plan: ${plan.table}: pruned by ${plan.predicates.map(predicateText).join(' AND ')}`] : []),
+      ...plan.indexes.map((use) => `plan: ${plan.table}: index ${use.index} (${use.kind.toUpperCase()}${use.state === 'active' ? '' : `, ${use.state}`}): files ${use.files.used} used, ${use.files.skipped} skipped${
+        use.skippedBecause.length ? ` (${use.skippedBecause.join('; ')})` : ''}; granules ${use.granules.considered} considered, ${use.granules.skipped} skipped, ${use.granules.read} read; ${use.kafkaBytesAvoided} Kafka bytes avoided`),
       ...plan.reads.map((read) => `plan: ${plan.table}: file ${read.file} (partition ${read.partition}, offsets [${read.startOffset}, ${read.endOffset})): ${
         read.rowGroups === null ? 'whole (no granules), Kafka bytes unknown' : `row groups ${runsOf(read.rowGroups)} of ${read.rowGroupsInFile}, ${read.kafkaBytes} Kafka bytes`}`),
       ...plan.tail.map((tail) => `plan: ${plan.table}: tail of partition ${tail.partition}: offsets [${tail.from}, ${tail.until}), ${tail.records} committed records`),

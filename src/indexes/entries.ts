@@ -351,6 +351,11 @@ export function decodeHeader(payload: Uint8Array): FileIndexHeader {
   };
 }
 
+/** How many granules' filters a BLOOM entry holds (a read checks it against the header). */
+export function bloomFilterCount(payload: Uint8Array): number {
+  return new ByteReader(payload).varint();
+}
+
 /** The granules whose Bloom filter may hold one of `keys` (granules it cannot answer for are not added here). */
 export function bloomGranules(payload: Uint8Array, keys: readonly Uint8Array[]): Set<number> {
   const reader = new ByteReader(payload);

@@ -10,7 +10,9 @@
  * whose footer statistics (or offset span) may satisfy the WHERE clause, and only the
  * columns the statement may use, each granule rebuilt from its own offsets and checked
  * chunk by chunk against the catalog (ReaderService.granuleFile). A file without
- * granules is rebuilt whole, as before. Neither pruning changes an answer: DuckDB still
+ * granules is rebuilt whole, as before. Active secondary indexes narrow the row groups
+ * further for `=`, IN, ranges and AND/OR of them on indexed columns (index-use.ts); an
+ * index that cannot answer for a file is skipped there and counted. No pruning changes an answer: DuckDB still
  * applies the whole statement, a row group is skipped only when no row of it can match,
  * and a column subset is used only when the statement binds to the same result columns
  * with it as with every column.
@@ -33,6 +35,8 @@ import type { ReaderService } from '../reader/service.js';
 import { currentSchema } from '../schema/versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { fileBounds, mayMatch, rowGroupBounds, type Bounds } from './prune.js';
+import { indexPredicates, type PredicateTree } from './index-predicates.js';
+import { TableIndexUse, type IndexUse } from './index-use.js';
 import { requiredPredicates, SqlScanError, tableReferences, tokenize, usedColumns, type Predicate, type Token } from './sql-scan.js';
 
 export interface QueryDeps {
@@ -80,6 +84,11 @@ export interface TablePlan {
   /** The top-level columns encoded (of the table's current schema), and how many it has. */
   columns: string[];
   tableColumns: number;
+  /**
+   * The secondary indexes the WHERE clause could use, with what each did (none with
+   * `wholeFiles`, which reads as before indexes existed).
+   */
+  indexes: IndexUse[];
   /** Sum of the known `kafkaBytes` of the reads (tail not included). */
   kafkaBytes: number;
   /** Files read whole whose Kafka bytes are not known before the read. */
@@ -157,11 +166,14 @@ function rowGroupsToRead(file: DataFile, granules: readonly Granule[], predicate
  * files without granules, the fresh tail); returns their paths and the plan. `columns`:
  * the names of the columns to encode (every column of the current schema, or fewer).
  */
-async function materialize(deps: QueryDeps, table: TableRecord, predicates: Predicate[], columns: readonly string[], dir: string): Promise<{ paths: string[]; plan: TablePlan }> {
+async function materialize(deps: QueryDeps, table: TableRecord, predicates: Predicate[], where: PredicateTree, columns: readonly string[], dir: string): Promise<{ paths: string[]; plan: TablePlan }> {
   const say = deps.progress ?? (() => {});
   const { files, partitions } = await snapshot(deps.catalog, table);
   const { schema } = await currentSchema(deps.catalog, table.tableId);
   const candidates = files.filter((file) => mayMatch(fileBounds(file), predicates));
+  // Secondary indexes narrow the row groups further; DuckDB still applies the whole WHERE.
+  const indexes = await TableIndexUse.bind(deps.catalog, table, schema, deps.wholeFiles ? { kind: 'any' } : where);
+  if (indexes.used) await indexes.fetch(candidates.filter((file) => file.hasGranules));
   const items: ReadItem[] = [];
   const reads: FileRead[] = [];
   let rowGroupsOf = 0;
@@ -174,7 +186,7 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
       continue;
     }
     rowGroupsOf += granular.granules.length;
-    const chosen = rowGroupsToRead(file, granular.granules, predicates);
+    const chosen = indexes.choose(file, granular.granules, rowGroupsToRead(file, granular.granules, predicates));
     if (chosen.length === 0) continue;
     const indices = columnIndices(granular.schema, columns);
     for (const rowGroup of chosen) items.push({ file, rowGroup, columns: indices });
@@ -227,10 +239,12 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
     rowGroups: { read: rowGroupsRead, of: rowGroupsOf },
     columns: tableColumns.map((c) => schema.columns[c]!.name),
     tableColumns: schema.columns.length,
+    indexes: indexes.report(),
     kafkaBytes: reads.reduce((sum, read) => sum + (read.kafkaBytes ?? 0), 0),
     filesWithUnknownKafkaBytes: reads.filter((read) => read.kafkaBytes === null).length,
     tail,
   };
+  if (indexes.used) await indexes.count();
   return { paths, plan };
 }
 
@@ -323,7 +337,8 @@ export async function runQuery(deps: QueryDeps, sql: string): Promise<QueryResul
     for (const [name, positions] of references) {
       // A table named more than once (self-join, subquery) is read whole: one view serves every mention.
       const predicates = positions.length === 1 ? requiredPredicates(tokens, positions[0]!) : [];
-      const { paths, plan: tablePlan } = await materialize(deps, tables.get(name)!, predicates, columns.get(name)!, dir);
+      const where = positions.length === 1 ? indexPredicates(tokens, positions[0]!) : ({ kind: 'any' } as const);
+      const { paths, plan: tablePlan } = await materialize(deps, tables.get(name)!, predicates, where, columns.get(name)!, dir);
       plan.push(tablePlan);
       await connection.run(`CREATE VIEW ${sqlName(name)} AS SELECT * FROM read_parquet([${paths.map(sqlString).join(', ')}], union_by_name = true)`);
     }

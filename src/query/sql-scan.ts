@@ -79,12 +79,12 @@ export function tokenize(sql: string): Token[] {
   return tokens;
 }
 
-const isWord = (token: Token | undefined, ...words: string[]): boolean =>
+export const isWord = (token: Token | undefined, ...words: string[]): boolean =>
   token?.kind === 'word' && !token.quoted && words.includes(token.text.toUpperCase());
-const isSymbol = (token: Token | undefined, text: string): boolean => token?.kind === 'symbol' && token.text === text;
+export const isSymbol = (token: Token | undefined, text: string): boolean => token?.kind === 'symbol' && token.text === text;
 
 /** A name as DuckDB resolves it: unquoted names are case-insensitive. */
-function nameOf(token: Token): string | undefined {
+export function nameOf(token: Token): string | undefined {
   if (token.kind !== 'word') return undefined;
   return token.quoted ? token.text : token.text.toLowerCase();
 }
@@ -174,27 +174,39 @@ export function usedColumns(tokens: Token[], columns: readonly string[], tables:
 }
 
 /**
- * The predicates a query on `table` requires of every row it reads, or [] when that is
- * not certain. `at` is where the table is named (it must be its only mention).
+ * The WHERE clause of a query on `table` (its tokens after WHERE, up to the clause's end)
+ * and the names that qualify the table's columns, or undefined when the statement is not
+ * a plain `SELECT … FROM <table> [[AS] alias] WHERE …` with the table alone in FROM. `at`
+ * is where the table is named (it must be its only mention).
  */
-export function requiredPredicates(tokens: Token[], at: number): Predicate[] {
+export function whereClause(tokens: Token[], at: number): { where: Token[]; qualifiers: Set<string> } | undefined {
   const depth = depths(tokens);
-  if (depth[at] !== 0 || !isWord(tokens[at - 1], 'FROM')) return [];
+  if (depth[at] !== 0 || !isWord(tokens[at - 1], 'FROM')) return undefined;
   const top = tokens.map((token, i) => ({ token, i })).filter(({ i }) => depth[i] === 0);
-  if (top.some(({ token }) => isWord(token, 'UNION', 'INTERSECT', 'EXCEPT', 'WITH', 'JOIN', 'POSITIONAL', 'PIVOT', 'UNPIVOT') || isSymbol(token, ';'))) return [];
+  if (top.some(({ token }) => isWord(token, 'UNION', 'INTERSECT', 'EXCEPT', 'WITH', 'JOIN', 'POSITIONAL', 'PIVOT', 'UNPIVOT') || isSymbol(token, ';'))) return undefined;
   // After the table: an optional alias, then WHERE (or nothing to prune with).
   const alias = aliasAfter(tokens, at);
   let i = alias.next;
   const qualifiers = new Set([nameOf(tokens[at]!)!]);
   if (alias.at !== undefined) qualifiers.add(nameOf(tokens[alias.at]!)!);
-  if (!isWord(tokens[i], 'WHERE')) return [];
+  if (!isWord(tokens[i], 'WHERE')) return undefined;
   const where: Token[] = [];
-  const whereDepth: number[] = [];
   for (i += 1; i < tokens.length; i += 1) {
     if (depth[i] === 0 && isWord(tokens[i], ...clauseEnds)) break;
     where.push(tokens[i]!);
-    whereDepth.push(depth[i]!);
   }
+  return { where, qualifiers };
+}
+
+/**
+ * The predicates a query on `table` requires of every row it reads, or [] when that is
+ * not certain. `at` is where the table is named (it must be its only mention).
+ */
+export function requiredPredicates(tokens: Token[], at: number): Predicate[] {
+  const clause = whereClause(tokens, at);
+  if (!clause) return [];
+  const { where, qualifiers } = clause;
+  const whereDepth = depths(where);
   if (where.some((token, j) => whereDepth[j] === 0 && isWord(token, 'OR', 'CASE'))) return [];
   // Split at top-level AND; the AND of a BETWEEN belongs to it.
   const conjuncts: Token[][] = [[]];
@@ -207,6 +219,10 @@ export function requiredPredicates(tokens: Token[], at: number): Predicate[] {
     }
     conjuncts[conjuncts.length - 1]!.push(token);
   });
+  // DuckDB's arrows (`->>`, `->`) take everything before them as their left side:
+  // `a = 1 AND _value->>'k' = 'x'` is `(a = 1 AND _value)->>'k' = 'x'`, not an AND.
+  const arrowAt = (conjunct: Token[]) => depths(conjunct).some((d, k) => d === 0 && (isSymbol(conjunct[k], '->>') || isSymbol(conjunct[k], '->')));
+  if (conjuncts.slice(1).some(arrowAt)) return [];
   return conjuncts.flatMap((conjunct) => {
     const predicate = simplePredicate(conjunct, qualifiers);
     return predicate ? [predicate] : [];

@@ -20,6 +20,12 @@ describe('finding tables and required predicates in SQL', () => {
     expect(tableReferences(tokens, new Set(['clicks'])).get('clicks')).toHaveLength(2);
   });
 
+  it('extracts nothing when an arrow after the first conjunct regroups the conjuncts before it (DuckDB: `(a AND _value)->>…`)', () => {
+    expect(predicates("SELECT * FROM clicks WHERE _offset = 5 AND _value->>'$' = 'false'")).toEqual([]);
+    expect(predicates("SELECT * FROM clicks WHERE _value->>'k' = 'x' AND _offset = 5")).toEqual([{ column: '_offset', op: '=', value: { kind: 'number', text: '5' } }]);
+    expect(predicates("SELECT * FROM clicks WHERE _offset = 5 AND (_value->>'k' = 'x')")).toEqual([{ column: '_offset', op: '=', value: { kind: 'number', text: '5' } }]);
+  });
+
   it('extracts comparisons, mirrored literals and BETWEEN from a plain WHERE', () => {
     expect(predicates("SELECT * FROM clicks c WHERE c._offset >= 10 AND 20 > _offset AND _timestamp BETWEEN TIMESTAMP '2026-01-01' AND '2026-01-02' AND _partition = -1 ORDER BY 1")).toEqual([
       { column: '_offset', op: '>=', value: { kind: 'number', text: '10' } },
