@@ -5,8 +5,8 @@
  *   - a key is hashed with xxHash64 (seed 0); the upper 32 bits pick the block,
  *     ((hash >>> 32) · z) >>> 32, the lower 32 bits, multiplied by eight salts, set one
  *     bit in each word (bit = (low · salt_i mod 2^32) >>> 27);
- *   - sized for n distinct keys at false-positive rate p as the spec's formula gives,
- *     m = −8n / ln(1 − p^(1/8)) bits, in whole blocks, at least one block.
+ *   - sized for n distinct keys at false-positive rate p from the spec's formula,
+ *     m = −8n / ln(1 − p^(1/8)) bits, grown until the filter's own rate is at most p.
  * Pure: bytes in, bytes out. xxhash-wasm is the hash (pinned: it decides which bits are set).
  */
 import xxhash from 'xxhash-wasm';
@@ -23,12 +23,37 @@ const BLOCK_BYTES = 32;
 /** The spec's upper bound for one filter. */
 const MAX_BYTES = 128 * 1024 * 1024;
 
-/** Bytes of a filter for `distinct` keys at false-positive rate `fpp`: whole blocks. */
+/**
+ * The false-positive rate of a filter of `blocks` blocks holding `distinct` keys: a block
+ * holds i keys with Poisson probability (λ = distinct / blocks), and a key not inserted
+ * is reported when its bit is set in each of the block's 8 words, (1 − (31/32)^i)^8.
+ */
+export function bloomFalsePositiveRate(distinct: number, blocks: number): number {
+  const lambda = distinct / blocks;
+  let term = Math.exp(-lambda); // P(0 keys)
+  let rate = 0;
+  const last = Math.ceil(lambda + 12 * Math.sqrt(lambda) + 12);
+  for (let i = 0; i <= last; i++) {
+    if (i > 0) term *= lambda / i;
+    rate += term * Math.pow(1 - Math.pow(31 / 32, i), 8);
+  }
+  return rate;
+}
+
+/**
+ * Bytes of a filter for `distinct` keys whose false-positive rate is at most `fpp`: the
+ * spec's formula (m = −8n / ln(1 − p^(1/8)) bits) in whole blocks, then grown block by
+ * block until the rate above is met, since the formula alone gives ~1.4 % for 1 % (keys
+ * fall unevenly on blocks). At least one block, at most the spec's 128 MiB.
+ */
 export function bloomBytesFor(distinct: number, fpp: number): number {
   if (!(fpp > 0 && fpp < 1)) throw new RangeError(`a Bloom filter's false-positive rate is above 0 and below 1, not ${fpp}`);
-  const bits = (-8 * Math.max(1, distinct)) / Math.log(1 - Math.pow(fpp, 1 / 8));
-  const blocks = Math.max(1, Math.ceil(bits / 8 / BLOCK_BYTES));
-  return Math.min(MAX_BYTES, blocks * BLOCK_BYTES);
+  const n = Math.max(1, distinct);
+  const bits = (-8 * n) / Math.log(1 - Math.pow(fpp, 1 / 8));
+  let blocks = Math.max(1, Math.ceil(bits / 8 / BLOCK_BYTES));
+  const most = MAX_BYTES / BLOCK_BYTES;
+  while (blocks < most && bloomFalsePositiveRate(n, blocks) > fpp) blocks = Math.min(most, blocks + Math.max(1, Math.ceil(blocks / 64)));
+  return blocks * BLOCK_BYTES;
 }
 
 /** floor(high · blocks / 2^32), exact: the product passes 2^53, so it is taken in 16-bit halves. */
