@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { openEngine, type Engine } from '../../src/runtime/engine.js';
-import type { IndexerRuntime } from '../../src/indexer/handler.js';
+import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
+import type { TableRecord } from '../../src/catalog/tables.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { createTopic, topicPartitions } from '../../src/kafka/topics.js';
@@ -49,6 +50,14 @@ export function testRuntime(engine: Engine, owner: string, overrides: Partial<In
     releaseAfterEvent: false,
     ...overrides,
   };
+}
+
+/** Indexes what partition `partition` of `table` holds now, under a lease of `runtime`'s owner, flushed and handed back. */
+export async function indexPartition(runtime: IndexerRuntime, table: TableRecord, partition = 0): Promise<void> {
+  const indexer = await indexerFor(runtime, table, partition);
+  await indexer.advance();
+  await indexer.flush();
+  await indexer.release();
 }
 
 /** Grows the topic to `count` partitions and waits until the broker's metadata lists them (it lags the request). */

@@ -18,9 +18,8 @@ import { createIndex, dropIndex } from '../../src/catalog/index-ddl.js';
 import { parseInlineIndex } from '../../src/indexes/ddl.js';
 import { decodeHeader, encodeKey, HEADER_PART, postingBucket, postingGranules } from '../../src/indexes/entries.js';
 import { rangeBuilder } from '../../src/build/files.js';
-import { indexerFor } from '../../src/indexer/handler.js';
 import { checkRetention } from '../../src/retention/check.js';
-import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
+import { indexPartition, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { rebuiltRows } from '../helpers/table-audit.js';
 import { encodeWith, registerSchema } from '../helpers/registry.js';
 import { ReaderService } from '../../src/reader/service.js';
@@ -139,10 +138,7 @@ describe('index DDL', () => {
     }), 'AVRO');
     await produce(engine.kafka, topic, [{ value: encodeWith(schema, { id: 1, amount: 2.5, ratio: 0.5, ok: true, who: { addr: { city: 'Oslo' } }, tags: ['a'] }) }]);
     const table = await findTable(engine.catalog, created.name);
-    const indexer = await indexerFor(testRuntime(engine, `avro-${topic}`), table, 0);
-    await indexer.advance();
-    await indexer.flush();
-    await indexer.release();
+    await indexPartition(testRuntime(engine, `avro-${topic}`), table);
     const refusals: [string, string][] = [
       ['amount) USING BLOOM', 'column amount is float64, which BLOOM does not accept: float64 accepts MINMAX'],
       ['ratio) USING POSTINGS', 'column ratio is float32, which POSTINGS does not accept: float32 accepts MINMAX'],
@@ -177,10 +173,7 @@ describe('index DDL', () => {
       },
     });
     const table = await findTable(engine.catalog, created.name);
-    const indexer = await indexerFor(runtime, table, 0);
-    await indexer.advance();
-    await indexer.flush();
-    await indexer.release();
+    await indexPartition(runtime, table);
     expect(builds).toBe(2);
     const [index] = await tableIndexes(engine.catalog, table.tableId);
     expect(index!.state).toBe('active');
@@ -209,10 +202,7 @@ describe('index DDL', () => {
       },
     });
     const table = await findTable(engine.catalog, created.name);
-    const indexer = await indexerFor(runtime, table, 0);
-    await indexer.advance();
-    await indexer.flush();
-    await indexer.release();
+    await indexPartition(runtime, table);
     expect(dropped).toBe(true);
     expect((await listFiles(engine.catalog, table.tableId)).reduce((n, f) => n + Number(f.recordCount), 0)).toBe(30);
     expect((await engine.catalog.query('SELECT count(*)::int AS n FROM offsetlake.index_entry e JOIN offsetlake.data_file f USING (data_file_id) WHERE f.table_id = $1', [table.tableId])).rows[0].n).toBe(0);
@@ -224,10 +214,7 @@ describe('index DDL', () => {
     await createIndex(engine.catalog, created.name, parseInlineIndex('k (_key) USING BLOOM'));
     await produce(engine.kafka, topic, Array.from({ length: 40 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ i, pad: 'p'.repeat(200) }) })));
     const table = await findTable(engine.catalog, created.name);
-    const indexer = await indexerFor(testRuntime(engine, `exp-${topic}`), table, 0);
-    await indexer.advance();
-    await indexer.flush();
-    await indexer.release();
+    await indexPartition(testRuntime(engine, `exp-${topic}`), table);
     const files = await listFiles(engine.catalog, table.tableId);
     expect(files.length).toBeGreaterThan(3);
     const cut = files[2]!.startOffset;
