@@ -125,3 +125,9 @@ export async function indexBackfillProgress(catalog: Catalog | CatalogClient, ta
     lastError: row.last_error,
   }));
 }
+
+/** Indexes whose backfill is not finished (every table's): what a driver looks for. */
+export async function unfinishedIndexes(catalog: Catalog | CatalogClient): Promise<bigint[]> {
+  const rows = await catalog.query<{ index_id: bigint }>("SELECT index_id FROM offsetlake.secondary_index WHERE state <> 'active' ORDER BY index_id");
+  return rows.rows.map((row) => BigInt(row.index_id));
+}

@@ -18,7 +18,7 @@ export { indexBackfillProgress, type IndexBackfillProgress } from '../catalog/in
 export interface IndexBackfillRun extends IndexBackfillOptions {
   /** Another driver holds the lease: wait until it lapses or the index is active (true), or return `held` at once (false, default). */
   waitForLease?: boolean;
-  /** How often a waiting driver looks again (default a third of 30 s, the default lease_ttl). */
+  /** How often at most a waiting driver looks again (default 10 s; sooner when the lease lapses sooner). */
   leasePollMs?: number;
   /** Stop after this many steps (a caller that shares its time). */
   maxSteps?: number;
@@ -69,7 +69,8 @@ export async function runIndexBackfill(deps: IndexBackfillDeps, indexId: bigint,
     if (step.outcome === 'held') {
       summary.heldBy = step.holder ?? null;
       if (!options.waitForLease) break;
-      await pause(options.leasePollMs ?? 10_000, options.signal);
+      const lapsesIn = step.heldUntil ? Date.parse(step.heldUntil) - Date.now() + 20 : 0;
+      await pause(Math.max(20, Math.min(options.leasePollMs ?? 10_000, lapsesIn)), options.signal);
     }
   }
   return summary;

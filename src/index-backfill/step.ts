@@ -37,7 +37,7 @@ export async function indexBackfillStep(deps: IndexBackfillDeps, indexId: bigint
   const table = await findTableById(deps.catalog, index.tableId);
   const lease: IndexBackfillLease = { indexId, owner: deps.owner, ttlMs: options.leaseTtlMs ?? table.settings.lease_ttl };
   const claim = await claimIndexBackfill(deps.catalog, lease);
-  if (!claim.claimed) return claim.state === null ? stepOf(indexId, 'dropped', null) : stepOf(indexId, 'held', claim.state, { holder: claim.holder, done: claim.state === 'active' });
+  if (!claim.claimed) return claim.state === null ? stepOf(indexId, 'dropped', null) : stepOf(indexId, 'held', claim.state, { holder: claim.holder, heldUntil: claim.expiresAt?.toISOString() ?? null, done: claim.state === 'active' });
   const state = claim.state;
   if (state === 'active') return stepOf(indexId, 'done', 'active');
   if (state === 'declared' || state === 'building') return move(deps, lease, index, state);

@@ -47,8 +47,9 @@ export interface IndexBackfillStep {
   state: IndexState | null;
   /** `moved`: the state it left. */
   from?: IndexState;
-  /** `held`: who holds the lease. */
+  /** `held`: who holds the lease, and until when (RFC 3339, Postgres's clock). */
   holder?: string | null;
+  heldUntil?: string | null;
   /** Files of this step given entries, and given up on (with why). */
   files: number;
   skipped: { file: string; reason: string }[];
