@@ -22,14 +22,12 @@
  *
  * Input: {indexId, execution, stepsPerExecution} (firstIndexBackfillExecution gives the first).
  */
-import { ArnFormat, Aws, Duration, Stack } from 'aws-cdk-lib';
-import * as iam from 'aws-cdk-lib/aws-iam';
+import { Duration } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
-import { executionAlreadyExists } from './backfill.js';
+import { continueAsNewState, selfContinuingMachine } from './continue-as-new.js';
 import { stackScopedName } from './names.js';
 
 /** State names the local runner maps to the engine (taskResourceLocalHandlers is keyed by state name). */
@@ -53,10 +51,8 @@ export class IndexBackfillStateMachine extends Construct {
 
   constructor(scope: Construct, id: string, props: IndexBackfillStateMachineProps) {
     super(scope, id);
-    const stack = Stack.of(this);
-    // A fixed name: the StartExecution permission on itself would otherwise be a circular dependency.
+    // A fixed name (continue-as-new.ts says why).
     const name = stackScopedName(this, 'index-backfill', 80);
-    const selfArn = stack.formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
 
     const step = new tasks.LambdaInvoke(this, indexBackfillStates.step, {
       stateName: indexBackfillStates.step,
@@ -88,28 +84,11 @@ export class IndexBackfillStateMachine extends Construct {
       },
     });
 
-    const continueAsNew = new sfn.CustomState(this, indexBackfillStates.continueAsNew, {
-      stateJson: {
-        Type: 'Task',
-        Resource: `arn:${Aws.PARTITION}:states:::states:startExecution`,
-        Parameters: {
-          'StateMachineArn.$': '$$.StateMachine.Id',
-          'Name.$': '$.continuation.name',
-          Input: {
-            'indexId.$': '$.indexId',
-            'execution.$': '$.continuation.execution',
-            'stepsPerExecution.$': '$.stepsPerExecution',
-            'AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$': '$$.Execution.Id',
-          },
-        },
-        ResultSelector: { 'executionArn.$': '$.ExecutionArn' },
-        ResultPath: '$.continuedAs',
-      },
+    const continueAsNew = continueAsNewState(this, indexBackfillStates.continueAsNew, {
+      'indexId.$': '$.indexId',
+      'execution.$': '$.continuation.execution',
+      'stepsPerExecution.$': '$.stepsPerExecution',
     });
-    // The name is taken: the next execution was started already (a retried StartExecution whose answer was lost).
-    continueAsNew.addRetry({ errors: [executionAlreadyExists], maxAttempts: 0 });
-    continueAsNew.addRetry({ errors: [sfn.Errors.ALL], interval: Duration.seconds(5), backoffRate: 2, maxAttempts: 8 });
-    continueAsNew.addCatch(new sfn.Succeed(this, 'AlreadyContinued'), { errors: [executionAlreadyExists], resultPath: '$.alreadyContinued' });
 
     const waitForLease = new sfn.Wait(this, 'WaitForLease', { time: sfn.WaitTime.duration(props.leaseWait ?? Duration.seconds(30)) });
     const more = new sfn.Choice(this, 'More')
@@ -127,16 +106,6 @@ export class IndexBackfillStateMachine extends Construct {
       },
     });
 
-    this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
-      stateMachineName: name,
-      stateMachineType: sfn.StateMachineType.STANDARD,
-      definitionBody: sfn.DefinitionBody.fromChainable(start.next(step).next(count).next(more)),
-      timeout: Duration.days(7),
-      logs: {
-        destination: new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_MONTH }),
-        level: sfn.LogLevel.ERROR,
-      },
-    });
-    this.stateMachine.addToRolePolicy(new iam.PolicyStatement({ actions: ['states:StartExecution'], resources: [selfArn] }));
+    this.stateMachine = selfContinuingMachine(this, name, start.next(step).next(count).next(more));
   }
 }

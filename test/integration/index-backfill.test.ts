@@ -92,6 +92,18 @@ async function liveFilesWithoutHeader(table: TableRecord, indexId: bigint): Prom
   return rows.rows.map((row) => BigInt(row.data_file_id));
 }
 
+/** A table over a new topic with `rounds` rounds of 40 records indexed (one file per partition each), and a declared index on it. */
+async function declaredOnIndexedTable(name: string, rounds: number): Promise<{ topic: string; table: TableRecord; files: number; index: IndexDefinition }> {
+  const topic = await newTopic(engine, 2, name);
+  const table = await testTable(engine, topic, settings);
+  for (let round = 0; round < rounds; round += 1) {
+    await produceRound(topic, 40);
+    await indexRound(table);
+  }
+  const files = (await listFiles(engine.catalog, table.tableId)).length;
+  return { topic, table, files, index: await postings(table, 'by_user', 'declared') };
+}
+
 const source = () => kafkaSource(engine.kafka);
 
 describe('a standalone index backfill', () => {
@@ -149,14 +161,7 @@ describe('a standalone index backfill', () => {
   });
 
   it('two drivers started at once: one drives while the other waits for the lease; every file is given entries once and counted once', async () => {
-    const topic = await newTopic(engine, 2, 'ib-two');
-    const table = await testTable(engine, topic, settings);
-    for (let round = 0; round < 4; round += 1) {
-      await produceRound(topic, 40);
-      await indexRound(table);
-    }
-    const files = (await listFiles(engine.catalog, table.tableId)).length;
-    const index = await postings(table, 'by_user', 'declared');
+    const { table, files, index } = await declaredOnIndexedTable('ib-two', 4);
     const drive = (owner: string) => runIndexBackfill({ catalog: engine.catalog, source: source(), owner }, index.indexId, { chunkFiles: 1, waitForLease: true, leasePollMs: 50 });
     const [one, two] = await Promise.all([drive('driver-one'), drive('driver-two')]);
 
@@ -169,15 +174,9 @@ describe('a standalone index backfill', () => {
   });
 
   it('a file whose offsets Kafka deleted before retention expired it is skipped with the reason, and the index still becomes active', async () => {
-    const topic = await newTopic(engine, 2, 'ib-gone');
-    const table = await testTable(engine, topic, settings);
-    for (let round = 0; round < 3; round += 1) {
-      await produceRound(topic, 40);
-      await indexRound(table);
-    }
+    const { topic, table, index } = await declaredOnIndexedTable('ib-gone', 3);
     const [first] = (await listFiles(engine.catalog, table.tableId)).filter((file) => file.partition === 0);
     await deleteRecords(engine.kafka, topic, 0, first!.endOffset);
-    const index = await postings(table, 'by_user', 'declared');
     const steps: IndexBackfillStep[] = [];
     const run = await runIndexBackfill({ catalog: engine.catalog, source: source(), owner: 'driver-gone', progress: (step) => steps.push(step) }, index.indexId, { chunkFiles: 2 });
 
@@ -191,14 +190,7 @@ describe('a standalone index backfill', () => {
   });
 
   it('a driver SIGKILLed right after its second chunk commit leaves the index backfilling; a new driver takes the lapsed lease and finishes it, every file given entries once', async () => {
-    const topic = await newTopic(engine, 2, 'ib-kill');
-    const table = await testTable(engine, topic, settings);
-    for (let round = 0; round < 4; round += 1) {
-      await produceRound(topic, 40);
-      await indexRound(table);
-    }
-    const files = (await listFiles(engine.catalog, table.tableId)).length;
-    const index = await postings(table, 'by_user', 'declared');
+    const { table, files, index } = await declaredOnIndexedTable('ib-kill', 4);
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/index-backfill-child.ts', String(index.indexId)], {
       env: { ...process.env, DATABASE_URL: engine.config.databaseUrl, KAFKA_BROKERS: engine.config.kafkaBrokers.join(','), OFFSETLAKE_FAULT: 'after-index-chunk:2' },
       stdio: ['ignore', 'pipe', 'pipe'],
