@@ -7,6 +7,7 @@
  * progress is in the catalog after every step, and a new driver goes on from there.
  */
 import { setIndexError } from '../catalog/indexes.js';
+import { releaseIndexBackfill } from '../catalog/index-backfill.js';
 import { pause } from '../common/retry.js';
 import { indexBackfillStep } from './step.js';
 import type { IndexBackfillDeps, IndexBackfillOptions, IndexBackfillStep } from './types.js';
@@ -48,6 +49,16 @@ export interface IndexBackfillSummary {
  */
 export async function runIndexBackfill(deps: IndexBackfillDeps, indexId: bigint, options: IndexBackfillRun = {}): Promise<IndexBackfillSummary> {
   const summary: IndexBackfillSummary = { indexId: String(indexId), state: null, done: false, moves: [], steps: 0, files: 0, skipped: 0, granules: 0, bytesRead: 0 };
+  try {
+    await driveSteps(deps, indexId, options, summary);
+  } finally {
+    // Stopped before the end (aborted, maxSteps, an error): the next driver need not wait for the lease to lapse.
+    if (!summary.done) await releaseIndexBackfill(deps.catalog, { indexId, owner: deps.owner, ttlMs: 0 }).catch(() => {});
+  }
+  return summary;
+}
+
+async function driveSteps(deps: IndexBackfillDeps, indexId: bigint, options: IndexBackfillRun, summary: IndexBackfillSummary): Promise<void> {
   while (!options.signal?.aborted && (options.maxSteps === undefined || summary.steps < options.maxSteps)) {
     let step: IndexBackfillStep;
     try {
@@ -73,5 +84,4 @@ export async function runIndexBackfill(deps: IndexBackfillDeps, indexId: bigint,
       await pause(Math.max(20, Math.min(options.leasePollMs ?? 10_000, lapsesIn)), options.signal);
     }
   }
-  return summary;
 }
