@@ -15,7 +15,8 @@ import type { IndexDefinition, IndexState } from '../../src/indexes/definition.j
 import { indexBackfillProgress, runIndexBackfill, type IndexBackfillStep } from '../../src/index-backfill/index.js';
 import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
 import { produce } from '../../src/kafka/produce.js';
-import { kafkaSource } from '../../src/kafka/source.js';
+import { kafkaSource, type CommittedSource } from '../../src/kafka/source.js';
+import { claimIndexBackfill, IndexBackfillLeaseLostError, lockOwnedIndex } from '../../src/catalog/index-backfill.js';
 import { deleteRecords } from '../../src/kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { rangeBuilder } from '../../src/build/files.js';
@@ -171,6 +172,52 @@ describe('a standalone index backfill', () => {
     expect([progress!.state, progress!.filesDone, progress!.filesTotal, progress!.filesWithout]).toEqual(['active', files, files, 0]);
     const headers = await engine.catalog.query<{ n: bigint }>('SELECT count(*) AS n FROM offsetlake.index_entry WHERE index_id = $1 AND part = -1', [index.indexId]);
     expect(Number(headers.rows[0]!.n)).toBe(files);
+  });
+
+  it('a driver whose lease lapsed while it read a chunk, and which another driver took over and finished meanwhile, commits nothing of that chunk: every file counted once', async () => {
+    const { table, files, index } = await declaredOnIndexedTable('ib-race', 3);
+    const kafka = source();
+    let tookOver: Awaited<ReturnType<typeof runIndexBackfill>> | undefined;
+    // Driver A's first read of a file: its lease lapses there, and driver B drives the whole backfill before A's read goes on.
+    const lapsing: CommittedSource = {
+      ...kafka,
+      async *read(...args) {
+        if (!tookOver) {
+          await engine.catalog.query("UPDATE offsetlake.secondary_index SET backfill_expires_at = now() - interval '1 second' WHERE index_id = $1", [index.indexId]);
+          tookOver = await runIndexBackfill({ catalog: engine.catalog, source: kafka, owner: 'driver-b' }, index.indexId);
+        }
+        yield* kafka.read(...args);
+      },
+    };
+    await expect(runIndexBackfill({ catalog: engine.catalog, source: lapsing, owner: 'driver-a' }, index.indexId, { chunkFiles: 2 })).rejects.toThrow(IndexBackfillLeaseLostError);
+
+    expect([tookOver!.state, tookOver!.files]).toEqual(['active', files]);
+    const [progress] = await indexBackfillProgress(engine.catalog, table.tableId);
+    expect([progress!.state, progress!.filesDone, progress!.filesTotal, progress!.filesWithout, progress!.owner]).toEqual(['active', files, files, 0, null]);
+  });
+
+  it('live indexing commits files with the index\'s entries while a driver\'s chunk transaction holds the index row (FOR NO KEY UPDATE leaves their foreign-key locks free)', async () => {
+    const { topic, table, index } = await declaredOnIndexedTable('ib-nowait', 1);
+    const owner = 'driver-holding';
+    const moved = await runIndexBackfill({ catalog: engine.catalog, source: source(), owner }, index.indexId, { maxSteps: 2 });
+    expect(moved.moves).toEqual(['building', 'backfilling']);
+    const client = await engine.catalog.connect();
+    try {
+      await client.query('BEGIN');
+      expect((await claimIndexBackfill(client, { indexId: index.indexId, owner, ttlMs: 60_000 })).claimed).toBe(true);
+      expect(await lockOwnedIndex(client, { indexId: index.indexId, owner, ttlMs: 60_000 })).toBe('backfilling');
+      // The chunk transaction is open and holds the row: a live round commits beside it.
+      const before = new Set((await listFiles(engine.catalog, table.tableId)).map((file) => file.dataFileId));
+      await produceRound(topic, 20);
+      await indexRound(table);
+      const added = (await listFiles(engine.catalog, table.tableId)).map((file) => file.dataFileId).filter((id) => !before.has(id));
+      expect(added).toHaveLength(2);
+      const withEntries = await engine.catalog.query<{ n: bigint }>('SELECT count(DISTINCT data_file_id) AS n FROM offsetlake.index_entry WHERE index_id = $1 AND data_file_id = ANY($2::bigint[])', [index.indexId, added]);
+      expect(Number(withEntries.rows[0]!.n)).toBe(2);
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
   });
 
   it('a file whose offsets Kafka deleted before retention expired it is skipped with the reason, and the index still becomes active', async () => {
