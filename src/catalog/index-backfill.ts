@@ -127,7 +127,10 @@ export async function indexBackfillProgress(catalog: Catalog | CatalogClient, ta
 }
 
 /** Indexes whose backfill is not finished (every table's): what a driver looks for. */
-export async function unfinishedIndexes(catalog: Catalog | CatalogClient): Promise<bigint[]> {
-  const rows = await catalog.query<{ index_id: bigint }>("SELECT index_id FROM offsetlake.secondary_index WHERE state <> 'active' ORDER BY index_id");
-  return rows.rows.map((row) => BigInt(row.index_id));
+export async function unfinishedIndexes(catalog: Catalog | CatalogClient): Promise<{ indexId: bigint; label: string }[]> {
+  const rows = await catalog.query<{ index_id: bigint; index_name: string; table_name: string }>(
+    `SELECT i.index_id, i.index_name, t.table_name FROM offsetlake.secondary_index i JOIN offsetlake.lake_table t ON t.table_id = i.table_id
+     WHERE i.state <> 'active' ORDER BY i.index_id`,
+  );
+  return rows.rows.map((row) => ({ indexId: BigInt(row.index_id), label: `index ${row.index_name} on ${row.table_name}` }));
 }

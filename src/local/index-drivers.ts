@@ -20,11 +20,11 @@ export class IndexDrivers {
 
   /** Starts a background driver for each unfinished index without one; returns at once. */
   async poll(): Promise<void> {
-    for (const indexId of await unfinishedIndexes(this.catalog)) {
+    for (const { indexId, label } of await unfinishedIndexes(this.catalog)) {
       const key = String(indexId);
       if (this.running.has(key)) continue;
-      const run = this.drive(indexId, false)
-        .then(() => {}, (error: Error) => this.log(`index ${key}: backfill step failed, trying again later: ${error.message}`))
+      const run = this.drive(indexId, label, false)
+        .then(() => {}, (error: Error) => this.log(`${label}: backfill step failed, trying again later: ${error.message}`))
         .finally(() => this.running.delete(key));
       this.running.set(key, run);
     }
@@ -34,15 +34,15 @@ export class IndexDrivers {
   async drain(): Promise<{ index: string; error: string }[]> {
     await Promise.all(this.running.values());
     const failed: { index: string; error: string }[] = [];
-    for (const indexId of await unfinishedIndexes(this.catalog)) {
+    for (const { indexId, label } of await unfinishedIndexes(this.catalog)) {
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.drive(indexId, true);
+          await this.drive(indexId, label, true);
           break;
         } catch (error) {
-          this.log(`index ${indexId}: backfill step failed (try ${attempt} of ${drainTries}): ${(error as Error).message}`);
+          this.log(`${label}: backfill step failed (try ${attempt} of ${drainTries}): ${(error as Error).message}`);
           if (attempt === drainTries) {
-            failed.push({ index: String(indexId), error: (error as Error).message });
+            failed.push({ index: label, error: (error as Error).message });
             break;
           }
         }
@@ -57,10 +57,10 @@ export class IndexDrivers {
     await Promise.allSettled(this.running.values());
   }
 
-  private async drive(indexId: bigint, waitForLease: boolean): Promise<IndexBackfillSummary> {
+  private async drive(indexId: bigint, label: string, waitForLease: boolean): Promise<IndexBackfillSummary> {
     const summary = await runIndexBackfill({ catalog: this.catalog, source: this.source, owner: this.owner }, indexId, { waitForLease, signal: this.stop.signal });
     if (summary.moves.length > 0 || summary.files > 0) {
-      this.log(`index ${indexId}: ${summary.moves.length ? `moved to ${summary.moves.join(' → ')}, ` : ''}${summary.files} file(s) given entries, ${summary.skipped} skipped`);
+      this.log(`${label}: ${summary.moves.length ? `moved to ${summary.moves.join(' → ')}, ` : ''}${summary.files} file(s) given entries, ${summary.skipped} skipped`);
     }
     return summary;
   }

@@ -46,6 +46,8 @@ const onceGiveUpRounds = 5;
 export interface RunSummary {
   /** `once`: partitions that kept failing (the run stopped trying after `onceGiveUpRounds` rounds), with why. */
   failed: { partition: string; error: string }[];
+  /** `once`: indexes whose backfill kept failing (`index NAME on TABLE`), with why. */
+  indexesFailed: { index: string; error: string }[];
   events: number;
   redelivered: number;
   records: number;
@@ -60,7 +62,7 @@ export class LocalRunner {
   private readonly runtime: IndexerRuntime;
   /** One event source per topic partition; tables on the same topic share it. */
   private readonly sources = new Map<string, PartitionEventSource>();
-  private readonly summary: RunSummary = { failed: [], events: 0, redelivered: 0, records: 0, rangesCommitted: 0, filesCommitted: 0, capacitySeals: 0 };
+  private readonly summary: RunSummary = { failed: [], indexesFailed: [], events: 0, redelivered: 0, records: 0, rangesCommitted: 0, filesCommitted: 0, capacitySeals: 0 };
   private lastRenew = 0;
   private lastDiscovery = Number.NEGATIVE_INFINITY;
   /** Partitions whose events failed in the current round, with why: `once` is not done while there are any. */
@@ -91,7 +93,7 @@ export class LocalRunner {
 
   /** What the run has done so far (a copy). */
   get progress(): RunSummary {
-    return { ...this.summary, failed: [...this.summary.failed] };
+    return { ...this.summary, failed: [...this.summary.failed], indexesFailed: [...this.summary.indexesFailed] };
   }
 
   async run(signal?: AbortSignal): Promise<RunSummary> {
@@ -255,7 +257,7 @@ export class LocalRunner {
 
   /** `once`: every index that is not active is driven to active; one that cannot be is reported with the failed partitions. */
   private async drainIndexes(): Promise<void> {
-    for (const { index, error } of await this.indexes.drain()) this.summary.failed.push({ partition: `index ${index}`, error });
+    this.summary.indexesFailed = await this.indexes.drain();
   }
 
   private async flushAll(): Promise<void> {
