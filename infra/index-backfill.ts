@@ -20,7 +20,8 @@
  * ContinueAsNew and the end stay under 20. One execution runs at most stepsPerExecution
  * steps (default 1,500, at most 2,000: ≤ 22,020 of the 25,000 an execution may hold).
  *
- * Input: {indexId, execution, stepsPerExecution} (firstIndexBackfillExecution gives the first).
+ * Input: {indexId, execution, stepsPerExecution} (indexBackfillStart(id, n) gives execution n; the
+ * scheduled check starts one for every index not active that no driver holds: src/index-backfill/resume.ts).
  */
 import { Duration } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';

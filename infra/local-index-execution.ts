@@ -8,11 +8,13 @@ import { StateMachine } from 'aws-local-stepfunctions';
 import { synthesizeIndexBackfillDefinition, type SynthesizedBackfill } from './definition.js';
 import { indexBackfillStates } from './index-backfill.js';
 import { LocalExecutions } from './local-executions.js';
-import { firstIndexBackfillExecution, indexBackfillTask, type IndexBackfillExecutionInput, type IndexBackfillTaskDeps, type IndexBackfillTaskResult } from '../src/index-backfill/tasks.js';
+import { indexBackfillStart, indexBackfillTask, type IndexBackfillExecutionInput, type IndexBackfillStart, type IndexBackfillTaskDeps, type IndexBackfillTaskResult } from '../src/index-backfill/tasks.js';
 
 export interface LocalIndexBackfillOptions {
   /** The first execution's step budget (default 1,500). */
   stepsPerExecution?: number;
+  /** The first execution (default: the index's execution 1), e.g. the one the scheduled check started. */
+  start?: IndexBackfillStart;
   /** Every step's event and result. */
   onStep?: (event: unknown, result: IndexBackfillTaskResult) => void;
   /** Runs after a step's work, before its answer: an error it throws is the task's error, as when Lambda's answer is lost (the Retry runs the step again). */
@@ -35,19 +37,19 @@ function definition(): SynthesizedBackfill {
   return synthesized;
 }
 
-/** Runs the machine for one index from its first execution until no execution continues. */
+/** Runs the machine for one index from its first execution (or `start`) until no execution continues. */
 export async function runIndexBackfillStateMachine(deps: IndexBackfillTaskDeps, indexId: bigint, options: LocalIndexBackfillOptions = {}): Promise<LocalIndexBackfillSummary> {
   const { definition: asl, stateMachineArn, stateMachineName } = definition();
   const executions = options.executions ?? new LocalExecutions(stateMachineArn);
   const machine = new StateMachine(asl as never, { validationOptions: { checkPaths: true, checkArn: true } });
   const summary: LocalIndexBackfillSummary = { executionNames: [], steps: 0 };
-  const first = firstIndexBackfillExecution(indexId, options.stepsPerExecution);
+  const first = options.start ?? indexBackfillStart(indexId, 1, options.stepsPerExecution);
   executions.start(first.name, first.input);
-  let next: { name: string; input: IndexBackfillExecutionInput } | undefined = first;
+  let next: IndexBackfillStart | undefined = first;
   while (next) {
     const { name, input } = next;
     summary.executionNames.push(name);
-    let continued: { name: string; input: IndexBackfillExecutionInput } | undefined;
+    let continued: IndexBackfillStart | undefined;
     const execution = machine.run(input as never, {
       overrides: {
         taskResourceLocalHandlers: {

@@ -232,8 +232,10 @@ export class OffsetlakeStack extends Stack {
     this.retention.addEnvironment('BACKFILL_STATE_MACHINE_ARN', this.backfillStateMachine.stateMachine.stateMachineArn);
     this.backfillStateMachine.stateMachine.grantStartExecution(this.retention);
     this.retention.addEnvironment('CHUNKS_PER_EXECUTION', String(settings.chunksPerExecution));
-    // CREATE INDEX on a table with data starts an execution per index (firstIndexBackfillExecution).
     this.indexBackfillStateMachine = new IndexBackfillStateMachine(this, 'IndexBackfillMachine', { step: this.indexBackfill });
+    // The scheduled check starts it for every index not active that no execution drives (a new one, or one whose execution died).
+    this.retention.addEnvironment('INDEX_BACKFILL_STATE_MACHINE_ARN', this.indexBackfillStateMachine.stateMachine.stateMachineArn);
+    this.indexBackfillStateMachine.stateMachine.grantStartExecution(this.retention);
 
     scheduleTickAndRetention(this, settings, this.tick, this.retention);
   }

@@ -134,3 +134,17 @@ export async function unfinishedIndexes(catalog: Catalog | CatalogClient): Promi
   );
   return rows.rows.map((row) => ({ indexId: BigInt(row.index_id), label: `index ${row.index_name} on ${row.table_name}` }));
 }
+
+/** Unfinished indexes no driver holds a live lease on, with the number of their last execution: what the scheduled check resumes. */
+export async function unattendedIndexes(catalog: Catalog | CatalogClient): Promise<{ indexId: bigint; lastExecution: number }[]> {
+  const rows = await catalog.query<{ index_id: bigint; backfill_execution: number }>(
+    `SELECT index_id, backfill_execution FROM offsetlake.secondary_index
+     WHERE state <> 'active' AND (backfill_owner IS NULL OR backfill_expires_at <= now()) ORDER BY index_id`,
+  );
+  return rows.rows.map((row) => ({ indexId: BigInt(row.index_id), lastExecution: row.backfill_execution }));
+}
+
+/** Execution n of the index's backfill was started (numbers only grow). */
+export async function recordIndexExecution(catalog: Catalog | CatalogClient, indexId: bigint, execution: number): Promise<void> {
+  await catalog.query('UPDATE offsetlake.secondary_index SET backfill_execution = GREATEST(backfill_execution, $2) WHERE index_id = $1', [indexId, execution]);
+}

@@ -14,6 +14,7 @@
 import type { Catalog } from '../catalog/db.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { executionNamePattern } from '../backfill/executions.js';
+import { recordIndexExecution } from '../catalog/index-backfill.js';
 import { indexBackfillStep } from './step.js';
 import type { IndexBackfillOptions, IndexBackfillStep } from './types.js';
 
@@ -57,9 +58,14 @@ export function indexBackfillExecutionName(indexId: bigint | string, execution: 
   return name;
 }
 
-/** The first execution of an index's backfill: what CREATE INDEX starts (StartExecution with this name and input). */
-export function firstIndexBackfillExecution(indexId: bigint, stepsPerExecution = defaultStepsPerExecution): { name: string; input: IndexBackfillExecutionInput } {
-  return { name: indexBackfillExecutionName(indexId, 1), input: { indexId: String(indexId), execution: 1, stepsPerExecution } };
+export interface IndexBackfillStart {
+  name: string;
+  input: IndexBackfillExecutionInput;
+}
+
+/** Execution n of an index's backfill (the first: what CREATE INDEX may start; the scheduled check starts the others). */
+export function indexBackfillStart(indexId: bigint, execution = 1, stepsPerExecution = defaultStepsPerExecution): IndexBackfillStart {
+  return { name: indexBackfillExecutionName(indexId, execution), input: { indexId: String(indexId), execution, stepsPerExecution } };
 }
 
 function field(object: unknown, name: string): unknown {
@@ -71,16 +77,17 @@ function wholeNumber(value: unknown, name: string, min: number): number {
   return value;
 }
 
-export function parseStepRequest(event: unknown): { indexId: bigint; execution: number } {
+export function parseStepRequest(event: unknown): { indexId: bigint; execution: number; step: number } {
   if (field(event, 'action') !== 'step') throw new IndexBackfillTaskError(`index backfill: "action" must be "step", got ${JSON.stringify(field(event, 'action'))}`);
   const indexId = field(event, 'indexId');
   if (typeof indexId !== 'string' || !/^\d{1,19}$/.test(indexId)) throw new IndexBackfillTaskError(`index backfill: indexId must be a decimal string such as "42", got ${JSON.stringify(indexId)}`);
-  wholeNumber(field(event, 'step'), 'step', 0);
-  return { indexId: BigInt(indexId), execution: wholeNumber(field(event, 'execution'), 'execution', 1) };
+  return { indexId: BigInt(indexId), execution: wholeNumber(field(event, 'execution'), 'execution', 1), step: wholeNumber(field(event, 'step'), 'step', 0) };
 }
 
 export async function indexBackfillTask(deps: IndexBackfillTaskDeps, event: unknown): Promise<IndexBackfillTaskResult> {
-  const { indexId, execution } = parseStepRequest(event);
+  const { indexId, execution, step: stepNumber } = parseStepRequest(event);
+  // The chain's number, so that the scheduled check names the execution this one would continue as (resume.ts).
+  if (stepNumber === 0) await recordIndexExecution(deps.catalog, indexId, execution);
   const step = await indexBackfillStep({ catalog: deps.catalog, source: deps.source, owner: `stepfunctions:index-${indexId}` }, indexId, deps.options);
   return {
     done: step.done, held: step.outcome === 'held', state: step.state, outcome: step.outcome, files: step.files, skipped: step.skipped.length,

@@ -12,7 +12,8 @@ import type { TableRecord } from '../../src/catalog/tables.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { produce } from '../../src/kafka/produce.js';
 import { kafkaSource } from '../../src/kafka/source.js';
-import type { IndexBackfillTaskResult } from '../../src/index-backfill/tasks.js';
+import { IndexBackfillTaskError, type IndexBackfillStart, type IndexBackfillTaskResult } from '../../src/index-backfill/tasks.js';
+import { scheduledCheck } from '../../src/retention/scheduled.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { runIndexBackfillStateMachine } from '../../infra/local-index-execution.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
@@ -98,6 +99,40 @@ describe('the synthesized index backfill state machine, executed locally', () =>
     });
     expect(steps.map((step) => step.outcome)).toEqual(['held', 'held', 'moved', 'moved', 'chunk', 'moved', 'moved']);
     expect(steps.at(-1)!.state).toBe('active');
+  });
+
+  it('the scheduled check starts execution 1 for a declared index; once that execution failed and its lease lapsed, execution 2, which finishes it; nothing while a lease is live or once the index is active', async () => {
+    const table = await tableWithFiles(2);
+    const index = await declaredIndex(table);
+    const deps = { catalog: engine.catalog, source: kafkaSource(engine.kafka), options: { chunkFiles: 1 } };
+    const started: IndexBackfillStart[] = [];
+    const check = async () => {
+      const result = await scheduledCheck(engine.catalog, engine.kafka, { table: table.name, startIndexBackfill: async (start) => { started.push(start); return 'started'; } });
+      return result.indexBackfills.filter((resumed) => resumed.indexId === String(index.indexId)).map((resumed) => `${resumed.execution} ${resumed.outcome}`);
+    };
+    expect(await check()).toEqual([`index-${index.indexId}-1 started`]);
+
+    // Execution 1 fails at its third step (an error its Retry does not retry): the index is left backfilling, its lease live.
+    let steps = 0;
+    await expect(runIndexBackfillStateMachine(deps, index.indexId, {
+      start: started[0]!,
+      afterStep: () => {
+        steps += 1;
+        if (steps === 3) throw new IndexBackfillTaskError('a request that cannot succeed');
+      },
+    })).rejects.toThrow();
+    expect(steps).toBe(3);
+    const [dead] = await indexBackfillProgress(engine.catalog, table.tableId);
+    expect([dead!.state, dead!.owner]).toEqual(['backfilling', `stepfunctions:index-${index.indexId}`]);
+    expect(await check()).toEqual([]);
+
+    await engine.catalog.query("UPDATE offsetlake.secondary_index SET backfill_expires_at = now() - interval '1 second' WHERE index_id = $1", [index.indexId]);
+    expect(await check()).toEqual([`index-${index.indexId}-2 started`]);
+    expect(started[1]!.input).toEqual({ indexId: String(index.indexId), execution: 2, stepsPerExecution: 1500 });
+    await runIndexBackfillStateMachine(deps, index.indexId, { start: started[1]! });
+    const [progress] = await indexBackfillProgress(engine.catalog, table.tableId);
+    expect([progress!.state, progress!.filesDone, progress!.filesTotal, progress!.filesWithout]).toEqual(['active', 4, 4, 0]);
+    expect(await check()).toEqual([]);
   });
 
   it('the Lambda entry answers a step and names a bad request', async () => {

@@ -215,15 +215,15 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(backfill.flatMap(actions).filter((a) => a.startsWith('kafka-cluster:')).sort()).toEqual(['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster', 'kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData']);
   });
 
-  it('IAM: states:StartExecution only on each state machine itself (continue-as-new) and on the backfill machine for retention\'s discovery', () => {
+  it('IAM: states:StartExecution only on each state machine itself (continue-as-new) and, for the scheduled check, on both machines', () => {
     const starts = [...statementsByRole(template)].flatMap(([role, statements]) => statements.filter((s) => actions(s).includes('states:StartExecution')).map((s) => [role, resources(s)] as const));
-    expect(starts).toHaveLength(3);
+    expect(starts).toHaveLength(4);
     const selfArn = starts.find(([role]) => role.startsWith('BackfillMachine'))![1];
     expect(JSON.stringify(selfArn)).toContain(':stateMachine:Lake-backfill"');
     const indexSelfArn = starts.find(([role]) => role.startsWith('IndexBackfillMachine'))![1];
     expect(JSON.stringify(indexSelfArn)).toContain(':stateMachine:Lake-index-backfill"');
-    const retention = starts.find(([role]) => role === roleOf(template, 'Retention'))![1];
-    expect(retention).toEqual([{ Ref: expect.stringMatching(/^BackfillMachineStateMachine/) }]);
+    const retention = starts.filter(([role]) => role === roleOf(template, 'Retention')).map(([, resources]) => resources);
+    expect(retention).toEqual([[{ Ref: expect.stringMatching(/^BackfillMachineStateMachine/) }], [{ Ref: expect.stringMatching(/^IndexBackfillMachineStateMachine/) }]]);
   });
 
   it('IAM: the seven functions and RDS Proxy read the database secret; only the reader reads its token secret', () => {
