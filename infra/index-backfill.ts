@@ -18,7 +18,8 @@
  * History events: a step costs 9 (Step: entered, scheduled, started, succeeded, exited;
  * Count and More: entered, exited each), 11 when it waits for the lease; the start,
  * ContinueAsNew and the end stay under 20. One execution runs at most stepsPerExecution
- * steps (default 1,500, at most 2,000: ≤ 22,020 of the 25,000 an execution may hold).
+ * steps: at the default 1,500, ≤ 16,520 of the 25,000 an execution may hold, room for
+ * ~2,800 Lambda retries (3 events each); the allowed maximum, 2,000, writes ≤ 22,020.
  *
  * Input: {indexId, execution, stepsPerExecution} (indexBackfillStart(id, n) gives execution n; the
  * scheduled check starts one for every index not active that no driver holds: src/index-backfill/resume.ts).

@@ -18,7 +18,7 @@ import { recordIndexExecution } from '../catalog/index-backfill.js';
 import { indexBackfillStep } from './step.js';
 import type { IndexBackfillOptions, IndexBackfillStep } from './types.js';
 
-/** Steps one execution runs before it continues as a new one (each costs ≤ 11 history events: ≤ 22,000 of 25,000). */
+/** Steps one execution runs before it continues as a new one (each costs 9 history events, 11 when it waits: infra/index-backfill.ts). */
 export const defaultStepsPerExecution = 1_500;
 export const maxStepsPerExecution = 2_000;
 
@@ -65,6 +65,9 @@ export interface IndexBackfillStart {
 
 /** Execution n of an index's backfill (the first: what CREATE INDEX may start; the scheduled check starts the others). */
 export function indexBackfillStart(indexId: bigint, execution = 1, stepsPerExecution = defaultStepsPerExecution): IndexBackfillStart {
+  if (!Number.isInteger(stepsPerExecution) || stepsPerExecution < 1 || stepsPerExecution > maxStepsPerExecution) {
+    throw new IndexBackfillTaskError(`index backfill: stepsPerExecution must be a whole number from 1 to ${maxStepsPerExecution} (an execution holds at most 25,000 history events), got ${stepsPerExecution}`);
+  }
   return { name: indexBackfillExecutionName(indexId, execution), input: { indexId: String(indexId), execution, stepsPerExecution } };
 }
 
