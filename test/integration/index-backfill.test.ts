@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/catalog/db.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
-import { insertIndex, indexById } from '../../src/catalog/indexes.js';
+import { deleteIndex, insertIndex, indexById } from '../../src/catalog/indexes.js';
 import type { TableRecord } from '../../src/catalog/tables.js';
 import type { IndexDefinition, IndexState } from '../../src/indexes/definition.js';
 import { indexBackfillProgress, runIndexBackfill, type IndexBackfillStep } from '../../src/index-backfill/index.js';
@@ -218,6 +218,16 @@ describe('a standalone index backfill', () => {
     } finally {
       client.release();
     }
+  });
+
+  it('an index dropped while its backfill runs: the next step finds it gone and the driver stops, done', async () => {
+    const { table, index } = await declaredOnIndexedTable('ib-drop', 2);
+    const deps = { catalog: engine.catalog, source: source(), owner: 'driver-drop' };
+    expect((await runIndexBackfill(deps, index.indexId, { chunkFiles: 1, maxSteps: 3 })).state).toBe('backfilling');
+    expect(await deleteIndex(engine.catalog, table.tableId, 'by_user')).toBe(true);
+    const after = await runIndexBackfill(deps, index.indexId, { chunkFiles: 1 });
+    expect([after.state, after.done, after.steps, after.files]).toEqual([null, true, 1, 0]);
+    expect(await indexBackfillProgress(engine.catalog, table.tableId)).toEqual([]);
   });
 
   it('a file whose offsets Kafka deleted before retention expired it is skipped with the reason, and the index still becomes active', async () => {
