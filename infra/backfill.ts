@@ -50,14 +50,13 @@
  * A step is idempotent (a retried step finds the record its first attempt committed with
  * its chunk, and changes nothing), so every task retries on any error.
  */
-import { ArnFormat, Aws, Duration, Stack } from 'aws-cdk-lib';
-import * as iam from 'aws-cdk-lib/aws-iam';
+import { Duration } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
 import { stackScopedName } from './names.js';
+import { continueAsNewState, executionAlreadyExists, selfContinuingMachine } from './continue-as-new.js';
 import { defaultSlots, maxSlots } from '../src/backfill/limits.js';
 
 /** State names the local runner maps to the engine (taskResourceLocalHandlers is keyed by state name). */
@@ -71,8 +70,7 @@ export const backfillStates = {
 /** Error names (Lambda's errorType) of requests that can never succeed: not retried. */
 export const badRequestErrors = ['BackfillTaskError', 'ChunkRequestError', 'TableError'] as const;
 
-/** StartExecution's error for a name already used (Step Functions' service integration names it so). */
-export const executionAlreadyExists = 'StepFunctions.ExecutionAlreadyExistsException';
+export { executionAlreadyExists };
 
 export interface BackfillStateMachineProps {
   /** The function behind Plan, Replan and Chunk (functions/backfill). */
@@ -86,15 +84,12 @@ export class BackfillStateMachine extends Construct {
 
   constructor(scope: Construct, id: string, props: BackfillStateMachineProps) {
     super(scope, id);
-    const stack = Stack.of(this);
     const maxConcurrency = props.maxConcurrency ?? defaultSlots;
     if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > maxSlots) {
       throw new Error(`backfill state machine: maxConcurrency must be a whole number from 1 to ${maxSlots}, got ${maxConcurrency}`);
     }
-    // A fixed name, so the machine's own ARN is known without referring to the machine:
-    // the StartExecution permission on itself would otherwise be a circular dependency.
+    // A fixed name (continue-as-new.ts says why).
     const name = stackScopedName(this, 'backfill', 80);
-    const selfArn = stack.formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
 
     const retryAll = (task: sfn.TaskStateBase): void => {
       // A bad request (a wrong table name, a malformed cursor) fails at once: retrying cannot fix it.
@@ -177,29 +172,11 @@ export class BackfillStateMachine extends Construct {
 
     // The catalog, not the Map's results, says what is left: Replan reads it again.
     const replan = planTask(backfillStates.replan, '$.replan');
-    const continueAsNew = new sfn.CustomState(this, backfillStates.continueAsNew, {
-      stateJson: {
-        Type: 'Task',
-        Resource: `arn:${Aws.PARTITION}:states:::states:startExecution`,
-        Parameters: {
-          'StateMachineArn.$': '$$.StateMachine.Id',
-          'Name.$': '$.continuation.name',
-          Input: {
-            'table.$': '$.table',
-            'chunksPerExecution.$': '$.chunksPerExecution',
-            'execution.$': '$.continuation.execution',
-            'AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$': '$$.Execution.Id',
-          },
-        },
-        ResultSelector: { 'executionArn.$': '$.ExecutionArn' },
-        ResultPath: '$.continuedAs',
-      },
+    const continueAsNew = continueAsNewState(this, backfillStates.continueAsNew, {
+      'table.$': '$.table',
+      'chunksPerExecution.$': '$.chunksPerExecution',
+      'execution.$': '$.continuation.execution',
     });
-    // The name is taken: the next execution was started already (this chain's retried
-    // StartExecution after its answer was lost, or the scheduled check): it goes on, this one ends.
-    continueAsNew.addRetry({ errors: [executionAlreadyExists], maxAttempts: 0 });
-    continueAsNew.addRetry({ errors: [sfn.Errors.ALL], interval: Duration.seconds(5), backoffRate: 2, maxAttempts: 8 });
-    continueAsNew.addCatch(new sfn.Succeed(this, 'AlreadyContinued'), { errors: [executionAlreadyExists], resultPath: '$.alreadyContinued' });
     const done = new sfn.Succeed(this, 'Done');
 
     const definition = plan.next(
@@ -210,17 +187,6 @@ export class BackfillStateMachine extends Construct {
         .otherwise(done),
     );
 
-    this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
-      stateMachineName: name,
-      stateMachineType: sfn.StateMachineType.STANDARD,
-      definitionBody: sfn.DefinitionBody.fromChainable(definition),
-      timeout: Duration.days(7),
-      logs: {
-        destination: new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_MONTH }),
-        level: sfn.LogLevel.ERROR,
-      },
-    });
-    // Continue-as-new: StartExecution on this machine only.
-    this.stateMachine.addToRolePolicy(new iam.PolicyStatement({ actions: ['states:StartExecution'], resources: [selfArn] }));
+    this.stateMachine = selfContinuingMachine(this, name, definition);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The backfill state machine's definition exactly as CDK synthesizes it, for running
+ * The state machines' definitions (backfill, index backfill) exactly as CDK synthesizes them, for running
  * locally: the app is synthesized in-process (from cdk.json's context, asset bundling
  * skipped: the definition does not depend on the code), and the template's
  * DefinitionString (an Fn::Join of text and tokens) is resolved with local values:
@@ -47,15 +47,26 @@ export function resolveDefinitionString(value: unknown): string {
 
 /** Synthesizes the app and returns the backfill state machine's definition. */
 export function synthesizeBackfillDefinition(): SynthesizedBackfill {
+  return synthesizeDefinition('BackfillMachine');
+}
+
+/** Synthesizes the app and returns the index backfill state machine's definition. */
+export function synthesizeIndexBackfillDefinition(): SynthesizedBackfill {
+  return synthesizeDefinition('IndexBackfillMachine');
+}
+
+/** The definition of the state machine made by the stack's construct `constructId` (its resource's logical id starts with it). */
+function synthesizeDefinition(constructId: string): SynthesizedBackfill {
   const cdkJson = JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> };
   const outdir = mkdtempSync(join(tmpdir(), 'offsetlake-cdk-'));
   try {
     const app = new App({ outdir, context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] } });
     const { stack } = offsetlakeApp(app);
     const template = app.synth().getStackByName(stack.stackName).template as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
-    const machines = Object.values(template.Resources).filter((resource) => resource.Type === 'AWS::StepFunctions::StateMachine');
-    if (machines.length !== 1) throw new Error(`backfill definition: expected one state machine in the template, found ${machines.length}`);
-    const properties = machines[0]!.Properties;
+    const machines = Object.entries(template.Resources)
+      .filter(([logicalId, resource]) => resource.Type === 'AWS::StepFunctions::StateMachine' && logicalId.startsWith(`${constructId}StateMachine`));
+    if (machines.length !== 1) throw new Error(`state machine definition: expected one state machine of ${constructId} in the template, found ${machines.length}`);
+    const properties = machines[0]![1].Properties;
     const stateMachineName = String(properties.StateMachineName);
     return {
       definition: JSON.parse(resolveDefinitionString(properties.DefinitionString)) as Record<string, unknown>,

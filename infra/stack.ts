@@ -1,10 +1,10 @@
 /**
  * offsetlake on AWS: the MSK- (or self-managed-Kafka-) triggered indexer, the backfill
- * state machine, the scheduled idle tick and retention check (with partition discovery),
+ * and index backfill state machines, the scheduled idle tick and retention check (with partition discovery),
  * and the Postgres catalog behind RDS Proxy. Every function gets only what it uses: read
  * of the database secret, the Kafka secret when SCRAM is used, kafka-cluster actions on
- * its cluster and topics when IAM auth is used, and (backfill) StartExecution on its own
- * state machine.
+ * its cluster and topics when IAM auth is used, and (each state machine) StartExecution on
+ * itself.
  */
 import { CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -19,6 +19,7 @@ import * as cr from 'aws-cdk-lib/custom-resources';
 import type { Construct } from 'constructs';
 import { join } from 'node:path';
 import { BackfillStateMachine } from './backfill.js';
+import { IndexBackfillStateMachine } from './index-backfill.js';
 import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
 import { installedNativeBindings, nativeBindings, nativePlatformPackages, type LambdaCpu } from './lambda-native.js';
 import { projectRoot } from './root.js';
@@ -57,6 +58,8 @@ export class OffsetlakeStack extends Stack {
   readonly migrate: nodejs.NodejsFunction;
   readonly readerUrl: lambda.FunctionUrl;
   readonly backfillStateMachine: BackfillStateMachine;
+  readonly indexBackfill: nodejs.NodejsFunction;
+  readonly indexBackfillStateMachine: IndexBackfillStateMachine;
 
   constructor(scope: Construct, id: string, props: OffsetlakeStackProps) {
     super(scope, id, props);
@@ -183,6 +186,8 @@ export class OffsetlakeStack extends Stack {
     this.indexer = make('Indexer', 'functions/indexer/index.ts', buildMemory, Duration.minutes(5));
     // A chunk reads up to backfill_offsets (100,000) offsets and builds their files.
     this.backfill = make('Backfill', 'functions/backfill/index.ts', buildMemory, Duration.minutes(15));
+    // A step rebuilds a chunk of files (32 files or 64 MiB of Kafka) to give them index entries.
+    this.indexBackfill = make('IndexBackfill', 'functions/index-backfill/index.ts', buildMemory, Duration.minutes(15));
     this.tick = make('Tick', 'functions/tick/index.ts', buildMemory, Duration.minutes(2));
     this.retention = make('Retention', 'functions/retention/index.ts', 512, Duration.minutes(5));
 
@@ -216,7 +221,7 @@ export class OffsetlakeStack extends Stack {
       // A new migration changes this property, so an update runs it.
       properties: { version: latestCatalogVersion },
     });
-    for (const fn of [this.indexer, this.backfill, this.tick, this.retention, this.reader]) fn.node.addDependency(migrations);
+    for (const fn of [this.indexer, this.backfill, this.indexBackfill, this.tick, this.retention, this.reader]) fn.node.addDependency(migrations);
 
     this.addKafkaTrigger(settings, kafkaSecret, vpc, subnets, functionsGroup);
     if (settings.kafka.kind === 'msk' && settings.kafka.auth === 'iam') this.grantMskIam(settings.kafka.clusterArn, settings.topics);
@@ -227,6 +232,10 @@ export class OffsetlakeStack extends Stack {
     this.retention.addEnvironment('BACKFILL_STATE_MACHINE_ARN', this.backfillStateMachine.stateMachine.stateMachineArn);
     this.backfillStateMachine.stateMachine.grantStartExecution(this.retention);
     this.retention.addEnvironment('CHUNKS_PER_EXECUTION', String(settings.chunksPerExecution));
+    this.indexBackfillStateMachine = new IndexBackfillStateMachine(this, 'IndexBackfillMachine', { step: this.indexBackfill });
+    // The scheduled check starts it for every index not active that no execution drives (a new one, or one whose execution died).
+    this.retention.addEnvironment('INDEX_BACKFILL_STATE_MACHINE_ARN', this.indexBackfillStateMachine.stateMachine.stateMachineArn);
+    this.indexBackfillStateMachine.stateMachine.grantStartExecution(this.retention);
 
     scheduleTickAndRetention(this, settings, this.tick, this.retention);
   }
@@ -336,7 +345,7 @@ export class OffsetlakeStack extends Stack {
    */
   private grantMskIam(clusterArn: string, topics: string[]): void {
     const arns = mskResourceArns(clusterArn, topics, topics.map(consumerGroupOf));
-    for (const fn of [this.indexer, this.backfill, this.tick, this.retention, this.reader]) {
+    for (const fn of [this.indexer, this.backfill, this.indexBackfill, this.tick, this.retention, this.reader]) {
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'], resources: [arns.cluster] }));
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'], resources: arns.topics }));
     }

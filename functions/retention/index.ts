@@ -2,9 +2,13 @@
  * The scheduled retention check with partition discovery (EventBridge, every
  * `retentionMinutes`): expires the files of partitions whose `retention_check` is due,
  * adds partitions new to their topics at their LSO, and starts a backfill execution for
- * each table whose backfill no execution is working on (src/retention/scheduled.ts).
+ * each table whose backfill no execution is working on, and an index backfill execution
+ * for each index not active that no driver holds (src/retention/scheduled.ts).
  */
-import type { BackfillStarter } from '../../src/backfill/resume.js';
+import type { BackfillStarter, StartOutcome } from '../../src/backfill/resume.js';
+import type { BackfillStart } from '../../src/backfill/executions.js';
+import type { IndexBackfillStarter } from '../../src/index-backfill/resume.js';
+import type { IndexBackfillStart } from '../../src/index-backfill/tasks.js';
 import { scheduledCheck, type ScheduledCheckResult } from '../../src/retention/scheduled.js';
 import { lambdaServices } from '../runtime.js';
 
@@ -23,7 +27,9 @@ export interface StartExecutionRequest {
  * (started by the chain's ContinueAsNew or by an earlier check): ExecutionAlreadyExists
  * is an answer, not an error.
  */
-export function stepFunctionsStarter(startExecution: (request: StartExecutionRequest) => Promise<unknown>, stateMachineArn: string): BackfillStarter {
+export function stepFunctionsStarter<Start extends { name: string; input: unknown } = BackfillStart>(
+  startExecution: (request: StartExecutionRequest) => Promise<unknown>, stateMachineArn: string,
+): (start: Start) => Promise<StartOutcome> {
   return async ({ name, input }) => {
     try {
       await startExecution({ stateMachineArn, name, input: JSON.stringify(input) });
@@ -35,17 +41,20 @@ export function stepFunctionsStarter(startExecution: (request: StartExecutionReq
   };
 }
 
-async function starter(env: NodeJS.ProcessEnv): Promise<BackfillStarter | undefined> {
-  const stateMachineArn = env.BACKFILL_STATE_MACHINE_ARN;
-  if (!stateMachineArn) return undefined;
+/** StartExecution of the machine whose ARN is in `arn` (absent: that machine is not started). */
+async function starter<Start extends { name: string; input: unknown }>(arn: string | undefined): Promise<((start: Start) => Promise<StartOutcome>) | undefined> {
+  if (!arn) return undefined;
   const { SFNClient, StartExecutionCommand } = await import('@aws-sdk/client-sfn');
   const client = new SFNClient({});
-  return stepFunctionsStarter((request) => client.send(new StartExecutionCommand(request)), stateMachineArn);
+  return stepFunctionsStarter<Start>((request) => client.send(new StartExecutionCommand(request)), arn);
 }
 
 export async function handler(): Promise<ScheduledCheckResult> {
   const { catalog, kafka } = await lambdaServices();
-  const startBackfill = await starter(process.env);
+  const startBackfill: BackfillStarter | undefined = await starter<BackfillStart>(process.env.BACKFILL_STATE_MACHINE_ARN);
+  const startIndexBackfill: IndexBackfillStarter | undefined = await starter<IndexBackfillStart>(process.env.INDEX_BACKFILL_STATE_MACHINE_ARN);
   const chunksPerExecution = process.env.CHUNKS_PER_EXECUTION ? Number(process.env.CHUNKS_PER_EXECUTION) : undefined;
-  return scheduledCheck(catalog, kafka, { ...(startBackfill ? { startBackfill } : {}), ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}) });
+  return scheduledCheck(catalog, kafka, {
+    ...(startBackfill ? { startBackfill } : {}), ...(startIndexBackfill ? { startIndexBackfill } : {}), ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}),
+  });
 }

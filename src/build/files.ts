@@ -45,7 +45,12 @@ function fileOptions(table: TableRecord, schema: TableSchema, encoderVersion: st
 
 /** One file's bytes, as a rebuild or a query needs them: the same inputs give the same bytes. */
 export function encodeFile(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string): EncodedFile {
-  return encodeParquet(schema.columns, fileRows(table, schema, partition, records), fileOptions(table, schema, encoderVersion));
+  return encodeRows(table, schema, fileRows(table, schema, partition, records), encoderVersion);
+}
+
+/** A file's bytes from its rows (`fileRows`), for a caller that needs the rows too (an index backfill takes entries from them). */
+export function encodeRows(table: TableRecord, schema: TableSchema, rows: PreparedData, encoderVersion: string): EncodedFile {
+  return encodeParquet(schema.columns, rows, fileOptions(table, schema, encoderVersion));
 }
 
 /**

@@ -159,12 +159,16 @@ export async function indexById(client: Catalog | CatalogClient, indexId: bigint
   return rows.rows[0] ? toIndexDefinition(rows.rows[0]) : undefined;
 }
 
-/** Live files of the index's table that have no entries of the index yet, oldest first. */
-export async function filesWithoutEntries(client: Catalog | CatalogClient, index: Pick<IndexDefinition, 'indexId' | 'tableId'>, limit: number): Promise<bigint[]> {
+/**
+ * Live files of the index's table that have no entries of the index yet, oldest first;
+ * `exceptSkipped`: not those its backfill gave up on (secondary_index.backfill_skipped).
+ */
+export async function filesWithoutEntries(client: Catalog | CatalogClient, index: Pick<IndexDefinition, 'indexId' | 'tableId'>, limit: number, options: { exceptSkipped?: boolean } = {}): Promise<bigint[]> {
   const rows = await client.query<{ data_file_id: bigint }>(
     `SELECT f.data_file_id FROM offsetlake.data_file f
      WHERE f.table_id = $1 AND f.expired_at IS NULL
        AND NOT EXISTS (SELECT 1 FROM offsetlake.index_entry e WHERE e.index_id = $2 AND e.part = -1 AND e.data_file_id = f.data_file_id)
+       ${options.exceptSkipped ? 'AND f.data_file_id <> ALL ((SELECT backfill_skipped FROM offsetlake.secondary_index WHERE index_id = $2)::bigint[])' : ''}
      ORDER BY f.data_file_id LIMIT $3`,
     [index.tableId, index.indexId, limit],
   );

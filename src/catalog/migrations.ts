@@ -565,6 +565,12 @@ CREATE TABLE secondary_index (
   -- who drives the backfill now (a local process or an execution), and until when
   backfill_owner       text,
   backfill_expires_at  timestamptz,
+  -- live files the backfill could not give entries (rebuilt bytes differ, or Kafka no
+  -- longer holds them): not tried again; the files without entries minus these are its cursor
+  backfill_skipped     bigint[] NOT NULL DEFAULT '{}',
+  -- the number n of the last state machine execution started for its backfill (named
+  -- index-<id>-<n>): the scheduled check starts n + 1 when no driver holds the lease
+  backfill_execution   integer NOT NULL DEFAULT 0,
   -- how often reads used the index to skip granules, and how often they could not use it
   reads_used           bigint NOT NULL DEFAULT 0,
   reads_skipped        bigint NOT NULL DEFAULT 0,

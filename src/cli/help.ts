@@ -48,9 +48,9 @@ export const commandHelp: Record<string, Help> = {
     example: 'offsetlake status orders',
   },
   run: {
-    about: 'The long-lived local indexer: every partition of every table in one process, through outages, until Ctrl-C (SIGINT/SIGTERM give the leases back).',
+    about: 'The long-lived local indexer: every partition of every table in one process, through outages, until Ctrl-C (SIGINT/SIGTERM give the leases back); indexes that are not active yet are backfilled in the background.',
     usage: line(indexUsage, 'run'),
-    flags: [['--once', 'index what is committed now, flush, and stop; exit 1 naming partitions that kept failing'], ['--memory SIZE', 'budget of all open ranges (default 1GiB)'], ['--builds N', 'file builds at once (default 2)'], ['--batch-size N', 'records per event, 1–10,000'], ['--batch-window DURATION', 'how long records may wait to be delivered (default 500ms)'], ['--progress-every DURATION', 'a progress line (records/s, files, lag per table) this often; default 5s on a terminal, none in a pipe'], json, ...engine],
+    flags: [['--once', 'index what is committed now, flush, drive every index that is not active to active, and stop; exit 1 naming partitions and indexes that kept failing'], ['--memory SIZE', 'budget of all open ranges (default 1GiB)'], ['--builds N', 'file builds at once (default 2)'], ['--batch-size N', 'records per event, 1–10,000'], ['--batch-window DURATION', 'how long records may wait to be delivered (default 500ms)'], ['--progress-every DURATION', 'a progress line (records/s, files, lag per table) this often; default 5s on a terminal, none in a pipe'], json, ...engine],
     example: 'offsetlake run --once',
   },
   rebuild: { about: "One file rebuilt from Kafka; its size, footer and sha256 are compared with the catalog's, and a difference is an error.", usage: line(indexUsage, 'rebuild'), flags: [['-o, --output PATH', 'write the bytes there'], json, ...engine], example: 'offsetlake rebuild orders 12 -o /tmp/12.parquet' },

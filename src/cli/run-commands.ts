@@ -57,7 +57,8 @@ export async function runCommand(args: string[]): Promise<number> {
     if (values.json) printJson(summary);
     else process.stdout.write(`${summary.records} records in ${summary.events} events; ${summary.rangesCommitted} ranges, ${summary.filesCommitted} files committed\n`);
     for (const { partition, error } of summary.failed) progress(`${partition} could not be indexed: ${error}`);
-    return summary.failed.length > 0 ? 1 : 0;
+    for (const { index, error } of summary.indexesFailed) progress(`${index} could not be backfilled: ${error}`);
+    return summary.failed.length > 0 || summary.indexesFailed.length > 0 ? 1 : 0;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -8,11 +8,12 @@
  * - `after-build`: a range's files are built, nothing of them is in the catalog yet;
  * - `before-commit`: inside the commit transaction, everything inserted and `indexed_end`
  *   moved, before COMMIT (the partition row is locked);
- * - `after-commit`: COMMIT returned, the indexer's memory has not moved on yet.
+ * - `after-commit`: COMMIT returned, the indexer's memory has not moved on yet;
+ * - `after-index-chunk`: an index backfill's chunk is committed, the driver has not gone on.
  *
  * Unset (always, outside the scenarios), `faultPoint` is a function that does nothing.
  */
-export const faultPoints = ['after-build', 'before-commit', 'after-commit'] as const;
+export const faultPoints = ['after-build', 'before-commit', 'after-commit', 'after-index-chunk'] as const;
 export type FaultPoint = (typeof faultPoints)[number];
 
 export interface FaultSpec {

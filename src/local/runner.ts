@@ -15,6 +15,7 @@ import { topicPartitions } from '../kafka/topics.js';
 import { defaultEmulatorOptions, PartitionEventSource, type EmulatorOptions } from './emulator.js';
 import { limitConcurrency } from './limit.js';
 import { pause } from '../common/retry.js';
+import { IndexDrivers } from './index-drivers.js';
 
 export interface RunnerOptions {
   /** All open ranges together stay under this many bytes. */
@@ -45,6 +46,8 @@ const onceGiveUpRounds = 5;
 export interface RunSummary {
   /** `once`: partitions that kept failing (the run stopped trying after `onceGiveUpRounds` rounds), with why. */
   failed: { partition: string; error: string }[];
+  /** `once`: indexes whose backfill kept failing (`index NAME on TABLE`), with why. */
+  indexesFailed: { index: string; error: string }[];
   events: number;
   redelivered: number;
   records: number;
@@ -59,7 +62,7 @@ export class LocalRunner {
   private readonly runtime: IndexerRuntime;
   /** One event source per topic partition; tables on the same topic share it. */
   private readonly sources = new Map<string, PartitionEventSource>();
-  private readonly summary: RunSummary = { failed: [], events: 0, redelivered: 0, records: 0, rangesCommitted: 0, filesCommitted: 0, capacitySeals: 0 };
+  private readonly summary: RunSummary = { failed: [], indexesFailed: [], events: 0, redelivered: 0, records: 0, rangesCommitted: 0, filesCommitted: 0, capacitySeals: 0 };
   private lastRenew = 0;
   private lastDiscovery = Number.NEGATIVE_INFINITY;
   /** Partitions whose events failed in the current round, with why: `once` is not done while there are any. */
@@ -68,6 +71,8 @@ export class LocalRunner {
   private readonly discovered = new Set<string>();
   /** Rounds in a row with a failure (`once` gives up after onceGiveUpRounds). */
   private failingRounds = 0;
+  /** Backfills of indexes that are not active yet, in the background (`once`: to the end). */
+  private readonly indexes: IndexDrivers;
 
   constructor(private readonly engine: Engine, build: RangeBuilder, private readonly options: RunnerOptions, private readonly log: RunLog) {
     this.runtime = {
@@ -79,6 +84,7 @@ export class LocalRunner {
       indexers: new Map(),
       releaseAfterEvent: false,
     };
+    this.indexes = new IndexDrivers(engine.catalog, this.runtime.source, this.runtime.owner, log);
   }
 
   get owner(): string {
@@ -87,7 +93,7 @@ export class LocalRunner {
 
   /** What the run has done so far (a copy). */
   get progress(): RunSummary {
-    return { ...this.summary, failed: [...this.summary.failed] };
+    return { ...this.summary, failed: [...this.summary.failed], indexesFailed: [...this.summary.indexesFailed] };
   }
 
   async run(signal?: AbortSignal): Promise<RunSummary> {
@@ -104,18 +110,21 @@ export class LocalRunner {
         this.failingRounds = this.failedPumps.size > 0 ? this.failingRounds + 1 : 0;
         if (this.options.once && idle && this.failedPumps.size === 0) {
           await this.flushAll();
+          await this.drainIndexes();
           return this.summary;
         }
         if (this.options.once && this.failingRounds >= onceGiveUpRounds) {
           // Caught up as far as it could: say what it could not do, and stop.
           await this.flushAll();
           this.summary.failed = [...this.failedPumps].map(([partition, error]) => ({ partition, error }));
+          await this.drainIndexes();
           return this.summary;
         }
         if (signal?.aborted) return this.summary;
         if (idle || this.failedPumps.size > 0) await pause(this.options.pollIntervalMs, signal);
       }
     } finally {
+      await this.indexes.close();
       await Promise.allSettled([...this.runtime.indexers.values()].map((indexer) => indexer.release()));
     }
   }
@@ -138,6 +147,8 @@ export class LocalRunner {
   /** New tables and partitions (added to a topic later) get an event source starting at their indexed end. */
   private async discover(): Promise<void> {
     this.lastDiscovery = Date.now();
+    // Indexes not active yet get a background driver (live indexing goes on beside it).
+    if (!this.options.once) await this.indexes.poll();
     const wanted = new Set<string>();
     const tables = await listTables(this.engine.catalog).catch((error: Error) => {
       throw new Error(`the catalog at ${redact(this.engine.config.databaseUrl)} does not answer (${error.message})`);
@@ -242,6 +253,11 @@ export class LocalRunner {
     if (now - this.lastRenew < ttl / 3) return;
     this.lastRenew = now;
     await Promise.all([...this.runtime.indexers.values()].map((indexer) => indexer.renew().catch((error) => this.failed(indexer, error))));
+  }
+
+  /** `once`: every index that is not active is driven to active; one that cannot be is reported with the failed partitions. */
+  private async drainIndexes(): Promise<void> {
+    this.summary.indexesFailed = await this.indexes.drain();
   }
 
   private async flushAll(): Promise<void> {

@@ -7,12 +7,14 @@
 import type { DataFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
-import { encodeFile, granulesOf } from '../build/files.js';
+import { encodeRows, fileRows, granulesOf } from '../build/files.js';
+import type { EncodedFile, PreparedData } from '../parquet/index.js';
+import type { TableSchema } from '../schema/table-schema.js';
 import { insertGranules } from '../catalog/file-writes.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import { bucketOf } from '../ranges/buckets.js';
 import { compactionProblem } from '../kafka/topics.js';
-import type { KafkaRecord } from '../kafka/record.js';
+import { recordBytes, type KafkaRecord } from '../kafka/record.js';
 import { schemaVersion } from '../schema/versions.js';
 
 export class RebuildMismatchError extends Error {
@@ -95,12 +97,38 @@ export async function checkFiles(
 }
 
 export async function rebuildFile(catalog: Catalog, source: CommittedSource, table: TableRecord, file: DataFile): Promise<RebuiltFile> {
+  const { built, records } = await verifiedFile(catalog, source, table, file);
+  return { bytes: built.bytes, sha256: built.sha256, records: records.length };
+}
+
+/** A file rebuilt and checked against the catalog, with what it was built from. */
+export interface VerifiedFile {
+  built: EncodedFile;
+  /** The file's records, and its rows as built (the same rows indexing built it from). */
+  records: KafkaRecord[];
+  rows: PreparedData;
+  schema: TableSchema;
+  /** Key + value + header bytes of every record read for it (its span, every bucket). */
+  bytesRead: number;
+}
+
+/**
+ * Rebuilds the file and checks records, size, footer and sha256 against the catalog:
+ * only then are its records known to be the file's (what a rebuild serves, and what an
+ * index backfill takes entries from). A difference throws RebuildMismatchError.
+ */
+export async function verifiedFile(catalog: Catalog, source: CommittedSource, table: TableRecord, file: DataFile): Promise<VerifiedFile> {
   if (file.expiredAt) throw new FileExpiredError(file.dataFileId, file.expiredAt);
   const schema = await schemaVersion(catalog, table.tableId, file.schemaVersion);
   // A file without granules gets them from this rebuild: their Kafka bytes count every record of the span.
   const spanRecords: KafkaRecord[] = [];
-  const records = await fileRecords(source, table, file, file, file.hasGranules ? undefined : (record) => spanRecords.push(record));
-  const built = encodeFile(table, schema, file.partition, records, file.encoderVersion);
+  let bytesRead = 0;
+  const records = await fileRecords(source, table, file, file, (record) => {
+    bytesRead += recordBytes(record);
+    if (!file.hasGranules) spanRecords.push(record);
+  });
+  const rows = fileRows(table, schema, file.partition, records);
+  const built = encodeRows(table, schema, rows, file.encoderVersion);
   const differences: string[] = [];
   if (BigInt(records.length) !== file.recordCount) differences.push(`${records.length} records, the catalog has ${file.recordCount}`);
   if (BigInt(built.byteLength) !== file.fileSizeBytes) differences.push(`${built.byteLength} bytes, the catalog has ${file.fileSizeBytes}`);
@@ -111,7 +139,7 @@ export async function rebuildFile(catalog: Catalog, source: CommittedSource, tab
     throw new RebuildMismatchError(file.dataFileId, compacted ? [compacted, ...differences] : differences);
   }
   if (!file.hasGranules) await addGranules(catalog, file, granulesOf(built, records, file.startOffset, file.endOffset, spanRecords));
-  return { bytes: built.bytes, sha256: built.sha256, records: records.length };
+  return { built, records, rows, schema, bytesRead };
 }
 
 /** Why a rebuild may differ, when there is a cause to name: the topic was made compacted after indexing. */

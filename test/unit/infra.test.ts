@@ -76,10 +76,10 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     }
   });
 
-  it('six functions on nodejs22.x in the cluster\'s private subnets; the builders\' memory follows file_bytes', () => {
+  it('seven functions on nodejs22.x in the cluster\'s private subnets; the builders\' memory follows file_bytes', () => {
     const functions = Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Runtime: Match.anyValue() } })) as Resource[];
     const ours = functions.filter((f) => f.Properties.Handler === 'index.handler');
-    expect(ours).toHaveLength(6);
+    expect(ours).toHaveLength(7);
     template.resourceCountIs('AWS::EC2::VPC', 0);
     for (const fn of ours) {
       expect(fn.Properties.Runtime).toBe('nodejs22.x');
@@ -89,7 +89,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
       expect(Object.keys(fn.Properties.Environment.Variables)).toEqual(expect.arrayContaining(['DATABASE_SECRET_ARN', 'DATABASE_HOST', 'KAFKA_BROKERS', 'KAFKA_AUTH']));
       expect(fn.Properties.Environment.Variables).not.toHaveProperty('DATABASE_URL');
     }
-    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 512, 1024, 1024, 1024, 2048]);
+    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 512, 1024, 1024, 1024, 1024, 2048]);
     expect(memoryForFileBytes(128 * MiB)).toBe(1024);
     expect(memoryForFileBytes(512 * MiB)).toBe(3328);
     expect(memoryForFileBytes(1024 * MiB)).toBe(6400);
@@ -115,6 +115,27 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     template.hasResourceProperties('AWS::RDS::DBProxyTargetGroup', { ConnectionPoolConfigurationInfo: Match.objectLike({ ConnectionBorrowTimeout: 30 }) });
     // The database's generated credentials and the reader's token.
     template.resourceCountIs('AWS::SecretsManager::Secret', 2);
+  });
+
+  it('the index backfill state machine: Standard, JSONPath, Start → Step → Count → More, looping on Step (after WaitForLease when the lease is held), continuing as a new execution after stepsPerExecution steps', () => {
+    const [machine] = Object.entries(template.findResources('AWS::StepFunctions::StateMachine')).filter(([id]) => id.startsWith('IndexBackfillMachine')).map(([, m]) => m as Resource);
+    expect(machine!.Properties.StateMachineType).toBe('STANDARD');
+    expect(machine!.Properties.StateMachineName).toBe('Lake-index-backfill');
+    const definition = JSON.parse(resolveDefinitionString(machine!.Properties.DefinitionString));
+    expect(definition.QueryLanguage ?? 'JSONPath').toBe('JSONPath');
+    expect(definition.StartAt).toBe('Start');
+    const states = definition.States;
+    expect(Object.keys(states).sort()).toEqual(['AlreadyContinued', 'ContinueAsNew', 'Count', 'Done', 'More', 'Start', 'Step', 'WaitForLease']);
+    expect(states.Step.Parameters).toEqual({ action: 'step', 'indexId.$': '$.indexId', 'execution.$': '$.execution', 'step.$': '$.steps' });
+    expect(states.Step.Retry.map((r: { ErrorEquals: string[]; MaxAttempts: number }) => [r.ErrorEquals, r.MaxAttempts])).toEqual([[['IndexBackfillTaskError'], 0], [['States.ALL'], 8]]);
+    expect(states.More.Choices.map((c: { Next: string }) => c.Next)).toEqual(['Done', 'ContinueAsNew', 'WaitForLease']);
+    expect(states.More.Default).toBe('Step');
+    expect(states.WaitForLease.Next).toBe('Step');
+    expect(states.ContinueAsNew.Parameters).toEqual({
+      'StateMachineArn.$': '$$.StateMachine.Id',
+      'Name.$': '$.continuation.name',
+      Input: { 'indexId.$': '$.indexId', 'execution.$': '$.continuation.execution', 'stepsPerExecution.$': '$.stepsPerExecution', 'AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$': '$$.Execution.Id' },
+    });
   });
 
   it('the backfill state machine: Standard, JSONPath, plan → Map of slot loops → continue as a new execution named after the next one', () => {
@@ -194,16 +215,18 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(backfill.flatMap(actions).filter((a) => a.startsWith('kafka-cluster:')).sort()).toEqual(['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster', 'kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData']);
   });
 
-  it('IAM: states:StartExecution only on the backfill machine itself (continue-as-new) and for retention\'s discovery', () => {
+  it('IAM: states:StartExecution only on each state machine itself (continue-as-new) and, for the scheduled check, on both machines', () => {
     const starts = [...statementsByRole(template)].flatMap(([role, statements]) => statements.filter((s) => actions(s).includes('states:StartExecution')).map((s) => [role, resources(s)] as const));
-    expect(starts).toHaveLength(2);
+    expect(starts).toHaveLength(4);
     const selfArn = starts.find(([role]) => role.startsWith('BackfillMachine'))![1];
-    expect(JSON.stringify(selfArn)).toContain(':stateMachine:Lake-backfill');
-    const retention = starts.find(([role]) => role === roleOf(template, 'Retention'))![1];
-    expect(retention).toEqual([{ Ref: expect.stringMatching(/^BackfillMachineStateMachine/) }]);
+    expect(JSON.stringify(selfArn)).toContain(':stateMachine:Lake-backfill"');
+    const indexSelfArn = starts.find(([role]) => role.startsWith('IndexBackfillMachine'))![1];
+    expect(JSON.stringify(indexSelfArn)).toContain(':stateMachine:Lake-index-backfill"');
+    const retention = starts.filter(([role]) => role === roleOf(template, 'Retention')).map(([, resources]) => resources);
+    expect(retention).toEqual([[{ Ref: expect.stringMatching(/^BackfillMachineStateMachine/) }], [{ Ref: expect.stringMatching(/^IndexBackfillMachineStateMachine/) }]]);
   });
 
-  it('IAM: the six functions and RDS Proxy read the database secret; only the reader reads its token secret', () => {
+  it('IAM: the seven functions and RDS Proxy read the database secret; only the reader reads its token secret', () => {
     const reads = [...statementsByRole(template)].flatMap(([role, statements]) => statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue')).map((s) => [role, JSON.stringify(resources(s))] as const));
     const bySecret = new Map<string, Set<string>>();
     for (const [role, secret] of reads) bySecret.set(secret, (bySecret.get(secret) ?? new Set()).add(role));
@@ -211,7 +234,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     const tokenSecret = [...bySecret.keys()].find((secret) => secret.includes('ReaderToken'))!;
     expect(bySecret.get(tokenSecret)).toEqual(new Set([roleOf(template, 'Reader')]));
     const databaseSecret = [...bySecret.keys()].find((secret) => secret !== tokenSecret)!;
-    const functionRoles = ['Indexer', 'Backfill', 'Tick', 'Retention', 'Reader', 'Migrate'].map((id) => roleOf(template, id));
+    const functionRoles = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'].map((id) => roleOf(template, id));
     expect(bySecret.get(databaseSecret)).toEqual(new Set([...functionRoles, expect.stringMatching(/^ProxyIAMRole/)]));
   });
 
@@ -246,7 +269,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     const [migrationId, migration] = migrations[0]!;
     expect(migration.Properties.version).toBe(latestCatalogVersion);
     const functions = Object.entries(template.findResources('AWS::Lambda::Function')) as [string, Resource & { DependsOn?: string[] }][];
-    for (const name of ['Indexer', 'Backfill', 'Tick', 'Retention', 'Reader']) {
+    for (const name of ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader']) {
       const [, fn] = functions.find(([id]) => id.startsWith(name) && !id.includes('Logs'))!;
       expect(fn.DependsOn, name).toContain(migrationId);
     }
@@ -338,7 +361,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
   it('-c architecture=x86_64: every function on x86_64', () => {
     const x86 = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, architecture: 'x86_64' });
     const functions = (Object.values(x86.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler');
-    expect(functions.map((f) => f.Properties.Architectures)).toEqual(Array.from({ length: 6 }, () => ['x86_64']));
+    expect(functions.map((f) => f.Properties.Architectures)).toEqual(Array.from({ length: 7 }, () => ['x86_64']));
   });
 
   it('a self-managed event source with SCRAM-256, inside the VPC', () => {
@@ -359,7 +382,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     expect(secrets).toContain(JSON.stringify(dbSecret));
     expect([...secrets].filter((r) => r.includes('ReaderToken'))).toHaveLength(1);
     const memories = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler').map((f) => f.Properties.MemorySize);
-    expect(memories.sort((a, b) => a - b)).toEqual([512, 512, 2048, 3328, 3328, 3328]);
+    expect(memories.sort((a, b) => a - b)).toEqual([512, 512, 2048, 3328, 3328, 3328, 3328]);
   });
 
   it('interface endpoints for Secrets Manager and Step Functions, open to the functions on 443; no function reserves concurrency', () => {

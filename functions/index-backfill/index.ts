@@ -1,0 +1,16 @@
+/**
+ * The index backfill state machine's Lambda (its Step state; infra/index-backfill.ts):
+ * one state move or one chunk of a standalone index's backfill per invocation. A thrown
+ * error is retried by the state's Retry; nothing of a failed step was committed.
+ */
+import { indexBackfillTask, type IndexBackfillTaskResult } from '../../src/index-backfill/tasks.js';
+import { kafkaSource } from '../../src/kafka/source.js';
+import { lambdaServices } from '../runtime.js';
+
+// Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
+export { nativeCompressors } from '../native.js';
+
+export async function handler(event: unknown): Promise<IndexBackfillTaskResult> {
+  const { catalog, kafka } = await lambdaServices();
+  return indexBackfillTask({ catalog, source: kafkaSource(kafka) }, event);
+}
