@@ -77,55 +77,6 @@ export async function skipBackfillFiles(client: CatalogClient, indexId: bigint, 
   );
 }
 
-/** An index's backfill as `status` and SHOW INDEXES print it. */
-export interface IndexBackfillProgress {
-  indexId: bigint;
-  table: string;
-  name: string;
-  state: IndexState;
-  stateSince: Date;
-  /** Files given entries by the backfill, of `filesTotal` (counted when backfilling began). */
-  filesDone: number;
-  filesTotal: number;
-  granulesDone: number;
-  /** Kafka bytes (key + value + headers) read to give them entries. */
-  bytesRead: number;
-  /** Files it could not give entries (they are read without the index). */
-  filesSkipped: bigint[];
-  /** Live files still without entries (skipped ones included). */
-  filesWithout: number;
-  /** The driver holding the lease, while one does. */
-  owner: string | null;
-  leaseExpiresAt: Date | null;
-  lastError: string | null;
-}
-
-/** The backfill progress of the table's indexes (every table's when omitted), by table and name. */
-export async function indexBackfillProgress(catalog: Catalog | CatalogClient, tableId?: bigint): Promise<IndexBackfillProgress[]> {
-  const rows = await catalog.query<{
-    index_id: bigint; table_name: string; index_name: string; state: IndexState; state_since: Date; files_done: bigint; files_total: bigint;
-    granules_done: bigint; bytes_read: bigint; backfill_skipped: bigint[]; files_without: bigint; backfill_owner: string | null;
-    backfill_expires_at: Date | null; last_error: string | null;
-  }>(
-    `SELECT i.index_id, t.table_name, i.index_name, i.state, i.state_since, i.files_done, i.files_total, i.granules_done, i.bytes_read,
-            i.backfill_skipped, i.last_error,
-            CASE WHEN i.backfill_expires_at > now() THEN i.backfill_owner END AS backfill_owner,
-            CASE WHEN i.backfill_expires_at > now() THEN i.backfill_expires_at END AS backfill_expires_at,
-            (SELECT count(*) FROM offsetlake.data_file f WHERE f.table_id = i.table_id AND f.expired_at IS NULL
-               AND NOT EXISTS (SELECT 1 FROM offsetlake.index_entry e WHERE e.index_id = i.index_id AND e.part = -1 AND e.data_file_id = f.data_file_id)) AS files_without
-     FROM offsetlake.secondary_index i JOIN offsetlake.lake_table t ON t.table_id = i.table_id
-     ${tableId === undefined ? '' : 'WHERE i.table_id = $1'}
-     ORDER BY t.table_name, i.index_name`,
-    tableId === undefined ? [] : [tableId],
-  );
-  return rows.rows.map((row) => ({
-    indexId: BigInt(row.index_id), table: row.table_name, name: row.index_name, state: row.state, stateSince: row.state_since,
-    filesDone: Number(row.files_done), filesTotal: Number(row.files_total), granulesDone: Number(row.granules_done), bytesRead: Number(row.bytes_read),
-    filesSkipped: row.backfill_skipped.map(BigInt), filesWithout: Number(row.files_without), owner: row.backfill_owner, leaseExpiresAt: row.backfill_expires_at,
-    lastError: row.last_error,
-  }));
-}
-
 /** Indexes whose backfill is not finished (every table's): what a driver looks for. */
 export async function unfinishedIndexes(catalog: Catalog | CatalogClient): Promise<{ indexId: bigint; label: string }[]> {
   const rows = await catalog.query<{ index_id: bigint; index_name: string; table_name: string }>(

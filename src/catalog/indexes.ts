@@ -231,6 +231,11 @@ export interface IndexReport extends IndexDefinition {
   readsUsed: number;
   readsSkipped: number;
   lastError: string | null;
+  /** Files its backfill could not give entries (they are read without the index). */
+  filesSkipped: bigint[];
+  /** The backfill driver holding its lease, while one does. */
+  owner: string | null;
+  leaseExpiresAt: Date | null;
   /** Bytes of its entries in the catalog, and how many entry rows. */
   entryBytes: number;
   entryRows: number;
@@ -243,9 +248,12 @@ export async function indexReports(client: Catalog | CatalogClient, tableId?: bi
   const rows = await client.query<IndexRow & {
     table_name: string; state_since: Date; files_done: bigint; granules_done: bigint; bytes_read: bigint; files_total: bigint;
     reads_used: bigint; reads_skipped: bigint; last_error: string | null; entry_bytes: bigint | null; entry_rows: bigint;
+    backfill_skipped: bigint[]; backfill_owner: string | null; backfill_expires_at: Date | null;
   }>(
     `SELECT ${indexColumnsSql.split(', ').map((c) => `i.${c}`).join(', ')}, t.table_name, i.state_since, i.files_done, i.granules_done, i.bytes_read,
-            i.files_total, i.reads_used, i.reads_skipped, i.last_error,
+            i.files_total, i.reads_used, i.reads_skipped, i.last_error, i.backfill_skipped,
+            CASE WHEN i.backfill_expires_at > now() THEN i.backfill_owner END AS backfill_owner,
+            CASE WHEN i.backfill_expires_at > now() THEN i.backfill_expires_at END AS backfill_expires_at,
             (SELECT sum(length(e.payload)) FROM offsetlake.index_entry e WHERE e.index_id = i.index_id) AS entry_bytes,
             (SELECT count(*) FROM offsetlake.index_entry e WHERE e.index_id = i.index_id) AS entry_rows
      FROM offsetlake.secondary_index i JOIN offsetlake.lake_table t ON t.table_id = i.table_id
@@ -261,6 +269,7 @@ export async function indexReports(client: Catalog | CatalogClient, tableId?: bi
       ...definition, table: row.table_name, stateSince: row.state_since,
       filesDone: Number(row.files_done), granulesDone: Number(row.granules_done), bytesRead: Number(row.bytes_read), filesTotal: Number(row.files_total),
       readsUsed: Number(row.reads_used), readsSkipped: Number(row.reads_skipped), lastError: row.last_error,
+      filesSkipped: row.backfill_skipped.map(BigInt), owner: row.backfill_owner, leaseExpiresAt: row.backfill_expires_at,
       entryBytes: Number(row.entry_bytes ?? 0n), entryRows: Number(row.entry_rows),
       filesWithEntries: coverage.withEntries, filesWithout: coverage.without,
     });

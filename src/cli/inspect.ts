@@ -119,9 +119,12 @@ export async function statusCommand(args: string[]): Promise<number> {
 
 /** One index in one line: its state, how far its backfill is, its size, how reads used it. */
 function indexLine(r: IndexReport): string {
-  const backfill = r.state === 'active' || r.filesTotal === 0 ? '' : `, backfill ${r.filesDone}/${r.filesTotal} files (${r.granulesDone} granules, ${(r.bytesRead / 1024 / 1024).toFixed(1)} MiB read)`;
+  const backfill = r.state === 'active' || r.filesTotal === 0
+    ? ''
+    : `, backfill ${r.filesDone}/${r.filesTotal} files (${r.granulesDone} granules, ${(r.bytesRead / 1024 / 1024).toFixed(1)} MiB read)${r.owner ? ` by ${r.owner}` : ', no driver now'}`;
+  const skipped = r.filesSkipped.length ? `; ${r.filesSkipped.length} files could not be rebuilt and are read without it` : '';
   return `index ${r.table}.${r.name} (${r.kind.toUpperCase()}): ${r.state}${backfill}, ${r.filesWithEntries} of ${r.filesWithEntries + r.filesWithout} files with entries, ` +
-    `${(r.entryBytes / 1024).toFixed(1)} KiB in the catalog; reads used it ${r.readsUsed} times, skipped it ${r.readsSkipped}${r.lastError ? `; last error: ${r.lastError}` : ''}`;
+    `${(r.entryBytes / 1024).toFixed(1)} KiB in the catalog; reads used it ${r.readsUsed} times, skipped it ${r.readsSkipped}${skipped}${r.lastError ? `; last error: ${r.lastError}` : ''}`;
 }
 
 /** What the readers heard from in the last hour did, in one line (the sums of their counters). */

@@ -14,7 +14,6 @@ import type { IndexBackfillDeps, IndexBackfillOptions, IndexBackfillStep } from 
 
 export * from './types.js';
 export { indexBackfillStep } from './step.js';
-export { indexBackfillProgress, type IndexBackfillProgress } from '../catalog/index-backfill.js';
 
 export interface IndexBackfillRun extends IndexBackfillOptions {
   /** Another driver holds the lease: wait until it lapses or the index is active (true), or return `held` at once (false, default). */

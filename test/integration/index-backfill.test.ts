@@ -12,7 +12,8 @@ import { listFiles } from '../../src/catalog/file-reads.js';
 import { deleteIndex, insertIndex, indexById } from '../../src/catalog/indexes.js';
 import type { TableRecord } from '../../src/catalog/tables.js';
 import type { IndexDefinition, IndexState } from '../../src/indexes/definition.js';
-import { indexBackfillProgress, runIndexBackfill, type IndexBackfillStep } from '../../src/index-backfill/index.js';
+import { runIndexBackfill, type IndexBackfillStep } from '../../src/index-backfill/index.js';
+import { indexReports } from '../../src/catalog/indexes.js';
 import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
 import { produce } from '../../src/kafka/produce.js';
 import { kafkaSource, type CommittedSource } from '../../src/kafka/source.js';
@@ -149,7 +150,7 @@ describe('a standalone index backfill', () => {
     for (const [file, entries] of backfilled) expect(entries, file).toBe(fromTheStart.get(file));
 
     // Progress: the files done are the files that existed before building, each counted once.
-    const [progress] = await indexBackfillProgress(engine.catalog, table.tableId);
+    const [progress] = await indexReports(engine.catalog, table.tableId);
     const chunked = steps.filter((step) => step.outcome === 'chunk');
     expect(progress!.state).toBe('active');
     expect(progress!.filesDone).toBe(chunked.reduce((sum, step) => sum + step.files, 0));
@@ -168,7 +169,7 @@ describe('a standalone index backfill', () => {
 
     expect([one.done, two.done]).toEqual([true, true]);
     expect(one.files + two.files).toBe(files);
-    const [progress] = await indexBackfillProgress(engine.catalog, table.tableId);
+    const [progress] = await indexReports(engine.catalog, table.tableId);
     expect([progress!.state, progress!.filesDone, progress!.filesTotal, progress!.filesWithout]).toEqual(['active', files, files, 0]);
     const headers = await engine.catalog.query<{ n: bigint }>('SELECT count(*) AS n FROM offsetlake.index_entry WHERE index_id = $1 AND part = -1', [index.indexId]);
     expect(Number(headers.rows[0]!.n)).toBe(files);
@@ -192,7 +193,7 @@ describe('a standalone index backfill', () => {
     await expect(runIndexBackfill({ catalog: engine.catalog, source: lapsing, owner: 'driver-a' }, index.indexId, { chunkFiles: 2 })).rejects.toThrow(IndexBackfillLeaseLostError);
 
     expect([tookOver!.state, tookOver!.files]).toEqual(['active', files]);
-    const [progress] = await indexBackfillProgress(engine.catalog, table.tableId);
+    const [progress] = await indexReports(engine.catalog, table.tableId);
     expect([progress!.state, progress!.filesDone, progress!.filesTotal, progress!.filesWithout, progress!.owner]).toEqual(['active', files, files, 0, null]);
   });
 
@@ -227,7 +228,7 @@ describe('a standalone index backfill', () => {
     expect(await deleteIndex(engine.catalog, table.tableId, 'by_user')).toBe(true);
     const after = await runIndexBackfill(deps, index.indexId, { chunkFiles: 1 });
     expect([after.state, after.done, after.steps, after.files]).toEqual([null, true, 1, 0]);
-    expect(await indexBackfillProgress(engine.catalog, table.tableId)).toEqual([]);
+    expect(await indexReports(engine.catalog, table.tableId)).toEqual([]);
   });
 
   it('a file whose offsets Kafka deleted before retention expired it is skipped with the reason, and the index still becomes active', async () => {
@@ -240,7 +241,7 @@ describe('a standalone index backfill', () => {
     expect(run.state).toBe('active');
     expect(steps.flatMap((step) => step.skipped.map((skip) => skip.file))).toEqual([String(first!.dataFileId)]);
     expect(steps.flatMap((step) => step.skipped)[0]!.reason).toMatch(/offset|earliest/i);
-    const [progress] = await indexBackfillProgress(engine.catalog, table.tableId);
+    const [progress] = await indexReports(engine.catalog, table.tableId);
     expect([progress!.filesSkipped, progress!.filesWithout]).toEqual([[first!.dataFileId], 1]);
     expect(progress!.lastError).toContain(`could not be rebuilt from Kafka and have no entries (${first!.dataFileId})`);
     expect(await liveFilesWithoutHeader(table, index.indexId)).toEqual([first!.dataFileId]);
@@ -257,12 +258,12 @@ describe('a standalone index backfill', () => {
     const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
     expect(signal, stderr).toBe('SIGKILL');
 
-    const [killed] = await indexBackfillProgress(engine.catalog, table.tableId);
+    const [killed] = await indexReports(engine.catalog, table.tableId);
     expect([killed!.state, killed!.filesDone, killed!.owner]).toEqual(['backfilling', 2, 'child-driver']);
     const run = await runIndexBackfill({ catalog: engine.catalog, source: source(), owner: 'driver-after-kill' }, index.indexId, { chunkFiles: 1, waitForLease: true, leasePollMs: 100 });
     expect(run.heldBy).toBe('child-driver');
     expect([run.state, run.files]).toEqual(['active', files - 2]);
-    const [progress] = await indexBackfillProgress(engine.catalog, table.tableId);
+    const [progress] = await indexReports(engine.catalog, table.tableId);
     expect([progress!.filesDone, progress!.filesTotal, progress!.filesWithout]).toEqual([files, files, 0]);
   });
 });

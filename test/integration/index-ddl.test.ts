@@ -88,6 +88,17 @@ describe('index DDL', () => {
       ['CREATE INDEX by_user ON clicks (_value.user, _headers.src) USING BLOOM SCOPE HISTORY GRANULE 40 WITH (false_positive_rate = 0.01)', files.length, 0],
     ]);
 
+    // A standalone index on a table with files: the command drives its backfill and says how it goes.
+    const later = await offsetlake('sql', 'CREATE INDEX by_i ON clicks (_value.i) USING POSTINGS', '--json');
+    expect(later.code, later.stderr).toBe(0);
+    expect(later.stderr).toContain(`declared index by_i on clicks: giving ${files.length} files their entries from Kafka`);
+    expect(later.stderr.match(/index by_i: (\w+) → (\w+)/g)).toEqual(['index by_i: declared → building', 'index by_i: building → backfilling', 'index by_i: backfilling → catching_up', 'index by_i: catching_up → active']);
+    expect(later.stderr).toContain(`index by_i: ${files.length}/${files.length} files`);
+    expect(JSON.parse(later.stdout)).toMatchObject({ created: true, index: { name: 'by_i', state: 'active' }, backfill: { done: true, files: files.length } });
+    const byI = (await tableIndexes(engine.catalog, table.tableId)).find((i) => i.name === 'by_i')!;
+    expect(new Set((await indexEntryParts(engine.catalog, byI.indexId, 'history', HEADER_PART)).keys())).toEqual(new Set(files.map((f) => f.dataFileId)));
+    expect((await offsetlake('sql', 'DROP INDEX by_i ON clicks')).code).toBe(0);
+
     const status = await offsetlake('status', 'clicks');
     expect(status.stderr).toMatch(new RegExp(`index clicks\\.by_key \\(POSTINGS\\): active, ${files.length} of ${files.length} files with entries, [0-9.]+ KiB in the catalog; reads used it 0 times, skipped it 0`));
     const metrics = await new ReaderService(engine.catalog, kafkaSource(engine.kafka)).indexes();

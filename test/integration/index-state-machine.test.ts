@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/catalog/db.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { insertIndex } from '../../src/catalog/indexes.js';
-import { claimIndexBackfill, indexBackfillProgress, releaseIndexBackfill } from '../../src/catalog/index-backfill.js';
+import { claimIndexBackfill, releaseIndexBackfill } from '../../src/catalog/index-backfill.js';
+import { indexReports } from '../../src/catalog/indexes.js';
 import type { TableRecord } from '../../src/catalog/tables.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { produce } from '../../src/kafka/produce.js';
@@ -80,7 +81,7 @@ describe('the synthesized index backfill state machine, executed locally', () =>
     expect(steps.map((step) => step.state)).toEqual(['building', 'backfilling', 'backfilling', 'backfilling', 'backfilling', 'backfilling', 'catching_up', 'active']);
     expect(steps.map((step) => step.files)).toEqual([0, 0, 2, 2, 2, 2, 0, 0]);
     expect(summary.executionNames).toEqual([1, 2, 3].map((n) => `index-${index.indexId}-${n}`));
-    const [progress] = await indexBackfillProgress(engine.catalog, table.tableId);
+    const [progress] = await indexReports(engine.catalog, table.tableId);
     expect([progress!.state, progress!.filesDone, progress!.filesTotal, progress!.filesWithout, progress!.owner]).toEqual(['active', files, files, 0, null]);
   });
 
@@ -122,7 +123,7 @@ describe('the synthesized index backfill state machine, executed locally', () =>
       },
     })).rejects.toThrow();
     expect(steps).toBe(3);
-    const [dead] = await indexBackfillProgress(engine.catalog, table.tableId);
+    const [dead] = await indexReports(engine.catalog, table.tableId);
     expect([dead!.state, dead!.owner]).toEqual(['backfilling', `stepfunctions:index-${index.indexId}`]);
     expect(await check()).toEqual([]);
 
@@ -130,7 +131,7 @@ describe('the synthesized index backfill state machine, executed locally', () =>
     expect(await check()).toEqual([`index-${index.indexId}-2 started`]);
     expect(started[1]!.input).toEqual({ indexId: String(index.indexId), execution: 2, stepsPerExecution: 1500 });
     await runIndexBackfillStateMachine(deps, index.indexId, { start: started[1]! });
-    const [progress] = await indexBackfillProgress(engine.catalog, table.tableId);
+    const [progress] = await indexReports(engine.catalog, table.tableId);
     expect([progress!.state, progress!.filesDone, progress!.filesTotal, progress!.filesWithout]).toEqual(['active', 4, 4, 0]);
     expect(await check()).toEqual([]);
   });
