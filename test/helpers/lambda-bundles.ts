@@ -19,7 +19,7 @@ const root = projectRoot();
 /** Node 22, the `node` devDependency: the version of the nodejs22.x runtime the bundles target. */
 export const node22 = join(root, 'node_modules', '.bin', 'node');
 
-export const deployedFunctions = ['Indexer', 'Backfill', 'Tick', 'Retention', 'Reader', 'Migrate'] as const;
+export const deployedFunctions = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'] as const;
 export type DeployedFunction = (typeof deployedFunctions)[number];
 
 export interface SynthesizedFunction {

@@ -34,7 +34,11 @@ import { produce } from '../../src/kafka/produce.js';
 import { deleteRecords } from '../../src/kafka/topics.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { loadEvent } from '../fixtures/events.js';
-import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
+import { indexPartition, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
+import { createIndex } from '../../src/catalog/index-ddl.js';
+import { indexEntryParts } from '../../src/catalog/indexes.js';
+import { parseInlineIndex } from '../../src/indexes/ddl.js';
+import { HEADER_PART } from '../../src/indexes/entries.js';
 import { readCommittedIndependently, type IndependentRecord } from '../helpers/independent-kafka.js';
 import { cpuOf, deployedCopy, deployedFunctions, functionUrlResponse, invokeBundle, nodeModulesAbove, synthesizeFunctions, type BundleRun, type DeployedFunction, type StreamedOutcome, type SynthesizedFunction } from '../helpers/lambda-bundles.js';
 import { nativeBindings, type LambdaCpu } from '../../infra/lambda-native.js';
@@ -190,7 +194,7 @@ async function makeStreamedFile() {
 }
 
 describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a folder with no node_modules', () => {
-  it('cdk synth gives each of the six functions one asset of index.mjs, its source map and the native compressors of its architecture (arm64 as deployed, x86_64 on request), run as index.handler on nodejs22.x; both architectures have the same JavaScript', () => {
+  it('cdk synth gives each of the seven functions one asset of index.mjs, its source map and the native compressors of its architecture (arm64 as deployed, x86_64 on request), run as index.handler on nodejs22.x; both architectures have the same JavaScript', () => {
     for (const [cpu, functions] of bundles) {
       expect([...functions.keys()].sort()).toEqual([...deployedFunctions].sort());
       const native = nativeBindings(cpu).map((b) => b.bundleFile);
@@ -212,12 +216,12 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     expect(nodeModulesAbove(tmpdir()), 'node_modules above the temporary folder').toEqual([]);
   });
 
-  it('the arm64 bundles that no handler test runs (Backfill, Tick, Retention, Migrate) load their own compressors under QEMU with Node 22 for arm64, and give this machine\'s bytes', async () => {
+  it('the arm64 bundles that no handler test runs (Backfill, IndexBackfill, Tick, Retention, Migrate) load their own compressors under QEMU with Node 22 for arm64, and give this machine\'s bytes', async () => {
     // Every run here checks the compressors (checkCompressed): the x86_64 bundles in the
     // handler tests below, the arm64 indexer and reader in the next test.
     expect(expectedCompressed.snappy.length).toBeLessThan(page.length);
     expect(expectedCompressed.lz4.length).toBeLessThan(page.length);
-    const names: DeployedFunction[] = ['Backfill', 'Tick', 'Retention', 'Migrate'];
+    const names: DeployedFunction[] = ['Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Migrate'];
     // Two at a time: an emulated Node takes seconds to load a bundle, and the machine has two cores.
     for (let i = 0; i < names.length; i += 2) {
       const outcomes = await Promise.all(names.slice(i, i + 2).map((name) => invokeDeployed(name, [], {}, 'arm64')));
@@ -290,6 +294,24 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     expect(second).toMatchObject({ result: { idle: true } });
     const check = await checkTable(engine, await findTable(engine.catalog, table.name));
     expect(check.committedOffsets.get(0)).toHaveLength(250);
+  });
+
+  it('IndexBackfill: the state machine\'s steps move a declared index on a table with files to active, giving every file the entries a file indexed with the index gets', async () => {
+    const topic = await newTopic(engine, 1, 'bundle-index');
+    const table = await testTable(engine, topic, { file_bytes: '2KiB' });
+    await produce(engine.kafka, topic, Array.from({ length: 120 }, (_, i) => ({ key: `k${i % 7}`, value: json(i), partition: 0 })));
+    await indexPartition(testRuntime(engine, `bundle-index-${topic}`), await findTable(engine.catalog, table.name));
+    const files = await listFiles(engine.catalog, table.tableId);
+    expect(files.length).toBeGreaterThan(2);
+    const { index } = await createIndex(engine.catalog, table.name, parseInlineIndex('by_key (_key) USING POSTINGS'));
+    expect(index.state).toBe('declared');
+    // The Step task payloads of infra/index-backfill.ts: one state move or one chunk each.
+    const steps = Array.from({ length: 8 }, (_, step) => ({ action: 'step', indexId: String(index.indexId), execution: 1, step }));
+    const results = (await invokeDeployed('IndexBackfill', steps, stackEnv())) as { result: { done: boolean; state: string } }[];
+    expect(results.map((r) => r.result.state).filter((state, i, all) => state !== all[i - 1])).toEqual(['building', 'backfilling', 'catching_up', 'active']);
+    expect(results.at(-1)!.result.done).toBe(true);
+    const headers = await indexEntryParts(engine.catalog, index.indexId, 'history', HEADER_PART);
+    expect(new Set(headers.keys())).toEqual(new Set(files.map((f) => f.dataFileId)));
   });
 
   it('Tick: seals the open range a Lambda instance left behind once file_window has passed, all its records in one range, and returns the partition it sealed', async () => {
