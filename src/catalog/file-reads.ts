@@ -146,17 +146,27 @@ export async function liveFileKeys(catalog: Catalog | CatalogClient, tableName?:
 
 /** A file's granules and page index bytes (migration 7), or null while it has none: then it is served whole. */
 export async function findGranules(catalog: Catalog | CatalogClient, dataFileId: bigint): Promise<FileGranules | null> {
-  const file = await catalog.query<{ page_index: Buffer | null }>('SELECT page_index FROM offsetlake.data_file WHERE data_file_id = $1', [dataFileId]);
-  const pageIndex = file.rows[0]?.page_index;
-  if (!pageIndex) return null;
-  const rows = await catalog.query<{ row_group: number; start_offset: bigint; end_offset: bigint; row_count: bigint; kafka_bytes: bigint; chunk_sha256: Buffer }>(
-    'SELECT row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256 FROM offsetlake.granule WHERE data_file_id = $1 ORDER BY row_group',
-    [dataFileId],
+  return (await findGranulesOf(catalog, [dataFileId])).get(dataFileId) ?? null;
+}
+
+/** The granules of several files in two queries (a query's planning reads them for every candidate file). */
+export async function findGranulesOf(catalog: Catalog | CatalogClient, dataFileIds: readonly bigint[]): Promise<Map<bigint, FileGranules>> {
+  const out = new Map<bigint, FileGranules>();
+  if (dataFileIds.length === 0) return out;
+  const files = await catalog.query<{ data_file_id: bigint; page_index: Buffer | null }>(
+    'SELECT data_file_id, page_index FROM offsetlake.data_file WHERE data_file_id = ANY($1::bigint[]) AND page_index IS NOT NULL',
+    [dataFileIds],
   );
-  return {
-    pageIndex,
-    granules: rows.rows.map((row) => ({
+  for (const row of files.rows) out.set(BigInt(row.data_file_id), { pageIndex: row.page_index!, granules: [] });
+  if (out.size === 0) return out;
+  const rows = await catalog.query<{ data_file_id: bigint; row_group: number; start_offset: bigint; end_offset: bigint; row_count: bigint; kafka_bytes: bigint; chunk_sha256: Buffer }>(
+    'SELECT data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256 FROM offsetlake.granule WHERE data_file_id = ANY($1::bigint[]) ORDER BY data_file_id, row_group',
+    [[...out.keys()]],
+  );
+  for (const row of rows.rows) {
+    out.get(BigInt(row.data_file_id))!.granules.push({
       rowGroup: row.row_group, startOffset: BigInt(row.start_offset), endOffset: BigInt(row.end_offset), rowCount: Number(row.row_count), kafkaBytes: Number(row.kafka_bytes), chunkSha256: row.chunk_sha256,
-    })),
-  };
+    });
+  }
+  return out;
 }

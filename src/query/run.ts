@@ -174,6 +174,7 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
   // Secondary indexes narrow the row groups further; DuckDB still applies the whole WHERE.
   const indexes = await TableIndexUse.bind(deps.catalog, table, schema, deps.wholeFiles ? { kind: 'any' } : where);
   if (indexes.used) await indexes.fetch(candidates.filter((file) => file.hasGranules));
+  if (!deps.wholeFiles) await deps.service.prefetchGranules(candidates);
   const items: ReadItem[] = [];
   const reads: FileRead[] = [];
   let rowGroupsOf = 0;

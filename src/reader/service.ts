@@ -11,7 +11,7 @@
  * row group for some columns, verified the same way.
  */
 import { indexReports } from '../catalog/indexes.js';
-import { findFile, findGranules, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
+import { findFile, findGranules, findGranulesOf, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
 import type { FileGranules, Granule } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
@@ -54,11 +54,16 @@ export const defaultCacheBytes = 512 * 1024 * 1024;
 
 const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
 
-/** A file served by granules: where its bytes are and what they must hash to. */
+/**
+ * A file served by granules: what they must hash to, and where its bytes are. The layout
+ * (a parse of the footer, ~1 ms) is taken on first use: a query's planning looks at the
+ * granules of every candidate file and reads few of them. Null when the footer's row
+ * groups do not match the granules.
+ */
 interface Granular {
-  layout: FileLayout;
   granules: FileGranules;
   schema: TableSchema;
+  layout(): FileLayout | null;
 }
 
 /**
@@ -80,6 +85,7 @@ export class ReaderService {
   private readonly inFlight = new Map<string, Promise<Uint8Array>>();
   private readonly chunksInFlight = new Map<string, Promise<Map<number, Uint8Array>>>();
   private readonly granular = new Map<bigint, Promise<Granular | null>>();
+  private readonly schemas = new Map<string, Promise<TableSchema>>();
   private readonly recordsInFlight = new Map<string, Promise<KafkaRecord[]>>();
 
   /** Names this reader's row of counters in the catalog. */
@@ -166,11 +172,12 @@ export class ReaderService {
    */
   async *range(table: TableRecord, file: DataFile, start: number, end: number): AsyncGenerator<Uint8Array> {
     const granular = file.hasGranules ? await this.granularOf(file) : null;
-    if (!granular) {
+    const layout = granular?.layout() ?? null;
+    if (!granular || !layout) {
       yield (await this.bytes(table, file)).subarray(start, end);
       return;
     }
-    const pieces = piecesOf(granular.layout, start, end);
+    const pieces = piecesOf(layout, start, end);
     const byGroup = new Map<number, Extract<Piece, { kind: 'chunk' }>[]>();
     for (const piece of pieces) if (piece.kind === 'chunk') byGroup.set(piece.rowGroup, [...(byGroup.get(piece.rowGroup) ?? []), piece]);
     const groups = [...byGroup.keys()];
@@ -202,17 +209,61 @@ export class ReaderService {
   private granularOf(file: DataFile): Promise<Granular | null> {
     let known = this.granular.get(file.dataFileId);
     if (!known) {
-      known = (async () => {
-        const granules = await findGranules(this.catalog, file.dataFileId);
-        const layout = fileLayout(file.footer, Number(file.fileSizeBytes));
-        if (!granules || 'problem' in layout || granules.granules.length !== layout.rowGroups.length) return null;
-        return { layout, granules, schema: await schemaVersion(this.catalog, file.tableId, file.schemaVersion) };
-      })();
-      known.catch(() => this.granular.delete(file.dataFileId));
-      if (this.granular.size >= granularEntries) this.granular.delete(this.granular.keys().next().value!);
-      this.granular.set(file.dataFileId, known);
+      known = (async () => this.granularFrom(file, await findGranules(this.catalog, file.dataFileId)))();
+      this.remember(file, known);
     }
     return known;
+  }
+
+  private async granularFrom(file: DataFile, granules: FileGranules | null): Promise<Granular | null> {
+    if (!granules) return null;
+    let layout: FileLayout | null | undefined;
+    const parse = (): FileLayout | null => {
+      const parsed = fileLayout(file.footer, Number(file.fileSizeBytes));
+      return 'problem' in parsed || granules.granules.length !== parsed.rowGroups.length ? null : parsed;
+    };
+    return { granules, schema: await this.schemaOf(file), layout: () => (layout === undefined ? (layout = parse()) : layout) };
+  }
+
+  /** The layout of a file read by granules; one that does not match them is the catalog's inconsistency, said, never served around. */
+  private layoutOf(file: DataFile, granular: Granular): FileLayout {
+    const layout = granular.layout();
+    if (!layout) throw new Error(`file ${file.dataFileId}: its ${granular.granules.granules.length} granules in the catalog do not match the row groups of its footer; \`offsetlake check\` rebuilds it whole`);
+    return layout;
+  }
+
+  private remember(file: DataFile, known: Promise<Granular | null>): void {
+    known.catch(() => this.granular.delete(file.dataFileId));
+    if (this.granular.size >= granularEntries) this.granular.delete(this.granular.keys().next().value!);
+    this.granular.set(file.dataFileId, known);
+  }
+
+  /** A file's schema version (a table has few: each is read once per service). */
+  private schemaOf(file: DataFile): Promise<TableSchema> {
+    const key = `${file.tableId}:${file.schemaVersion}`;
+    let known = this.schemas.get(key);
+    if (!known) {
+      known = schemaVersion(this.catalog, file.tableId, file.schemaVersion);
+      known.catch(() => this.schemas.delete(key));
+      this.schemas.set(key, known);
+    }
+    return known;
+  }
+
+  /**
+   * Loads the granules of many files at once (two catalog queries instead of two per
+   * file): a query's planning looks at every candidate file's, and one round trip per
+   * file was most of a point lookup's time.
+   */
+  async prefetchGranules(files: readonly DataFile[]): Promise<void> {
+    const wanted = files.filter((file) => file.hasGranules && !this.granular.has(file.dataFileId));
+    for (let at = 0; at < wanted.length; at += granularEntries) {
+      const batch = wanted.slice(at, at + granularEntries);
+      const loaded = findGranulesOf(this.catalog, batch.map((file) => file.dataFileId));
+      loaded.catch(() => {});
+      for (const file of batch) this.remember(file, loaded.then((found) => this.granularFrom(file, found.get(file.dataFileId) ?? null)));
+      await loaded;
+    }
   }
 
   /** The chunks of `leaves` of one row group: from the cache, or rebuilt from its offsets and verified. */
@@ -251,7 +302,8 @@ export class ReaderService {
    * of it kept them, else from Kafka (concurrent reads of one granule share one read).
    */
   private async verifiedGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<VerifiedGranule> {
-    const all = granular.layout.rowGroups[rowGroup]!.chunks.length;
+    const layout = this.layoutOf(file, granular);
+    const all = layout.rowGroups[rowGroup]!.chunks.length;
     const partial = leaves.length < all;
     this.counters[partial ? 'partialGranuleRebuilds' : 'granuleRebuilds'] += 1;
     const granule = granular.granules.granules[rowGroup]!;
@@ -274,7 +326,7 @@ export class ReaderService {
         // A read of some columns is often followed by one of the others (engines ask chunk by chunk).
         if (partial) this.cache.set(recordsKey, new CachedRecords(records, granule.kafkaBytes));
       }
-      return await chunksOf(this.source, table, file, granular.schema, granular.layout, granule, records, leaves);
+      return await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves);
     } catch (error) {
       if (error instanceof GranuleMismatchError) this.counters.chunkMismatches += 1;
       throw error;
@@ -301,8 +353,9 @@ export class ReaderService {
   async granuleFile(table: TableRecord, file: DataFile, rowGroup: number, columns: readonly number[]): Promise<Uint8Array> {
     const granular = file.hasGranules ? await this.granularOf(file) : null;
     if (!granular) throw new Error(`file ${file.dataFileId} of table ${table.name} has no granules: it is read whole`);
-    if (!Number.isInteger(rowGroup) || rowGroup < 0 || rowGroup >= granular.layout.rowGroups.length) {
-      throw new RangeError(`file ${file.dataFileId} has row groups 0 to ${granular.layout.rowGroups.length - 1}, not ${rowGroup}`);
+    const rowGroups = this.layoutOf(file, granular).rowGroups.length;
+    if (!Number.isInteger(rowGroup) || rowGroup < 0 || rowGroup >= rowGroups) {
+      throw new RangeError(`file ${file.dataFileId} has row groups 0 to ${rowGroups - 1}, not ${rowGroup}`);
     }
     const known = granular.schema.columns.length;
     const wrong = columns.find((c) => !Number.isInteger(c) || c < 0 || c >= known);
