@@ -1,19 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
 import { produce } from '../../src/kafka/produce.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { closedPort } from '../helpers/ports.js';
+import { runCli, type CliRun } from '../helpers/cli.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { bodyBytes } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
-
-const run = promisify(execFile);
 
 let engine: Engine;
 beforeAll(async () => {
@@ -21,22 +19,13 @@ beforeAll(async () => {
 });
 afterAll(() => engine.close());
 
-async function offsetlake(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+async function offsetlake(...args: string[]): Promise<CliRun> {
   return offsetlakeWith({}, ...args);
 }
 
 /** The CLI with some of the environment changed (a service moved away, a bad URL). */
-async function offsetlakeWith(changes: Record<string, string>, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['bin/offsetlake.js', ...args], {
-      env: { ...process.env, DATABASE_URL: engine.config.databaseUrl, ...changes },
-      timeout: 120_000,
-    });
-    return { stdout, stderr, code: 0 };
-  } catch (error) {
-    const failed = error as { stdout: string; stderr: string; code: number };
-    return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
-  }
+function offsetlakeWith(changes: Record<string, string>, ...args: string[]): Promise<CliRun> {
+  return runCli(engine.config.databaseUrl, args, changes);
 }
 
 describe('the offsetlake command line', () => {

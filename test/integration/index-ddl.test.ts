@@ -5,8 +5,6 @@
  * column, its type and what it accepts; DROP INDEX and retention take the entries away.
  * What the entries say is checked against the rebuilt files' rows as hyparquet reads them.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
 import { produce } from '../../src/kafka/produce.js';
@@ -22,10 +20,9 @@ import { checkRetention } from '../../src/retention/check.js';
 import { indexPartition, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { rebuiltRows } from '../helpers/table-audit.js';
 import { encodeWith, registerSchema } from '../helpers/registry.js';
+import { runCli, type CliRun } from '../helpers/cli.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { kafkaSource } from '../../src/kafka/source.js';
-
-const run = promisify(execFile);
 
 let engine: Engine;
 beforeAll(async () => {
@@ -33,15 +30,7 @@ beforeAll(async () => {
 });
 afterAll(() => engine.close());
 
-async function offsetlake(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['bin/offsetlake.js', ...args], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl }, timeout: 120_000 });
-    return { stdout, stderr, code: 0 };
-  } catch (error) {
-    const failed = error as { stdout: string; stderr: string; code: number };
-    return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
-  }
-}
+const offsetlake = (...args: string[]): Promise<CliRun> => runCli(engine.config.databaseUrl, args);
 
 const utf8 = new TextEncoder();
 
