@@ -14,7 +14,7 @@ import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js
 import { dropTable, type TableRecord } from '../../src/catalog/tables.js';
 import { createTopic, deleteRecords, topicPartitions } from '../../src/kafka/topics.js';
 import { lastStableOffset, lastStableOffsets } from '../../src/kafka/offsets.js';
-import { faultPoints } from '../../src/common/faults.js';
+import { commitFaultPoints } from '../../src/common/faults.js';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { RegistrySchema } from '../../src/schema/registry.js';
@@ -268,7 +268,7 @@ export const scenarios: Scenario[] = [
       const missed: string[] = [];
       // Short (CI): the two points inside and just after the transaction; after-build is
       // much like a random kill (kill-runner), and full length has it.
-      const points = context.short ? faultPoints.filter((point) => point !== 'after-build') : faultPoints;
+      const points = context.short ? commitFaultPoints.filter((point) => point !== 'after-build') : commitFaultPoints;
       for (let round = 0; round < rounds; round += 1) {
         for (const point of points) {
           const nth = 1 + Math.floor(context.random() * (context.short ? 3 : 8));
@@ -475,7 +475,7 @@ export const scenarios: Scenario[] = [
       };
       await repeatedly(context, kills - 1, 500, context.short ? 1500 : 4000, async () => {
         await end();
-        fault = context.random() < 0.5 ? `${faultPoints[Math.floor(context.random() * faultPoints.length)]}:${1 + Math.floor(context.random() * 3)}` : undefined;
+        fault = context.random() < 0.5 ? `${commitFaultPoints[Math.floor(context.random() * commitFaultPoints.length)]}:${1 + Math.floor(context.random() * 3)}` : undefined;
         handler = context.startHandler(fault ? { OFFSETLAKE_FAULT: fault } : {});
       });
       await waitBetween(context, 500, context.short ? 1500 : 4000);
@@ -484,7 +484,7 @@ export const scenarios: Scenario[] = [
       const repairedAt = Date.now();
       await waitBetween(context, 500, 1500);
       return {
-        faults: `SIGKILL mid-batch ×${plain}, self-SIGKILL at ${faultPoints.map((p) => `${p} ×${met.filter((m) => m === p).length}`).join(', ')}${missed ? ` (no fault met at ${missed} fault points)` : ''}`,
+        faults: `SIGKILL mid-batch ×${plain}, self-SIGKILL at ${commitFaultPoints.map((p) => `${p} ×${met.filter((m) => m === p).length}`).join(', ')}${missed ? ` (no fault met at ${missed} fault points)` : ''}`,
         repairedAt,
         indexers: [handler],
       };

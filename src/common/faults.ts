@@ -15,6 +15,8 @@
  */
 export const faultPoints = ['after-build', 'before-commit', 'after-commit', 'after-index-chunk'] as const;
 export type FaultPoint = (typeof faultPoints)[number];
+/** The points every indexer passes when it commits ranges (the last one only an index backfill passes). */
+export const commitFaultPoints: readonly FaultPoint[] = ['after-build', 'before-commit', 'after-commit'];
 
 export interface FaultSpec {
   point: FaultPoint;
