@@ -32,13 +32,15 @@ export interface MemoryCosts {
 const MiB = 1024 * 1024;
 
 /**
- * Measured on the 2-core development machine (README, "Load"): idle `run` RSS about 135
- * MiB; a partition's event in flight up to ~16 MiB (6 MB of base64 and its records); a
+ * Measured on the 2-core development machine (README, "Load"): idle `run` RSS 128–135
+ * MiB; under 12 MiB/s over 3 partitions, 406 MiB at peak of which ranges and builds
+ * explain ~150, so ~40 MiB per partition (its emulator read, the MSK event of up to 6 MB
+ * of base64, the handler's read of the same span, and the heap's slack over them); a
  * held range 1.05–1.84× its counted bytes and a build's peak 0.7–1.3× more, in a fresh
  * process (bench/build-memory.ts: JSON, ~1.1 KB records, 4–32 MiB ranges). Rounded up:
  * these make a budget, not a forecast.
  */
-export const measuredCosts: MemoryCosts = { baseBytes: 140 * MiB, perPartitionBytes: 16 * MiB, holdFactor: 1.9, buildFactor: 1.5, minRangeBytes: MiB };
+export const measuredCosts: MemoryCosts = { baseBytes: 140 * MiB, perPartitionBytes: 40 * MiB, holdFactor: 1.9, buildFactor: 1.5, minRangeBytes: MiB };
 
 export interface MemoryPlan {
   budgetBytes: number;
@@ -61,8 +63,10 @@ export function planMemory(budgetBytes: number, partitions: number, builds: numb
   // ranges' worth while one is built): a range sealed by capacity leaves room for the next.
   const perRange = 2 * costs.holdFactor + builds * costs.buildFactor;
   const rangeBytes = Math.min(largestFileBytes, Math.floor(room / perRange));
-  if (rangeBytes < costs.minRangeBytes) {
-    const needed = fixedBytes + perRange * costs.minRangeBytes;
+  // Tables whose files are small anyway need no more than their file_bytes.
+  const smallest = Math.min(costs.minRangeBytes, largestFileBytes);
+  if (rangeBytes < smallest) {
+    const needed = fixedBytes + perRange * smallest;
     return {
       problem: `--memory ${mib(budgetBytes)} is too small for ${partitions} partition(s) and ${builds} build(s) at once: the process needs about ${mib(costs.baseBytes)} + ${mib(costs.perPartitionBytes)} per partition before any range, each range ${costs.holdFactor}× its bytes held and ${costs.buildFactor}× more while built; give at least ${mib(needed)} (or fewer --builds)`,
     };

@@ -25,6 +25,11 @@ describe('run --memory: the split of the budget', () => {
     expect('problem' in plan ? plan.problem : plan.rangeBytes).toBe(32 * MiB);
   });
 
+  it('tables of small files are not refused for ranges smaller than the smallest worth a file: they need no more', () => {
+    const plan = planMemory(1024 * MiB, 3, 2, 64 * 1024, costs);
+    expect('problem' in plan ? plan.problem : plan.rangeBytes).toBe(64 * 1024);
+  });
+
   it('a budget below the process and its partitions is refused with what it would need', () => {
     const plan = planMemory(120 * MiB, 3, 2, 128 * MiB, costs);
     expect('problem' in plan && plan.problem).toMatch(/--memory 120 MiB is too small for 3 partition\(s\) and 2 build\(s\) at once: .* give at least 137 MiB/);
