@@ -33,6 +33,7 @@ export async function runCommand(args: string[]): Promise<number> {
     ...defaultRunnerOptions,
     once: values.once ?? false,
     memoryBudgetBytes: values.memory ? parseBytes('--memory', values.memory) : defaultRunnerOptions.memoryBudgetBytes,
+    memoryBudgetGiven: values.memory !== undefined,
     maxConcurrentBuilds: wholeNumberFlag('builds', values.builds, defaultRunnerOptions.maxConcurrentBuilds, 64),
     // Like the event source mapping's batching window: how long records may wait to be delivered.
     pollIntervalMs: values['batch-window'] ? parseDuration('--batch-window', values['batch-window']) : defaultRunnerOptions.pollIntervalMs,

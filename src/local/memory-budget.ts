@@ -56,7 +56,7 @@ export interface MemoryPlan {
  * ranges never exceed `largestFileBytes` (the largest `file_bytes` of the tables), so a
  * budget with room to spare is not split more finely than the tables need.
  */
-export function planMemory(budgetBytes: number, partitions: number, builds: number, largestFileBytes: number, costs: MemoryCosts = measuredCosts): MemoryPlan | { problem: string } {
+export function planMemory(budgetBytes: number, partitions: number, builds: number, largestFileBytes: number, costs: MemoryCosts = measuredCosts): MemoryPlan | { problem: string; neededBytes: number } {
   const fixedBytes = costs.baseBytes + Math.max(1, partitions) * costs.perPartitionBytes;
   const room = budgetBytes - fixedBytes;
   // room = hold × held + builds × build × range, with held at least 2 × range (two
@@ -68,6 +68,7 @@ export function planMemory(budgetBytes: number, partitions: number, builds: numb
   if (rangeBytes < smallest) {
     const needed = fixedBytes + perRange * smallest;
     return {
+      neededBytes: needed,
       problem: `--memory ${mib(budgetBytes)} is too small for ${partitions} partition(s) and ${builds} build(s) at once: the process needs about ${mib(costs.baseBytes)} + ${mib(costs.perPartitionBytes)} per partition before any range, each range ${costs.holdFactor}× its bytes held and ${costs.buildFactor}× more while built; give at least ${mib(needed)} (or fewer --builds)`,
     };
   }

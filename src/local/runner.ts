@@ -22,6 +22,8 @@ import { pause } from '../common/retry.js';
 export interface RunnerOptions {
   /** The process's resident memory stays under this many bytes (src/local/memory-budget.ts). */
   memoryBudgetBytes: number;
+  /** Whether the user chose the budget (--memory): the default grows to what the partitions need instead of refusing. */
+  memoryBudgetGiven: boolean;
   /** What the process, a held range and a build cost (measured; tests give their own). */
   memoryCosts: MemoryCosts;
   /** File builds running at once. */
@@ -35,6 +37,7 @@ export interface RunnerOptions {
 
 export const defaultRunnerOptions: RunnerOptions = {
   memoryBudgetBytes: 1024 * 1024 * 1024,
+  memoryBudgetGiven: false,
   memoryCosts: measuredCosts,
   maxConcurrentBuilds: 2,
   pollIntervalMs: 500,
@@ -244,7 +247,11 @@ export class LocalRunner {
   private replan(largestFileBytes: number): void {
     const partitions = this.runtime.indexers.size;
     if (partitions === 0 || (this.plan && this.plan.partitions === partitions)) return;
-    const plan = planMemory(this.options.memoryBudgetBytes, partitions, this.options.maxConcurrentBuilds, largestFileBytes, this.options.memoryCosts);
+    let plan = planMemory(this.options.memoryBudgetBytes, partitions, this.options.maxConcurrentBuilds, largestFileBytes, this.options.memoryCosts);
+    if ('problem' in plan && !this.options.memoryBudgetGiven) {
+      // No --memory: the default is a starting point, not a limit the user asked for.
+      plan = planMemory(plan.neededBytes, partitions, this.options.maxConcurrentBuilds, largestFileBytes, this.options.memoryCosts);
+    }
     if ('problem' in plan) {
       if (!this.plan) throw new MemoryBudgetError(plan.problem);
       const smallest = this.options.memoryCosts.minRangeBytes;

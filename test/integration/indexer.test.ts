@@ -164,7 +164,7 @@ describe('live indexing against the real broker and Postgres', () => {
       const topic = await newTopic(engine, 2, 'capacity-refused');
       const created = await table(topic, {}, 'json', engine);
       await produce(engine.kafka, topic, [{ key: null, value: '{}', partition: 0, timestamp: t0 }]);
-      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 64 * 1024 * 1024 }, () => {});
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 64 * 1024 * 1024, memoryBudgetGiven: true }, () => {});
       await expect(runner.run()).rejects.toThrow(/--memory 64 MiB is too small for \d+ partition\(s\) and 2 build\(s\) at once.*give at least/);
       expect(await reasons(created.tableId, engine)).toEqual([]);
     });
