@@ -148,7 +148,8 @@ function get(path: string, range?: string): Promise<Answer> {
   });
 }
 
-async function metrics(): Promise<{ cacheHits: number; cacheMisses: number; rebuilds: number; mismatches: number }> {
+interface Metrics { chunkCacheHits: number; chunkCacheMisses: number; granuleRebuilds: number; partialGranuleRebuilds: number; rebuilds: number; mismatches: number; chunkMismatches: number; memory: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number } }
+async function metrics(): Promise<Metrics> {
   return JSON.parse((await get('/metrics')).body.toString());
 }
 
@@ -227,8 +228,19 @@ async function phase(label: string, pool: DataFile[], ms: number): Promise<{ sec
   }));
   const seconds = (performance.now() - began) / 1000;
   const after = await metrics();
-  return { seconds, hits: after.cacheHits - before.cacheHits, misses: after.cacheMisses - before.cacheMisses, rebuilds: after.rebuilds - before.rebuilds };
+  return { seconds, hits: after.chunkCacheHits - before.chunkCacheHits, misses: after.chunkCacheMisses - before.chunkCacheMisses, rebuilds: after.granuleRebuilds + after.partialGranuleRebuilds + after.rebuilds - (before.granuleRebuilds + before.partialGranuleRebuilds + before.rebuilds) };
 }
+
+// Where the server's memory goes: its own process.memoryUsage() (in /metrics) once a second.
+const peakMemory = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+let sampling = true;
+const memorySampler = (async () => {
+  while (sampling) {
+    const { memory } = await metrics().catch(() => ({ memory: undefined }));
+    if (memory) for (const key of Object.keys(peakMemory) as (keyof typeof peakMemory)[]) peakMemory[key] = Math.max(peakMemory[key], memory[key]);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+})();
 
 try {
   // The hot set: the largest number of files that fit in half the cache (so that they stay in it).
@@ -239,6 +251,8 @@ try {
   for (const file of hot) await get(`/tables/${name}/files/${file.dataFileId}.parquet`, 'bytes=0-0');
   const warm = await phase('warm', hot, totalMs / 2);
   const end = await metrics();
+  sampling = false;
+  await memorySampler;
 
   const q = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
   const rows: string[][] = [];
@@ -248,7 +262,7 @@ try {
       const latencies = parts.flatMap((p) => p.latencies).sort((a, b) => a - b);
       const bytes = parts.reduce((sum, p) => sum + p.bytes, 0);
       rows.push([
-        `${label} (${pool.length} files${kind === 'all' ? `; cache hits/misses ${info.hits}/${info.misses}, rebuilds ${info.rebuilds}` : ''})`,
+        `${label} (${pool.length} files${kind === 'all' ? `; chunk cache hits/misses ${info.hits}/${info.misses}, row groups rebuilt ${info.rebuilds}` : ''})`,
         kind,
         String(latencies.length),
         (latencies.length / info.seconds).toFixed(1),
@@ -262,10 +276,12 @@ try {
   }
   process.stdout.write(`| phase | requests | n | requests/s | MiB/s | p50 ms | p99 ms | wrong bytes | failed |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n`);
   process.stdout.write(rows.map((r) => `| ${r.join(' | ')} |`).join('\n') + '\n');
-  process.stdout.write(`${clients} clients; table ${files.length} files, ${(tableBytes / MiB).toFixed(1)} MiB; serve --cache ${(cacheBytes / MiB).toFixed(0)} MiB; server RSS peak ${(peakRss / MiB).toFixed(0)} MiB (idle ${(idleRss / MiB).toFixed(0)} MiB); mismatches ${end.mismatches}; wrong bytes ${wrongBytes}\n`);
+  process.stdout.write(`${clients} clients; table ${files.length} files, ${(tableBytes / MiB).toFixed(1)} MiB; serve --cache ${(cacheBytes / MiB).toFixed(0)} MiB; server RSS peak ${(peakRss / MiB).toFixed(0)} MiB (idle ${(idleRss / MiB).toFixed(0)} MiB); mismatches ${end.mismatches + end.chunkMismatches}; wrong bytes ${wrongBytes}\n`);
+  const m = (bytes: number) => `${(bytes / MiB).toFixed(0)} MiB`;
+  process.stdout.write(`server memory, peaks of 1 s samples: rss ${m(peakMemory.rss)}, JS heap ${m(peakMemory.heapTotal)} (used ${m(peakMemory.heapUsed)}), external ${m(peakMemory.external)} (of which Buffers ${m(peakMemory.arrayBuffers)})\n`);
   for (const [key, s] of stats) for (const failure of s.failures.slice(0, 5)) log(`failed (${key}): ${failure}`);
   const failures = [...stats.values()].reduce((sum, s) => sum + s.failures.length, 0);
-  failed ||= wrongBytes > 0 || failures > 0 || end.mismatches > 0;
+  failed ||= wrongBytes > 0 || failures > 0 || end.mismatches > 0 || end.chunkMismatches > 0;
 } finally {
   clearInterval(rssTimer);
   agent.destroy();

@@ -42,7 +42,7 @@ try {
 }
 
 const header = ['scenario', 'faults injected', 'produced (committed)', 'indexed', 'lost', 'duplicated', 'files rebuilt', 'recovery'];
-const rows = results.map((r) => [r.scenario, r.faults, String(r.produced), String(r.indexed), String(r.lost), String(r.duplicated), `${r.filesRebuilt}/${r.files}${r.expired ? ` (+${r.expired} expired)` : ''}`, `${(r.recoveryMs / 1000).toFixed(1)} s`]);
+const rows = results.map((r) => [r.scenario, `${r.faults}${r.cleanPass ? `; vs one clean pass: ${r.cleanPass.differing === 0 ? `all ${r.cleanPass.files} files equal` : `${r.cleanPass.differing} files differ`}` : ''}`, String(r.produced), String(r.indexed), String(r.lost), String(r.duplicated), `${r.filesRebuilt}/${r.files}${r.expired ? ` (+${r.expired} expired)` : ''}`, `${(r.recoveryMs / 1000).toFixed(1)} s`]);
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
 const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`;
 process.stdout.write([line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n') + '\n');

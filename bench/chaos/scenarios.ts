@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
 import { dropTable, type TableRecord } from '../../src/catalog/tables.js';
+import { listFiles } from '../../src/catalog/file-reads.js';
 import { createTopic, deleteRecords, topicPartitions } from '../../src/kafka/topics.js';
 import { lastStableOffset, lastStableOffsets } from '../../src/kafka/offsets.js';
 import { commitFaultPoints } from '../../src/common/faults.js';
@@ -28,6 +29,7 @@ import type { ChaosStack } from './stack.js';
 
 const partitions = 3;
 const handlerProcess = fileURLToPath(new URL('./handler-process.ts', import.meta.url));
+const cli = fileURLToPath(new URL('../../bin/offsetlake.js', import.meta.url));
 const skewedClock = fileURLToPath(new URL('./skewed-clock.mjs', import.meta.url));
 
 /**
@@ -43,8 +45,8 @@ export interface ScenarioContext {
   /** The bounded version (CI): fewer faults, shorter production. */
   short: boolean;
   log: (line: string) => void;
-  /** A new `offsetlake run` child process; `env` is added to its environment, lines of stderr matching `watch` are kept. */
-  startIndexer(env?: Record<string, string>, watch?: RegExp): IndexerProcess;
+  /** A new `offsetlake run` child process (or `offsetlake <args>`); `env` is added to its environment, lines of stderr matching `watch` are kept. */
+  startIndexer(env?: Record<string, string>, watch?: RegExp, args?: string[]): IndexerProcess;
   /** A new bench/chaos/handler-process.ts child: events of the table's topic delivered to the MSK handler, messily. */
   startHandler(env?: Record<string, string>): IndexerProcess;
   /** The topic grew to `partitions`: the producer writes over all of them from now on. */
@@ -76,6 +78,15 @@ export interface Scenario {
   format: TableFormat;
   /** Its short version is in test/integration/chaos.test.ts (`npm test`, which must stay quick); the others only in `npm run chaos`. */
   ci: boolean;
+  /** Table settings beside tableSettings' (a scenario whose ranges must seal deterministically). */
+  settings?: Record<string, string>;
+  /**
+   * After the faults and the producer stopped, the indexers left running are stopped and
+   * `run --once` indexes the rest and flushes the last open range (a scenario whose table
+   * seals by no clock never ends its last range by itself); then the table is compared file
+   * by file with one clean pass of the topic into a twin table (compareWithCleanPass).
+   */
+  cleanPassTwin?: boolean;
   inject(context: ScenarioContext): Promise<FaultsDone>;
 }
 
@@ -94,6 +105,8 @@ export interface ScenarioResult {
   expired: number;
   /** Last repair → every committed record in a file. */
   recoveryMs: number;
+  /** cleanPassTwin: files compared with the clean pass, and how many of either side had no equal in the other. */
+  cleanPass?: { files: number; differing: number };
   transactions: { committed: number; aborted: number; failed: number };
   problems: string[];
 }
@@ -458,7 +471,12 @@ export const scenarios: Scenario[] = [
     name: 'msk-handler',
     does: 'no `run`: the MSK handler (handleKafkaEvent) fed events redelivered, overlapping, with gaps, of two partitions, reordered, across cold starts (bench/chaos/handler-process.ts), and killed mid-batch as a Lambda timeout ends it: SIGKILL at random moments, and at a fault point of the commit path (OFFSETLAKE_FAULT); the next invocation takes over',
     format: 'json',
-    ci: false,
+    ci: true,
+    // No clock seals a range (file_window 1 h ≫ the scenario): ranges end by size and
+    // bucket only, a function of the records from indexed_end, so however the events came
+    // and whenever an invocation died, the catalog must equal one clean pass file by file.
+    settings: { file_window: '1h' },
+    cleanPassTwin: true,
     async inject(context) {
       const kills = context.short ? 4 : 12;
       const met: string[] = [];
@@ -579,6 +597,41 @@ async function holdEveryConnection(databaseUrl: string): Promise<{ refused: stri
   };
 }
 
+/**
+ * One clean pass of the same topic into a twin table (same settings, starting where the
+ * table started): `offsetlake run --once`, which reads every committed record once, in
+ * order, and flushes at the end. The table must have the same files: equal in partition,
+ * offsets, bucket, record count and sha256 (seal reasons may differ: the last range is
+ * flushed in both, but a range the faults' handlers sealed by size is sealed by size in
+ * the clean pass too). As test/integration/indexer.test.ts does on a fixed topic.
+ */
+async function compareWithCleanPass(stack: ChaosStack, table: TableRecord, settings: ReturnType<typeof resolveSettings>, context: ScenarioContext): Promise<{ files: number; differing: number; problems: string[] }> {
+  const { catalog } = stack.engine;
+  const twin = await createTableFromTopic(stack.engine, { name: `${table.name}_clean`, topic: table.topic, format: table.format, settings });
+  try {
+    // Created later, the twin starts at today's LSO: it starts where the table started instead.
+    await catalog.query(
+      `UPDATE offsetlake.lake_partition t SET indexed_start = o.indexed_start, indexed_end = o.indexed_start
+         FROM offsetlake.lake_partition o WHERE t.table_id = $1 AND o.table_id = $2 AND o.partition_id = t.partition_id`,
+      [twin.tableId, table.tableId],
+    );
+    const pass = context.startIndexer({}, undefined, ['run', '--once']);
+    if (!(await pass.exitedWithin(180_000))) throw new Error(`the clean pass (run --once) did not end within 180 s:\n${pass.output}`);
+    const shape = async (tableId: bigint) =>
+      (await listFiles(catalog, tableId)).map((f) => `partition ${f.partition} [${f.startOffset}, ${f.endOffset}) bucket ${f.bucket.toISOString()} ${f.recordCount} records sha256 ${Buffer.from(f.sha256).toString('hex').slice(0, 16)}…`);
+    const messy = await shape(table.tableId);
+    const clean = await shape(twin.tableId);
+    const onlyMessy = messy.filter((f) => !clean.includes(f));
+    const onlyClean = clean.filter((f) => !messy.includes(f));
+    const problems = onlyMessy.length + onlyClean.length === 0 ? [] : [
+      `the catalog differs from one clean pass of the same topic: ${onlyMessy.length} of its ${messy.length} files are not in the clean pass (${onlyMessy.slice(0, 3).join('; ')}), ${onlyClean.length} of the clean pass's ${clean.length} are not in it (${onlyClean.slice(0, 3).join('; ')})`,
+    ];
+    return { files: messy.length, differing: onlyMessy.length + onlyClean.length, problems };
+  } finally {
+    await dropTable(catalog, twin.name).catch(() => {});
+  }
+}
+
 /** Offsets between each partition's indexed_end and its LSO, summed: what the indexers still had to catch up. */
 async function behind(stack: ChaosStack, table: TableRecord): Promise<string> {
   try {
@@ -610,7 +663,8 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
   const random = seededRandom(options.seed);
   const topic = `chaos-${scenario.name}-${randomUUID().slice(0, 8)}`;
   await createTopic(stack.engine.kafka, topic, partitions);
-  const table = await createTableFromTopic(stack.engine, { name: `chaos_${scenario.name.replaceAll('-', '_')}_${randomUUID().slice(0, 6)}`, topic, format: scenario.format, settings: resolveSettings(tableSettings) });
+  const settings = resolveSettings({ ...tableSettings, ...scenario.settings });
+  const table = await createTableFromTopic(stack.engine, { name: `chaos_${scenario.name.replaceAll('-', '_')}_${randomUUID().slice(0, 6)}`, topic, format: scenario.format, settings });
   const registered = registrySchemas[scenario.format];
   if (registered) await stack.registryReady();
   const schemas = registered
@@ -624,8 +678,8 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
     random,
     short: options.short,
     log: options.log,
-    startIndexer(env, watch) {
-      const indexer = new IndexerProcess(stack, `${scenario.name}-${started.length + 1}`, env, watch);
+    startIndexer(env, watch, args) {
+      const indexer = new IndexerProcess(stack, `${scenario.name}-${started.length + 1}`, env, watch, args && [cli, ...args]);
       started.push(indexer);
       return indexer;
     },
@@ -652,10 +706,16 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
     const injected = Date.now();
     const backlog = await behind(stack, table);
     const producedEnd = await producer.stop();
+    if (scenario.cleanPassTwin) {
+      // The last open range ends by no clock here: `run --once` reads the rest and flushes it.
+      await Promise.all(done.indexers.map((indexer) => indexer.kill()));
+      done.indexers = [context.startIndexer({}, undefined, ['run', '--once'])];
+    }
     const recoveredAt = await caughtUp(stack, table, producedEnd, options.short ? 60_000 : 180_000);
     await Promise.all(done.indexers.map((indexer) => indexer.stop()));
     const stopped = Date.now();
     const audit = await auditTable(stack.engine, table, producedEnd, done.retention ? { belowEarliest: 'expired' } : {});
+    const cleanPass = scenario.cleanPassTwin ? await compareWithCleanPass(stack, table, settings, context) : undefined;
     const seconds = (from: number, to: number) => `${((to - from) / 1000).toFixed(1)} s`;
     options.log(`  ${scenario.name}: faults ${seconds(began, injected)}, caught up ${seconds(injected, recoveredAt)} (${backlog} offsets behind when the faults ended), indexers stopped ${seconds(recoveredAt, stopped)}, audit ${seconds(stopped, Date.now())}`);
     return {
@@ -670,8 +730,9 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
       filesRebuilt: audit.filesRebuilt,
       expired: audit.expired,
       recoveryMs: recoveredAt - done.repairedAt,
+      ...(cleanPass ? { cleanPass: { files: cleanPass.files, differing: cleanPass.differing } } : {}),
       transactions: { committed: producer.counts.committedTransactions, aborted: producer.counts.abortedTransactions, failed: producer.counts.failedTransactions },
-      problems: [...(done.problems ?? []), ...audit.problems],
+      problems: [...(done.problems ?? []), ...audit.problems, ...(cleanPass?.problems ?? [])],
     };
   } catch (error) {
     const said = started.map((indexer) => `${indexer.label}: ${indexer.output}`).join('\n');

@@ -33,6 +33,7 @@ export async function runCommand(args: string[]): Promise<number> {
     ...defaultRunnerOptions,
     once: values.once ?? false,
     memoryBudgetBytes: values.memory ? parseBytes('--memory', values.memory) : defaultRunnerOptions.memoryBudgetBytes,
+    memoryBudgetGiven: values.memory !== undefined,
     maxConcurrentBuilds: wholeNumberFlag('builds', values.builds, defaultRunnerOptions.maxConcurrentBuilds, 64),
     // Like the event source mapping's batching window: how long records may wait to be delivered.
     pollIntervalMs: values['batch-window'] ? parseDuration('--batch-window', values['batch-window']) : defaultRunnerOptions.pollIntervalMs,
@@ -73,7 +74,10 @@ function progressReporter(engine: Engine, everyMs: number): (now: RunSummary) =>
     for (const s of await partitionStatus(engine).catch(() => [])) if (s.lag !== null) lag.set(s.table, (lag.get(s.table) ?? 0n) + s.lag);
     const rate = Math.round(((now.records - last.records) * 1000) / everyMs);
     const lags = [...lag].map(([table, behind]) => `${table} ${behind}`).join(', ');
-    progress(`${rate} records/s, ${now.filesCommitted - last.files} files committed; lag (offsets): ${lags || 'no tables'}`);
+    // Where resident memory goes (--memory budgets it): the JS heap, and Buffers outside it.
+    const memory = process.memoryUsage();
+    const mib = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;
+    progress(`${rate} records/s, ${now.filesCommitted - last.files} files committed; lag (offsets): ${lags || 'no tables'}; rss ${mib(memory.rss)} (JS heap ${mib(memory.heapTotal)}, ${mib(memory.heapUsed)} used; Buffers ${mib(memory.arrayBuffers)})`);
     last = { records: now.records, files: now.filesCommitted };
   };
 }

@@ -63,6 +63,7 @@ export class PartitionIndexer {
    */
   private pending: SealedRange[] = [];
   private pendingBytes = 0;
+  private committing = 0;
   /** Calls run one at a time: a flush for capacity must not commit between a read's seal and its commit. */
   private turn: Promise<unknown> = Promise.resolve();
 
@@ -75,6 +76,19 @@ export class PartitionIndexer {
   /** Bytes held in memory: the open range and any sealed ranges waiting for the registry. */
   get openBytes(): number {
     return (this.sealer?.openBytes ?? 0) + this.pendingBytes;
+  }
+
+  /**
+   * Bytes of sealed ranges being built and committed: out of the open range, still in
+   * memory until their commit returns (the runner's memory budget counts them).
+   */
+  get committingBytes(): number {
+    return this.committing;
+  }
+
+  /** Resolves when the call in progress (and those queued before now) have finished, however they ended. */
+  whenIdle(): Promise<unknown> {
+    return this.turn;
   }
 
   get heldLease(): Lease | undefined {
@@ -195,6 +209,17 @@ export class PartitionIndexer {
     const lease = this.lease!;
     const all = [...this.pending, ...ranges];
     if (all.length === 0) return [];
+    // Pending ranges are in pendingBytes already; the new ones leave the sealer now.
+    const sealedBytes = ranges.reduce((sum, range) => sum + range.bytes, 0);
+    this.committing += sealedBytes;
+    try {
+      return await this.buildAndCommit(lease, all);
+    } finally {
+      this.committing -= sealedBytes;
+    }
+  }
+
+  private async buildAndCommit(lease: Lease, all: SealedRange[]): Promise<SealedRange[]> {
     const built: NewRange[] = [];
     try {
       for (const range of all) built.push(await this.deps.build(this.table, this.partition, range));

@@ -1,8 +1,10 @@
 /**
  * `offsetlake run`: one long-lived process indexing every partition of every table,
  * through the same handler the Lambda runs, fed by the event source emulator. Like
- * Druid's Indexer: one global memory budget over all open ranges (the largest is sealed
- * with reason `capacity` when it is exceeded), and a bound on concurrent file builds.
+ * Druid's Indexer: one memory budget for the process (src/local/memory-budget.ts: ranges
+ * held, builds in flight and a measured base; a range is sealed with reason `capacity`
+ * when its share is reached, and reading waits while commits free memory), and a bound
+ * on concurrent file builds.
  */
 import { listTables } from '../catalog/tables.js';
 import type { Engine } from '../runtime/engine.js';
@@ -13,13 +15,18 @@ import type { RangeBuilder } from '../build/files.js';
 import { kafkaSource } from '../kafka/source.js';
 import { topicPartitions } from '../kafka/topics.js';
 import { defaultEmulatorOptions, PartitionEventSource, type EmulatorOptions } from './emulator.js';
-import { limitConcurrency } from './limit.js';
+import { limitConcurrency } from '../common/limit.js';
+import { describePlan, measuredCosts, planMemory, type MemoryCosts, type MemoryPlan } from './memory-budget.js';
 import { pause } from '../common/retry.js';
 import { IndexDrivers } from './index-drivers.js';
 
 export interface RunnerOptions {
-  /** All open ranges together stay under this many bytes. */
+  /** The process's resident memory stays under this many bytes (src/local/memory-budget.ts). */
   memoryBudgetBytes: number;
+  /** Whether the user chose the budget (--memory): the default grows to what the partitions need instead of refusing. */
+  memoryBudgetGiven: boolean;
+  /** What the process, a held range and a build cost (measured; tests give their own). */
+  memoryCosts: MemoryCosts;
   /** File builds running at once. */
   maxConcurrentBuilds: number;
   /** How often idle partitions are looked at (age seals, new records, new tables). */
@@ -31,6 +38,8 @@ export interface RunnerOptions {
 
 export const defaultRunnerOptions: RunnerOptions = {
   memoryBudgetBytes: 1024 * 1024 * 1024,
+  memoryBudgetGiven: false,
+  memoryCosts: measuredCosts,
   maxConcurrentBuilds: 2,
   pollIntervalMs: 500,
   once: false,
@@ -58,6 +67,11 @@ export interface RunSummary {
 
 export type RunLog = (line: string) => void;
 
+/** `--memory` cannot hold the process with the partitions it must index: refused at start. */
+export class MemoryBudgetError extends Error {
+  override name = 'MemoryBudgetError';
+}
+
 export class LocalRunner {
   private readonly runtime: IndexerRuntime;
   /** One event source per topic partition; tables on the same topic share it. */
@@ -73,6 +87,8 @@ export class LocalRunner {
   private failingRounds = 0;
   /** Backfills of indexes that are not active yet, in the background (`once`: to the end). */
   private readonly indexes: IndexDrivers;
+  /** The split of the memory budget for the partitions known now (null: none yet). */
+  private plan: MemoryPlan | null = null;
 
   constructor(private readonly engine: Engine, build: RangeBuilder, private readonly options: RunnerOptions, private readonly log: RunLog) {
     this.runtime = {
@@ -138,6 +154,7 @@ export class LocalRunner {
     try {
       await this.discover();
     } catch (error) {
+      if (error instanceof MemoryBudgetError) throw error;
       const message = `looking for tables and partitions failed, trying again: ${(error as Error).message}`;
       this.log(message);
       this.failedPumps.set('discovery', message);
@@ -177,6 +194,7 @@ export class LocalRunner {
         }
       }
     }
+    this.replan(tables.length === 0 ? 0 : Math.max(...tables.map((table) => table.settings.file_bytes)));
     // A dropped table's indexers stop and give their leases back.
     for (const [key, indexer] of this.runtime.indexers) {
       if (!wanted.has(key)) {
@@ -232,18 +250,54 @@ export class LocalRunner {
     }
   }
 
+  /**
+   * The budget's split for the partitions known now. Too small a budget is refused before
+   * anything is read; one that becomes too small later (partitions added) is said, and
+   * ranges are kept at the smallest size worth a file.
+   */
+  private replan(largestFileBytes: number): void {
+    const partitions = this.runtime.indexers.size;
+    if (partitions === 0 || (this.plan && this.plan.partitions === partitions)) return;
+    let plan = planMemory(this.options.memoryBudgetBytes, partitions, this.options.maxConcurrentBuilds, largestFileBytes, this.options.memoryCosts);
+    if ('problem' in plan && !this.options.memoryBudgetGiven) {
+      // No --memory: the default is a starting point, not a limit the user asked for.
+      plan = planMemory(plan.neededBytes, partitions, this.options.maxConcurrentBuilds, largestFileBytes, this.options.memoryCosts);
+    }
+    if ('problem' in plan) {
+      if (!this.plan) throw new MemoryBudgetError(plan.problem);
+      const smallest = this.options.memoryCosts.minRangeBytes;
+      this.log(`${plan.problem}; going on with ranges of ${smallest} bytes, over the budget`);
+      this.plan = { ...this.plan, partitions, rangeBytes: smallest, heldBytes: 2 * smallest };
+      return;
+    }
+    this.plan = plan;
+    this.log(describePlan(plan));
+  }
+
+  /**
+   * After each event: a range that reached its share is sealed (capacity); while the
+   * ranges held in memory (open, and sealed ones being built and committed) exceed their
+   * part of the budget, the largest open range is sealed, or, when all that is held is
+   * being committed, this partition waits for those commits: it reads nothing meanwhile.
+   */
   private async enforceBudget(): Promise<void> {
-    const indexers = [...this.runtime.indexers.values()];
-    let total = indexers.reduce((sum, indexer) => sum + indexer.openBytes, 0);
-    while (total > this.options.memoryBudgetBytes) {
-      const largest = indexers.reduce((a, b) => (b.openBytes > a.openBytes ? b : a));
-      const bytes = largest.openBytes;
+    const plan = this.plan;
+    if (!plan) return;
+    for (;;) {
+      const indexers = [...this.runtime.indexers.values()];
+      const held = indexers.reduce((sum, indexer) => sum + indexer.openBytes + indexer.committingBytes, 0);
+      const full = indexers.find((indexer) => indexer.openBytes >= plan.rangeBytes);
+      if (!full && held <= plan.heldBytes) return;
+      const largest = full ?? indexers.reduce((a, b) => (b.openBytes > a.openBytes ? b : a));
+      if (largest.openBytes === 0) {
+        await indexers.reduce((a, b) => (b.committingBytes > a.committingBytes ? b : a)).whenIdle();
+        continue;
+      }
       const range = await largest.flush('capacity').catch((error) => this.failed(largest, error));
       if (range) {
         this.summary.capacitySeals += 1;
         this.count([range]);
-      }
-      total -= bytes;
+      } else return; // it could not seal (its failure is said): the next event tries again
     }
   }
 

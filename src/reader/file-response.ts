@@ -44,6 +44,12 @@ export async function bodyBytes(body: ResponseBody): Promise<Uint8Array> {
   return pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
 }
 
+async function producedPieces(body: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
+  const pieces: Uint8Array[] = [];
+  for await (const piece of body) pieces.push(piece);
+  return pieces;
+}
+
 export class HttpError extends Error {
   constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
     super(message);
@@ -96,12 +102,35 @@ export async function fileResponse(service: ReaderService, request: ReaderReques
     service.served(body.byteLength);
     return { status, headers, body };
   }
-  if (end - start <= bufferedRangeBytes) {
-    const body = await bodyBytes(service.range(table, file, start, end));
-    service.served(body.byteLength);
-    return { status, headers, body };
+  // What responses in flight hold is bounded too (the cache bounds only what it keeps):
+  // a response takes its bytes (a streamed one: what it may hold at once) from the
+  // service's budget before anything is rebuilt, and gives them back once its body has
+  // been written or abandoned; the others wait their turn.
+  const release = await service.responseBytes.acquire(Math.min(end - start, bufferedRangeBytes));
+  try {
+    if (end - start <= bufferedRangeBytes) {
+      // Produced (and checked) to the end before the answer starts, but kept as its pieces:
+      // they are the cache's own chunks, so responses of one row group share its bytes
+      // instead of each holding a copy (a concatenated 8 MiB file per response in flight
+      // was most of serve's resident memory).
+      const pieces = await producedPieces(service.range(table, file, start, end));
+      service.served(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
+      return { status, headers, body: releasing(pieces, release) };
+    }
+    return { status, headers, body: releasing(await started(counted(service, service.range(table, file, start, end)), Math.max(0, 4 - start)), release) };
+  } catch (error) {
+    release();
+    throw error;
   }
-  return { status, headers, body: await started(counted(service, service.range(table, file, start, end)), Math.max(0, 4 - start)) };
+}
+
+/** The body's pieces; the response's bytes go back to the budget when they have all been taken, or the reader stopped. */
+async function* releasing(pieces: Iterable<Uint8Array> | AsyncIterable<Uint8Array>, release: () => void): AsyncGenerator<Uint8Array> {
+  try {
+    yield* pieces;
+  } finally {
+    release();
+  }
 }
 
 /**

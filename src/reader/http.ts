@@ -74,6 +74,12 @@ function errorResponse(request: ReaderRequest, status: number, message: string, 
  * another one; null when the request may pass. Pure: a deployment refuses strangers with it
  * before any I/O, and looks its own token up only for requests that carry one.
  */
+/** The process's memory (bytes): where a reader's resident set goes (JS heap, Buffers) without attaching a profiler. */
+function processMemory(): { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number } {
+  const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage();
+  return { rss, heapTotal, heapUsed, external, arrayBuffers };
+}
+
 export function authorizationRefusal(request: ReaderRequest, token?: string): ReaderResponse | null {
   try {
     checkToken(request, token);
@@ -155,7 +161,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     if (parts.length === 1 && parts[0] === 'metrics') {
       allow('GET, HEAD');
       const metrics = service.metrics;
-      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, lostOffsets: await service.lostOffsets(), indexes: await service.indexes() });
+      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, memory: processMemory(), lostOffsets: await service.lostOffsets(), indexes: await service.indexes() });
     }
     if (parts[0] === 'tables' && parts[2] === 'files' && (parts.length === 3 || parts.length === 4)) {
       const table = await tableNamed(decodeSegment(parts[1]!));

@@ -26,12 +26,24 @@ import { ByteBoundedCache } from './cache.js';
 import { newMetrics, type ReaderMetrics } from './metrics.js';
 import { countingSource, type ReadLog } from './source.js';
 import { publishReaderCounters } from '../catalog/reader-counters.js';
+import { ByteBudget, limitConcurrency } from '../common/limit.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 
 export interface ReaderServiceOptions {
   /** Budget of the cache of rebuilt chunks (and whole files without granules). Default 512 MiB. */
   cacheBytes?: number;
+  /**
+   * Row groups read from Kafka at once (default 2). Each holds its records until it is
+   * encoded, so this bounds the rebuilds' part of memory; encoding is synchronous on one
+   * thread anyway, so more at once would only pile records up.
+   */
+  kafkaReadsAtOnce?: number;
+  /**
+   * Bytes that responses in flight may hold at once (default: half the cache, at least
+   * 16 MiB so that any buffered range can go): more waits its turn.
+   */
+  responseBytes?: number;
   /** How often, at most, the counters are written to the catalog for `status` (ms; 0: never). Default 10 s. */
   publishEveryMs?: number;
 }
@@ -87,6 +99,10 @@ export class ReaderService {
   private readonly granular = new Map<bigint, Promise<Granular | null>>();
   private readonly schemas = new Map<string, Promise<TableSchema>>();
   private readonly recordsInFlight = new Map<string, Promise<KafkaRecord[]>>();
+  /** What responses in flight hold (src/reader/file-response.ts takes and gives back). */
+  readonly responseBytes: ByteBudget;
+  /** A granule's Kafka read, at most `kafkaReadsAtOnce` at a time (it waits for nothing else limited: no deadlock). */
+  private readonly readGranule: typeof granuleRecords;
 
   /** Names this reader's row of counters in the catalog. */
   readonly readerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -99,6 +115,8 @@ export class ReaderService {
     this.cache = new ByteBoundedCache<Uint8Array | CachedRecords>(options.cacheBytes ?? defaultCacheBytes);
     this.source = countingSource(source, { keepReads: false });
     this.publishEveryMs = options.publishEveryMs ?? 10_000;
+    this.responseBytes = new ByteBudget(options.responseBytes ?? Math.max(16 * 1024 * 1024, Math.floor(this.cache.maxBytes / 2)));
+    this.readGranule = limitConcurrency(options.kafkaReadsAtOnce ?? 2, granuleRecords);
   }
 
   /** A snapshot of the counters, with what was read from Kafka. */
@@ -317,7 +335,7 @@ export class ReaderService {
       } else {
         let pending = this.recordsInFlight.get(recordsKey);
         if (!pending) {
-          pending = granuleRecords(this.source, table, file, granule).finally(() => this.recordsInFlight.delete(recordsKey));
+          pending = this.readGranule(this.source, table, file, granule).finally(() => this.recordsInFlight.delete(recordsKey));
           this.recordsInFlight.set(recordsKey, pending);
         } else {
           this.counters.granuleRecordHits += 1;

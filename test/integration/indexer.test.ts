@@ -151,11 +151,22 @@ describe('live indexing against the real broker and Postgres', () => {
       const topic = await newTopic(engine, 2, 'capacity');
       const created = await table(topic, {}, 'json', engine);
       await produce(engine.kafka, topic, Array.from({ length: 40 }, (_, i) => ({ key: null, value: JSON.stringify({ i, pad: 'c'.repeat(200) }), partition: i % 2, timestamp: t0 + i })));
-      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 1000, emulator: { ...defaultRunnerOptions.emulator, batchSize: 4 } }, () => {});
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 1000, memoryCosts: { baseBytes: 0, perPartitionBytes: 0, holdFactor: 1, buildFactor: 1, minRangeBytes: 1 }, emulator: { ...defaultRunnerOptions.emulator, batchSize: 4 } }, () => {});
       const summary = await runner.run();
       expect(summary.capacitySeals).toBeGreaterThan(0);
       expect(await reasons(created.tableId, engine)).toContain('capacity');
       await checkTable(engine, await findTable(engine.catalog, created.name));
+    });
+
+    it('capacity: a --memory too small for the process and its partitions is refused before a record is read', async () => {
+      const engine = await testEngine('capacity_refused');
+      onTestFinished(() => engine.close());
+      const topic = await newTopic(engine, 2, 'capacity-refused');
+      const created = await table(topic, {}, 'json', engine);
+      await produce(engine.kafka, topic, [{ key: null, value: '{}', partition: 0, timestamp: t0 }]);
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 64 * 1024 * 1024, memoryBudgetGiven: true }, () => {});
+      await expect(runner.run()).rejects.toThrow(/--memory 64 MiB is too small for \d+ partition\(s\) and 2 build\(s\) at once.*give at least/);
+      expect(await reasons(created.tableId, engine)).toEqual([]);
     });
   });
 

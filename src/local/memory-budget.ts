@@ -1,0 +1,85 @@
+/**
+ * `run --memory SIZE` as a budget for the process's resident memory, not only its open
+ * ranges. What the process holds, measured (bench/build-memory.ts, bench/load-run.ts):
+ *
+ *   resident ≈ base + partitions × per-partition + hold factor × held ranges + builds × build factor × range
+ *
+ * - base: Node, the modules, the catalog pool and the Kafka client, idle;
+ * - per partition: its event in flight (the emulator's batch as records and as an MSK
+ *   event of up to 6 MB of base64) and the committed read's fetch batches behind it;
+ * - held ranges: open ranges and sealed ones not yet committed (records in memory);
+ * - a build holds, besides its range's records, rows, column buffers, pages and the file
+ *   for a while: `buildFactor` times the range's counted bytes at its peak.
+ *
+ * The budget less the fixed parts is split so that the worst case fits: held ranges in
+ * all at most `heldBytes`, one range at most `rangeBytes` (sealed with reason `capacity`
+ * when it reaches it, or at `file_bytes` if that is smaller), and `builds` builds of such
+ * a range at once. A budget whose split leaves ranges smaller than `minRangeBytes` is
+ * refused: files that small would make the catalog, not the budget, the bottleneck.
+ */
+
+export interface MemoryCosts {
+  baseBytes: number;
+  perPartitionBytes: number;
+  /** Resident bytes of a held range per counted byte (key + value + headers): the records' objects and the heap's slack. */
+  holdFactor: number;
+  /** A build's transient peak per counted byte of its range. */
+  buildFactor: number;
+  /** Below this a range is too small to be worth a file: such a budget is refused. */
+  minRangeBytes: number;
+}
+
+const MiB = 1024 * 1024;
+
+/**
+ * Measured on the 2-core development machine (README, "Load"): idle `run` RSS 128–135
+ * MiB; under 12 MiB/s over 3 partitions, 406 MiB at peak of which ranges and builds
+ * explain ~150, so ~40 MiB per partition (its emulator read, the MSK event of up to 6 MB
+ * of base64, the handler's read of the same span, and the heap's slack over them); a
+ * held range 1.05–1.84× its counted bytes and a build's peak 0.7–1.3× more, in a fresh
+ * process (bench/build-memory.ts: JSON, ~1.1 KB records, 4–32 MiB ranges). Rounded up:
+ * these make a budget, not a forecast.
+ */
+export const measuredCosts: MemoryCosts = { baseBytes: 140 * MiB, perPartitionBytes: 40 * MiB, holdFactor: 1.9, buildFactor: 1.5, minRangeBytes: MiB };
+
+export interface MemoryPlan {
+  budgetBytes: number;
+  fixedBytes: number;
+  heldBytes: number;
+  rangeBytes: number;
+  builds: number;
+  partitions: number;
+}
+
+/**
+ * The split of `budgetBytes` for `partitions` partitions and `builds` builds at once;
+ * ranges never exceed `largestFileBytes` (the largest `file_bytes` of the tables), so a
+ * budget with room to spare is not split more finely than the tables need.
+ */
+export function planMemory(budgetBytes: number, partitions: number, builds: number, largestFileBytes: number, costs: MemoryCosts = measuredCosts): MemoryPlan | { problem: string; neededBytes: number } {
+  const fixedBytes = costs.baseBytes + Math.max(1, partitions) * costs.perPartitionBytes;
+  const room = budgetBytes - fixedBytes;
+  // room = hold × held + builds × build × range, with held at least 2 × range (two
+  // ranges' worth while one is built): a range sealed by capacity leaves room for the next.
+  const perRange = 2 * costs.holdFactor + builds * costs.buildFactor;
+  const rangeBytes = Math.min(largestFileBytes, Math.floor(room / perRange));
+  // Tables whose files are small anyway need no more than their file_bytes.
+  const smallest = Math.min(costs.minRangeBytes, largestFileBytes);
+  if (rangeBytes < smallest) {
+    const needed = fixedBytes + perRange * smallest;
+    return {
+      neededBytes: needed,
+      problem: `--memory ${mib(budgetBytes)} is too small for ${partitions} partition(s) and ${builds} build(s) at once: the process needs about ${mib(costs.baseBytes)} + ${mib(costs.perPartitionBytes)} per partition before any range, each range ${costs.holdFactor}× its bytes held and ${costs.buildFactor}× more while built; give at least ${mib(needed)} (or fewer --builds)`,
+    };
+  }
+  const heldBytes = Math.floor((room - builds * costs.buildFactor * rangeBytes) / costs.holdFactor);
+  return { budgetBytes, fixedBytes, heldBytes, rangeBytes, builds, partitions };
+}
+
+export function describePlan(plan: MemoryPlan): string {
+  return `memory ${mib(plan.budgetBytes)}: ${mib(plan.fixedBytes)} for the process and ${plan.partitions} partition(s), ranges held ${mib(plan.heldBytes)} in all, one range at most ${mib(plan.rangeBytes)} (then sealed: capacity), ${plan.builds} build(s) at once`;
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / MiB).toFixed(bytes < 10 * MiB ? 1 : 0)} MiB`;
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { planMemory, type MemoryCosts } from '../../src/local/memory-budget.js';
+
+const MiB = 1024 * 1024;
+const costs: MemoryCosts = { baseBytes: 100 * MiB, perPartitionBytes: 10 * MiB, holdFactor: 2, buildFactor: 1.5, minRangeBytes: MiB };
+
+describe('run --memory: the split of the budget', () => {
+  it('the worst case of the split (fixed + held ranges + every build of a full range) fits in the budget', () => {
+    for (const budget of [200, 256, 512, 1024, 4096]) {
+      for (const partitions of [1, 3, 12]) {
+        for (const builds of [1, 2, 4]) {
+          const plan = planMemory(budget * MiB, partitions, builds, 128 * MiB, costs);
+          if ('problem' in plan) continue;
+          const worst = plan.fixedBytes + costs.holdFactor * plan.heldBytes + builds * costs.buildFactor * plan.rangeBytes;
+          expect(worst).toBeLessThanOrEqual(budget * MiB);
+          // a range sealed by capacity leaves room for the next one while it is built
+          expect(plan.heldBytes).toBeGreaterThanOrEqual(2 * plan.rangeBytes - 1);
+        }
+      }
+    }
+  });
+
+  it('ranges are never made larger than the largest file_bytes of the tables', () => {
+    const plan = planMemory(4096 * MiB, 3, 2, 32 * MiB, costs);
+    expect('problem' in plan ? plan.problem : plan.rangeBytes).toBe(32 * MiB);
+  });
+
+  it('tables of small files are not refused for ranges smaller than the smallest worth a file: they need no more', () => {
+    const plan = planMemory(1024 * MiB, 3, 2, 64 * 1024, costs);
+    expect('problem' in plan ? plan.problem : plan.rangeBytes).toBe(64 * 1024);
+  });
+
+  it('a budget below the process and its partitions is refused with what it would need', () => {
+    const plan = planMemory(120 * MiB, 3, 2, 128 * MiB, costs);
+    expect('problem' in plan && plan.problem).toMatch(/--memory 120 MiB is too small for 3 partition\(s\) and 2 build\(s\) at once: .* give at least 137 MiB/);
+  });
+});
