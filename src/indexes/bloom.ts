@@ -88,8 +88,12 @@ export class SplitBlockBloomFilter {
   }
 
   insertHash(hash: bigint): void {
-    const base = blockOf(Number(hash >> 32n), this.blocks) * BLOCK_BYTES;
-    const low = Number(hash & 0xffffffffn);
+    this.insertHalves(Number(hash >> 32n), Number(hash & 0xffffffffn));
+  }
+
+  /** Inserts a hash given as its upper and lower 32 bits (what a builder keeps per key, without BigInts). */
+  insertHalves(high: number, low: number): void {
+    const base = blockOf(high, this.blocks) * BLOCK_BYTES;
     for (let i = 0; i < 8; i++) {
       const at = base + i * 4;
       const bit = Math.imul(low, SALT[i]!) >>> 27;

@@ -147,6 +147,7 @@ function varintLength(n: number): number {
  * Built in a Buffer of exactly its size (hot: once per row and index).
  */
 export function encodeKey(keyTypes: readonly KeyType[], values: readonly KeyValue[]): Buffer {
+  if (keyTypes.length === 1) return encodeOne(keyTypes[0]!, values[0]!);
   const parts: (Uint8Array | null)[] = new Array(keyTypes.length);
   let size = 0;
   for (let c = 0; c < keyTypes.length; c++) {
@@ -156,23 +157,33 @@ export function encodeKey(keyTypes: readonly KeyType[], values: readonly KeyValu
   }
   const out = Buffer.allocUnsafe(size);
   let at = 0;
-  for (let c = 0; c < keyTypes.length; c++) {
-    out[at++] = TAG[keyTypes[c]!];
-    const bytes = parts[c]!;
-    if (bytes === null) {
-      out[at++] = values[c] ? 1 : 0;
-      continue;
-    }
-    let n = bytes.length;
-    while (n >= 0x80) {
-      out[at++] = (n & 0x7f) | 0x80;
-      n = Math.floor(n / 128);
-    }
-    out[at++] = n;
-    out.set(bytes, at);
-    at += bytes.length;
-  }
+  for (let c = 0; c < keyTypes.length; c++) at = writeValue(out, at, keyTypes[c]!, values[c]!, parts[c]!);
   return out;
+}
+
+/** The key of one value: the common case, without the list of parts. */
+function encodeOne(keyType: KeyType, value: KeyValue): Buffer {
+  const bytes = valueBytes(keyType, value);
+  const out = Buffer.allocUnsafe(bytes === null ? 2 : 1 + varintLength(bytes.length) + bytes.length);
+  writeValue(out, 0, keyType, value, bytes);
+  return out;
+}
+
+/** Writes one value's tag and bytes at `at`; returns where the next one goes. */
+function writeValue(out: Buffer, at: number, keyType: KeyType, value: KeyValue, bytes: Uint8Array | null): number {
+  out[at++] = TAG[keyType];
+  if (bytes === null) {
+    out[at++] = value ? 1 : 0;
+    return at;
+  }
+  let n = bytes.length;
+  while (n >= 0x80) {
+    out[at++] = (n & 0x7f) | 0x80;
+    n = Math.floor(n / 128);
+  }
+  out[at++] = n;
+  out.set(bytes, at);
+  return at + bytes.length;
 }
 
 /** The POSTINGS bucket of a key. */
@@ -212,8 +223,17 @@ export function buildIndexEntries(index: IndexDefinition, columns: readonly Reso
   // BLOOM keeps per granule the hashes of its keys (a key inserted twice sets the same
   // bits; the distinct hashes size the filter). POSTINGS keeps each distinct key (by its
   // bytes as a latin1 string: exact) with the granules that hold it, in order.
-  const hashes: bigint[][] = index.kind === 'bloom' ? Array.from({ length: granules }, () => []) : [];
-  const postings = new Map<string, { key: Buffer; granules: number[] }>();
+  // BLOOM keeps per granule its keys' hashes as upper and lower halves (a key inserted twice
+  // sets the same bits; the distinct lower halves size the filter: two keys of one granule
+  // share them with odds of about 1 in 2^32 per pair, which only makes a filter a block
+  // smaller). POSTINGS keeps each distinct key (by its bytes as a latin1 string: exact)
+  // with its first granule, and the later granules of the few keys in several.
+  const highs: number[][] = index.kind === 'bloom' ? Array.from({ length: granules }, () => []) : [];
+  const lows: number[][] = index.kind === 'bloom' ? Array.from({ length: granules }, () => []) : [];
+  const positions = new Map<string, number>();
+  const keys: Buffer[] = [];
+  const firstGranule: number[] = [];
+  const laterGranules = new Map<number, number[]>();
   for (let r = 0; r < rows; r++) {
     const g = Math.floor(r / index.granuleRows);
     let skip = false;
@@ -233,13 +253,24 @@ export function buildIndexEntries(index: IndexDefinition, columns: readonly Reso
     if (skip) continue;
     const key = encodeKey(keyTypes, row);
     if (index.kind === 'bloom') {
-      hashes[g]!.push(xxhash64(key));
+      const hash = xxhash64(key);
+      highs[g]!.push(Number(hash >> 32n));
+      lows[g]!.push(Number(hash & 0xffffffffn));
       continue;
     }
     const name = key.toString('latin1');
-    const found = postings.get(name);
-    if (!found) postings.set(name, { key, granules: [g] });
-    else if (found.granules[found.granules.length - 1] !== g) found.granules.push(g);
+    const at = positions.get(name);
+    if (at === undefined) {
+      positions.set(name, keys.length);
+      keys.push(key);
+      firstGranule.push(g);
+      continue;
+    }
+    const later = laterGranules.get(at);
+    const last = later ? later[later.length - 1]! : firstGranule[at]!;
+    if (last === g) continue;
+    if (later) later.push(g);
+    else laterGranules.set(at, [g]);
   }
   header.unknown = [...unknown].sort((a, b) => a - b);
   entry(HEADER_PART, ascii.encode(JSON.stringify(headerJson(header, columns))));
@@ -247,9 +278,11 @@ export function buildIndexEntries(index: IndexDefinition, columns: readonly Reso
     const out = new ByteWriter();
     out.varint(granules);
     const fpp = index.falsePositiveRate ?? defaultFalsePositiveRate;
-    for (const granuleHashes of hashes) {
-      const filter = SplitBlockBloomFilter.ofSize(bloomBytesFor(Math.max(1, new Set(granuleHashes).size), fpp));
-      for (const hash of granuleHashes) filter.insertHash(hash);
+    for (let g = 0; g < granules; g++) {
+      const filter = SplitBlockBloomFilter.ofSize(bloomBytesFor(Math.max(1, new Set(lows[g]).size), fpp));
+      const high = highs[g]!;
+      const low = lows[g]!;
+      for (let i = 0; i < high.length; i++) filter.insertHalves(high[i]!, low[i]!);
       out.varint(filter.bytes.length);
       out.bytes(filter.bytes);
     }
@@ -257,23 +290,26 @@ export function buildIndexEntries(index: IndexDefinition, columns: readonly Reso
     return entries;
   }
   const buckets = index.postingBuckets ?? defaultPostingBuckets;
-  const byBucket = new Map<number, { key: Buffer; granules: number[] }[]>();
-  for (const posting of postings.values()) {
-    const bucket = postingBucket(posting.key, buckets);
+  const byBucket = new Map<number, number[]>();
+  for (let at = 0; at < keys.length; at++) {
+    const bucket = postingBucket(keys[at]!, buckets);
     const list = byBucket.get(bucket);
-    if (list) list.push(posting);
-    else byBucket.set(bucket, [posting]);
+    if (list) list.push(at);
+    else byBucket.set(bucket, [at]);
   }
   for (const [bucket, list] of [...byBucket].sort((a, b) => a[0] - b[0])) {
-    list.sort((a, b) => Buffer.compare(a.key, b.key));
+    list.sort((a, b) => Buffer.compare(keys[a]!, keys[b]!));
     const out = new ByteWriter();
     out.varint(list.length);
-    for (const posting of list) {
-      out.varint(posting.key.length);
-      out.bytes(posting.key);
-      out.varint(posting.granules.length);
-      let previous = 0;
-      for (const g of posting.granules) {
+    for (const at of list) {
+      const key = keys[at]!;
+      const later = laterGranules.get(at);
+      out.varint(key.length);
+      out.bytes(key);
+      out.varint(1 + (later?.length ?? 0));
+      out.varint(firstGranule[at]!);
+      let previous = firstGranule[at]!;
+      for (const g of later ?? []) {
         out.varint(g - previous);
         previous = g;
       }
