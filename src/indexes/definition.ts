@@ -128,7 +128,3 @@ export function indexColumnText(column: IndexColumn): string {
       return ['_value', ...column.path].map(quoted).join('.');
   }
 }
-
-export function sameIndexColumn(a: IndexColumn, b: IndexColumn): boolean {
-  return indexColumnText(a) === indexColumnText(b);
-}
