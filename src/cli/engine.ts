@@ -32,10 +32,15 @@ export interface CatalogWait {
  */
 const passingCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P03', '53300', '08001', '08006']);
 
-function passes(error: unknown): boolean {
+/**
+ * Whether a failure to open the catalog passes. pg says a lost connection in words, not
+ * codes: "Connection terminated" on the query in flight, and "Client has encountered a
+ * connection error and is not queryable" on the next query of that client.
+ */
+export function catalogErrorPasses(error: unknown): boolean {
   for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
     if (e.code && passingCodes.has(e.code)) return true;
-    if (/Connection terminated|timeout expired/i.test(String((e as Error).message ?? ''))) return true;
+    if (/Connection terminated|timeout expired|connection error and is not queryable/i.test(String((e as Error).message ?? ''))) return true;
   }
   return false;
 }
@@ -47,7 +52,7 @@ function passes(error: unknown): boolean {
 async function openEngineWaiting(flags: EngineFlags, wait: CatalogWait): Promise<Engine> {
   const pauses = doubling(500, 10_000);
   return retrying({ pausesMs: pauses, tries: wait.tries, signal: wait.signal }, (error) => {
-    const again = passes(error);
+    const again = catalogErrorPasses(error);
     if (again && !wait.signal.aborted) wait.log(`${(error as Error).message}; trying again`);
     return again;
   }, () => openEngine(flags));

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { inTransaction, openCatalog } from '../../src/catalog/db.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
 import { migrations } from '../../src/catalog/migrations.js';
 import { freshDatabase } from '../helpers/database.js';
+import { catalogErrorPasses } from '../../src/cli/engine.js';
 import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
 import { withIds } from '../../src/schema/merge.js';
 
@@ -102,6 +104,26 @@ describe('a catalog whose server goes away', () => {
     });
     await expect(transaction).rejects.toThrow();
     expect((await catalog.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+
+  // Found by `npm run chaos` (kill-postgres): Postgres killed while `run` opened its catalog
+  // left a client that pg calls "not queryable", which `run` took for a bad address and exited.
+  it('a client whose server connection died is refused by pg in words that run waits through, not exits on', async () => {
+    const db = await freshDatabase();
+    cleanups.push(db.drop);
+    const admin = openCatalog(db.url, 1);
+    const client = new pg.Client({ connectionString: db.url });
+    cleanups.push(() => admin.end());
+    await client.connect();
+    const died = once(client, 'error');
+    // inside a transaction, so that the pooler keeps this server connection for the client alone
+    await client.query('BEGIN');
+    const { pid } = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!;
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    await died;
+    const refused = await client.query('SELECT 1').then(() => undefined, (error: unknown) => error);
+    expect(String((refused as Error).message)).toMatch(/not queryable/);
+    expect(catalogErrorPasses(refused)).toBe(true);
   });
 });
 
