@@ -15,11 +15,11 @@ import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { defaultSettings } from '../src/catalog/settings.js';
-import { kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData, v2WriterSettings } from '../src/parquet/index.js';
+import { kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData, ownWriterSettings } from '../src/parquet/index.js';
 import { assembleParquet, encodeRowGroup, type EncodedRowGroup, writeParquet, type WriteOptions } from '../src/parquet/writer.js';
 import { eventRecords } from './records.js';
 
-const settings = v2WriterSettings.lz4_raw;
+const settings = ownWriterSettings.lz4_raw;
 const rowGroupRows = defaultSettings.row_group_rows;
 
 function rowsOf(rows: number): { data: PreparedData; inputBytes: number } {

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { compressSync as nativeSnappy } from 'snappy';
 import { recordBytes, type KafkaRecord } from '../src/kafka/record.js';
 import {
-  type Column, type Encoder, encoders, hyparquetEncoder, ownWriterEncoder, v2PageShape, type HyparquetSettings, kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData,
+  type Column, type Encoder, encoders, hyparquetEncoder, ownWriterEncoder, ownWriterPageShape, type HyparquetSettings, kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData,
 } from '../src/parquet/index.js';
 import { eventRecords } from './records.js';
 import { defaultSettings } from '../src/catalog/settings.js';
@@ -32,7 +32,7 @@ const candidates: Record<string, () => Encoder> = {
   uncompressed: () => hyparquetEncoder({ ...base, version: 'uncompressed', codec: 'UNCOMPRESSED' }),
   'native-snappy': () => hyparquetEncoder({ ...base, ...snappy, version: 'native-snappy' }),
   'native-snappy+ids+page-index': () => hyparquetEncoder({ ...v2ish, version: 'ids+page-index', plainColumns: ['_value'] }),
-  'own writer, uncompressed': () => ownWriterEncoder({ version: 'own-uncompressed', codec: 'UNCOMPRESSED', compress: (page) => page, ...v2PageShape }),
+  'own writer, uncompressed': () => ownWriterEncoder({ version: 'own-uncompressed', codec: 'UNCOMPRESSED', compress: (page) => page, ...ownWriterPageShape }),
   ...Object.fromEntries(Object.keys(encoders).filter((v) => !v.endsWith('/v1')).map((v) => [v, () => encoders[v]!])),
 };
 

@@ -271,18 +271,27 @@ function lz4Raw(page: Uint8Array): Uint8Array {
   return lz4CompressSync(page as Buffer).subarray(4);
 }
 
-/** Everything but the codec of encoder v2's writer settings (benches build candidates from it). */
-export const v2PageShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
+/** Everything but the codec of our writer's settings (benches build candidates from it). */
+export const ownWriterPageShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
 
-/** The writer settings of the two v2 encoders, for code that drives the writer itself (row groups apart). */
-export const v2WriterSettings: Readonly<Record<'lz4_raw' | 'snappy', WriterSettings>> = Object.freeze({
-  lz4_raw: { codec: 'LZ4_RAW', compress: lz4Raw, ...v2PageShape },
-  snappy: { codec: 'SNAPPY', compress: (page: Uint8Array) => snappyCompressSync(page as Buffer), ...v2PageShape },
+/** The writer settings of the newest encoders (v3; v2 adds `boundsRaisedInPlace`), for code that drives the writer itself (row groups apart). */
+export const ownWriterSettings: Readonly<Record<'lz4_raw' | 'snappy', WriterSettings>> = Object.freeze({
+  lz4_raw: { codec: 'LZ4_RAW', compress: lz4Raw, ...ownWriterPageShape },
+  snappy: { codec: 'SNAPPY', compress: (page: Uint8Array) => snappyCompressSync(page as Buffer), ...ownWriterPageShape },
 });
 
-const ownWriterSnappy = ownWriterEncoder({ version: 'offsetlake-parquet@2/snappy@7.4.3', ...v2WriterSettings.snappy });
+/**
+ * v2 raised cut byte-array bounds inside the values themselves when they were Node
+ * Buffers (issue 25): its footers can hold a raised min, and the statistics taken after
+ * it read the raised value. It stays so that its files rebuild to their bytes; v3 is v2
+ * with bounds of their own, and the same bytes wherever v2 changed no value.
+ */
+const ownWriterSnappyV2 = ownWriterEncoder({ version: 'offsetlake-parquet@2/snappy@7.4.3', ...ownWriterSettings.snappy, boundsRaisedInPlace: true });
+const ownWriterLz4V2 = ownWriterEncoder({ version: 'offsetlake-parquet@2/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, boundsRaisedInPlace: true });
 
-const ownWriterLz4 = ownWriterEncoder({ version: 'offsetlake-parquet@2/lz4-napi@2.10.0', ...v2WriterSettings.lz4_raw });
+const ownWriterSnappy = ownWriterEncoder({ version: 'offsetlake-parquet@3/snappy@7.4.3', ...ownWriterSettings.snappy });
+
+const ownWriterLz4 = ownWriterEncoder({ version: 'offsetlake-parquet@3/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw });
 
 /** The encoder of new files for each page compression a table may choose. */
 export const encoderForCompression: Readonly<Record<'lz4_raw' | 'snappy', string>> = Object.freeze({
@@ -293,6 +302,8 @@ export const encoderForCompression: Readonly<Record<'lz4_raw' | 'snappy', string
 /** Every encoder that files in a catalog may name. Never remove or change an entry. */
 export const encoders: Readonly<Record<string, Encoder>> = Object.freeze({
   [hyparquetWriterV1.version]: hyparquetWriterV1,
+  [ownWriterSnappyV2.version]: ownWriterSnappyV2,
+  [ownWriterLz4V2.version]: ownWriterLz4V2,
   [ownWriterSnappy.version]: ownWriterSnappy,
   [ownWriterLz4.version]: ownWriterLz4,
 });

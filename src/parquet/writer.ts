@@ -1,5 +1,6 @@
 /**
- * Our own Parquet writer (encoder v2 on). v1's hyparquet-writer spent over half of its
+ * Our own Parquet writer (encoders v2 and v3; v3 is v2 with cut bounds that are copies,
+ * see `WriterSettings.boundsRaisedInPlace`). v1's hyparquet-writer spent over half of its
  * encode time outside compression: per-page statistics on every value, a dictionary
  * attempt per column, and copies through a doubling buffer (profile in the README,
  * "Encoder v2"). Our files need much less than a general writer offers, so this one
@@ -45,6 +46,15 @@ export interface WriterSettings {
   pageRows: number;
   /** Byte-array statistics (footer and page index) longer than this are cut. */
   statisticsBytes: number;
+  /**
+   * Encoder 2's cut bounds, kept only so that its files rebuild to their bytes: it cut a
+   * bound with `bytes.slice()`, which for a Node Buffer (a Kafka record's key, value or
+   * header, a decoder's bytes field) is a view of the value, and raised the max in place,
+   * so the value itself changed (issue 25) and every later bound read the raised bytes.
+   * Here the raises go to a copy of each value, read back as encoder 2 read the value, so
+   * the bytes are encoder 2's and the values stay untouched. Never set for a new encoder.
+   */
+  boundsRaisedInPlace?: boolean;
 }
 
 export interface WriteOptions {
@@ -191,11 +201,13 @@ export function assembleParquet(data: Pick<PreparedData, 'columns' | 'rowCount'>
     const chunks = group.chunks.map((chunk) => ({ ...chunk, start: chunk.start + base, pages: chunk.pages.map((page) => ({ ...page, offset: page.offset + base })) }));
     return { rows: group.rows, chunks };
   });
+  // one for the page index and the footer: encoder 2's footer read what its page index raised
+  const bounds = new Bounds(settings);
   const index = new CompactWriter();
   for (const group of groups) {
     for (const chunk of group.chunks) {
       if (chunk.leaf.physical === 'FLOAT' || chunk.leaf.physical === 'DOUBLE') continue;
-      writeColumnIndex(index, chunk, settings);
+      writeColumnIndex(index, chunk, bounds);
       const bytes = index.take();
       chunk.columnIndex = { offset: parts.offset, length: bytes.length };
       parts.push(bytes);
@@ -210,7 +222,7 @@ export function assembleParquet(data: Pick<PreparedData, 'columns' | 'rowCount'>
     }
   }
   const meta = new CompactWriter();
-  writeFileMetaData(meta, schema, plans, groups, data.rowCount, options, settings);
+  writeFileMetaData(meta, schema, plans, groups, data.rowCount, options, settings, bounds);
   const metadata = meta.take();
   parts.push(metadata);
   const tail = new Uint8Array(8);
@@ -559,43 +571,111 @@ function comparatorOf(physical: Physical): (a: unknown, b: unknown) => number {
 
 const isUtf8 = (type: ScalarType): boolean => type.kind === 'string' || type.kind === 'json';
 
-/** A bound as Parquet stores it (PLAIN bytes of the value), cut when too long. */
-function statisticValue(leaf: LeafPlan, value: unknown, isMax: boolean, limit: number): { bytes: Uint8Array; exact: boolean } {
-  switch (leaf.physical) {
-    case 'BYTE_ARRAY': {
-      const bytes = value as Uint8Array;
-      if (bytes.length <= limit) return { bytes, exact: true };
-      const cut = isMax ? raisedPrefix(bytes, limit, isUtf8(leaf.type)) : minPrefix(bytes, limit, isUtf8(leaf.type));
-      return cut ? { bytes: cut, exact: false } : { bytes, exact: true };
+/**
+ * Bounds as Parquet stores them (PLAIN bytes of the value), byte arrays cut to `limit`.
+ * A cut bound is a new array: a bound never shares memory with the value it bounds, so
+ * raising it cannot change the value, nor anything that reads the value after the writer
+ * (statistics, index entries, a query's rows).
+ */
+class Bounds {
+  private readonly limit: number;
+  /** Encoder 2 only (`WriterSettings.boundsRaisedInPlace`): each Buffer value as its raises left it. */
+  private readonly raised: Map<Uint8Array, Uint8Array> | null;
+  constructor(settings: WriterSettings) {
+    this.limit = settings.statisticsBytes;
+    this.raised = settings.boundsRaisedInPlace ? new Map() : null;
+  }
+
+  value(leaf: LeafPlan, value: unknown, isMax: boolean): { bytes: Uint8Array; exact: boolean } {
+    const { limit } = this;
+    switch (leaf.physical) {
+      case 'BYTE_ARRAY': {
+        const bytes = this.asRead(value as Uint8Array);
+        if (bytes.length <= limit) return { bytes, exact: true };
+        const utf8 = isUtf8(leaf.type);
+        const cut = isMax ? this.raisedPrefix(value as Uint8Array, bytes, utf8) : this.prefix(value as Uint8Array, bytes, utf8 ? charStart(bytes, limit) : limit);
+        return cut ? { bytes: cut, exact: false } : { bytes, exact: true };
+      }
+      case 'INT32': {
+        const out = new Uint8Array(4);
+        new DataView(out.buffer).setInt32(0, value as number, true);
+        return { bytes: out, exact: true };
+      }
+      case 'INT64': {
+        const out = new Uint8Array(8);
+        new DataView(out.buffer).setBigInt64(0, value as bigint, true);
+        return { bytes: out, exact: true };
+      }
+      case 'FLOAT':
+      case 'DOUBLE': {
+        // the specification's rule for zeros: a min of ±0 is written -0, a max of ±0 as +0
+        let v = value as number;
+        if (v === 0) v = isMax ? 0 : -0;
+        const out = new Uint8Array(leaf.physical === 'DOUBLE' ? 8 : 4);
+        const view = new DataView(out.buffer);
+        if (leaf.physical === 'DOUBLE') view.setFloat64(0, v, true);
+        else view.setFloat32(0, v, true);
+        return { bytes: out, exact: true };
+      }
+      case 'BOOLEAN':
+        return { bytes: new Uint8Array([value ? 1 : 0]), exact: true };
+      case 'FIXED_LEN_BYTE_ARRAY': {
+        const out = new Uint8Array(leaf.typeLength);
+        writeBigEndian(out, 0, value as bigint, leaf.typeLength);
+        return { bytes: out, exact: true };
+      }
     }
-    case 'INT32': {
-      const out = new Uint8Array(4);
-      new DataView(out.buffer).setInt32(0, value as number, true);
-      return { bytes: out, exact: true };
+  }
+
+  /** The value's bytes as a bound reads them: the value itself, or under encoder 2 its raised copy. */
+  private asRead(value: Uint8Array): Uint8Array {
+    return this.raised && Buffer.isBuffer(value) ? (this.raised.get(value) ?? value) : value;
+  }
+
+  /**
+   * The first `end` bytes of the value, `bytes` being the value as read. A copy; under
+   * encoder 2 a Buffer value gave a view, here a view of its raised copy (made now).
+   */
+  private prefix(value: Uint8Array, bytes: Uint8Array, end: number): Uint8Array {
+    if (this.raised && Buffer.isBuffer(value)) {
+      let copy = this.raised.get(value);
+      if (!copy) this.raised.set(value, (copy = new Uint8Array(value)));
+      return copy.subarray(0, end);
     }
-    case 'INT64': {
-      const out = new Uint8Array(8);
-      new DataView(out.buffer).setBigInt64(0, value as bigint, true);
-      return { bytes: out, exact: true };
+    return new Uint8Array(bytes.subarray(0, end));
+  }
+
+  /**
+   * An upper bound of at most `limit` bytes: a prefix whose last unit is raised by one (a
+   * byte below 0xFF; for UTF-8 a character below U+10FFFF, skipping the surrogates), so
+   * that it sorts after every value that starts with the prefix. null when no unit can be
+   * raised (all 0xFF bytes): the value is then kept whole.
+   */
+  private raisedPrefix(value: Uint8Array, bytes: Uint8Array, utf8: boolean): Uint8Array | null {
+    if (!utf8) {
+      for (let end = this.limit; end > 0; end--) {
+        if (bytes[end - 1]! < 0xff) {
+          const out = this.prefix(value, bytes, end);
+          out[end - 1]!++;
+          return out;
+        }
+      }
+      return null;
     }
-    case 'FLOAT':
-    case 'DOUBLE': {
-      // the specification's rule for zeros: a min of ±0 is written -0, a max of ±0 as +0
-      let v = value as number;
-      if (v === 0) v = isMax ? 0 : -0;
-      const out = new Uint8Array(leaf.physical === 'DOUBLE' ? 8 : 4);
-      const view = new DataView(out.buffer);
-      if (leaf.physical === 'DOUBLE') view.setFloat64(0, v, true);
-      else view.setFloat32(0, v, true);
-      return { bytes: out, exact: true };
+    let end = charStart(bytes, this.limit);
+    while (end > 0) {
+      const start = charStart(bytes, end - 1);
+      const cp = new TextDecoder().decode(bytes.subarray(start, end)).codePointAt(0)!;
+      if (cp < 0x10ffff) {
+        const raised = encoder.encode(String.fromCodePoint(cp + 1 === 0xd800 ? 0xe000 : cp + 1));
+        const out = new Uint8Array(start + raised.length);
+        out.set(bytes.subarray(0, start));
+        out.set(raised, start);
+        return out;
+      }
+      end = start;
     }
-    case 'BOOLEAN':
-      return { bytes: new Uint8Array([value ? 1 : 0]), exact: true };
-    case 'FIXED_LEN_BYTE_ARRAY': {
-      const out = new Uint8Array(leaf.typeLength);
-      writeBigEndian(out, 0, value as bigint, leaf.typeLength);
-      return { bytes: out, exact: true };
-    }
+    return null;
   }
 }
 
@@ -605,52 +685,13 @@ function charStart(bytes: Uint8Array, at: number): number {
   return at;
 }
 
-/** The longest prefix of at most `limit` bytes (whole characters for UTF-8): a lower bound. */
-function minPrefix(bytes: Uint8Array, limit: number, utf8: boolean): Uint8Array {
-  return bytes.slice(0, utf8 ? charStart(bytes, limit) : limit);
-}
-
 const encoder = new TextEncoder();
 
-/**
- * An upper bound of at most `limit` bytes: a prefix whose last unit is raised by one (a
- * byte below 0xFF; for UTF-8 a character below U+10FFFF, skipping the surrogates), so
- * that it sorts after every value that starts with the prefix. null when no unit can be
- * raised (all 0xFF bytes): the value is then kept whole.
- */
-function raisedPrefix(bytes: Uint8Array, limit: number, utf8: boolean): Uint8Array | null {
-  if (!utf8) {
-    for (let end = limit; end > 0; end--) {
-      if (bytes[end - 1]! < 0xff) {
-        const out = bytes.slice(0, end);
-        out[end - 1]!++;
-        return out;
-      }
-    }
-    return null;
-  }
-  let end = charStart(bytes, limit);
-  while (end > 0) {
-    const start = charStart(bytes, end - 1);
-    const cp = new TextDecoder().decode(bytes.subarray(start, end)).codePointAt(0)!;
-    if (cp < 0x10ffff) {
-      const raised = encoder.encode(String.fromCodePoint(cp + 1 === 0xd800 ? 0xe000 : cp + 1));
-      const out = new Uint8Array(start + raised.length);
-      out.set(bytes.subarray(0, start));
-      out.set(raised, start);
-      return out;
-    }
-    end = start;
-  }
-  return null;
-}
-
-function writeColumnIndex(w: CompactWriter, chunk: ChunkMeta, settings: WriterSettings): void {
+function writeColumnIndex(w: CompactWriter, chunk: ChunkMeta, cut: Bounds): void {
   const { leaf, pages } = chunk;
-  const limit = settings.statisticsBytes;
   const bounds = pages.map((p) =>
     p.bounds.bounded
-      ? { min: statisticValue(leaf, p.bounds.min, false, limit).bytes, max: statisticValue(leaf, p.bounds.max, true, limit).bytes, lo: p.bounds.min, hi: p.bounds.max }
+      ? { min: cut.value(leaf, p.bounds.min, false).bytes, max: cut.value(leaf, p.bounds.max, true).bytes, lo: p.bounds.min, hi: p.bounds.max }
       : null,
   );
   w.message(() => {
@@ -764,7 +805,7 @@ function elementPaths(schema: readonly SchemaElement[]): string[] {
 
 function writeFileMetaData(
   w: CompactWriter, schema: readonly SchemaElement[], plans: readonly LeafPlan[], groups: readonly { rows: number; chunks: ChunkMeta[] }[],
-  rowCount: number, options: WriteOptions, settings: WriterSettings,
+  rowCount: number, options: WriteOptions, settings: WriterSettings, bounds: Bounds,
 ): void {
   const paths = elementPaths(schema);
   const ids = options.fieldIds;
@@ -776,7 +817,7 @@ function writeFileMetaData(
     w.i64(3, rowCount);
     w.list(4, CompactType.Struct, groups.map((g, ordinal) => ({ ...g, ordinal })), (group) =>
       w.structValue(() => {
-        w.list(1, CompactType.Struct, group.chunks, (chunk) => writeColumnChunk(w, chunk, settings));
+        w.list(1, CompactType.Struct, group.chunks, (chunk) => writeColumnChunk(w, chunk, settings, bounds));
         w.i64(2, group.chunks.reduce((n, c) => n + c.uncompressedBytes, 0));
         w.i64(3, group.rows);
         w.i64(5, group.chunks[0]?.start ?? 4);
@@ -797,7 +838,7 @@ function writeFileMetaData(
   });
 }
 
-function writeColumnChunk(w: CompactWriter, chunk: ChunkMeta, settings: WriterSettings): void {
+function writeColumnChunk(w: CompactWriter, chunk: ChunkMeta, settings: WriterSettings, bounds: Bounds): void {
   const { leaf } = chunk;
   w.structValue(() => {
     w.i64(2, chunk.start);
@@ -811,7 +852,7 @@ function writeColumnChunk(w: CompactWriter, chunk: ChunkMeta, settings: WriterSe
       w.i64(6, chunk.uncompressedBytes);
       w.i64(7, chunk.dataBytes);
       w.i64(9, chunk.start);
-      w.struct(12, () => writeStatisticsFields(w, chunk, settings.statisticsBytes));
+      w.struct(12, () => writeStatisticsFields(w, chunk, bounds));
     });
     if (chunk.offsetIndex) {
       w.i64(4, chunk.offsetIndex.offset);
@@ -824,12 +865,12 @@ function writeColumnChunk(w: CompactWriter, chunk: ChunkMeta, settings: WriterSe
   });
 }
 
-function writeStatisticsFields(w: CompactWriter, chunk: ChunkMeta, limit: number): void {
+function writeStatisticsFields(w: CompactWriter, chunk: ChunkMeta, bounds: Bounds): void {
   const { leaf } = chunk;
   w.i64(3, chunk.nulls);
   if (chunk.min !== undefined) {
-    const max = statisticValue(leaf, chunk.max, true, limit);
-    const min = statisticValue(leaf, chunk.min, false, limit);
+    const max = bounds.value(leaf, chunk.max, true);
+    const min = bounds.value(leaf, chunk.min, false);
     w.binary(5, max.bytes);
     w.binary(6, min.bytes);
     w.bool(7, max.exact);

@@ -1,7 +1,7 @@
 /**
  * Files in a catalog are rebuilt with the encoder version they name, possibly years
  * later: an encoder version must never change its output. These hashes pin
- * `hyparquet-writer@0.17.0/v1` and both encoders of our own writer (v2, LZ4_RAW and Snappy). If this test fails, the change (a dependency upgrade,
+ * `hyparquet-writer@0.17.0/v1` and every encoder of our own writer (v2 and v3, LZ4_RAW and Snappy). If this test fails, the change (a dependency upgrade,
  * a schema mapping, value normalization, writer options) belongs in a new encoder
  * version in src/parquet/encoder.ts, never in an existing one.
  */
@@ -10,7 +10,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves, prepare, v2WriterSettings } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves, prepare, ownWriterSettings } from '../../src/parquet/index.js';
 import { fieldIds } from '../../src/schema/table-schema.js';
 import { assembleParquet, encodeRowGroup, joinParts, writeParquet } from '../../src/parquet/writer.js';
 
@@ -106,9 +106,11 @@ function initialSchemaLike(columns: readonly Column[]) {
 
 const V2_LZ4 = 'offsetlake-parquet@2/lz4-napi@2.10.0';
 const V2_SNAPPY = 'offsetlake-parquet@2/snappy@7.4.3';
+const V3_LZ4 = 'offsetlake-parquet@3/lz4-napi@2.10.0';
+const V3_SNAPPY = 'offsetlake-parquet@3/snappy@7.4.3';
 
-it(`new files are built with ${V2_LZ4}`, () => {
-  expect(encoderVersion).toBe(V2_LZ4);
+it(`new files are built with ${V3_LZ4}`, () => {
+  expect(encoderVersion).toBe(V3_LZ4);
 });
 
 const pinned: Record<string, { json: object; raw: object; typed: object }> = {
@@ -121,6 +123,16 @@ const pinned: Record<string, { json: object; raw: object; typed: object }> = {
     json: { byteLength: 86355, sha256: '29df885c479bccebbe2b2bc2ea5a1de0bd097b183d91cb525468f15d80a09967' },
     raw: { byteLength: 83333, sha256: '1ea009c6636b97c20257cae08588098bd9246ac21f252ab9586b4ab8de7ececd' },
     typed: { byteLength: 84576, sha256: 'a342fa28c4f94d0d359872bba8fcc63cfeea4b0482b1fc33fc16c57527dacce3' },
+  },
+  [V3_LZ4]: {
+    json: { byteLength: 84765, sha256: '914626be6855cdf2d863ea53ffbdf6333724a881fec69453d62f369edbf47f1a' },
+    raw: { byteLength: 81957, sha256: '6aa602400a1ba19eeb5a2fe0464c4620a9b8fc5240936b9ee6e2e7ade41f6729' },
+    typed: { byteLength: 84745, sha256: '7e0ce9468942897a5361402258082d1ba36235f6a3838ff4c16b9604c4566831' },
+  },
+  [V3_SNAPPY]: {
+    json: { byteLength: 86355, sha256: '6134d66289845c4689106813da7aec926470cb3af517326c2baf346e55e2f682' },
+    raw: { byteLength: 83333, sha256: '032477ed3d19c6c49bc625ccdeb213e47aa746d88647f11eb8c7eeb162811478' },
+    typed: { byteLength: 84576, sha256: 'cca2e5657e92487d8f63e02d52adc8a7e6b7057770792563655511591777f33b' },
   },
 };
 
@@ -165,9 +177,59 @@ describe.each(Object.keys(pinned))('encoder %s keeps its output', (version) => {
   });
 });
 
+/**
+ * Kafka hands records over as Node Buffers, whose `slice` is a view: encoder 2 raised its
+ * cut max bounds inside such values (issue 25). Values longer than the 64-byte bound
+ * limit, sharing their first 64 bytes; a file of the one value the issue reports.
+ */
+function longBufferRecords(): KafkaRecord[] {
+  const prefix = Buffer.alloc(64, 0x61);
+  return Array.from({ length: 1_500 }, (_, i) => ({
+    offset: 500n + BigInt(i),
+    timestamp: 1_700_000_000_000 + i,
+    key: i % 5 === 0 ? null : Buffer.concat([prefix, Buffer.from(`k${i % 37}`)]),
+    value: i % 11 === 0 ? null : Buffer.concat([Buffer.alloc(60 + (i % 9), (i * 7) & 0xff), Buffer.from([0xfe, 0xff, 0xff, i & 0xff])]),
+    headers: [['h', Buffer.concat([prefix, Buffer.from([i & 0xff])])]],
+  }));
+}
+const issueValue = '007ffffff0feffffffffffffffff010af09f98807802403a1416a5fcc83f00000080ffffffff0f01020604c3a90278027800ee81b2b9c668c48c030817a4ae4d000800';
+const issueRecords = (): KafkaRecord[] => [{ offset: 7n, timestamp: 1_700_000_000_000, key: null, value: Buffer.from(issueValue, 'hex'), headers: [] }];
+const bufferFiles = { long: [longBufferRecords, 400], one: [issueRecords, 10] } as const;
+
+// Hashes of encoder 2 as it was before issue 25's fix (taken from that code): its files keep rebuilding to them.
+const pinnedBuffers: Record<string, Record<keyof typeof bufferFiles, object>> = {
+  [V2_LZ4]: {
+    long: { byteLength: 43865, sha256: '3ef64bf2d98fe7f2c9eaf7de61ccefb43013baf0333b937a921386de4b515642' },
+    one: { byteLength: 1493, sha256: '9ae23dff56f46c71b26ca4a00277c7062cb8c9ecbd3278abf2c91b4264f2c8ef' },
+  },
+  [V2_SNAPPY]: {
+    long: { byteLength: 50488, sha256: '677dcd0f7e86abd161514d032d03b87a0e2753b75707e089b8b49991a2989e2f' },
+    one: { byteLength: 1492, sha256: 'b16f372a55d6a37754533fa20e035b215c134034b1c29d1c5475d8a464ddc243' },
+  },
+};
+
+describe.each(Object.keys(pinnedBuffers))('encoder %s keeps its output for Buffer values past the bound limit', (version) => {
+  it.each(Object.keys(bufferFiles) as (keyof typeof bufferFiles)[])('%s', (name) => {
+    const [records, rowGroupRows] = bufferFiles[name];
+    const f = encodeParquet(kafkaTableColumns('raw'), kafkaColumnArrays(3, records(), 'raw'), { rowGroupRows, encoderVersion: version });
+    expect(golden(f.bytes, f.sha256)).toEqual(pinnedBuffers[version]![name]);
+  });
+});
+
+describe.each(Object.keys(encoders))('encoder %s', (version) => {
+  it('leaves the values it encodes as they were (Buffer keys, values and headers past the bound limit)', () => {
+    for (const [records, rowGroupRows] of Object.values(bufferFiles)) {
+      const given = records();
+      const before = given.map((r) => [r.key && Buffer.from(r.key), r.value && Buffer.from(r.value), r.headers.map(([, v]) => v && Buffer.from(v))]);
+      encodeParquet(kafkaTableColumns('raw'), kafkaColumnArrays(3, given, 'raw'), { rowGroupRows, encoderVersion: version });
+      expect(given.map((r) => [r.key, r.value, r.headers.map(([, v]) => v)])).toEqual(before);
+    }
+  });
+});
+
 describe('row groups of our writer encoded apart (as on worker threads)', () => {
   it('assemble into the very bytes of one pass, whatever order they were encoded in', () => {
-    const settings = v2WriterSettings.lz4_raw;
+    const settings = ownWriterSettings.lz4_raw;
     const columns = kafkaTableColumns('json');
     const data = prepare(columns, kafkaColumnArrays(5, kafkaRecords, 'json'));
     const options = { rowGroupRows: 700, fieldIds: idsFor(columns), keyValueMetadata: [], createdBy: 'test' };
