@@ -54,7 +54,14 @@ export async function handler(): Promise<ScheduledCheckResult> {
   const startBackfill: BackfillStarter | undefined = await starter<BackfillStart>(process.env.BACKFILL_STATE_MACHINE_ARN);
   const startIndexBackfill: IndexBackfillStarter | undefined = await starter<IndexBackfillStart>(process.env.INDEX_BACKFILL_STATE_MACHINE_ARN);
   const chunksPerExecution = process.env.CHUNKS_PER_EXECUTION ? Number(process.env.CHUNKS_PER_EXECUTION) : undefined;
-  return scheduledCheck(catalog, kafka, {
+  const result = await scheduledCheck(catalog, kafka, {
     ...(startBackfill ? { startBackfill } : {}), ...(startIndexBackfill ? { startIndexBackfill } : {}), ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}),
   });
+  // Every other table was done; failing the invocation makes the failed ones count as the
+  // function's errors (its alarm), and its log holds the whole result.
+  if (result.failedTables.length > 0) {
+    console.log(JSON.stringify(result));
+    throw new Error(`scheduled check: ${result.failedTables.map((f) => `table ${f.table} (topic ${f.topic}): ${f.reason}`).join('; ')}`);
+  }
+  return result;
 }

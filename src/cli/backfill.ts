@@ -73,12 +73,14 @@ export async function retentionCommand(args: string[]): Promise<number> {
   const table = positionals[0];
   const result = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     const retention = await checkRetention(engine.catalog, engine.kafka, table === undefined ? {} : { table });
-    const discovered = await discoverPartitions(engine.catalog, engine.kafka, table === undefined ? {} : { table });
+    const discovered = await discoverPartitions(engine.catalog, engine.kafka, { ...(table === undefined ? {} : { table }), failed: retention.failedTables });
     return { ...retention, discovered };
   });
+  for (const f of result.failedTables) progress(`table ${f.table} (topic ${f.topic}): ${f.step === 'retention' ? 'retention was not checked' : 'partition discovery was not done'}: ${f.reason}`);
+  const exit = result.failedTables.length > 0 ? 1 : 0;
   if (values.json) {
     printJson(result);
-    return 0;
+    return exit;
   }
   printTable(result.partitions.map((p) => ({
     table: p.table, partition: p.partition, earliest: p.earliest, expired_now: p.expiredFiles, indexed_start: p.indexedStart, backfill_target: p.backfillTarget,
@@ -89,6 +91,7 @@ export async function retentionCommand(args: string[]): Promise<number> {
     process.stdout.write(`${what}${d.backfill ? `; history below ${d.start} is due for \`offsetlake backfill ${d.table}\`` : ''}\n`);
   }
   const added = result.discovered.filter((d) => d.found === 'topic').length;
-  process.stdout.write(`${result.expiredFiles} files expired, ${added} partitions discovered\n`);
-  return 0;
+  const failed = result.failedTables.length > 0 ? `; ${new Set(result.failedTables.map((f) => f.table)).size} table(s) could not be checked (named above)` : '';
+  process.stdout.write(`${result.expiredFiles} files expired, ${added} partitions discovered${failed}\n`);
+  return exit;
 }

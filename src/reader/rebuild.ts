@@ -8,7 +8,8 @@ import type { DataFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { encodeRows, fileRows, granulesOf } from '../build/files.js';
-import type { EncodedFile, PreparedData } from '../parquet/index.js';
+import { columnStatistics, type EncodedFile, type PreparedData } from '../parquet/index.js';
+import { ownValue } from '../common/objects.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { insertGranules } from '../catalog/file-writes.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
@@ -65,12 +66,16 @@ export interface FileCheck {
   offsets: string;
   /** null: rebuilt byte for byte; otherwise why it cannot be. */
   problem: string | null;
+  /** How the catalog's statistics differ from the rebuilt file's rows (empty when they agree, or when it did not rebuild). */
+  statistics: string[];
 }
 
 /**
  * Rebuilds every live file of the given tables and reports each one that does not come
  * back byte for byte, by name: such a file is never served (the reader refuses it), and
- * this is how an operator finds them all at once.
+ * this is how an operator finds them all at once. A file that does come back also has
+ * its catalog statistics taken again from the rows its verified bytes hold: statistics
+ * that are not the file's would prune wrongly, so they are named too.
  */
 export async function checkFiles(
   catalog: Catalog,
@@ -83,17 +88,53 @@ export async function checkFiles(
   for (const table of tables) {
     for (const file of await listLive(table)) {
       let problem: string | null = null;
+      let statistics: string[] = [];
       try {
-        await rebuildFile(catalog, source, table, file);
+        const { rows, schema } = await verifiedFile(catalog, source, table, file);
+        statistics = statisticsDifferences(schema, rows, file);
       } catch (error) {
         problem = error instanceof RebuildMismatchError ? error.differences.join('; ') : (error as Error).message;
       }
-      const check = { table: table.name, file: file.dataFileId, partition: file.partition, offsets: `[${file.startOffset}, ${file.endOffset})`, problem };
+      const check = { table: table.name, file: file.dataFileId, partition: file.partition, offsets: `[${file.startOffset}, ${file.endOffset})`, problem, statistics };
       onFile(check);
       checks.push(check);
     }
   }
   return checks;
+}
+
+/**
+ * How the catalog's statistics of a file differ from those of its rows (the rows a
+ * verified rebuild built the file's very bytes from), one sentence per column and field.
+ */
+export function statisticsDifferences(schema: TableSchema, rows: PreparedData, file: DataFile): string[] {
+  const stored = new Map(file.columns.map((column) => [column.columnId, column]));
+  const differences: string[] = [];
+  for (const actual of columnStatistics(schema.columns, rows)) {
+    const columnId = ownValue(schema.leafIds, actual.column);
+    const catalog = columnId === undefined ? undefined : stored.get(columnId);
+    if (!catalog) {
+      differences.push(`column ${actual.column} has no statistics in the catalog`);
+      continue;
+    }
+    const fields: [string, string | null, string | null][] = [
+      ['values', String(actual.valueCount), String(catalog.valueCount)],
+      ['nulls', String(actual.nullCount), String(catalog.nullCount)],
+      ['NaNs', String(actual.nanCount), String(catalog.nanCount)],
+      ['min', actual.min, catalog.min],
+      ['max', actual.max, catalog.max],
+    ];
+    for (const [name, fromFile, fromCatalog] of fields) {
+      if (fromFile !== fromCatalog) differences.push(`column ${actual.column}: ${name} ${shownBound(fromFile)} in the file, ${shownBound(fromCatalog)} in the catalog`);
+    }
+  }
+  return differences;
+}
+
+/** A bound as a sentence can hold it: quoted, long ones cut in the middle. */
+function shownBound(bound: string | null): string {
+  if (bound === null) return 'none';
+  return JSON.stringify(bound.length > 80 ? `${bound.slice(0, 38)}…${bound.slice(-38)}` : bound);
 }
 
 export async function rebuildFile(catalog: Catalog, source: CommittedSource, table: TableRecord, file: DataFile): Promise<RebuiltFile> {

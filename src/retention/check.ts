@@ -41,6 +41,27 @@ export interface RetentionResult {
   partitions: PartitionRetention[];
   /** Files expired by this check, over all partitions. */
   expiredFiles: number;
+  /** Tables this check could not do (their topic gone, say): the others were done all the same. */
+  failedTables: TableFailure[];
+}
+
+/** A table a job over all tables could not do, and why: one table never stops the others. */
+export interface TableFailure {
+  table: string;
+  topic: string;
+  step: 'retention' | 'discovery';
+  reason: string;
+}
+
+/** `work` for each table in turn; a table that fails is recorded in `failed` and the next one goes on. */
+export async function eachTable(tables: readonly TableRecord[], failed: TableFailure[], step: TableFailure['step'], work: (table: TableRecord) => Promise<void>): Promise<void> {
+  for (const table of tables) {
+    try {
+      await work(table);
+    } catch (error) {
+      failed.push({ table: table.name, topic: table.topic, step, reason: (error as Error).message });
+    }
+  }
 }
 
 export interface RetentionOptions {
@@ -67,13 +88,13 @@ const text = (offset: bigint | null): string | null => (offset === null ? null :
 /** One check of every partition of one table or of all (see the module comment). */
 export async function checkRetention(catalog: Catalog, kafka: KafkaConnection, options: RetentionOptions = {}): Promise<RetentionResult> {
   const tables = options.table === undefined ? await listTables(catalog) : [await findTable(catalog, options.table)];
-  const result: RetentionResult = { partitions: [], expiredFiles: 0 };
-  for (const table of tables) {
+  const result: RetentionResult = { partitions: [], expiredFiles: 0, failedTables: [] };
+  await eachTable(tables, result.failedTables, 'retention', async (table) => {
     for (const partition of await checkTable(catalog, kafka, table, options.dueOnly ?? false)) {
       result.partitions.push(partition);
       result.expiredFiles += partition.expiredFiles;
     }
-  }
+  });
   return result;
 }
 

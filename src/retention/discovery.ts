@@ -13,6 +13,7 @@ import { addPartitions, findTable, listTables } from '../catalog/tables.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { lastStableOffsets } from '../kafka/offsets.js';
 import { topicPartitions } from '../kafka/topics.js';
+import { eachTable, type TableFailure } from './check.js';
 
 export interface DiscoveredPartition {
   table: string;
@@ -32,12 +33,15 @@ export interface DiscoveredPartition {
 /**
  * Finds partitions the catalog does not know yet, for one table or every table, adds
  * them at their LSO, and plans the backfill of every partition never planned. Returns
- * both kinds, so a scheduler can start a backfill for the tables that need one.
+ * both kinds, so a scheduler can start a backfill for the tables that need one. A table
+ * that fails (its topic gone) does not stop the others: it goes into `failed`, or,
+ * without it, into the error thrown once the others are done.
  */
-export async function discoverPartitions(catalog: Catalog, kafka: KafkaConnection, options: { table?: string } = {}): Promise<DiscoveredPartition[]> {
+export async function discoverPartitions(catalog: Catalog, kafka: KafkaConnection, options: { table?: string; failed?: TableFailure[] } = {}): Promise<DiscoveredPartition[]> {
   const tables = options.table === undefined ? await listTables(catalog) : [await findTable(catalog, options.table)];
   const found: DiscoveredPartition[] = [];
-  for (const table of tables) {
+  const failed = options.failed ?? [];
+  await eachTable(tables, failed, 'discovery', async (table) => {
     const known = await catalog.query<{ partition_id: number; planned: boolean }>(
       'SELECT partition_id, backfill_cursor IS NOT NULL AS planned FROM offsetlake.lake_partition WHERE table_id = $1',
       [table.tableId],
@@ -49,7 +53,7 @@ export async function discoverPartitions(catalog: Catalog, kafka: KafkaConnectio
     // History none plans nothing: its partitions stay unplanned and are reported only when new.
     const unplanned = table.settings.history.kind === 'none' ? [] : known.rows.filter((row) => !row.planned).map((row) => row.partition_id);
     const toPlan = [...new Set([...added, ...unplanned])].sort((a, b) => a - b);
-    if (toPlan.length === 0) continue;
+    if (toPlan.length === 0) return;
     for (const planned of await planTablePartitions(catalog, kafka, table, toPlan)) {
       found.push({
         table: table.name,
@@ -60,6 +64,7 @@ export async function discoverPartitions(catalog: Catalog, kafka: KafkaConnectio
         backfill: table.settings.history.kind !== 'none' && !planned.done,
       });
     }
-  }
+  });
+  if (!options.failed && failed.length > 0) throw new Error(`partition discovery failed for ${failed.map((f) => `table ${f.table} (topic ${f.topic}): ${f.reason}`).join('; ')}`);
   return found;
 }

@@ -34,7 +34,8 @@ export interface ScheduledCheckOptions {
 export async function scheduledCheck(catalog: Catalog, kafka: KafkaConnection, options: ScheduledCheckOptions = {}): Promise<ScheduledCheckResult> {
   const only = options.table !== undefined ? { table: options.table } : {};
   const retention = await checkRetention(catalog, kafka, { ...only, dueOnly: true });
-  const discovered = await discoverPartitions(catalog, kafka, only);
+  // a table that failed retention is tried again by discovery: each says why in its own words
+  const discovered = await discoverPartitions(catalog, kafka, { ...only, failed: retention.failedTables });
   const backfills = options.startBackfill
     ? await resumeBackfills(catalog, options.startBackfill, { ...only, ...(options.chunksPerExecution !== undefined ? { chunksPerExecution: options.chunksPerExecution } : {}) })
     : [];

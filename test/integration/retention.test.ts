@@ -11,9 +11,9 @@ import { indexerFor } from '../../src/indexer/handler.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { lastStableOffset } from '../../src/kafka/offsets.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
-import { deleteRecords } from '../../src/kafka/topics.js';
+import { deleteRecords, deleteTopic } from '../../src/kafka/topics.js';
 import { FileExpiredError, rebuildFile } from '../../src/reader/rebuild.js';
-import { checkRetention } from '../../src/retention/check.js';
+import { checkRetention, type TableFailure } from '../../src/retention/check.js';
 import { partitionStatus } from '../../src/catalog/status.js';
 import { growTopic, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import type { ChunkResult } from '../../src/backfill/index.js';
@@ -283,5 +283,43 @@ describe('the backfill and retention commands', () => {
     const usage = await offsetlake('backfill');
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/backfill needs a table NAME/);
+  }, 300_000);
+
+  it('a table whose topic was deleted does not stop retention, discovery or the scheduled check of the others: each is done, the gone one is named, and the command exits 1', async () => {
+    const healthyTopic = await newTopic(engine, 1, 'healthy');
+    const goneTopic = await newTopic(engine, 1, 'gone');
+    await produce(engine.kafka, healthyTopic, records(40, 0));
+    await produce(engine.kafka, goneTopic, records(10, 0));
+    const gone = await table(goneTopic, {});
+    const healthy = await table(healthyTopic, { file_bytes: '100' });
+    await runBackfill(engine, healthy.name);
+    await deleteTopic(engine.kafka, goneTopic);
+    await deleteRecords(engine.kafka, healthyTopic, 0, 25n);
+    // the healthy table is created after the gone one, so a loop that stops at the first failure never reaches it
+    await growTopic(engine, healthyTopic, 2);
+
+    const result = await checkRetention(engine.catalog, engine.kafka);
+    expect(result.partitions.filter((p) => p.table === healthy.name).map((p) => p.earliest)).toEqual(['25']);
+    expect(result.expiredFiles).toBeGreaterThan(0);
+    expect(result.failedTables.map((f) => [f.table, f.topic])).toEqual([[gone.name, goneTopic]]);
+    expect(result.failedTables[0]!.reason).toMatch(new RegExp(goneTopic));
+
+    const failed: TableFailure[] = [];
+    const discovered = await discoverPartitions(engine.catalog, engine.kafka, { failed });
+    expect(discovered.filter((d) => d.table === healthy.name).map((d) => d.partition)).toEqual([1]);
+    expect(failed.map((f) => f.table)).toEqual([gone.name]);
+    await expect(discoverPartitions(engine.catalog, engine.kafka)).rejects.toThrow(`partition discovery failed for table ${gone.name} (topic ${goneTopic})`);
+
+    const scheduled = await scheduledCheck(engine.catalog, engine.kafka);
+    expect(scheduled.failedTables.map((f) => [f.table, f.step])).toEqual([[gone.name, 'retention'], [gone.name, 'discovery']]);
+
+    const told = await offsetlake('retention');
+    expect(told.code).toBe(1);
+    expect(told.stderr).toContain(`table ${gone.name} (topic ${goneTopic}): retention was not checked: `);
+    expect(told.stderr).toContain(`table ${gone.name} (topic ${goneTopic}): partition discovery was not done: `);
+    expect(told.stdout).toMatch(/files expired, 0 partitions discovered; 1 table\(s\) could not be checked \(named above\)\n$/);
+    const asJson = await offsetlake('retention', '--json');
+    expect(asJson.code).toBe(1);
+    expect(JSON.parse(asJson.stdout).failedTables.map((f: TableFailure) => [f.table, f.step])).toEqual([[gone.name, 'retention'], [gone.name, 'discovery']]);
   }, 300_000);
 });
