@@ -2,7 +2,7 @@ import { stackCommand, stackUsage } from './stack.js';
 import { tableCommand, tableUsage } from './table.js';
 import { filesCommand, inspectUsage, statusCommand } from './inspect.js';
 import { checkCommand, indexUsage, rebuildCommand, runCommand } from './run-commands.js';
-import { UsageError } from './output.js';
+import { stopQuietlyWhenThePipeCloses, UsageError } from './output.js';
 import { commandHelp, helpText } from './help.js';
 import { serveUsage } from './serve.js';
 import { queryUsage } from './query.js';
@@ -56,6 +56,7 @@ function versionText(): string {
 
 /** Runs one command; errors become one line on stderr and a non-zero exit code. */
 export async function main(argv: string[]): Promise<number> {
+  stopQuietlyWhenThePipeCloses();
   const [name, ...args] = argv;
   if ((name === '--version' || name === '-V' || name === 'version') && args.length === 0) {
     process.stdout.write(versionText());

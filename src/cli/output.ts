@@ -32,3 +32,18 @@ export function progress(line: string): void {
 export class UsageError extends Error {
   override name = 'UsageError';
 }
+
+/**
+ * A reader that stops reading (`offsetlake files t | head`) closes the pipe: the next
+ * write fails with EPIPE, which Node would report as an uncaught error with its stack.
+ * Like other command-line tools, the command then stops quietly (exit 0: what it was
+ * asked for went where the reader wanted it).
+ */
+export function stopQuietlyWhenThePipeCloses(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE') process.exit(0);
+      throw error;
+    });
+  }
+}

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
@@ -209,6 +209,20 @@ describe('the offsetlake command line', () => {
     expect([after.stdout.includes('done (from 0)'), after.stderr]).toEqual([true, '']);
     expect((await offsetlake('query', 'SELECT count(*) AS n FROM with_history', '--quiet')).stdout).toBe('n\n5\n');
     expect((await offsetlake('table', 'drop', 'with_history')).code).toBe(0);
+  });
+
+  it('a command piped into head stops quietly when head has read enough: no EPIPE stack trace, exit 0 (issue 25.5)', async () => {
+    const topic = await newTopic(engine, 1, 'piped');
+    expect((await offsetlake('table', 'create', 'piped', '--topic', topic)).code).toBe(0);
+    await produce(engine.kafka, topic, Array.from({ length: 4_000 }, (_, i) => ({ value: JSON.stringify({ i, pad: 'x'.repeat(100) }) })));
+    expect((await offsetlake('run', '--once')).code).toBe(0);
+    // far more than a pipe holds (64 KiB), so the command is still writing when head leaves
+    const piped = spawnSync('bash', ['-c', 'node bin/offsetlake.js query "SELECT * FROM piped" --quiet | head -n 2; echo "exit ${PIPESTATUS[0]}" >&2'], {
+      env: { ...process.env, DATABASE_URL: engine.config.databaseUrl }, encoding: 'utf8', timeout: 120_000,
+    });
+    expect(piped.stdout.split('\n').filter(Boolean)).toHaveLength(2);
+    expect(piped.stderr.trim()).toBe('exit 0');
+    expect((await offsetlake('table', 'drop', 'piped')).code).toBe(0);
   });
 
   it('run says what it does: a progress line with records/s, files and lag per table as often as asked, and a summary when stopped', async () => {
