@@ -36,7 +36,7 @@ import {
 } from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
 import type { NewRange } from '../catalog/file-writes.js';
-import { findTableById, type TableRecord } from '../catalog/tables.js';
+import { findTableById, tableTopic, type TableRecord } from '../catalog/tables.js';
 import { ownerName } from '../runtime/engine.js';
 import { rangeBuilder } from '../build/files.js';
 import type { RangeBuilder } from '../build/files.js';
@@ -57,15 +57,15 @@ export interface HistorySource {
    * after it; fails unless the read reaches `end`. OffsetOutOfRangeError when `start` is
    * below Kafka's earliest offset.
    */
-  read(topic: string, partition: number, start: bigint, end: bigint): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint; bytes: number }>;
+  read(topic: string, partition: number, start: bigint, end: bigint, same?: Pick<ReadOptions, 'topicId'>): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint; bytes: number }>;
 }
 
 /** The history in Kafka, read_committed. */
 export function kafkaHistory(kafka: KafkaConnection, options: ReadOptions = {}): HistorySource {
   return {
     earliest: (topic, partition) => earliestOffset(kafka, topic, partition),
-    async *read(topic, partition, start, end) {
-      const reader = readCommitted(kafka, topic, partition, start, end, options);
+    async *read(topic, partition, start, end, same) {
+      const reader = readCommitted(kafka, topic, partition, start, end, { ...options, ...same });
       yield* reader;
       if (reader.position !== end) {
         throw new Error(`backfill read of ${topic}-${partition} stopped at ${reader.position} (${reader.end ?? 'unknown'}) before the chunk's end ${end}`);
@@ -225,7 +225,7 @@ export class ChunkRun {
     let sealer: RangeSealer | undefined;
     let records = 0;
     let bytes = 0;
-    for await (const batch of this.history.read(this.table.topic, this.claim.partition, start, end)) {
+    for await (const batch of this.history.read(this.table.topic, this.claim.partition, start, end, tableTopic(this.table))) {
       if (!sealer) {
         if (batch.records.length === 0) continue;
         sealer = new RangeSealer({ fileBytes, fileWindowMs, granularity }, fromStart ? start : batch.records[0]!.offset);

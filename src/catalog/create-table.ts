@@ -1,7 +1,7 @@
 import { checkTableName, checkTopicName, createTable, TableError, type TableRecord } from './tables.js';
 import type { Engine } from '../runtime/engine.js';
 import { lastStableOffsets } from '../kafka/offsets.js';
-import { cleanupPolicy, compactionProblem, topicPartitions } from '../kafka/topics.js';
+import { cleanupPolicy, compactionProblem, describeTopic } from '../kafka/topics.js';
 import { initialSchema } from '../schema/table-schema.js';
 import type { TableFormat, TableSettings } from './settings.js';
 import { checkIndexSpec, createIndexOn } from './index-ddl.js';
@@ -38,13 +38,13 @@ export async function createTableFromTopic(
       throw new TableError(`cannot create table ${spec.name}: ${(error as Error).message}${decoded ? `; a ${spec.format} table's decoded columns appear with its first records: index them afterwards with \`offsetlake sql "CREATE INDEX …"\`` : ''}`);
     }
   }
-  const partitions = await topicPartitions(engine.kafka, spec.topic);
+  const { topicId, partitions } = await describeTopic(engine.kafka, spec.topic);
   const compacted = compactionProblem(spec.topic, await cleanupPolicy(engine.kafka, spec.topic));
   if (compacted) throw new TableError(`cannot create table ${spec.name}: ${compacted}`);
   const starts = await lastStableOffsets(engine.kafka, partitions.map((partition) => ({ topic: spec.topic, partition })));
   const partitionStarts = new Map(partitions.map((partition, i) => [partition, starts[i]!]));
   const indexes: IndexDefinition[] = [];
-  const table = await createTable(engine.catalog, { ...spec, partitionStarts }, schema, async (client, created) => {
+  const table = await createTable(engine.catalog, { ...spec, topicId, partitionStarts }, schema, async (client, created) => {
     for (const index of spec.indexes ?? []) indexes.push((await createIndexOn(client, created, index)).index);
   });
   return { ...table, partitions: [...partitionStarts].map(([partition, start]) => ({ partition, start })), indexes };

@@ -594,6 +594,17 @@ CREATE TABLE index_entry (
 CREATE INDEX index_entry_file ON index_entry (data_file_id);
 `,
   },
+  {
+    version: 9,
+    name: "each table keeps its topic's Kafka id",
+    sql: `
+-- Kafka's id of the topic a table was made on (Metadata's topic_id). A topic deleted and
+-- created again under the same name gets a new id and starts its offsets over: the
+-- table's partitions then wait and retention expires nothing (catalog/topic-identity.ts).
+-- Tables made before this version record their topic's id when it is first seen.
+ALTER TABLE lake_table ADD COLUMN topic_id text;
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

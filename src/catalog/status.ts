@@ -1,7 +1,8 @@
 /** Per partition: what is indexed, how far behind the LSO, who holds it, what is open, backfill and retention. */
 import type { Engine } from '../runtime/engine.js';
 import { lastStableOffsets } from '../kafka/offsets.js';
-import { cleanupPolicy, compactionProblem } from '../kafka/topics.js';
+import { cleanupPolicy, compactionProblem, describeTopic } from '../kafka/topics.js';
+import { topicIdentityProblem } from './topic-identity.js';
 
 export interface PartitionStatus {
   table: string;
@@ -30,13 +31,14 @@ export interface PartitionStatus {
   earliestOffset: bigint | null;
   /** Offsets Kafka deleted before they were indexed (lost intervals): part of the indexed range, in no file. */
   lostOffsets: bigint;
-  /** Why the topic can no longer back the table (its cleanup.policy became compact), if so. */
+  /** Why the topic can no longer back the table (its cleanup.policy became compact, or it was deleted and created again), if so. */
   topicProblem: string | null;
 }
 
 interface Row {
   table_name: string;
   topic: string;
+  topic_id: string | null;
   partition_id: number;
   indexed_start: bigint;
   indexed_end: bigint;
@@ -58,7 +60,7 @@ interface Row {
 
 export async function partitionStatus(engine: Engine, tableName?: string): Promise<PartitionStatus[]> {
   const result = await engine.catalog.query<Row>(
-    `SELECT t.table_name, t.topic, p.partition_id, p.indexed_start, p.indexed_end, p.lease_owner, p.lease_epoch,
+    `SELECT t.table_name, t.topic, t.topic_id, p.partition_id, p.indexed_start, p.indexed_end, p.lease_owner, p.lease_epoch,
             coalesce(p.lease_expires_at > now(), false) AS lease_live, p.open_range_bytes, p.open_range_records,
             p.open_range_since, p.waiting_reason, p.backfill_cursor, p.backfill_target, p.earliest_offset,
             (SELECT count(*) FROM offsetlake.data_file f WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NULL) AS files,
@@ -77,14 +79,20 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
   );
   const lsos = await lastStableOffsetsOrNull(engine, result.rows);
   const problems = new Map<string, string | null>();
+  const topicIds = new Map<string, string>();
   await Promise.all(
     [...new Set(result.rows.map((row) => row.topic))].map(async (topic) => {
       const policy = await cleanupPolicy(engine.kafka, topic).catch(() => 'delete');
       problems.set(topic, compactionProblem(topic, policy) ?? null);
+      const described = await describeTopic(engine.kafka, topic).catch(() => undefined);
+      if (described) topicIds.set(topic, described.topicId);
     }),
   );
   return result.rows.map((row) => {
-    const lso = lsos.offsets.get(`${row.topic}\u0000${row.partition_id}`) ?? null;
+    const idNow = topicIds.get(row.topic);
+    const recreated = idNow === undefined ? undefined : topicIdentityProblem({ name: row.table_name, topic: row.topic, topicId: row.topic_id }, idNow);
+    // another topic's offsets: its LSO says nothing of this table's lag
+    const lso = recreated ? null : (lsos.offsets.get(`${row.topic}\u0000${row.partition_id}`) ?? null);
     return {
       table: row.table_name,
       topic: row.topic,
@@ -92,7 +100,7 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
       indexedStart: row.indexed_start,
       indexedEnd: row.indexed_end,
       lastStableOffset: lso,
-      lsoError: lso === null ? (lsos.errors.get(row.topic) ?? 'Kafka gave no last stable offset for it') : null,
+      lsoError: lso === null ? (recreated ? 'the topic is another one now' : (lsos.errors.get(row.topic) ?? 'Kafka gave no last stable offset for it')) : null,
       lag: lso === null ? null : lso > row.indexed_end ? lso - row.indexed_end : 0n,
       leaseOwner: row.lease_owner,
       leaseEpoch: row.lease_epoch,
@@ -108,7 +116,7 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
       backfillTarget: row.backfill_target,
       earliestOffset: row.earliest_offset,
       lostOffsets: BigInt(row.lost_offsets),
-      topicProblem: problems.get(row.topic) ?? null,
+      topicProblem: recreated ?? problems.get(row.topic) ?? null,
     };
   });
 }

@@ -10,11 +10,19 @@ export interface TableRecord {
   format: TableFormat;
   settings: TableSettings;
   createdAt: Date;
+  /**
+   * Kafka's id of the topic the table was made on (null for a table made before catalog
+   * version 9 until its topic is first seen, catalog/topic-identity.ts). A topic deleted
+   * and created again under the same name has another id: its offsets are not the table's.
+   */
+  topicId: string | null;
 }
 
 export interface NewTable {
   name: string;
   topic: string;
+  /** Kafka's id of the topic (null: not known, as for a table made before catalog version 9). */
+  topicId: string | null;
   format: TableFormat;
   settings: TableSettings;
   /** Where each partition's indexed range starts (empty: [start, start)). */
@@ -45,10 +53,19 @@ interface TableRow {
   format: TableFormat;
   settings: TableSettings;
   created_at: Date;
+  topic_id: string | null;
 }
 
-function toRecord(row: TableRow): TableRecord {
-  return { tableId: row.table_id, name: row.table_name, topic: row.topic, format: row.format, settings: row.settings, createdAt: row.created_at };
+/** The columns of lake_table a TableRecord is made of. */
+export const tableColumns = 'table_id, table_name, topic, format, settings, created_at, topic_id';
+
+export function toRecord(row: TableRow): TableRecord {
+  return { tableId: row.table_id, name: row.table_name, topic: row.topic, format: row.format, settings: row.settings, createdAt: row.created_at, topicId: row.topic_id };
+}
+
+/** Read options that make a read of the table's topic refuse a topic created again under its name. */
+export function tableTopic(table: Pick<TableRecord, 'name' | 'topicId'>): { topicId?: { id: string; table: string } } {
+  return table.topicId === null ? {} : { topicId: { id: table.topicId, table: table.name } };
 }
 
 /**
@@ -60,10 +77,10 @@ export async function createTable(catalog: Catalog, table: NewTable, initialSche
   checkTopicName(table.topic);
   return inTransaction(catalog, async (client) => {
     const inserted = await client.query<TableRow>(
-      `INSERT INTO offsetlake.lake_table (table_name, topic, format, settings) VALUES ($1, $2, $3, $4)
+      `INSERT INTO offsetlake.lake_table (table_name, topic, format, settings, topic_id) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (table_name) WHERE dropped_at IS NULL DO NOTHING
-       RETURNING table_id, table_name, topic, format, settings, created_at`,
-      [table.name, table.topic, table.format, JSON.stringify(table.settings)],
+       RETURNING ${tableColumns}`,
+      [table.name, table.topic, table.format, JSON.stringify(table.settings), table.topicId],
     );
     const row = inserted.rows[0];
     if (!row) throw new TableError(`table "${table.name}" already exists`);
@@ -97,14 +114,14 @@ export async function addPartitions(client: CatalogClient | Catalog, tableId: bi
 
 export async function listTables(catalog: Catalog): Promise<TableRecord[]> {
   const result = await catalog.query<TableRow>(
-    'SELECT table_id, table_name, topic, format, settings, created_at FROM offsetlake.lake_table WHERE dropped_at IS NULL ORDER BY table_name',
+    `SELECT ${tableColumns} FROM offsetlake.lake_table WHERE dropped_at IS NULL ORDER BY table_name`,
   );
   return result.rows.map(toRecord);
 }
 
 export async function findTable(catalog: Catalog | CatalogClient, name: string): Promise<TableRecord> {
   const result = await catalog.query<TableRow>(
-    'SELECT table_id, table_name, topic, format, settings, created_at FROM offsetlake.lake_table WHERE table_name = $1 AND dropped_at IS NULL',
+    `SELECT ${tableColumns} FROM offsetlake.lake_table WHERE table_name = $1 AND dropped_at IS NULL`,
     [name],
   );
   const row = result.rows[0];
@@ -115,7 +132,7 @@ export async function findTable(catalog: Catalog | CatalogClient, name: string):
 /** A live table by its id (jobs such as backfill carry the id across steps). */
 export async function findTableById(catalog: Catalog | CatalogClient, tableId: bigint): Promise<TableRecord> {
   const result = await catalog.query<TableRow>(
-    'SELECT table_id, table_name, topic, format, settings, created_at FROM offsetlake.lake_table WHERE table_id = $1 AND dropped_at IS NULL',
+    `SELECT ${tableColumns} FROM offsetlake.lake_table WHERE table_id = $1 AND dropped_at IS NULL`,
     [tableId],
   );
   const row = result.rows[0];

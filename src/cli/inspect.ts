@@ -112,6 +112,7 @@ export async function statusCommand(args: string[]): Promise<number> {
     if (s.backfillCursor !== null && s.backfillTarget !== null && s.backfillCursor > s.backfillTarget) history.set(s.table, (history.get(s.table) ?? 0n) + s.backfillCursor - s.backfillTarget);
   }
   for (const [table, left] of history) progress(`${table}: ${left} offsets of history are not indexed yet; \`offsetlake backfill ${table}\` indexes them`);
+  for (const [table, problem] of new Map(rows.filter((s) => s.topicProblem !== null).map((s) => [s.table, s.topicProblem!]))) progress(`${table}: ${problem}`);
   if (reads.readers > 0) progress(readsLine(reads));
   for (const index of indexes) progress(indexLine(index));
   return code;

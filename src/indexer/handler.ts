@@ -9,12 +9,14 @@
  *
  * Throws (so the whole batch is retried) when a partition is leased by another indexer
  * or the catalog cannot be reached: success is only returned for records that are
- * committed or can be read again from `indexed_end`.
+ * committed or can be read again from `indexed_end`. A table whose topic was deleted and
+ * created again is passed over (its partition says why it waits): no retry would help.
  */
 import type { Catalog } from '../catalog/db.js';
-import { addPartitions, type TableRecord } from '../catalog/tables.js';
+import { addPartitions, tableColumns, toRecord, type TableRecord } from '../catalog/tables.js';
 import { parseKafkaEvent } from '../events/msk.js';
 import { PartitionIndexer, type PartitionIndexerDeps } from './partition.js';
+import { TopicRecreatedError } from '../kafka/errors.js';
 
 export interface IndexerRuntime extends PartitionIndexerDeps {
   /** Warm state: one indexer per table partition, kept across events. */
@@ -34,11 +36,8 @@ export interface PartitionOutcome {
 }
 
 export async function tablesOfTopic(catalog: Catalog, topic: string): Promise<TableRecord[]> {
-  const result = await catalog.query<{ table_id: bigint; table_name: string; topic: string; format: TableRecord['format']; settings: TableRecord['settings']; created_at: Date }>(
-    'SELECT table_id, table_name, topic, format, settings, created_at FROM offsetlake.lake_table WHERE topic = $1 AND dropped_at IS NULL ORDER BY table_id',
-    [topic],
-  );
-  return result.rows.map((row) => ({ tableId: row.table_id, name: row.table_name, topic: row.topic, format: row.format, settings: row.settings, createdAt: row.created_at }));
+  const result = await catalog.query<Parameters<typeof toRecord>[0]>(`SELECT ${tableColumns} FROM offsetlake.lake_table WHERE topic = $1 AND dropped_at IS NULL ORDER BY table_id`, [topic]);
+  return result.rows.map(toRecord);
 }
 
 /**
@@ -66,7 +65,15 @@ export async function handleKafkaEvent(event: unknown, runtime: IndexerRuntime):
       for (const table of await tablesOfTopic(runtime.catalog, batch.topic)) {
         const indexer = await indexerFor(runtime, table, batch.partition);
         touched.push(indexer);
-        const result = await indexer.advance(batch.lastOffset + 1n, batch.records);
+        let result;
+        try {
+          result = await indexer.advance(batch.lastOffset + 1n, batch.records);
+        } catch (error) {
+          // A table made on an earlier topic of this name waits (its partition says why) and
+          // no retry would change that; the event goes on for the tables of this topic.
+          if (error instanceof TopicRecreatedError && error.since) continue;
+          throw error;
+        }
         outcomes.push({
           table: table.name,
           topic: batch.topic,

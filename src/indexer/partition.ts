@@ -9,10 +9,11 @@ import type { Catalog } from '../catalog/db.js';
 import { commitRanges, recordLostInterval, type CommitResult, type NewRange } from '../catalog/file-writes.js';
 import { IndexesChangedError } from '../catalog/indexes.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, setWaitingReason, type Lease } from '../catalog/leases.js';
-import type { TableRecord } from '../catalog/tables.js';
+import { tableTopic, type TableRecord } from '../catalog/tables.js';
 import type { RangeBuilder } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
-import { OffsetOutOfRangeError } from '../kafka/errors.js';
+import { OffsetOutOfRangeError, TopicRecreatedError } from '../kafka/errors.js';
+import { recreatedTopicProblem } from '../catalog/topic-identity.js';
 import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
 import { fetchBytesFor } from '../kafka/fetch-size.js';
@@ -119,13 +120,22 @@ export class PartitionIndexer {
     try {
       if (this.pending.length > 0) committed.push(...(await this.commit([])));
       if (sealer.position < target) {
-        const options = expected ? { fetchBytes: fetchBytesFor(expected, sealer.position, target) } : {};
+        const options = { ...(expected ? { fetchBytes: fetchBytesFor(expected, sealer.position, target) } : {}), ...tableTopic(this.table) };
         for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target, options)) {
           const sealed = sealer.push(batch.records, batch.nextOffset, this.deps.clock());
           if (sealed.length > 0) committed.push(...(await this.commit(sealed)));
         }
       }
     } catch (error) {
+      if (error instanceof TopicRecreatedError) {
+        // Another topic under the table's name: nothing of it is the table's. What memory
+        // holds is dropped, and the partition says why it waits until its owner decides.
+        const lease = this.lease!;
+        this.drop();
+        await this.setWaiting(lease, recreatedTopicProblem(error, this.table)).catch(() => {});
+        said.add(error);
+        throw error;
+      }
       if (!(error instanceof OffsetOutOfRangeError)) throw error;
       if (error.bound === 'below-earliest') {
         // Kafka deleted offsets nobody indexed: record them as lost and go on from its

@@ -117,11 +117,16 @@ export class UnsupportedRecordFormatError extends KafkaError {
   }
 }
 
-/** The topic was deleted and created again while a read was under way: its offsets started over. */
+/**
+ * The topic was deleted and created again: during a read, or (`since` a table's) after the
+ * table was made on it. Its offsets started over: they are another topic's.
+ */
 export class TopicRecreatedError extends KafkaError {
   override name = 'TopicRecreatedError';
-  constructor(readonly topic: string, readonly topicId: string, readonly newTopicId: string) {
-    super(`Kafka topic "${topic}" was deleted and created again during a read (topic id ${topicId}, now ${newTopicId}); its offsets started over`);
+  constructor(readonly topic: string, readonly topicId: string, readonly newTopicId: string, readonly since?: { table: string }) {
+    super(since
+      ? `Kafka topic "${topic}" was deleted and created again since table ${since.table} was made on it (topic id ${topicId}, now ${newTopicId}): its offsets are another topic's`
+      : `Kafka topic "${topic}" was deleted and created again during a read (topic id ${topicId}, now ${newTopicId}); its offsets started over`);
   }
 }
 

@@ -47,6 +47,8 @@ export interface ReadOptions {
   /** Empty answers below the LSO tolerated before ReadStalledError (e.g. tiered storage warming). Default 20. */
   stallLimit?: number;
   signal?: AbortSignal;
+  /** The topic id the read must find (a table's, with the table's name): another one is a TopicRecreatedError. Default: the first fetch's. */
+  topicId?: { id: string; table: string };
 }
 
 export interface CommittedBatch extends CommittedSlice {
@@ -122,7 +124,8 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
   #pending: Promise<CommittedBatch | null> | undefined;
   #leader: PartitionLeader | undefined;
   #topicId: string | undefined;
-  readonly #options: Required<Omit<ReadOptions, 'signal'>> & { signal: AbortSignal | undefined };
+  readonly #options: Required<Omit<ReadOptions, 'signal' | 'topicId'>> & { signal: AbortSignal | undefined };
+  readonly #table: string | undefined;
   readonly #kafka: KafkaConnection;
 
   constructor(kafka: KafkaConnection, topic: string, partition: number, fromOffset: bigint, untilOffset: bigint, options: ReadOptions = {}) {
@@ -144,6 +147,8 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
       throw new Error(`maxBytes must be a whole number of bytes from 1 to 2^31-1, got ${options.maxBytes}`);
     }
     if (fromOffset === untilOffset) this.#end = 'until';
+    this.#topicId = options.topicId?.id;
+    this.#table = options.topicId?.table;
   }
 
   /** The next fetch position: offsets below it have been read past (and their committed records returned). */
@@ -218,7 +223,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
         const leader = (this.#leader ??= await partitionLeader(client, this.topic, this.partition, attempt > 0));
         // A topic deleted and created again under the same name restarts its offsets: never read on into it.
         this.#topicId ??= leader.topicId;
-        if (leader.topicId !== this.#topicId) throw new TopicRecreatedError(this.topic, this.#topicId, leader.topicId);
+        if (leader.topicId !== this.#topicId) throw new TopicRecreatedError(this.topic, this.#topicId, leader.topicId, this.#table === undefined ? undefined : { table: this.#table });
         if (leader.leader < 0) throw Object.assign(new Error(`${partitionName(this.topic, this.partition)} has no leader`), { retriable: true });
         const [connection, codec] = await Promise.all([client.connections.get({ host: leader.host, port: leader.port }), getFetchCodec(client)]);
         const byName = codec.version <= 12; // Fetch names topics by UUID from v13 on

@@ -7,6 +7,8 @@ import type { KafkaRecord } from './record.js';
 export interface SourceReadOptions {
   /** Bytes per Fetch (src/kafka/fetch-size.ts): how many Fetches a read takes, never what it returns. Default: read.ts's. */
   fetchBytes?: number;
+  /** The table's topic id (`TableRecord.topicId`): a topic created again under its name is refused, never read as the table's. */
+  topicId?: { id: string; table: string };
 }
 
 /** Committed records of a partition, as the indexer needs them. */
@@ -27,7 +29,8 @@ export function kafkaSource(kafka: KafkaConnection): CommittedSource {
     lastStableOffset: (topic, partition) => lastStableOffset(kafka, topic, partition),
     cleanupPolicy: (topic) => cleanupPolicy(kafka, topic),
     async *read(topic, partition, from, until, options) {
-      for await (const batch of readCommitted(kafka, topic, partition, from, until, options?.fetchBytes ? { maxBytes: options.fetchBytes } : {})) {
+      const readOptions = { ...(options?.fetchBytes ? { maxBytes: options.fetchBytes } : {}), ...(options?.topicId ? { topicId: options.topicId } : {}) };
+      for await (const batch of readCommitted(kafka, topic, partition, from, until, readOptions)) {
         yield { records: batch.records, nextOffset: batch.nextOffset };
       }
     },

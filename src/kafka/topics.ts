@@ -41,10 +41,15 @@ export async function topicMetadata(client: Pick<Admin, 'metadata'>, topics: str
 
 /** The partition ids of a topic, ascending (0 … n-1). Always asks the broker (new partitions show up at once). */
 export async function topicPartitions(kafka: KafkaConnection, topic: string): Promise<number[]> {
+  return (await describeTopic(kafka, topic)).partitions;
+}
+
+/** A topic's Kafka id (a new one when the topic is deleted and created again) and partition ids, asked of the broker. */
+export async function describeTopic(kafka: KafkaConnection, topic: string): Promise<{ topicId: string; partitions: number[] }> {
   const metadata = await topicMetadata(kafka.admin(), [topic], true);
   const info = metadata.topics.get(topic);
   if (!info) throw new UnknownTopicError(topic);
-  return Array.from({ length: info.partitionsCount }, (_, i) => i);
+  return { topicId: info.id, partitions: Array.from({ length: info.partitionsCount }, (_, i) => i) };
 }
 
 /** The leader of a partition, from the client's metadata (cached for the library's metadataMaxAge unless `forceUpdate`). */

@@ -6,14 +6,16 @@
  * when its share is reached, and reading waits while commits free memory), and a bound
  * on concurrent file builds.
  */
-import { listTables } from '../catalog/tables.js';
+import { listTables, type TableRecord } from '../catalog/tables.js';
+import { setWaitingReason } from '../catalog/leases.js';
+import { checkedTopic, TableTopicError } from '../catalog/topic-identity.js';
+import { UnknownTopicError } from '../kafka/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import { ownerName, redact } from '../runtime/engine.js';
 import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../indexer/handler.js';
 import type { PartitionIndexer } from '../indexer/partition.js';
 import type { RangeBuilder } from '../build/files.js';
 import { kafkaSource } from '../kafka/source.js';
-import { topicPartitions } from '../kafka/topics.js';
 import { defaultEmulatorOptions, PartitionEventSource, type EmulatorOptions } from './emulator.js';
 import { limitConcurrency } from '../common/limit.js';
 import { describePlan, measuredCosts, planMemory, type MemoryCosts, type MemoryPlan } from './memory-budget.js';
@@ -83,6 +85,8 @@ export class LocalRunner {
   private readonly failedPumps = new Map<string, string>();
   /** Table partitions seen by discovery so far. */
   private readonly discovered = new Set<string>();
+  /** Tables whose topic is gone or another one, with the reason last said (said again only when it changes). */
+  private readonly tablesWaiting = new Map<string, string>();
   /** Rounds in a row with a failure (`once` gives up after onceGiveUpRounds). */
   private failingRounds = 0;
   /** Backfills of indexes that are not active yet, in the background (`once`: to the end). */
@@ -171,9 +175,16 @@ export class LocalRunner {
       throw new Error(`the catalog at ${redact(this.engine.config.databaseUrl)} does not answer (${error.message})`);
     });
     for (const table of tables) {
-      const partitions = await topicPartitions(this.engine.kafka, table.topic).catch((error: Error) => {
-        throw new Error(`Kafka at ${this.engine.config.kafkaBrokers.join(',')} does not answer for topic ${table.topic} (${error.message})`);
-      });
+      let partitions: number[];
+      try {
+        ({ partitions } = await checkedTopic(this.engine.catalog, this.engine.kafka, table));
+      } catch (error) {
+        if (error instanceof TableTopicError || error instanceof UnknownTopicError) {
+          await this.tableWaits(table, error);
+          continue;
+        }
+        throw new Error(`Kafka at ${this.engine.config.kafkaBrokers.join(',')} does not answer for topic ${table.topic} (${(error as Error).message})`);
+      }
       for (const partition of partitions) {
         const indexer = await indexerFor(this.runtime, table, partition);
         const key = `${table.topic}-${partition}`;
@@ -203,6 +214,22 @@ export class LocalRunner {
         this.discovered.delete(key);
       }
     }
+  }
+
+  /**
+   * A table whose topic is gone, or is another topic under its name, indexes nothing: each
+   * of its partitions says why (status), the other tables go on, and `--once` names it
+   * among what it could not do.
+   */
+  private async tableWaits(table: TableRecord, error: TableTopicError | UnknownTopicError): Promise<void> {
+    const reason = error instanceof UnknownTopicError
+      ? `${error.message}: table ${table.name} waits for it (create the topic again, or \`offsetlake table drop ${table.name}\`)`
+      : error.message;
+    const partitions = await this.engine.catalog.query<{ partition_id: number }>('SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1', [table.tableId]);
+    for (const row of partitions.rows) await setWaitingReason(this.engine.catalog, table.tableId, row.partition_id, reason, { owner: this.runtime.owner });
+    if (this.tablesWaiting.get(table.name) !== reason) this.log(`table ${table.name}: ${reason}`);
+    this.tablesWaiting.set(table.name, reason);
+    this.failedPumps.set(`table ${table.name}`, reason);
   }
 
   private async indexedEnd(tableId: bigint, partition: number): Promise<bigint> {

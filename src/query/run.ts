@@ -25,7 +25,7 @@ import { parquetMetadata } from 'hyparquet';
 import { backfillStates } from '../catalog/backfill.js';
 import { listFiles, type DataFile } from '../catalog/file-reads.js';
 import { inTransaction, type Catalog } from '../catalog/db.js';
-import { listTables, type TableRecord } from '../catalog/tables.js';
+import { listTables, tableTopic, type TableRecord } from '../catalog/tables.js';
 import type { Granule } from '../catalog/file-writes.js';
 import { encodeColumns, encodeFile } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
@@ -218,7 +218,7 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
     ]);
     if (!mayMatch(bounds, predicates)) continue;
     const records: KafkaRecord[] = [];
-    for await (const batch of deps.source.read(table.topic, partition, indexedEnd, lso)) records.push(...batch.records);
+    for await (const batch of deps.source.read(table.topic, partition, indexedEnd, lso, tableTopic(table))) records.push(...batch.records);
     tail.push({ partition, from: indexedEnd.toString(), until: lso.toString(), records: records.length });
     say(`${table.name}: partition ${partition}: ${records.length} committed records in [${indexedEnd}, ${lso}) not in files yet`);
     if (records.length === 0) continue;

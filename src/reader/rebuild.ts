@@ -6,7 +6,7 @@
  */
 import type { DataFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
-import type { TableRecord } from '../catalog/tables.js';
+import { tableTopic, type TableRecord } from '../catalog/tables.js';
 import { encodeRows, fileRows, granulesOf } from '../build/files.js';
 import { columnStatistics, type EncodedFile, type PreparedData } from '../parquet/index.js';
 import { ownValue } from '../common/objects.js';
@@ -52,7 +52,7 @@ export async function fileRecords(
 ): Promise<KafkaRecord[]> {
   const bucket = file.bucket.getTime();
   const records: KafkaRecord[] = [];
-  for await (const batch of source.read(table.topic, file.partition, span.startOffset, span.endOffset, options)) {
+  for await (const batch of source.read(table.topic, file.partition, span.startOffset, span.endOffset, { ...options, ...tableTopic(table) })) {
     if (everyRecord) for (const record of batch.records) everyRecord(record);
     for (const record of batch.records) if (bucketOf(record.timestamp, table.settings.granularity) === bucket) records.push(record);
   }

@@ -20,6 +20,7 @@ import { inTransaction } from '../catalog/db.js';
 import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { earliestOffsets } from '../kafka/offsets.js';
+import { checkedTopic } from '../catalog/topic-identity.js';
 
 export interface PartitionRetention {
   table: string;
@@ -99,6 +100,8 @@ export async function checkRetention(catalog: Catalog, kafka: KafkaConnection, o
 }
 
 async function checkTable(catalog: Catalog, kafka: KafkaConnection, table: TableRecord, dueOnly: boolean): Promise<PartitionRetention[]> {
+  // Another topic under the table's name: its earliest offsets say nothing of the table's files.
+  await checkedTopic(catalog, kafka, table);
   const due = await catalog.query<{ partition_id: number }>(
     `SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1
        AND (NOT $2 OR earliest_checked_at IS NULL OR earliest_checked_at <= now() - make_interval(secs => $3::double precision / 1000))

@@ -12,7 +12,7 @@ import type { Catalog } from '../catalog/db.js';
 import { addPartitions, findTable, listTables } from '../catalog/tables.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { lastStableOffsets } from '../kafka/offsets.js';
-import { topicPartitions } from '../kafka/topics.js';
+import { checkedTopic } from '../catalog/topic-identity.js';
 import { eachTable, type TableFailure } from './check.js';
 
 export interface DiscoveredPartition {
@@ -47,7 +47,7 @@ export async function discoverPartitions(catalog: Catalog, kafka: KafkaConnectio
       [table.tableId],
     );
     const knownIds = new Set(known.rows.map((row) => row.partition_id));
-    const missing = (await topicPartitions(kafka, table.topic)).filter((partition) => !knownIds.has(partition));
+    const missing = (await checkedTopic(catalog, kafka, table)).partitions.filter((partition) => !knownIds.has(partition));
     const starts = missing.length === 0 ? [] : await lastStableOffsets(kafka, missing.map((partition) => ({ topic: table.topic, partition })));
     const added = new Set(await addPartitions(catalog, table.tableId, new Map(missing.map((partition, i) => [partition, starts[i]!]))));
     // History none plans nothing: its partitions stay unplanned and are reported only when new.

@@ -24,12 +24,12 @@ beforeAll(async () => {
   await migrateCatalog(catalog);
   table = await createTable(
     catalog,
-    { name: 'orders', topic: 'orders', format: 'json', settings: { ...defaultSettings, lease_ttl: 1000 }, partitionStarts: new Map([[0, 100n], [1, 0n]]) },
+    { name: 'orders', topic: 'orders', topicId: null, format: 'json', settings: { ...defaultSettings, lease_ttl: 1000 }, partitionStarts: new Map([[0, 100n], [1, 0n]]) },
     initialSchema('json'),
   );
   races = await createTable(
     catalog,
-    { name: 'races', topic: 'races', format: 'json', settings: { ...defaultSettings, lease_ttl: 1000 }, partitionStarts: new Map([[0, 0n], [1, 0n], [2, 0n], [3, 0n], [4, 0n]]) },
+    { name: 'races', topic: 'races', topicId: null, format: 'json', settings: { ...defaultSettings, lease_ttl: 1000 }, partitionStarts: new Map([[0, 0n], [1, 0n], [2, 0n], [3, 0n], [4, 0n]]) },
     initialSchema('json'),
   );
 });
