@@ -193,6 +193,10 @@ async function makeStreamedFile() {
   return { token, topic, file, size, records, request };
 }
 
+// Node for arm64 under QEMU runs each bundle 10-30× slower than natively: ~30 s alone here,
+// and a busy machine (another CI run beside this one) stretches that several times.
+const armUnderQemuMs = 600_000;
+
 describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a folder with no node_modules', () => {
   it('cdk synth gives each of the seven functions one asset of index.mjs, its source map and the native compressors of its architecture (arm64 as deployed, x86_64 on request), run as index.handler on nodejs22.x; both architectures have the same JavaScript', () => {
     for (const [cpu, functions] of bundles) {
@@ -227,7 +231,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
       const outcomes = await Promise.all(names.slice(i, i + 2).map((name) => invokeDeployed(name, [], {}, 'arm64')));
       expect(outcomes).toEqual(outcomes.map(() => []));
     }
-  });
+  }, armUnderQemuMs);
 
   it('arm64, emulated: the indexer bundle\'s files rebuild byte for byte on x86_64, and the reader bundle streams (RESPONSE_STREAM, as deployed) a file x86_64 indexed with the catalog\'s length and SHA-256 (encoder v2, native Snappy, across processors)', async () => {
     const topic = await newTopic(engine, 1, 'bundle-arm64');
@@ -264,7 +268,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     expect(response.statusCode).toBe(200);
     const bytes = response.body;
     expect({ length: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') }).toEqual({ length: Number(file.fileSizeBytes), sha256: file.sha256.toString('hex') });
-  });
+  }, armUnderQemuMs);
 
   it('Indexer: indexes an MSK event of records produced to a topic; the files tile them and rebuild to what librdkafka reads', async () => {
     const topic = await newTopic(engine, 1, 'bundle-indexer');
