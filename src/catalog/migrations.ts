@@ -605,6 +605,26 @@ CREATE INDEX index_entry_file ON index_entry (data_file_id);
 ALTER TABLE lake_table ADD COLUMN topic_id text;
 `,
   },
+  {
+    version: 10,
+    name: 'writers wait on nothing a reader can hold',
+    sql: `
+-- next_mapping_id() gave mapping ids in commit order under an advisory lock, which any
+-- role can take and keep (a reader login too), stalling table create and every new schema
+-- version. A row lock on a table of this schema gives the same order, and no reader role
+-- can reach it (they see schema ducklake only).
+CREATE TABLE mapping_id_turn (turn boolean PRIMARY KEY DEFAULT true CHECK (turn));
+INSERT INTO mapping_id_turn DEFAULT VALUES;
+CREATE OR REPLACE FUNCTION next_mapping_id() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  -- held until commit, so the next insert sees this one before it takes max()
+  PERFORM 1 FROM offsetlake.mapping_id_turn FOR UPDATE;
+  SELECT coalesce(max(mapping_id), 0) + 1 INTO NEW.mapping_id FROM offsetlake.table_schema;
+  RETURN NEW;
+END
+$fn$;
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

@@ -7,12 +7,15 @@ import { execFile } from 'node:child_process';
 import { openCatalog } from '../catalog/db.js';
 import { redact } from '../runtime/engine.js';
 import { useLocalStackDefaults } from '../stack/index.js';
+import { stackConfig } from '../stack/config.js';
+import { localReaderDatabaseUrl, stackReaderLogin } from '../stack/postgres.js';
+import { catalogWriteAccess } from '../catalog/reader-login.js';
 import { parseCommandArgs } from './args.js';
 import { bucketProblem } from '../reader/s3.js';
 import { signS3Request, type S3Credentials } from '../reader/sigv4.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
 
-export const attachUsage = 'offsetlake attach [--url http://127.0.0.1:8642] [--token T | --no-auth | --s3-access-key-id ID --s3-secret-access-key SECRET [--s3-bucket offsetlake]] [--as lake] [--check] [--json]';
+export const attachUsage = 'offsetlake attach [--url http://127.0.0.1:8642] [--token T | --no-auth | --s3-access-key-id ID --s3-secret-access-key SECRET [--s3-bucket offsetlake]] [--database-url URL] [--allow-writer] [--as lake] [--check] [--json]';
 
 /** A value of a libpq connection string: quoted when it must be (spaces, quotes, backslashes, empty). */
 function libpqValue(value: string): string {
@@ -164,12 +167,22 @@ async function checkServe(spec: AttachSpec): Promise<void> {
   if (!response.ok) throw new Error(`serve at ${spec.serveUrl} answers ${method} ${url.pathname} with HTTP ${response.status}: is it an offsetlake serve?`);
 }
 
-/** Refuses with a sentence when the catalog has no schema ducklake (its migrations have not run) or cannot be reached. */
-async function checkCatalog(databaseUrl: string): Promise<number> {
+/**
+ * Refuses with a sentence when the catalog has no schema ducklake (its migrations have not
+ * run) or cannot be reached, and when its login can write the catalog, unless
+ * `allowWriter` (then it warns): whoever pastes the SQL holds that login.
+ */
+async function checkCatalog(databaseUrl: string, allowWriter: boolean): Promise<number> {
   const catalog = openCatalog(databaseUrl, 1);
   try {
     const found = await catalog.query<{ found: boolean }>("SELECT to_regclass('ducklake.ducklake_table') IS NOT NULL AS found");
     if (!found.rows[0]?.found) throw new Error(`the catalog at ${redact(databaseUrl)} has no schema ducklake: its migrations have not run (offsetlake stack up, or the deploy's migration)`);
+    const writer = await catalogWriteAccess(catalog);
+    if (writer && !allowWriter) {
+      throw new Error(`the SQL would hand out a login that can write the catalog: ${writer}. Give a login that can only read (in role offsetlake_ducklake_reader) with --database-url or OFFSETLAKE_READER_URL `
+        + `(on the local stack leave both and DATABASE_URL unset: attach then uses its reader login ${stackReaderLogin}), or --allow-writer to hand this one out all the same`);
+    }
+    if (writer) progress(`warning: the SQL below holds a login that can write the catalog (${writer}): whoever runs it can change or drop the catalog`);
     const tables = await catalog.query<{ n: string }>('SELECT count(*)::text AS n FROM ducklake.ducklake_table');
     return Number(tables.rows[0]!.n);
   } catch (error) {
@@ -195,6 +208,7 @@ export async function attachCommand(args: string[]): Promise<number> {
     's3-bucket': { type: 'string' },
     check: { type: 'boolean' },
     json: { type: 'boolean' },
+    'allow-writer': { type: 'boolean' },
   }, false);
   const serveUrl = (values.url ?? 'http://127.0.0.1:8642').replace(/\/+$/, '');
   let parsed: URL | undefined;
@@ -207,11 +221,12 @@ export async function attachCommand(args: string[]): Promise<number> {
   const access = fileAccess(values);
   const alias = values.as ?? 'lake';
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(alias)) throw new UsageError(`--as must be a name of lowercase letters, digits and _, got "${alias}"`);
+  // A login named by the user, else the local stack's reader login (never its superuser's).
+  const databaseUrl = values['database-url'] || process.env.OFFSETLAKE_READER_URL || process.env.DATABASE_URL || localReaderDatabaseUrl(stackConfig());
   useLocalStackDefaults();
-  const databaseUrl = values['database-url'] || process.env.DATABASE_URL;
-  if (!databaseUrl) throw new Error("no catalog: DATABASE_URL is not set and the local stack's Postgres is not initialised; run `offsetlake stack up` or set DATABASE_URL");
+  if (!databaseUrl) throw new Error("no catalog: DATABASE_URL is not set and the local stack's Postgres is not initialised; run `offsetlake stack up` (it makes the reader login attach uses), or give --database-url");
   const spec: AttachSpec = { databaseUrl, serveUrl, access, alias };
-  await checkCatalog(databaseUrl);
+  await checkCatalog(databaseUrl, values['allow-writer'] ?? false);
   await checkServe(spec);
   const sql = attachSql(spec);
   if (!values.check) {

@@ -12,6 +12,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import pg from 'pg';
 import { DaemonStartError, isAlive, isZombie, logFile, portAnswers, runningPid, startDaemon, stopDaemon, waitUntil } from './process.js';
 import type { Service, ServiceStatus, StackConfig } from './types.js';
+import { ensureReaderLogin } from '../catalog/reader-login.js';
 
 const name = 'postgres';
 const superuser = 'offsetlake';
@@ -49,6 +50,34 @@ export function localDatabaseUrl(config: StackConfig, db = database): string | u
   if (!existsSync(file)) return undefined;
   const password = encodeURIComponent(readFileSync(file, 'utf8').trim());
   return `postgres://${superuser}:${password}@${config.host}:${livePort(config)}/${db}`;
+}
+
+/** The stack's login that can only read the catalog (src/catalog/reader-login.ts): what `attach` hands out. */
+export const stackReaderLogin = 'offsetlake_reader';
+
+function readerPasswordFile(config: StackConfig): string {
+  return join(config.paths.home, 'reader.password');
+}
+
+/** The catalog's URL as the stack's reader login; undefined until `up` has made it. */
+export function localReaderDatabaseUrl(config: StackConfig): string | undefined {
+  const file = readerPasswordFile(config);
+  if (!existsSync(file)) return undefined;
+  return `postgres://${stackReaderLogin}:${encodeURIComponent(readFileSync(file, 'utf8').trim())}@${config.host}:${livePort(config)}/${database}`;
+}
+
+/** The reader login, its password generated once and kept beside the superuser's. */
+async function ensureStackReaderLogin(config: StackConfig): Promise<void> {
+  const file = readerPasswordFile(config);
+  if (!existsSync(file)) writeFileSync(file, randomBytes(18).toString('base64url'), { mode: 0o600 });
+  const client = new pg.Client({ connectionString: adminUrl(config), connectionTimeoutMillis: 2000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await ensureReaderLogin(client, stackReaderLogin, readFileSync(file, 'utf8').trim());
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 /** Where the catalog lives: DATABASE_URL when set, else the stack's server. */
@@ -230,6 +259,7 @@ export const postgresService: Service = {
       // Cheap, and repairs an earlier `up` that died between starting the server and creating the database.
       await waitReady(config, already);
       await ensureDatabase(config);
+      await ensureStackReaderLogin(config);
       return running(config, already);
     }
     if (await portAnswers(config.host, config.postgresPort)) {
@@ -256,6 +286,7 @@ export const postgresService: Service = {
     });
     await waitReady(config, pid);
     await ensureDatabase(config);
+    await ensureStackReaderLogin(config);
     return running(config, pid);
   },
 

@@ -35,6 +35,9 @@ import { DuckdbSession } from '../helpers/duckdb-session.js';
 import { libpqConnectionString } from '../../src/cli/attach.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { stackConfig } from '../../src/stack/config.js';
+import { localReaderDatabaseUrl } from '../../src/stack/postgres.js';
+import { migrateCatalog } from '../../src/catalog/migrate.js';
+import pg from 'pg';
 
 const token = 'ducklake-test-token';
 const s3Keys = { accessKeyId: 'ducklake-reader', secretAccessKey: 'ducklake-s3-secret' };
@@ -319,10 +322,23 @@ describe('the reader role', () => {
   });
 });
 
+/**
+ * The test catalog as the local stack's reader login (made by `stack up`), straight to
+ * Postgres: PgBouncer logs in with the passwords of its own user list, the owner's only.
+ */
+function asStackReader(databaseUrl: string): string {
+  const reader = new URL(localReaderDatabaseUrl(stackConfig())!);
+  const url = new URL(databaseUrl);
+  url.username = reader.username;
+  url.password = reader.password;
+  url.port = String(stackConfig().postgresPort);
+  return url.toString();
+}
+
 describe('offsetlake attach, as a user types it', () => {
   const cli = async (...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> => {
     try {
-      const { stdout, stderr } = await run(process.execPath, ['bin/offsetlake.js', 'attach', ...args], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl }, timeout: 120_000 });
+      const { stdout, stderr } = await run(process.execPath, ['bin/offsetlake.js', 'attach', ...args], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl, OFFSETLAKE_READER_URL: asStackReader(engine.config.databaseUrl) }, timeout: 120_000 });
       return { stdout, stderr, code: 0 };
     } catch (error) {
       const failed = error as { stdout: string; stderr: string; code: number };
@@ -365,6 +381,75 @@ describe('offsetlake attach, as a user types it', () => {
     }
     const wrong = await cli('--url', serveUrl, '--s3-access-key-id', s3Keys.accessKeyId, '--s3-secret-access-key', 'not-the-secret');
     expect([wrong.code, wrong.stdout, wrong.stderr.trim()]).toEqual([1, '', `offsetlake attach: serve at ${serveUrl} refuses this S3 key pair: give the one serve was started with`]);
+  });
+
+  it('hands out a login that can only read: pasted into DuckDB, it cannot create, change, drop or run programs through the postgres extension (issue 26.1)', async () => {
+    const printed = await cli('--url', serveUrl, '--token', token, '--json');
+    expect(printed.code, printed.stderr).toBe(0);
+    const statements = (JSON.parse(printed.stdout) as { statements: string[] }).statements;
+    const attachLine = statements.find((s) => s.startsWith('ATTACH'))!;
+    expect(attachLine).toContain(`user=offsetlake_reader`);
+    expect(attachLine).not.toContain(new URL(engine.config.databaseUrl).password);
+    const libpq = /ducklake:postgres:(.*)' AS lake/.exec(attachLine)![1]!.replaceAll("''", "'");
+    const pasted = await DuckdbSession.open();
+    try {
+      for (const statement of statements) await pasted.query(statement);
+      const tablesSeen = "SELECT count(*) AS n FROM duckdb_tables() WHERE database_name = 'lake'";
+      const before = await pasted.row(tablesSeen);
+      // the same login through DuckDB's postgres extension, not read-only on DuckDB's side
+      await pasted.query(`ATTACH 'postgres:${libpq.replaceAll("'", "''")}' AS raw_pg`);
+      const attempts = [
+        'CREATE TABLE raw_pg.ducklake.planted (i INTEGER)',
+        'CREATE TABLE raw_pg.public.planted (i INTEGER)',
+        "CALL postgres_execute('raw_pg', 'CREATE SCHEMA planted')",
+        "CALL postgres_execute('raw_pg', 'ALTER ROLE offsetlake_reader SUPERUSER')",
+        "CALL postgres_execute('raw_pg', 'DROP SCHEMA offsetlake CASCADE')",
+        "CALL postgres_execute('raw_pg', 'CREATE TABLE public.planted (i int)')",
+        "CALL postgres_execute('raw_pg', 'COPY (SELECT 1) TO PROGRAM ''true''')",
+        "CALL postgres_execute('raw_pg', 'SELECT * FROM offsetlake.data_file')",
+      ];
+      for (const attempt of attempts) expect(await pasted.error(attempt), attempt).toMatch(/permission denied|read-only transaction|must be superuser|not allowed/i);
+      expect(await pasted.row(tablesSeen)).toEqual(before);
+    } finally {
+      await pasted.close();
+    }
+    expect((await engine.catalog.query("SELECT to_regclass('public.planted') AS t")).rows[0].t).toBeNull();
+  });
+
+  it('refuses to hand out a login that can write the catalog, saying why and what to give instead; --allow-writer prints it with a warning (issue 26.1)', async () => {
+    const writer = ['bin/offsetlake.js', 'attach', '--url', serveUrl, '--token', token];
+    const env = { ...process.env, DATABASE_URL: engine.config.databaseUrl, OFFSETLAKE_READER_URL: '' };
+    const refused = await run(process.execPath, writer, { env }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+    const superuser = new URL(engine.config.databaseUrl).username;
+    expect([(refused as { code: number }).code, (refused as { stdout: string }).stdout]).toEqual([1, '']);
+    expect((refused as { stderr: string }).stderr.trim()).toBe(`offsetlake attach: the SQL would hand out a login that can write the catalog: ${superuser} is a superuser (it can change or drop the catalog, and run programs on its server). `
+      + 'Give a login that can only read (in role offsetlake_ducklake_reader) with --database-url or OFFSETLAKE_READER_URL (on the local stack leave both and DATABASE_URL unset: attach then uses its reader login offsetlake_reader), or --allow-writer to hand this one out all the same');
+    const allowed = await run(process.execPath, [...writer, '--allow-writer'], { env });
+    expect(allowed.stdout).toContain('ATTACH ');
+    expect(allowed.stderr).toContain(`warning: the SQL below holds a login that can write the catalog (${superuser} is a superuser`);
+  });
+
+  it('a reader login that takes every lock it can stalls neither table create nor migrations; its sessions are read-only and bounded (issue 26.2)', async () => {
+    const reader = new pg.Client({ connectionString: asStackReader(engine.config.databaseUrl) });
+    await reader.connect();
+    try {
+      // the keys writers once waited on: mapping ids (migration 6's trigger) and migrations
+      await reader.query('SELECT pg_advisory_lock(1868983664), pg_advisory_lock($1)', [0x6f_66_6c_6b]);
+      for (const attempt of ['LOCK TABLE offsetlake.mapping_id_turn', 'SELECT * FROM offsetlake.table_schema FOR UPDATE', 'SELECT * FROM ducklake.ducklake_table FOR UPDATE', 'LOCK TABLE ducklake.ducklake_table']) {
+        await reader.query('BEGIN');
+        await expect(reader.query(attempt), attempt).rejects.toThrow(/permission denied/);
+        await reader.query('ROLLBACK');
+      }
+      const hung = new Promise<'hung'>((done) => setTimeout(() => done('hung'), 60_000).unref());
+      const topic = await newTopic(engine, 1, 'locked-out');
+      const created = createTableFromTopic(engine, { name: 'made_while_locked', topic, format: 'json', settings: resolveSettings({}) }).then(() => 'created');
+      expect(await Promise.race([created, hung])).toBe('created');
+      expect(await Promise.race([migrateCatalog(engine.catalog).then((r) => r.applied), hung])).toEqual([]);
+      const settings = await reader.query("SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle, current_setting('default_transaction_read_only') AS read_only, (SELECT rolconnlimit FROM pg_roles WHERE rolname = current_user) AS connections");
+      expect(settings.rows[0]).toEqual({ statement: '5min', idle: '30s', read_only: 'on', connections: 20 });
+    } finally {
+      await reader.end();
+    }
   });
 
   it('says what is wrong, in a sentence, before printing anything: a wrong token, no serve, no token, a bad name', async () => {
