@@ -4,6 +4,7 @@ import { parsePort, stackConfig } from '../stack/config.js';
 import { stackDown, stackEnvironment, stackStatus, stackUp } from '../stack/index.js';
 import type { ServiceStatus } from '../stack/types.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { redact } from '../runtime/engine.js';
 import { parseCommandArgs } from './args.js';
 
 const options = {
@@ -47,7 +48,7 @@ export async function stackCommand(args: string[]): Promise<number> {
     printJson({ services: statuses, environment: action === 'down' ? undefined : stackEnvironment(config), catalogVersion });
   } else {
     // 100 columns: no log paths and no password in the endpoint; --wide shows the log
-    printTable(statuses.map((s) => ({ service: s.name, state: s.state, pid: s.pid, endpoint: s.endpoint?.replace(/\/\/([^:/@]+):[^@]*@/, '//$1@'), ...(values.wide ? { log: s.log } : {}), detail: values.wide ? s.detail : s.detail?.split(', ')[0] })));
+    printTable(statuses.map((s) => ({ service: s.name, state: s.state, pid: s.pid, endpoint: s.endpoint && redact(s.endpoint).replace(':***@', '@'), ...(values.wide ? { log: s.log } : {}), detail: values.wide ? s.detail : s.detail?.split(', ')[0] })));
     if (migrated.length > 0) process.stdout.write(`catalog migrated to version ${catalogVersion}\n`);
   }
   return action === 'status' || statuses.every((s) => s.state !== 'stopped') || action === 'down' ? 0 : 1;

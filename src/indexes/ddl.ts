@@ -16,6 +16,8 @@
 import { tokenize, SqlScanError, type Token } from '../query/sql-scan.js';
 import { IndexDefinitionError, indexKinds, parseIndexColumn, type IndexColumn, type IndexKind, type IndexScope } from './definition.js';
 
+const indexNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
+
 /** What CREATE INDEX (or an inline index) asks for. */
 export interface IndexSpec {
   name: string;
@@ -83,6 +85,12 @@ class Tokens {
     const next = this.tokens[this.at];
     if (next?.kind !== 'word') this.fail(`expected the ${what}'s name`);
     this.at++;
+    // an index's name is stored and printed: the rules of table names (no empty, huge or
+    // control-character names reach the catalog or a terminal)
+    if (what === 'index' && !indexNamePattern.test(next.text)) {
+      const shown = JSON.stringify(next.text.length > 40 ? `${next.text.slice(0, 40)}…` : next.text).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+      throw new IndexDdlError(`index name ${shown} must start with a lowercase letter or _, then lowercase letters, digits or _ (at most 63), as table names do`);
+    }
     return next.text;
   }
 

@@ -326,6 +326,12 @@ export async function runQuery(deps: QueryDeps, sql: string): Promise<QueryResul
   const connection = await instance.connect();
   try {
     await connection.run("SET TimeZone = 'UTC'");
+    // One statement, as DuckDB's own parser splits them: its checks (EXPLAIN, DESCRIBE) and
+    // the query itself would otherwise each run every statement after the first.
+    const statements = (await connection.extractStatements(sql).catch(() => undefined))?.count;
+    if (statements !== undefined && statements !== 1) {
+      throw new SqlScanError(statements === 0 ? 'the SQL holds no statement' : `query takes one SQL statement, and this holds ${statements}: run each with its own \`offsetlake query\``);
+    }
     // A typo must not cost the rebuild of every candidate: the statement is parsed and
     // bound first, over empty files with each table's columns.
     const named = [...references.keys()].map((name) => tables.get(name)!);

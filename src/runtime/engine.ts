@@ -52,7 +52,8 @@ function catalogProblem(error: Error & { code?: string }): string {
 }
 
 export function redact(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+  // to the last @ before the query: a password with an unencoded @ is hidden whole
+  return url.replace(/\/\/([^:/@]+):[^?]*@/, '//$1:***@');
 }
 
 /** A lease owner name unique to this process: host, pid and a random part. */

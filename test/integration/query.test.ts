@@ -167,6 +167,17 @@ describe('offsetlake query', () => {
     await expect(query("SELECT 'open FROM clicks")).rejects.toThrow(/string that is never closed/);
   });
 
+  it('SQL of more than one statement is refused before anything runs, naming how many it holds (issue 26.6)', async () => {
+    for (const [sql, count] of [['SELECT count(*) FROM clicks; SELECT 1', 2], ["SELECT count(*) FROM clicks; CREATE TABLE planted AS SELECT 1; SELECT ';'", 3]] as const) {
+      const source = countingSource(kafkaSource(engine.kafka));
+      const service = new ReaderService(engine.catalog, source);
+      await expect(runQuery({ catalog: engine.catalog, source, service }, sql), sql).rejects.toThrow(`query takes one SQL statement, and this holds ${count}: run each with its own \`offsetlake query\``);
+      expect([service.metrics.rebuilds, source.log.records, source.log.reads.length], sql).toEqual([0, 0, 0]);
+    }
+    // a ; inside a string or a trailing one is still one statement
+    expect((await query("SELECT count(*) AS n FROM clicks WHERE _key <> ';';")).rows).toHaveLength(1);
+  });
+
   it('a typo or a wrong column is reported before any file is rebuilt or any record read from Kafka', async () => {
     for (const sql of ['SELEC * FROM clicks', 'SELECT _ofset FROM clicks WHERE _partition = 0', 'SELECT count(*) FROM clicks WHERE nope(_offset)']) {
       const source = countingSource(kafkaSource(engine.kafka));
