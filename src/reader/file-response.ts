@@ -94,6 +94,51 @@ export class HttpError extends Error {
 
 export const empty = new Uint8Array(0);
 
+/** A precondition (If-Match, If-Unmodified-Since) that does not hold: 412. */
+export class PreconditionFailedError extends HttpError {
+  constructor(readonly condition: 'If-Match' | 'If-Unmodified-Since') {
+    super(412, `the precondition ${condition} does not hold for this file`);
+  }
+}
+
+/** Entity tags of an If-Match / If-None-Match list; `weak`: W/"x" counts as "x" (If-None-Match compares weakly). */
+function tagsMatch(list: string, etag: string, weak: boolean): boolean {
+  for (const raw of list.split(',')) {
+    const tag = raw.trim();
+    if (tag === '*') return true;
+    if (tag === etag || (weak && tag.startsWith('W/') && tag.slice(2) === etag)) return true;
+  }
+  return false;
+}
+
+/** An HTTP date in seconds; undefined for one that cannot be parsed (RFC 9110 ignores it then). */
+function httpDateSeconds(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
+}
+
+/**
+ * The preconditions of a GET or HEAD in RFC 9110 §13.2.2's order, as S3 evaluates them
+ * too: If-Match (else If-Unmodified-Since) false → 412; then If-None-Match (else
+ * If-Modified-Since) false → 304. Null: serve the file. Dates have whole seconds, as
+ * Last-Modified does.
+ */
+function failedPrecondition(request: ReaderRequest, etag: string, modified: Date): 304 | 'If-Match' | 'If-Unmodified-Since' | null {
+  const modifiedSeconds = Math.floor(modified.getTime() / 1000);
+  const ifMatch = header(request, 'if-match');
+  if (ifMatch !== undefined) {
+    if (!tagsMatch(ifMatch, etag, false)) return 'If-Match';
+  } else {
+    const unmodifiedSince = httpDateSeconds(header(request, 'if-unmodified-since'));
+    if (unmodifiedSince !== undefined && modifiedSeconds > unmodifiedSince) return 'If-Unmodified-Since';
+  }
+  const ifNoneMatch = header(request, 'if-none-match');
+  if (ifNoneMatch !== undefined) return tagsMatch(ifNoneMatch, etag, true) ? 304 : null;
+  const modifiedSince = httpDateSeconds(header(request, 'if-modified-since'));
+  if (modifiedSince !== undefined && modifiedSeconds <= modifiedSince) return 304;
+  return null;
+}
 
 /** A request header by its name in lowercase, whatever case it was sent in. */
 export function header(request: ReaderRequest, name: string): string | undefined {
@@ -112,7 +157,13 @@ export async function fileResponse(service: ReaderService, request: ReaderReques
     throw new HttpError(410, new FileExpiredError(file.dataFileId, file.expiredAt).message);
   }
   const size = Number(file.fileSizeBytes);
-  const common = { 'accept-ranges': 'bytes', etag: `"${file.sha256.toString('hex')}"`, 'content-type': 'application/vnd.apache.parquet' };
+  const etag = `"${file.sha256.toString('hex')}"`;
+  const common = { 'accept-ranges': 'bytes', etag, 'last-modified': file.createdAt.toUTCString(), 'content-type': 'application/vnd.apache.parquet' };
+  // A file's bytes never change (the ETag is their sha256), so an engine revalidating what it
+  // cached gets a 304 without a rebuild; a failed If-Match is a 412, before any Range.
+  const failed = failedPrecondition(request, etag, file.createdAt);
+  if (failed === 304) return { status: 304, headers: { etag, 'last-modified': common['last-modified'] }, body: empty };
+  if (failed) throw new PreconditionFailedError(failed);
   const rangeHeader = header(request, 'range');
   let start = 0;
   let end = size;
