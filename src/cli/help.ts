@@ -60,7 +60,7 @@ export const commandHelp: Record<string, Help> = {
   serve: {
     about: 'The HTTP read API for engines: tables, manifests, files rebuilt from Kafka and verified, Range requests, /metrics.',
     usage: serveUsage,
-    flags: [['--port N', 'default 8642'], ['--host H', 'default 127.0.0.1'], ['--token T', 'bearer token every request must carry (or OFFSETLAKE_TOKEN)'], ['--no-auth', 'no token: local use only'], ['--cache SIZE', 'rebuilt-file cache (default 512MiB)'], ['--s3-access-key-id ID, --s3-secret-access-key SECRET', 'turn on the S3-compatible face (path style, SigV4), or OFFSETLAKE_S3_ACCESS_KEY_ID / OFFSETLAKE_S3_SECRET_ACCESS_KEY'], ['--s3-bucket NAME', 'its bucket (default offsetlake, or OFFSETLAKE_S3_BUCKET)'], ...engine],
+    flags: [['--port N', 'default 8642'], ['--host H', 'default 127.0.0.1'], ['--token T', 'bearer token every request must carry (or OFFSETLAKE_TOKEN)'], ['--no-auth', 'no token: local use only'], ['--cache SIZE', 'rebuilt-file cache (default 512MiB)'], ['--write-timeout DURATION', 'a response whose client takes no bytes for this long is cut off (default 30s)'], ['--queue-timeout DURATION', 'how long a read waits for room among the responses in flight before a 503 with Retry-After (default 10s)'], ['--s3-access-key-id ID, --s3-secret-access-key SECRET', 'turn on the S3-compatible face (path style, SigV4), or OFFSETLAKE_S3_ACCESS_KEY_ID / OFFSETLAKE_S3_SECRET_ACCESS_KEY'], ['--s3-bucket NAME', 'its bucket (default offsetlake, or OFFSETLAKE_S3_BUCKET)'], ['--s3-region NAME', 'the region requests must be signed for (default us-east-1, or OFFSETLAKE_S3_REGION)'], ...engine],
     example: 'OFFSETLAKE_TOKEN=secret offsetlake serve --port 8642 --s3-access-key-id reader --s3-secret-access-key s3cret',
   },
   query: {

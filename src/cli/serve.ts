@@ -2,15 +2,16 @@
 import { once } from 'node:events';
 import { kafkaSource } from '../kafka/source.js';
 import { readerHandler } from '../reader/http.js';
-import { readerServer } from '../reader/node-server.js';
-import { defaultCacheBytes, ReaderService } from '../reader/service.js';
-import { formatBytes, parseBytes } from '../catalog/settings.js';
+import { defaultWriteTimeoutMs, readerServer } from '../reader/node-server.js';
+import { defaultCacheBytes, defaultResponseWaitMs, ReaderService } from '../reader/service.js';
+import { formatBytes, formatDuration, parseBytes, parseDuration } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
 import { parseCommandArgs } from './args.js';
 import { bucketProblem, type S3FaceOptions } from '../reader/s3.js';
+import { defaultS3Region } from '../reader/sigv4.js';
 
-export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake]`;
+export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--write-timeout 30s] [--queue-timeout 10s] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake] [--s3-region us-east-1]`;
 
 export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('serve', args, {
@@ -21,9 +22,12 @@ export async function serveCommand(args: string[]): Promise<number> {
     token: { type: 'string' },
     'no-auth': { type: 'boolean' },
     cache: { type: 'string' },
+    'write-timeout': { type: 'string' },
+    'queue-timeout': { type: 'string' },
     's3-access-key-id': { type: 'string' },
     's3-secret-access-key': { type: 'string' },
     's3-bucket': { type: 'string' },
+    's3-region': { type: 'string' },
   }, false);
   const port = Number(values.port ?? 8642);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number from 0 to 65535, got "${values.port}"`);
@@ -31,11 +35,13 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (values['no-auth'] && values.token) throw new UsageError('--token and --no-auth contradict each other: give one');
   if (!values['no-auth'] && !token) throw new UsageError('serve needs a bearer token (--token or OFFSETLAKE_TOKEN); for local use only, --no-auth turns authentication off');
   const cacheBytes = values.cache ? parseBytes('--cache', values.cache) : defaultCacheBytes;
+  const writeTimeoutMs = values['write-timeout'] ? parseDuration('--write-timeout', values['write-timeout']) : defaultWriteTimeoutMs;
+  const responseWaitMs = values['queue-timeout'] ? parseDuration('--queue-timeout', values['queue-timeout']) : defaultResponseWaitMs;
   const host = values.host ?? '127.0.0.1';
   const s3 = s3Face(values, Boolean(values['no-auth']));
   await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
-    const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes });
-    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}) }));
+    const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes, responseWaitMs });
+    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}) }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
     server.listen(port, host);
     try {
       await once(server, 'listening');
@@ -48,8 +54,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     }
     const address = server.address();
     const bound = typeof address === 'object' && address ? address.port : port;
-    progress(`serving http://${host}:${bound}/tables (cache ${formatBytes(cacheBytes)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
-      (s3 ? `, and S3 at endpoint http://${host}:${bound} bucket ${s3.bucket} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
+    progress(`serving http://${host}:${bound}/tables (cache ${formatBytes(cacheBytes)}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
+      (s3 ? `, and S3 at endpoint http://${host}:${bound} bucket ${s3.bucket}${s3.region === defaultS3Region ? '' : ` region ${s3.region}`} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.once('SIGINT', onSignal);
@@ -73,10 +79,12 @@ export async function serveCommand(args: string[]): Promise<number> {
  * OFFSETLAKE_S3_SECRET_ACCESS_KEY, the bucket from --s3-bucket or OFFSETLAKE_S3_BUCKET
  * (default offsetlake). Without a key pair the face is off, unless authentication is.
  */
-function s3Face(values: { 's3-access-key-id'?: string | undefined; 's3-secret-access-key'?: string | undefined; 's3-bucket'?: string | undefined }, noAuth: boolean): S3FaceOptions | undefined {
+function s3Face(values: { 's3-access-key-id'?: string | undefined; 's3-secret-access-key'?: string | undefined; 's3-bucket'?: string | undefined; 's3-region'?: string | undefined }, noAuth: boolean): S3FaceOptions & { region: string } | undefined {
   const accessKeyId = values['s3-access-key-id'] ?? (process.env.OFFSETLAKE_S3_ACCESS_KEY_ID || undefined);
   const secretAccessKey = values['s3-secret-access-key'] ?? (process.env.OFFSETLAKE_S3_SECRET_ACCESS_KEY || undefined);
   const bucket = values['s3-bucket'] ?? (process.env.OFFSETLAKE_S3_BUCKET || 'offsetlake');
+  const region = values['s3-region'] ?? (process.env.OFFSETLAKE_S3_REGION || defaultS3Region);
+  if (!/^[a-z0-9-]{1,63}$/.test(region)) throw new UsageError(`--s3-region: "${region}" is not a region name (lowercase letters, digits and hyphens, such as us-east-1)`);
   const problem = bucketProblem(bucket);
   if (problem) throw new UsageError(`--s3-bucket: ${problem}`);
   if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
@@ -84,7 +92,7 @@ function s3Face(values: { 's3-access-key-id'?: string | undefined; 's3-secret-ac
   }
   if (accessKeyId !== undefined && secretAccessKey !== undefined) {
     if (noAuth) throw new UsageError('--no-auth and an S3 key pair contradict each other: give one');
-    return { bucket, credentials: { accessKeyId, secretAccessKey } };
+    return { bucket, region, credentials: { accessKeyId, secretAccessKey } };
   }
-  return noAuth ? { bucket, credentials: null } : undefined;
+  return noAuth ? { bucket, region, credentials: null } : undefined;
 }

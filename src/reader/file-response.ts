@@ -7,6 +7,7 @@ import type { DataFile } from '../catalog/file-reads.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { FileExpiredError } from './rebuild.js';
 import { parseRange } from './range.js';
+import { BudgetWaitError } from '../common/limit.js';
 import type { ReaderService } from './service.js';
 
 export interface ReaderRequest {
@@ -15,6 +16,8 @@ export interface ReaderRequest {
   path: string;
   /** Header names in any case. */
   headers: Readonly<Record<string, string | undefined>>;
+  /** Aborts when the client has gone: work queued for it is dropped. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -44,11 +47,44 @@ export async function bodyBytes(body: ResponseBody): Promise<Uint8Array> {
   return pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
 }
 
-async function producedPieces(body: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
+/** The pieces, produced to the end; a client that left stops the production (its bytes would go nowhere). */
+async function producedPieces(body: AsyncIterable<Uint8Array>, signal?: AbortSignal): Promise<Uint8Array[]> {
   const pieces: Uint8Array[] = [];
-  for await (const piece of body) pieces.push(piece);
+  for await (const piece of body) {
+    if (signal?.aborted) throw new ClientGoneError();
+    pieces.push(piece);
+  }
   return pieces;
 }
+
+/** The request's client went away before its answer was ready; nothing is sent. */
+export class ClientGoneError extends Error {
+  override name = 'ClientGoneError';
+  constructor() {
+    super('the client went away before its answer was ready');
+  }
+}
+
+/**
+ * The response's share of the service's byte budget, waited for at most
+ * `service.responseWaitMs`: then a 503 with Retry-After (S3's SlowDown), since the shares
+ * may be held by clients that stopped reading until the write deadline cuts them off.
+ */
+async function responseShare(service: ReaderService, request: ReaderRequest, bytes: number): Promise<() => void> {
+  try {
+    return await service.responseBytes.acquire(bytes, { waitMs: service.responseWaitMs, ...(request.signal ? { signal: request.signal } : {}) });
+  } catch (error) {
+    if (error instanceof BudgetWaitError && error.reason === 'aborted') throw new ClientGoneError();
+    if (error instanceof BudgetWaitError) {
+      service.count('busy');
+      throw new HttpError(503, `the server is busy: no room for this response came free within ${Math.round(error.waitedMs / 1000)} s (what responses in flight may hold is taken); try again after the Retry-After seconds`, { 'retry-after': String(retryAfterSeconds) });
+    }
+    throw error;
+  }
+}
+
+/** What a 503 asks the client to wait: long enough for a stalled response to be cut off or finish. */
+const retryAfterSeconds = 1;
 
 export class HttpError extends Error {
   constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
@@ -57,6 +93,52 @@ export class HttpError extends Error {
 }
 
 export const empty = new Uint8Array(0);
+
+/** A precondition (If-Match, If-Unmodified-Since) that does not hold: 412. */
+export class PreconditionFailedError extends HttpError {
+  constructor(readonly condition: 'If-Match' | 'If-Unmodified-Since') {
+    super(412, `the precondition ${condition} does not hold for this file`);
+  }
+}
+
+/** Entity tags of an If-Match / If-None-Match list; `weak`: W/"x" counts as "x" (If-None-Match compares weakly). */
+function tagsMatch(list: string, etag: string, weak: boolean): boolean {
+  for (const raw of list.split(',')) {
+    const tag = raw.trim();
+    if (tag === '*') return true;
+    if (tag === etag || (weak && tag.startsWith('W/') && tag.slice(2) === etag)) return true;
+  }
+  return false;
+}
+
+/** An HTTP date in seconds; undefined for one that cannot be parsed (RFC 9110 ignores it then). */
+function httpDateSeconds(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
+}
+
+/**
+ * The preconditions of a GET or HEAD in RFC 9110 §13.2.2's order, as S3 evaluates them
+ * too: If-Match (else If-Unmodified-Since) false → 412; then If-None-Match (else
+ * If-Modified-Since) false → 304. Null: serve the file. Dates have whole seconds, as
+ * Last-Modified does.
+ */
+function failedPrecondition(request: ReaderRequest, etag: string, modified: Date): 304 | 'If-Match' | 'If-Unmodified-Since' | null {
+  const modifiedSeconds = Math.floor(modified.getTime() / 1000);
+  const ifMatch = header(request, 'if-match');
+  if (ifMatch !== undefined) {
+    if (!tagsMatch(ifMatch, etag, false)) return 'If-Match';
+  } else {
+    const unmodifiedSince = httpDateSeconds(header(request, 'if-unmodified-since'));
+    if (unmodifiedSince !== undefined && modifiedSeconds > unmodifiedSince) return 'If-Unmodified-Since';
+  }
+  const ifNoneMatch = header(request, 'if-none-match');
+  if (ifNoneMatch !== undefined) return tagsMatch(ifNoneMatch, etag, true) ? 304 : null;
+  const modifiedSince = httpDateSeconds(header(request, 'if-modified-since'));
+  if (modifiedSince !== undefined && modifiedSeconds <= modifiedSince) return 304;
+  return null;
+}
 
 /** A request header by its name in lowercase, whatever case it was sent in. */
 export function header(request: ReaderRequest, name: string): string | undefined {
@@ -75,7 +157,13 @@ export async function fileResponse(service: ReaderService, request: ReaderReques
     throw new HttpError(410, new FileExpiredError(file.dataFileId, file.expiredAt).message);
   }
   const size = Number(file.fileSizeBytes);
-  const common = { 'accept-ranges': 'bytes', etag: `"${file.sha256.toString('hex')}"`, 'content-type': 'application/vnd.apache.parquet' };
+  const etag = `"${file.sha256.toString('hex')}"`;
+  const common = { 'accept-ranges': 'bytes', etag, 'last-modified': file.createdAt.toUTCString(), 'content-type': 'application/vnd.apache.parquet' };
+  // A file's bytes never change (the ETag is their sha256), so an engine revalidating what it
+  // cached gets a 304 without a rebuild; a failed If-Match is a 412, before any Range.
+  const failed = failedPrecondition(request, etag, file.createdAt);
+  if (failed === 304) return { status: 304, headers: { etag, 'last-modified': common['last-modified'] }, body: empty };
+  if (failed) throw new PreconditionFailedError(failed);
   const rangeHeader = header(request, 'range');
   let start = 0;
   let end = size;
@@ -105,32 +193,56 @@ export async function fileResponse(service: ReaderService, request: ReaderReques
   // What responses in flight hold is bounded too (the cache bounds only what it keeps):
   // a response takes its bytes (a streamed one: what it may hold at once) from the
   // service's budget before anything is rebuilt, and gives them back once its body has
-  // been written or abandoned; the others wait their turn.
-  const release = await service.responseBytes.acquire(Math.min(end - start, bufferedRangeBytes));
+  // been written or abandoned; the others wait their turn, for at most the service's
+  // responseWaitMs (then a 503 with Retry-After).
+  let release: () => void;
+  try {
+    release = await responseShare(service, request, Math.min(end - start, bufferedRangeBytes));
+  } catch (error) {
+    if (error instanceof ClientGoneError) service.count('abandoned');
+    throw error;
+  }
   try {
     if (end - start <= bufferedRangeBytes) {
       // Produced (and checked) to the end before the answer starts, but kept as its pieces:
       // they are the cache's own chunks, so responses of one row group share its bytes
       // instead of each holding a copy (a concatenated 8 MiB file per response in flight
       // was most of serve's resident memory).
-      const pieces = await producedPieces(service.range(table, file, start, end));
+      const pieces = await producedPieces(service.range(table, file, start, end), request.signal);
       service.served(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
       return { status, headers, body: releasing(pieces, release) };
     }
     return { status, headers, body: releasing(await started(counted(service, service.range(table, file, start, end)), Math.max(0, 4 - start)), release) };
   } catch (error) {
     release();
+    if (error instanceof ClientGoneError) service.count('abandoned');
     throw error;
   }
 }
 
-/** The body's pieces; the response's bytes go back to the budget when they have all been taken, or the reader stopped. */
-async function* releasing(pieces: Iterable<Uint8Array> | AsyncIterable<Uint8Array>, release: () => void): AsyncGenerator<Uint8Array> {
-  try {
-    yield* pieces;
-  } finally {
-    release();
-  }
+/**
+ * The body's pieces; the response's bytes go back to the budget when they have all been
+ * taken, or the reader stopped, also before it began (a generator's finally does not run
+ * when it is ended before its first step, and a client may leave before the body starts).
+ */
+function releasing(pieces: Iterable<Uint8Array> | AsyncIterable<Uint8Array>, release: () => void): AsyncIterableIterator<Uint8Array> {
+  const inner = (async function* () {
+    try {
+      yield* pieces;
+    } finally {
+      release();
+    }
+  })();
+  return {
+    next: () => inner.next(),
+    return: (value?: unknown) => {
+      release();
+      return inner.return(value as undefined);
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
 }
 
 /**

@@ -25,8 +25,14 @@ export interface ReaderMetrics {
   kafkaBytes: number;
   bytesServed: number;
   expired: number;
+  /** Responses refused with a 503 because no room in the response budget came free within the bounded wait. */
+  busy: number;
+  /** Responses dropped before they were sent because their client had gone. */
+  abandoned: number;
+  /** Responses cut off because their client took nothing for the write deadline. */
+  writeTimeouts: number;
 }
 
 export function newMetrics(): ReaderMetrics {
-  return { requests: 0, rebuilds: 0, granuleRebuilds: 0, partialGranuleRebuilds: 0, chunkCacheHits: 0, chunkCacheMisses: 0, granuleRecordHits: 0, chunkMismatches: 0, mismatches: 0, cacheHits: 0, cacheMisses: 0, footerHits: 0, kafkaRecords: 0, kafkaBytes: 0, bytesServed: 0, expired: 0 };
+  return { requests: 0, rebuilds: 0, granuleRebuilds: 0, partialGranuleRebuilds: 0, chunkCacheHits: 0, chunkCacheMisses: 0, granuleRecordHits: 0, chunkMismatches: 0, mismatches: 0, cacheHits: 0, cacheMisses: 0, footerHits: 0, kafkaRecords: 0, kafkaBytes: 0, bytesServed: 0, expired: 0, busy: 0, abandoned: 0, writeTimeouts: 0 };
 }

@@ -1,25 +1,80 @@
 /** `offsetlake serve`: the reader handler behind node:http. */
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { ReaderHandler, ResponseBody } from './http.js';
 
-export function readerServer(handler: ReaderHandler): Server {
-  return createServer((request, response) => {
+export interface ReaderServerOptions {
+  /**
+   * A response whose client takes none of its bytes for this long is cut off (the
+   * connection closed) and gives its share of the response budget back (ms; default 30 s).
+   * It counts only time spent waiting for the client, never time spent rebuilding.
+   */
+  writeTimeoutMs?: number;
+  /** Told when a response is cut off by the write deadline (the service counts it). */
+  onWriteTimeout?: () => void;
+  /** node:http's limits on a request's arrival, set here rather than left to Node's defaults (ms). */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  keepAliveTimeoutMs?: number;
+}
+
+export const defaultWriteTimeoutMs = 30_000;
+/** Headers are a few hundred bytes: 10 s is generous even on a bad link, and bounds idle half-open requests. */
+export const defaultHeadersTimeoutMs = 10_000;
+/** Requests have no body in this API, so all of one arrives with its headers. */
+export const defaultRequestTimeoutMs = 15_000;
+/** Engines send their next range at once; an idle connection need not be kept longer. */
+export const defaultKeepAliveTimeoutMs = 5_000;
+
+/** The largest write handed to the socket at once: drain then means this much reached the client, so a slow reader still shows progress. */
+const writeSliceBytes = 64 * 1024;
+
+export function readerServer(handler: ReaderHandler, options: ReaderServerOptions = {}): Server {
+  const writeTimeoutMs = options.writeTimeoutMs ?? defaultWriteTimeoutMs;
+  const server = createServer((request, response) => {
     const headers: Record<string, string | undefined> = {};
     for (const [name, value] of Object.entries(request.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-    // Request bodies are not part of the API; drain them so the connection can be reused.
-    request.resume();
-    handler({ method: request.method ?? 'GET', path: request.url ?? '/', headers }).then(
+    // Work queued for a client that has gone (it waits for budget, or is being rebuilt) is dropped.
+    const gone = new AbortController();
+    response.once('close', () => {
+      if (!response.writableFinished) gone.abort();
+    });
+    handler({ method: request.method ?? 'GET', path: request.url ?? '/', headers, signal: gone.signal }).then(
       async (answer) => {
-        response.writeHead(answer.status, answer.headers);
-        if (request.method === 'HEAD') response.end();
-        else await send(response, answer.body);
+        if (response.destroyed) return void drop(answer.body);
+        const closing = closeAfter(request, answer.status);
+        response.writeHead(answer.status, closing ? { ...answer.headers, connection: 'close' } : answer.headers);
+        if (request.method === 'HEAD' || answer.status === 304) response.end();
+        else await send(response, answer.body, writeTimeoutMs, options.onWriteTimeout);
+        if (!closing) request.resume(); // a zero-length body, or none: the connection is reused
       },
       (error: unknown) => {
-        response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+        if (response.destroyed) return;
+        response.writeHead(500, { 'content-type': 'application/json; charset=utf-8', connection: 'close' });
         response.end(JSON.stringify({ error: `internal error: ${(error as Error).message}` }));
       },
     );
   });
+  server.headersTimeout = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
+  server.requestTimeout = options.requestTimeoutMs ?? defaultRequestTimeoutMs;
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? defaultKeepAliveTimeoutMs;
+  return server;
+}
+
+/**
+ * Whether the connection closes after this answer. Request bodies are not part of the API:
+ * one is never read (draining it kept a refused client's upload flowing at full speed,
+ * 18.5 GB in 40 s after a 401), so a request that announces one ends its connection, and
+ * so does every error status, whose client may be a stranger.
+ */
+function closeAfter(request: IncomingMessage, status: number): boolean {
+  if (status >= 400) return true;
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** A body that will not be sent gives back what it holds (its budget is released when it ends). */
+function drop(body: ResponseBody): void {
+  if (!(body instanceof Uint8Array)) void body[Symbol.asyncIterator]().return?.();
 }
 
 /** Where a body is written: a node:http response, or a Lambda function's response stream. */
@@ -64,11 +119,55 @@ function drained(sink: BodySink): Promise<void> {
 /**
  * Sends a body on a node:http response. A stream that fails midway cuts the connection
  * short of its Content-Length: the engine sees a failed read, never wrong bytes.
+ *
+ * The write deadline runs only while the response waits for its client (a write the
+ * socket did not take at once, or the end not yet flushed): a client that stops reading
+ * would otherwise hold the response's budget for as long as it keeps the connection open.
  */
-async function send(response: ServerResponse, body: ResponseBody): Promise<void> {
+async function send(response: ServerResponse, body: ResponseBody, writeTimeoutMs: number, onWriteTimeout?: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const wait = () => {
+    timer ??= setTimeout(() => {
+      onWriteTimeout?.();
+      response.destroy(new Error(`the client took no bytes for ${writeTimeoutMs} ms`));
+    }, writeTimeoutMs);
+  };
+  const progressed = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  response.on('drain', progressed);
+  response.once('finish', progressed);
+  response.once('close', progressed);
+  const sink: BodySink = {
+    write: (chunk) => {
+      const taken = response.write(chunk);
+      if (!taken) wait();
+      return taken;
+    },
+    end: () => {
+      wait();
+      return response.end();
+    },
+    once: (event, listener) => response.once(event, listener),
+    removeListener: (event, listener) => response.removeListener(event, listener),
+    get destroyed() {
+      return response.destroyed;
+    },
+  };
   try {
-    await writeBody(response, body);
+    await writeBody(sink, sliced(body));
   } catch (error) {
     response.destroy(error as Error);
+  } finally {
+    response.removeListener('drain', progressed);
+  }
+}
+
+async function* sliced(body: ResponseBody): AsyncGenerator<Uint8Array> {
+  const pieces = body instanceof Uint8Array ? [body] : body;
+  for await (const piece of pieces) {
+    if (piece.byteLength <= writeSliceBytes) yield piece;
+    else for (let at = 0; at < piece.byteLength; at += writeSliceBytes) yield piece.subarray(at, at + writeSliceBytes);
   }
 }

@@ -3,7 +3,7 @@
  * send no other headers (polars, DataFusion, pyarrow's S3FileSystem, DuckDB's s3://):
  *
  *   HEAD /<bucket>                                   HeadBucket
- *   GET  /<bucket>?location                          GetBucketLocation (us-east-1)
+ *   GET  /<bucket>?location                          GetBucketLocation (the face's region, us-east-1 unless configured)
  *   GET  /<bucket>?list-type=2[&prefix][&delimiter][&continuation-token][&start-after][&max-keys]
  *                                                    ListObjectsV2 (encoding-type=url honoured)
  *   HEAD /<bucket>/tables/<table>/files/<id>.parquet HeadObject
@@ -17,10 +17,10 @@
  */
 import { TableError, type TableRecord } from '../catalog/tables.js';
 import type { LiveFileKey } from '../catalog/file-reads.js';
-import { fileResponse, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
+import { fileResponse, HttpError, PreconditionFailedError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 import { RebuildMismatchError } from './rebuild.js';
 import type { ReaderService } from './service.js';
-import { S3AuthError, verifySigV4, type S3Credentials } from './sigv4.js';
+import { defaultS3Region, S3AuthError, verifySigV4, type S3Credentials } from './sigv4.js';
 
 export interface S3FaceOptions {
   bucket: string;
@@ -28,6 +28,8 @@ export interface S3FaceOptions {
   credentials: S3Credentials | null;
   /** The server's clock, for the signature's 15-minute window. */
   now?: () => number;
+  /** The region requests must be signed for, and GetBucketLocation names (default us-east-1). */
+  region?: string;
 }
 
 const bucketPattern = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
@@ -50,8 +52,9 @@ export function isS3Request(request: ReaderRequest, bucket: string): boolean {
   return false;
 }
 
+/** `details`: elements S3 adds to this error's XML after Message (Region, Condition, HeadersNotSigned). */
 class S3Error extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly headers: Record<string, string> = {}) {
+  constructor(readonly status: number, readonly code: string, message: string, readonly headers: Record<string, string> = {}, readonly details: Record<string, string> = {}) {
     super(message);
   }
 }
@@ -68,14 +71,16 @@ function xml(status: number, body: string, headers: Record<string, string> = {})
 }
 
 function errorXml(request: ReaderRequest, error: S3Error, resource: string): ReaderResponse {
-  const body = `<Error><Code>${error.code}</Code><Message>${xmlText(error.message)}</Message><Resource>${xmlText(resource)}</Resource><RequestId>offsetlake</RequestId></Error>`;
+  const details = Object.entries(error.details).map(([name, value]) => `<${name}>${xmlText(value)}</${name}>`).join('');
+  const body = `<Error><Code>${error.code}</Code><Message>${xmlText(error.message)}</Message>${details}<Resource>${xmlText(resource)}</Resource><RequestId>offsetlake</RequestId></Error>`;
   const response = xml(error.status, body, error.headers);
   return request.method === 'HEAD' ? { ...response, body: new Uint8Array(0) } : response;
 }
 
 /** S3's code for a refusal of the shared file response. */
 function fromHttp(error: HttpError): S3Error {
-  const code: Record<number, string> = { 400: 'InvalidArgument', 404: 'NoSuchKey', 405: 'MethodNotAllowed', 410: 'NoSuchKey', 413: 'InvalidRequest', 416: 'InvalidRange' };
+  if (error instanceof PreconditionFailedError) return new S3Error(412, 'PreconditionFailed', error.message, error.headers, { Condition: error.condition });
+  const code: Record<number, string> = { 400: 'InvalidArgument', 404: 'NoSuchKey', 405: 'MethodNotAllowed', 410: 'NoSuchKey', 413: 'InvalidRequest', 416: 'InvalidRange', 503: 'SlowDown' };
   return new S3Error(error.status === 410 ? 404 : error.status, code[error.status] ?? 'InternalError', error.message, error.headers);
 }
 
@@ -87,7 +92,7 @@ function parseQuery(query: string): Map<string, string> {
     try {
       out.set(decodeURIComponent(at < 0 ? part : part.slice(0, at)), at < 0 ? '' : decodeURIComponent(part.slice(at + 1).replaceAll('+', ' ')));
     } catch {
-      throw new S3Error(400, 'InvalidArgument', `the query "${part}" is not valid percent-encoding`);
+      throw new S3Error(400, 'InvalidURI', `the query "${part}" is not valid percent-encoding`);
     }
   }
   return out;
@@ -108,6 +113,7 @@ const compareKeys = (a: string, b: string): number => Buffer.compare(Buffer.from
 
 export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBody: number): (request: ReaderRequest) => Promise<ReaderResponse> {
   const now = options.now ?? Date.now;
+  const region = options.region ?? defaultS3Region;
 
   async function listObjects(query: Map<string, string>): Promise<ReaderResponse> {
     if (query.get('list-type') !== '2') throw new S3Error(501, 'NotImplemented', 'only ListObjectsV2 (list-type=2) is implemented');
@@ -140,7 +146,8 @@ export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBod
     }
     const remaining = entries.filter((entry) => compareKeys(entry.key, after) > 0);
     const page = remaining.slice(0, maxKeys);
-    const truncated = remaining.length > page.length;
+    // max-keys=0 asks for no keys: an empty page that is not truncated (there is no key to continue after), as S3 answers.
+    const truncated = page.length > 0 && remaining.length > page.length;
     const encode = (key: string) => xmlText(urlEncoded ? encodeURIComponent(key).replaceAll('%2F', '/') : key);
     const parts = [
       `<ListBucketResult xmlns="${namespace}">`,
@@ -189,12 +196,8 @@ export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBod
   return async (request) => {
     const [path, rawQuery = ''] = request.path.split(/\?(.*)/s) as [string, string?];
     try {
-      if (options.credentials) {
-        await verifySigV4(request, options.credentials, now());
-      }
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        throw new S3Error(405, 'MethodNotAllowed', `${request.method} is not allowed: this endpoint is read only (GET and HEAD)`, { allow: 'GET, HEAD' });
-      }
+      // Encoding first: the signature is checked over the decoded query, and a path or query
+      // that does not decode is the client's mistake (400), whoever sent it.
       const segments = path.split('/');
       let bucket: string;
       let key: string;
@@ -204,17 +207,24 @@ export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBod
       } catch {
         throw new S3Error(400, 'InvalidURI', `the path ${path} is not valid percent-encoding`);
       }
+      const query = parseQuery(rawQuery);
+      if (options.credentials) {
+        await verifySigV4(request, options.credentials, now(), region);
+      }
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        throw new S3Error(405, 'MethodNotAllowed', `${request.method} is not allowed: this endpoint is read only (GET and HEAD)`, { allow: 'GET, HEAD' });
+      }
       if (bucket === '') throw new S3Error(400, 'InvalidRequest', `name the bucket in the path (path-style addressing): /${options.bucket}/…`);
       if (bucket !== options.bucket) throw new S3Error(404, 'NoSuchBucket', `no bucket ${bucket}; this endpoint serves the bucket ${options.bucket}`);
-      const query = parseQuery(rawQuery);
       if (key === '') {
-        if (request.method === 'HEAD') return { status: 200, headers: { 'x-amz-bucket-region': 'us-east-1' }, body: new Uint8Array(0) };
-        if (query.has('location')) return xml(200, `<LocationConstraint xmlns="${namespace}"/>`);
+        if (request.method === 'HEAD') return { status: 200, headers: { 'x-amz-bucket-region': region }, body: new Uint8Array(0) };
+        // S3 names us-east-1 by an empty constraint
+        if (query.has('location')) return xml(200, region === 'us-east-1' ? `<LocationConstraint xmlns="${namespace}"/>` : `<LocationConstraint xmlns="${namespace}">${xmlText(region)}</LocationConstraint>`);
         return await listObjects(query);
       }
       return await getObject(request, key);
     } catch (error) {
-      if (error instanceof S3AuthError) return errorXml(request, new S3Error(error.code === 'AuthorizationHeaderMalformed' ? 400 : 403, error.code, error.message), path);
+      if (error instanceof S3AuthError) return errorXml(request, new S3Error(error.code === 'AuthorizationHeaderMalformed' ? 400 : 403, error.code, error.message, {}, error.details), path);
       if (error instanceof S3Error) return errorXml(request, error, path);
       if (error instanceof RebuildMismatchError) return errorXml(request, new S3Error(500, 'InternalError', `${error.message}; the bytes were not served`), path);
       return errorXml(request, new S3Error(500, 'InternalError', `internal error: ${(error as Error).message}`), path);

@@ -44,6 +44,12 @@ export interface ReaderServiceOptions {
    * 16 MiB so that any buffered range can go): more waits its turn.
    */
   responseBytes?: number;
+  /**
+   * How long a response waits for its share of `responseBytes` before it is refused with a
+   * 503 and Retry-After (ms; default 10 s): clients that stop reading hold their share until
+   * the write deadline cuts them off, and no one should wait behind them unboundedly.
+   */
+  responseWaitMs?: number;
   /** How often, at most, the counters are written to the catalog for `status` (ms; 0: never). Default 10 s. */
   publishEveryMs?: number;
 }
@@ -63,6 +69,7 @@ export interface IndexMetrics {
 }
 
 export const defaultCacheBytes = 512 * 1024 * 1024;
+export const defaultResponseWaitMs = 10_000;
 
 const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
 
@@ -101,6 +108,8 @@ export class ReaderService {
   private readonly recordsInFlight = new Map<string, Promise<KafkaRecord[]>>();
   /** What responses in flight hold (src/reader/file-response.ts takes and gives back). */
   readonly responseBytes: ByteBudget;
+  /** How long a response waits for its share of `responseBytes` (ms). */
+  readonly responseWaitMs: number;
   /** A granule's Kafka read, at most `kafkaReadsAtOnce` at a time (it waits for nothing else limited: no deadlock). */
   private readonly readGranule: typeof granuleRecords;
 
@@ -116,6 +125,7 @@ export class ReaderService {
     this.source = countingSource(source, { keepReads: false });
     this.publishEveryMs = options.publishEveryMs ?? 10_000;
     this.responseBytes = new ByteBudget(options.responseBytes ?? Math.max(16 * 1024 * 1024, Math.floor(this.cache.maxBytes / 2)));
+    this.responseWaitMs = options.responseWaitMs ?? defaultResponseWaitMs;
     this.readGranule = limitConcurrency(options.kafkaReadsAtOnce ?? 2, granuleRecords);
   }
 
@@ -124,8 +134,8 @@ export class ReaderService {
     return { ...this.counters, kafkaRecords: this.source.log.records, kafkaBytes: this.source.log.bytes };
   }
 
-  /** Counts one event of the HTTP layer (requests, bytes served, footer hits, expired). */
-  count(counter: 'requests' | 'footerHits' | 'expired', by = 1): void {
+  /** Counts one event of the HTTP layer (requests, footer hits, expired, refused while busy, abandoned, cut off). */
+  count(counter: 'requests' | 'footerHits' | 'expired' | 'busy' | 'abandoned' | 'writeTimeouts', by = 1): void {
     this.counters[counter] += by;
     if (this.publishEveryMs > 0 && Date.now() - this.publishedAt >= this.publishEveryMs) void this.publish();
   }

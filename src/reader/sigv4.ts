@@ -17,10 +17,17 @@ export interface S3Credentials {
 /** Why a request is refused, with S3's error code for it. */
 export class S3AuthError extends Error {
   override name = 'S3AuthError';
-  constructor(readonly code: 'AccessDenied' | 'InvalidAccessKeyId' | 'SignatureDoesNotMatch' | 'RequestTimeTooSkewed' | 'AuthorizationHeaderMalformed', message: string) {
+  /**
+   * `details`: elements S3 adds to its error XML for this refusal (Region for a credential
+   * scope of another region, HeadersNotSigned for a header that had to be signed).
+   */
+  constructor(readonly code: 'AccessDenied' | 'InvalidAccessKeyId' | 'SignatureDoesNotMatch' | 'RequestTimeTooSkewed' | 'AuthorizationHeaderMalformed', message: string, readonly details: Record<string, string> = {}) {
     super(message);
   }
 }
+
+/** The region a request is signed for when the S3 face is given none (GetBucketLocation says it too). */
+export const defaultS3Region = 'us-east-1';
 
 /** SHA-256 and HMAC-SHA256 from node:crypto, in the shape the signer takes. */
 export class NodeSha256 {
@@ -67,10 +74,11 @@ export interface SignedRequest {
 }
 
 /**
- * Throws S3AuthError unless `request` carries a valid signature by `credentials`.
- * `now` is the server's clock (a parameter, so the skew rule is testable without waiting).
+ * Throws S3AuthError unless `request` carries a valid signature by `credentials` for
+ * `region`. `now` is the server's clock (a parameter, so the skew rule is testable without
+ * waiting). The path and query must be valid percent-encoding (the caller refuses them first).
  */
-export async function verifySigV4(request: SignedRequest, credentials: S3Credentials, now = Date.now()): Promise<void> {
+export async function verifySigV4(request: SignedRequest, credentials: S3Credentials, now = Date.now(), expectedRegion = defaultS3Region): Promise<void> {
   const header = (name: string): string | undefined => {
     for (const [key, value] of Object.entries(request.headers)) if (key.toLowerCase() === name) return value;
     return undefined;
@@ -82,6 +90,8 @@ export async function verifySigV4(request: SignedRequest, credentials: S3Credent
   const match = authorizationPattern.exec(authorization);
   if (!match) throw new S3AuthError('AuthorizationHeaderMalformed', 'the Authorization header is not AWS4-HMAC-SHA256 Credential=KEY/DATE/REGION/s3/aws4_request, SignedHeaders=…, Signature=…');
   const [, accessKeyId, scopeDate, region, service, signedHeaderList, signature] = match as unknown as [string, string, string, string, string, string, string];
+  // A scope is a region's: a signature for another one must not pass here (S3 refuses it with the region it expects).
+  if (region !== expectedRegion) throw new S3AuthError('AuthorizationHeaderMalformed', `the credential scope names region ${region}; this endpoint is in ${expectedRegion}: sign for ${expectedRegion}`, { Region: expectedRegion });
   if (!safeEqual(accessKeyId, credentials.accessKeyId)) throw new S3AuthError('InvalidAccessKeyId', `the access key id ${accessKeyId} is not known to this endpoint`);
   if (service !== 's3') throw new S3AuthError('AuthorizationHeaderMalformed', `the credential scope names service "${service}"; this endpoint is s3`);
   const amzDate = header('x-amz-date');
@@ -95,6 +105,8 @@ export async function verifySigV4(request: SignedRequest, credentials: S3Credent
   if (!amzDate!.startsWith(scopeDate)) throw new S3AuthError('SignatureDoesNotMatch', `the credential scope's date ${scopeDate} is not the day of x-amz-date ${amzDate}`);
 
   const signed = signedHeaderList.toLowerCase().split(';');
+  // Unsigned, the Host could be anything: the signature could be replayed against another endpoint.
+  if (!signed.includes('host')) throw new S3AuthError('AccessDenied', 'SignedHeaders must include host: a signature that does not cover the Host header is not accepted', { HeadersNotSigned: 'host' });
   const headers: Record<string, string> = {};
   for (const name of signed) {
     const value = header(name);

@@ -8,7 +8,9 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { request as httpRequest, type Server } from 'node:http';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { Sha256 } from '@aws-crypto/sha256-js';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
@@ -118,6 +120,79 @@ describe("serve's S3-compatible face", () => {
     // The HTTP face is unchanged beside it: its own token, its JSON.
     expect((await fetch(`${endpoint}/tables`, { headers: { authorization: 'Bearer http-face-token' } })).status).toBe(200);
     expect((await fetch(`${endpoint}/tables`)).status).toBe(401);
+  });
+
+  it('botocore: If-None-Match / If-Modified-Since give 304 and a failed If-Match / If-Unmodified-Since 412 PreconditionFailed naming the condition, in RFC 9110 order, before any Range, for GET and HEAD; MaxKeys=0 lists an empty page; a client signing for another region is told the right one', async () => {
+    const file = files[0]!;
+    const script = fileURLToPath(new URL('./s3_conditions.py', import.meta.url));
+    const stdout = await new Promise<string>((resolve, reject) => {
+      const child = execFile('python3', [script], { timeout: 120_000 }, (error, out, err) => (error ? reject(new Error(`s3_conditions.py failed: ${err || error.message}`)) : resolve(out)));
+      child.stdin!.end(JSON.stringify({ endpoint, bucket, key: keys.accessKeyId, secret: keys.secretAccessKey, object: `tables/events/files/${file.dataFileId}.parquet` }));
+    });
+    const seen = JSON.parse(stdout) as Record<string, Record<string, unknown>>;
+    expect(seen.etagIsSha256OfBody).toBe(true);
+    const notModified = { status: 304, code: '304' };
+    const failed = (condition: string) => ({ status: 412, code: 'PreconditionFailed', condition, message: `the precondition ${condition} does not hold for this file` });
+    expect(seen).toMatchObject({
+      ifNoneMatchSame: notModified,
+      ifNoneMatchOther: { status: 200 },
+      ifNoneMatchAny: notModified,
+      ifMatchSame: { status: 200 },
+      ifMatchOther: failed('If-Match'),
+      ifModifiedSinceLastModified: notModified,
+      ifModifiedSinceDayBefore: { status: 200 },
+      ifUnmodifiedSinceDayBefore: failed('If-Unmodified-Since'),
+      ifUnmodifiedSinceLastModified: { status: 200 },
+      // If-Match decides alone when it is there, and If-None-Match over If-Modified-Since (RFC 9110 §13.2.2; S3's documented pairs)
+      ifMatchSameButUnmodifiedSinceDayBefore: { status: 200 },
+      ifNoneMatchSameButModifiedSinceDayBefore: notModified,
+      rangeIfMatchOther: failed('If-Match'),
+      rangeIfNoneMatchSame: notModified,
+      headIfNoneMatchSame: notModified,
+      headIfMatchOther: { status: 412 },
+      maxKeysZero: { status: 200, keyCount: 0, maxKeys: 0, isTruncated: false, contents: 0, next: null },
+    });
+    // botocore reads the region from S3's error, signs again for it, and gets the page
+    expect(seen.otherRegion).toEqual({ attempts: [{ status: 400, code: 'AuthorizationHeaderMalformed', region: 'us-east-1' }, { status: 200 }], status: 200 });
+  }, 180_000);
+
+  it("SigV4 by the AWS SDK's signer: a signature whose SignedHeaders lack host is AccessDenied naming host, one scoped to another region is AuthorizationHeaderMalformed (400) naming ours; bad percent-encoding in the path or query is 400 InvalidURI, not a 500", async () => {
+    const key = `tables/events/files/${files[0]!.dataFileId}.parquet`;
+    const url = new URL(`${endpoint}/${bucket}/${key}`);
+    const signed = async (options: { region?: string; withoutHost?: boolean }) => {
+      const signer = new SignatureV4({ credentials: keys, region: options.region ?? 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false });
+      const headers: Record<string, string> = { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...(options.withoutHost ? {} : { host: url.host }) };
+      const request = await signer.sign({ method: 'GET', protocol: 'http:', hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers });
+      return fetch(url, { headers: request.headers as Record<string, string> });
+    };
+    const accepted = await signed({});
+    expect(accepted.status).toBe(200);
+    await accepted.arrayBuffer();
+
+    const noHost = await signed({ withoutHost: true });
+    expect(noHost.status).toBe(403);
+    const noHostXml = await noHost.text();
+    expect(noHostXml).toContain('<Code>AccessDenied</Code>');
+    expect(noHostXml).toContain('<HeadersNotSigned>host</HeadersNotSigned>');
+    expect(noHostXml).toContain('<Message>SignedHeaders must include host: a signature that does not cover the Host header is not accepted</Message>');
+
+    const otherRegion = await signed({ region: 'eu-west-1' });
+    expect(otherRegion.status).toBe(400);
+    expect(otherRegion.headers.get('content-type')).toBe('application/xml');
+    expect(await otherRegion.text()).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<Error><Code>AuthorizationHeaderMalformed<\/Code><Message>the credential scope names region eu-west-1; this endpoint is in us-east-1: sign for us-east-1<\/Message><Region>us-east-1<\/Region>/);
+
+    // Raw request lines: fetch would re-encode what it cannot parse.
+    const raw = (path: string) => new Promise<{ status: number; body: string }>((resolve, reject) => {
+      httpRequest({ host: url.hostname, port: url.port, path, headers: { authorization: `AWS4-HMAC-SHA256 Credential=${keys.accessKeyId}/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'0'.repeat(64)}`, 'x-amz-date': '20260101T000000Z' } }, (response) => {
+        let body = '';
+        response.setEncoding('utf8').on('data', (piece: string) => (body += piece)).on('end', () => resolve({ status: response.statusCode!, body }));
+      }).on('error', reject).end();
+    });
+    for (const path of [`/${bucket}?list-type=2&prefix=%E0%A4%A`, `/${bucket}?list-type=2&prefix=%ZZ`, `/${bucket}/tables/%ZZ/files/1.parquet`]) {
+      const answer = await raw(path);
+      expect({ path, status: answer.status, code: /<Code>(\w+)<\/Code>/.exec(answer.body)?.[1] }).toEqual({ path, status: 400, code: 'InvalidURI' });
+      expect(answer.body).toMatch(/<Message>the (query|path) .* is not valid percent-encoding<\/Message>/);
+    }
   });
 
   it('offsetlake serve turns the S3 face on with a key pair from its flags, and says where; without one there is no S3 face; half a pair is refused', async () => {

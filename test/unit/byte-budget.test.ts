@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ByteBudget } from '../../src/common/limit.js';
+import { BudgetWaitError, ByteBudget } from '../../src/common/limit.js';
 
 const settled = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -36,5 +36,29 @@ describe('ByteBudget: what responses in flight may hold', () => {
     expect(budget.inUse).toBe(10);
     big!();
     expect(budget.inUse).toBe(0);
+  });
+
+  it('a wait that is abandoned, or runs out, leaves the line and lets the ones behind it through', async () => {
+    const budget = new ByteBudget(10);
+    const held = await budget.acquire(8);
+    const gone = new AbortController();
+    const abandoned = budget.acquire(5, { signal: gone.signal }).catch((e: unknown) => e);
+    const bounded = budget.acquire(5, { waitMs: 1 }).catch((e: unknown) => e);
+    let small: (() => void) | undefined;
+    void budget.acquire(2).then((release) => (small = release));
+    expect(budget.queued).toBe(3);
+    gone.abort();
+    expect(await abandoned).toMatchObject({ name: 'BudgetWaitError', reason: 'aborted' });
+    const timedOut = await bounded;
+    expect(timedOut).toBeInstanceOf(BudgetWaitError);
+    expect((timedOut as BudgetWaitError).reason).toBe('timeout');
+    await settled();
+    // the 2 bytes fit beside the 8 once the two ahead of them left
+    expect(small).toBeDefined();
+    expect(budget.queued).toBe(0);
+    held();
+    small!();
+    expect(budget.inUse).toBe(0);
+    await expect(budget.acquire(1, { signal: gone.signal })).rejects.toMatchObject({ reason: 'aborted' });
   });
 });

@@ -1,0 +1,159 @@
+/**
+ * serve's limits against clients that misbehave on purpose, over real sockets to the node
+ * server, the broker and Postgres: clients that open reads needing a rebuild and never read
+ * the bodies (they held the shared response budget forever, so every rebuild waited), and a
+ * client that keeps uploading a body after its 401 (serve read it all).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
+import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import type { Engine } from '../../src/runtime/engine.js';
+import { rangeBuilder } from '../../src/build/files.js';
+import { kafkaSource } from '../../src/kafka/source.js';
+import { produce } from '../../src/kafka/produce.js';
+import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
+import { readerHandler } from '../../src/reader/http.js';
+import { readerServer } from '../../src/reader/node-server.js';
+import { ReaderService } from '../../src/reader/service.js';
+import { newTopic, testEngine, testTable } from '../helpers/engine.js';
+
+const token = 'limits-token';
+let engine: Engine;
+let table: TableRecord;
+let files: DataFile[];
+let service: ReaderService;
+let server: Server;
+let port: number;
+
+// Two files of ~8 MB of random hex (it does not compress), one per hour: larger than what
+// a client that does not read can take into its socket buffers, so its response stalls.
+beforeAll(async () => {
+  engine = await testEngine('limits');
+  const topic = await newTopic(engine, 1, 'limits');
+  const created = await testTable(engine, topic, { row_group_rows: '2000', file_window: '2h', granularity: 'hour' });
+  const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000;
+  for (let bucket = 0; bucket < 2; bucket += 1) {
+    for (let from = 0; from < 8_000; from += 4_000) {
+      await produce(engine.kafka, topic, Array.from({ length: 4_000 }, (_, j) => ({ value: JSON.stringify({ i: from + j, hex: randomBytes(500).toString('hex') }), timestamp: hour + bucket * 3_600_000 + from + j, partition: 0 })));
+    }
+  }
+  await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
+  table = await findTable(engine.catalog, created.name);
+  files = await listFiles(engine.catalog, table.tableId);
+  // Room for one file's response at a time: one stalled client is enough to block the rest.
+  service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024, responseBytes: 10 * 1024 * 1024, responseWaitMs: 3_000, publishEveryMs: 0 });
+  server = readerServer(readerHandler(service, { token }), { writeTimeoutMs: 2_000, onWriteTimeout: () => service.count('writeTimeouts') }).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  port = (server.address() as AddressInfo).port;
+}, 180_000);
+
+afterAll(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  await engine?.close();
+});
+
+const filePath = (file: DataFile) => `/tables/${table.name}/files/${file.dataFileId}.parquet`;
+
+/** A raw connection that sends one GET and reads nothing until `read()` is called. */
+function silentReader(path: string): { socket: Socket; read: () => Promise<Buffer> } {
+  const socket = connect(port, '127.0.0.1');
+  socket.pause();
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+  const read = async () => {
+    const pieces: Buffer[] = [];
+    socket.on('data', (piece: Buffer) => pieces.push(piece));
+    socket.on('error', () => {});
+    socket.resume();
+    if (!socket.closed) await once(socket, 'close');
+    return Buffer.concat(pieces);
+  };
+  return { socket, read };
+}
+
+/** Until `condition` holds (the server has taken the requests in); not a timing assertion. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+describe("serve's limits on clients that misbehave", () => {
+  it('20 clients that never read their rebuilt files are cut off or told 503 with Retry-After, a client that leaves while queued is dropped, and a reader honouring Retry-After gets its own rebuilt file whole', async () => {
+    expect(files.length).toBe(2);
+    const [stalled, wanted] = files as [DataFile, DataFile];
+    expect(Number(stalled.fileSizeBytes)).toBeGreaterThan(6 * 1024 * 1024);
+    const before = service.metrics.requests;
+    const silent = Array.from({ length: 20 }, () => silentReader(filePath(stalled)));
+    await until(() => service.metrics.requests >= before + 20);
+    // Clients that leave while they wait for room: their place in line is given up.
+    const leaving = Array.from({ length: 3 }, () => silentReader(filePath(stalled)));
+    await until(() => service.metrics.requests >= before + 23);
+    for (const { socket } of leaving) socket.destroy();
+
+    const rebuildsBefore = service.metrics.granuleRebuilds;
+    let answer: Response | undefined;
+    const retryAfter: string[] = [];
+    for (let attempt = 0; attempt < 60; attempt += 1) {
+      answer = await fetch(`http://127.0.0.1:${port}${filePath(wanted)}`, { headers: { authorization: `Bearer ${token}` } });
+      if (answer.status !== 503) break;
+      const told = answer.headers.get('retry-after');
+      retryAfter.push(told ?? 'none');
+      expect(JSON.parse(await answer.text()).error).toMatch(/^the server is busy: no room for this response came free within \d+ s/);
+      await new Promise((resolve) => setTimeout(resolve, Number(told) * 1000));
+    }
+    expect(answer!.status).toBe(200);
+    const body = Buffer.from(await answer!.arrayBuffer());
+    expect(body.byteLength).toBe(Number(wanted.fileSizeBytes));
+    expect(createHash('sha256').update(body).digest('hex')).toBe(wanted.sha256.toString('hex'));
+    expect(service.metrics.granuleRebuilds).toBeGreaterThan(rebuildsBefore);
+    for (const told of retryAfter) expect(told).toMatch(/^\d+$/);
+
+    // Each silent client, reading at last, finds the server gave up on it: a 503, or its
+    // file cut short of its Content-Length (the connection closed by the write deadline).
+    const outcomes = await Promise.all(silent.map(async ({ read }) => {
+      const got = await read();
+      const head = got.subarray(0, Math.max(0, got.indexOf('\r\n\r\n'))).toString('latin1');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]);
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
+      const bodyBytes = got.byteLength - head.length - 4;
+      return status === 503 ? 'busy' : status === 200 && bodyBytes < length ? 'cut off' : `${status}: ${bodyBytes} of ${length} bytes`;
+    }));
+    expect(outcomes.filter((o) => o !== 'busy' && o !== 'cut off')).toEqual([]);
+    expect(outcomes).toContain('cut off');
+    expect(outcomes).toContain('busy');
+    expect(service.metrics.writeTimeouts).toBe(outcomes.filter((o) => o === 'cut off').length);
+    expect(service.metrics.abandoned).toBe(3);
+    // Everything the stalled responses held is back.
+    await until(() => service.responseBytes.inUse === 0);
+    expect(service.responseBytes.queued).toBe(0);
+  }, 240_000);
+
+  it('a client that keeps sending a huge request body after its 401 gets the 401 and is cut off: the server stops reading and closes the connection', async () => {
+    const socket = connect(port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(`POST /tables HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: ${1024 ** 4}\r\n\r\n`);
+    const received: Buffer[] = [];
+    socket.on('data', (piece: Buffer) => received.push(piece));
+    socket.on('error', () => {});
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    let stopped = false;
+    void closed.then(() => (stopped = true));
+    const chunk = Buffer.alloc(1024 * 1024, 0x61);
+    let sent = 0;
+    // Upload as fast as the server takes it, up to 4 GiB: a server that kept reading would take it all.
+    while (!stopped && !socket.destroyed && sent < 4 * 1024 ** 3) {
+      if (!socket.write(chunk)) await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), closed]);
+      sent += chunk.byteLength;
+    }
+    await closed;
+    const answer = Buffer.concat(received).toString('latin1');
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    expect(answer.toLowerCase()).toContain('connection: close');
+    expect(answer).toContain('this server needs a bearer token');
+    // What the kernels' buffers took before the close, not the 4 GiB.
+    expect(sent).toBeLessThan(256 * 1024 * 1024);
+  }, 120_000);
+});
