@@ -3,8 +3,9 @@
  * own words: an unknown flag names the nearest valid one, a value that looks like a flag
  * says how to write it, and every message points at `--help`.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError } from './output.js';
+import { progress, UsageError } from './output.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -71,4 +72,25 @@ export function wholeNumberFlag(flag: string, text: string | undefined, fallback
   const n = Number(text.trim());
   if (/^\d+$/.test(text.trim()) && Number.isSafeInteger(n) && n >= 1 && (max === undefined || n <= max)) return n;
   throw new UsageError(`--${flag} must be a whole number ${max === undefined ? 'of at least 1' : `from 1 to ${max}`}, got "${text}"`);
+}
+
+/**
+ * A secret (a token, a secret key): from its flag, which still works but shows in `ps` to
+ * every user of the machine (so it is warned about), else from the environment variable
+ * `env`, else from the file `env`_FILE names (its content, trimmed).
+ */
+export function secretValue(flag: string, given: string | undefined, env: string): string | undefined {
+  if (given !== undefined) {
+    progress(`warning: ${flag} on the command line shows in \`ps\` to every user of this machine; set ${env}, or ${env}_FILE to a file that holds it`);
+    return given;
+  }
+  const value = process.env[env];
+  if (value) return value;
+  const file = process.env[`${env}_FILE`];
+  if (!file) return undefined;
+  try {
+    return readFileSync(file, 'utf8').trim() || undefined;
+  } catch (error) {
+    throw new UsageError(`${env}_FILE names ${file}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
 }

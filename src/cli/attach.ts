@@ -10,7 +10,7 @@ import { useLocalStackDefaults } from '../stack/index.js';
 import { stackConfig } from '../stack/config.js';
 import { localReaderDatabaseUrl, stackReaderLogin } from '../stack/postgres.js';
 import { catalogWriteAccess } from '../catalog/reader-login.js';
-import { parseCommandArgs } from './args.js';
+import { parseCommandArgs, secretValue } from './args.js';
 import { bucketProblem } from '../reader/s3.js';
 import { signS3Request, type S3Credentials } from '../reader/sigv4.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
@@ -254,7 +254,7 @@ function fileAccess(values: { token?: string | undefined; 'no-auth'?: boolean | 
   if (s3Flags) {
     if (values.token !== undefined || values['no-auth']) throw new UsageError('the S3 flags and --token / --no-auth choose different ways to the files: give one');
     const accessKeyId = values['s3-access-key-id'] ?? (process.env.OFFSETLAKE_S3_ACCESS_KEY_ID || undefined);
-    const secretAccessKey = values['s3-secret-access-key'] ?? (process.env.OFFSETLAKE_S3_SECRET_ACCESS_KEY || undefined);
+    const secretAccessKey = secretValue('--s3-secret-access-key', values['s3-secret-access-key'], 'OFFSETLAKE_S3_SECRET_ACCESS_KEY');
     if (accessKeyId === undefined || secretAccessKey === undefined) throw new UsageError('the S3 face needs both --s3-access-key-id and --s3-secret-access-key (or OFFSETLAKE_S3_ACCESS_KEY_ID and OFFSETLAKE_S3_SECRET_ACCESS_KEY)');
     const bucket = values['s3-bucket'] ?? (process.env.OFFSETLAKE_S3_BUCKET || 'offsetlake');
     const problem = bucketProblem(bucket);
@@ -262,7 +262,7 @@ function fileAccess(values: { token?: string | undefined; 'no-auth'?: boolean | 
     return { kind: 's3', bucket, credentials: { accessKeyId, secretAccessKey } };
   }
   if (values['no-auth'] && values.token) throw new UsageError('--token and --no-auth contradict each other: give one');
-  const token = values['no-auth'] ? null : values.token ?? (process.env.OFFSETLAKE_TOKEN || null);
+  const token = values['no-auth'] ? null : secretValue('--token', values.token, 'OFFSETLAKE_TOKEN') ?? null;
   if (!values['no-auth'] && token === null) throw new UsageError("the SQL needs serve's bearer token: --token or OFFSETLAKE_TOKEN (--no-auth if serve runs without one), or its S3 key pair: --s3-access-key-id and --s3-secret-access-key");
   return { kind: 'http', token };
 }

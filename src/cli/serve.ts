@@ -7,7 +7,7 @@ import { defaultCacheBytes, defaultResponseWaitMs, ReaderService } from '../read
 import { formatBytes, formatDuration, parseBytes, parseDuration } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
-import { parseCommandArgs } from './args.js';
+import { parseCommandArgs, secretValue } from './args.js';
 import { bucketProblem, type S3FaceOptions } from '../reader/s3.js';
 import { defaultS3Region } from '../reader/sigv4.js';
 
@@ -31,7 +31,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   }, false);
   const port = Number(values.port ?? 8642);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number from 0 to 65535, got "${values.port}"`);
-  const token = values.token ?? process.env.OFFSETLAKE_TOKEN ?? null;
+  const token = secretValue('--token', values.token, 'OFFSETLAKE_TOKEN') ?? null;
   if (values['no-auth'] && values.token) throw new UsageError('--token and --no-auth contradict each other: give one');
   if (!values['no-auth'] && !token) throw new UsageError('serve needs a bearer token (--token or OFFSETLAKE_TOKEN); for local use only, --no-auth turns authentication off');
   const cacheBytes = values.cache ? parseBytes('--cache', values.cache) : defaultCacheBytes;
@@ -81,7 +81,7 @@ export async function serveCommand(args: string[]): Promise<number> {
  */
 function s3Face(values: { 's3-access-key-id'?: string | undefined; 's3-secret-access-key'?: string | undefined; 's3-bucket'?: string | undefined; 's3-region'?: string | undefined }, noAuth: boolean): S3FaceOptions & { region: string } | undefined {
   const accessKeyId = values['s3-access-key-id'] ?? (process.env.OFFSETLAKE_S3_ACCESS_KEY_ID || undefined);
-  const secretAccessKey = values['s3-secret-access-key'] ?? (process.env.OFFSETLAKE_S3_SECRET_ACCESS_KEY || undefined);
+  const secretAccessKey = secretValue('--s3-secret-access-key', values['s3-secret-access-key'], 'OFFSETLAKE_S3_SECRET_ACCESS_KEY');
   const bucket = values['s3-bucket'] ?? (process.env.OFFSETLAKE_S3_BUCKET || 'offsetlake');
   const region = values['s3-region'] ?? (process.env.OFFSETLAKE_S3_REGION || defaultS3Region);
   if (!/^[a-z0-9-]{1,63}$/.test(region)) throw new UsageError(`--s3-region: "${region}" is not a region name (lowercase letters, digits and hyphens, such as us-east-1)`);

@@ -1,3 +1,5 @@
+import { localReaderDatabaseUrl } from '../../src/stack/postgres.js';
+import { stackConfig } from '../../src/stack/config.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 
@@ -30,4 +32,17 @@ export async function freshDatabase(prefix = 'test'): Promise<{ url: string; dro
       }
     },
   };
+}
+
+/**
+ * A test catalog's URL as the local stack's reader login (made by `stack up`), straight to
+ * Postgres: PgBouncer logs in with the passwords of its own user list, the owner's only.
+ */
+export function asStackReader(databaseUrl: string): string {
+  const reader = new URL(localReaderDatabaseUrl(stackConfig())!);
+  const url = new URL(databaseUrl);
+  url.username = reader.username;
+  url.password = reader.password;
+  url.port = String(stackConfig().postgresPort);
+  return url.toString();
 }

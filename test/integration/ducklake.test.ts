@@ -32,10 +32,10 @@ import { checkRetention } from '../../src/retention/check.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { encodeWith, registerSchema } from '../helpers/registry.js';
 import { DuckdbSession } from '../helpers/duckdb-session.js';
+import { asStackReader } from '../helpers/database.js';
 import { libpqConnectionString } from '../../src/cli/attach.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { stackConfig } from '../../src/stack/config.js';
-import { localReaderDatabaseUrl } from '../../src/stack/postgres.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
 import pg from 'pg';
 
@@ -322,29 +322,18 @@ describe('the reader role', () => {
   });
 });
 
-/**
- * The test catalog as the local stack's reader login (made by `stack up`), straight to
- * Postgres: PgBouncer logs in with the passwords of its own user list, the owner's only.
- */
-function asStackReader(databaseUrl: string): string {
-  const reader = new URL(localReaderDatabaseUrl(stackConfig())!);
-  const url = new URL(databaseUrl);
-  url.username = reader.username;
-  url.password = reader.password;
-  url.port = String(stackConfig().postgresPort);
-  return url.toString();
-}
-
 describe('offsetlake attach, as a user types it', () => {
-  const cli = async (...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> => {
+  const cliWith = async (env: Record<string, string>, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> => {
     try {
-      const { stdout, stderr } = await run(process.execPath, ['bin/offsetlake.js', 'attach', ...args], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl, OFFSETLAKE_READER_URL: asStackReader(engine.config.databaseUrl) }, timeout: 120_000 });
+      const { stdout, stderr } = await run(process.execPath, ['bin/offsetlake.js', 'attach', ...args], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl, OFFSETLAKE_READER_URL: asStackReader(engine.config.databaseUrl), ...env }, timeout: 120_000 });
       return { stdout, stderr, code: 0 };
     } catch (error) {
       const failed = error as { stdout: string; stderr: string; code: number };
       return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
     }
   };
+
+  const cli = (...args: string[]) => cliWith({}, ...args);
 
   it('prints SQL that, pasted into a new DuckDB session, attaches the tables; --check lists them with a footer of each read through serve', async () => {
     const printed = await cli('--url', serveUrl, '--token', token);
@@ -379,7 +368,7 @@ describe('offsetlake attach, as a user types it', () => {
     } finally {
       await pasted.close();
     }
-    const wrong = await cli('--url', serveUrl, '--s3-access-key-id', s3Keys.accessKeyId, '--s3-secret-access-key', 'not-the-secret');
+    const wrong = await cliWith({ OFFSETLAKE_S3_SECRET_ACCESS_KEY: 'not-the-secret' }, '--url', serveUrl, '--s3-access-key-id', s3Keys.accessKeyId);
     expect([wrong.code, wrong.stdout, wrong.stderr.trim()]).toEqual([1, '', `offsetlake attach: serve at ${serveUrl} refuses this S3 key pair: give the one serve was started with`]);
   });
 
@@ -417,8 +406,8 @@ describe('offsetlake attach, as a user types it', () => {
   });
 
   it('refuses to hand out a login that can write the catalog, saying why and what to give instead; --allow-writer prints it with a warning (issue 26.1)', async () => {
-    const writer = ['bin/offsetlake.js', 'attach', '--url', serveUrl, '--token', token];
-    const env = { ...process.env, DATABASE_URL: engine.config.databaseUrl, OFFSETLAKE_READER_URL: '' };
+    const writer = ['bin/offsetlake.js', 'attach', '--url', serveUrl];
+    const env = { ...process.env, DATABASE_URL: engine.config.databaseUrl, OFFSETLAKE_READER_URL: '', OFFSETLAKE_TOKEN: token };
     const refused = await run(process.execPath, writer, { env }).catch((e: { code: number; stdout: string; stderr: string }) => e);
     const superuser = new URL(engine.config.databaseUrl).username;
     expect([(refused as { code: number }).code, (refused as { stdout: string }).stdout]).toEqual([1, '']);
@@ -452,11 +441,30 @@ describe('offsetlake attach, as a user types it', () => {
     }
   });
 
+  it('takes secrets from the environment or a file; a secret given as a flag works but is warned about, since `ps` shows it (issue 26.6)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'offsetlake-secret-'));
+    try {
+      writeFileSync(join(dir, 's3-secret'), `${s3Keys.secretAccessKey}\n`, { mode: 0o600 });
+      const fromFile = await cliWith({ OFFSETLAKE_S3_SECRET_ACCESS_KEY_FILE: join(dir, 's3-secret') }, '--url', serveUrl, '--s3-access-key-id', s3Keys.accessKeyId);
+      expect([fromFile.code, fromFile.stderr]).toEqual([0, '']);
+      expect(fromFile.stdout).toContain(`SECRET '${s3Keys.secretAccessKey}'`);
+      const fromEnv = await cliWith({ OFFSETLAKE_TOKEN: token }, '--url', serveUrl);
+      expect([fromEnv.code, fromEnv.stderr]).toEqual([0, '']);
+      const flagged = await cli('--url', serveUrl, '--token', token);
+      expect(flagged.code).toBe(0);
+      expect(flagged.stderr.trim()).toBe('warning: --token on the command line shows in `ps` to every user of this machine; set OFFSETLAKE_TOKEN, or OFFSETLAKE_TOKEN_FILE to a file that holds it');
+      const missing = await cliWith({ OFFSETLAKE_TOKEN_FILE: join(dir, 'nothing-here') }, '--url', serveUrl);
+      expect([missing.code, missing.stderr.trim()]).toEqual([2, `offsetlake attach: OFFSETLAKE_TOKEN_FILE names ${join(dir, 'nothing-here')}, which cannot be read (ENOENT)`]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('says what is wrong, in a sentence, before printing anything: a wrong token, no serve, no token, a bad name', async () => {
     const wrong = await cli('--url', serveUrl, '--token', 'not-the-token');
     expect([wrong.code, wrong.stdout]).toEqual([1, '']);
     expect(wrong.stderr).toContain(`serve at ${serveUrl} refuses this token`);
-    const nobody = await cli('--url', 'http://127.0.0.1:1', '--token', token);
+    const nobody = await cliWith({ OFFSETLAKE_TOKEN: token }, '--url', 'http://127.0.0.1:1');
     expect([nobody.code, nobody.stderr.trim()]).toEqual([1, 'offsetlake attach: no offsetlake serve answers at http://127.0.0.1:1: start one (offsetlake serve --token T) or name it with --url']);
     const untold = await run(process.execPath, ['bin/offsetlake.js', 'attach', '--url', serveUrl], { env: { ...process.env, OFFSETLAKE_TOKEN: '' } }).catch((e: { code: number; stderr: string }) => e);
     expect((untold as { code: number }).code).toBe(2);

@@ -24,6 +24,7 @@ import { findTable } from '../../src/catalog/tables.js';
 import { libpqConnectionString } from '../../src/cli/attach.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { DuckdbSession } from '../helpers/duckdb-session.js';
+import { asStackReader } from '../helpers/database.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
@@ -68,7 +69,7 @@ afterAll(async () => {
 function asRun(code: string): string {
   return code
     .replaceAll('127.0.0.1:8642', address)
-    .replaceAll('host=127.0.0.1 port=25432 dbname=offsetlake user=offsetlake password=PASSWORD', libpqConnectionString(engine.config.databaseUrl));
+    .replaceAll('host=127.0.0.1 port=25432 dbname=offsetlake user=offsetlake_reader password=READER_PASSWORD', libpqConnectionString(asStackReader(engine.config.databaseUrl)));
 }
 
 function python(code: string): Promise<string> {
