@@ -4,7 +4,9 @@
  *   DATABASE_URL                                   used as is when set (tests, custom setups);
  *   DATABASE_SECRET_ARN + DATABASE_HOST (+ _NAME)  the RDS secret's username and password,
  *                                                  through RDS Proxy, over TLS;
- *   KAFKA_BROKERS, KAFKA_AUTH (scram | iam | none), KAFKA_SECRET_ARN, KAFKA_SCRAM_MECHANISM.
+ *   KAFKA_BROKERS, KAFKA_AUTH (scram | iam | none), KAFKA_SECRET_ARN, KAFKA_SCRAM_MECHANISM;
+ *   READER_DATABASE_SECRET_ARN                     (migrate only) the reader's login, which
+ *                                                  the deploy creates or sets.
  * The AWS SDK clients and the MSK IAM signer are bundled with the function (infra/stack.ts),
  * and loaded only when a secret is read or an IAM token is signed.
  */
@@ -32,6 +34,14 @@ export async function databaseUrl(env: NodeJS.ProcessEnv = process.env): Promise
   const password = encodeURIComponent(credential(secret, 'password', arn));
   const name = encodeURIComponent(env.DATABASE_NAME ?? 'offsetlake');
   return `postgres://${user}:${password}@${env.DATABASE_HOST}:5432/${name}?sslmode=require`;
+}
+
+/** The reader's login that the migration makes (READER_DATABASE_SECRET_ARN), or null where there is none to make. */
+export async function readerDatabaseLogin(env: NodeJS.ProcessEnv = process.env): Promise<{ username: string; password: string } | null> {
+  const arn = env.READER_DATABASE_SECRET_ARN;
+  if (!arn) return null;
+  const secret = await readSecret(arn);
+  return { username: credential(secret, 'username', arn), password: credential(secret, 'password', arn) };
 }
 
 /** TLS and SASL for the functions' own Kafka client. */
