@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { databaseUrl, kafkaSecurity } from '../../functions/connections.js';
+import { databaseUrl, kafkaSecurity, readerDatabaseLogin } from '../../functions/connections.js';
 
 describe('functions/connections: the catalog and Kafka from the Lambda environment', () => {
   it('uses DATABASE_URL as is, and says what is missing without it', async () => {
     expect(await databaseUrl({ DATABASE_URL: 'postgres://u:p@h:5432/d' })).toBe('postgres://u:p@h:5432/d');
     await expect(databaseUrl({})).rejects.toThrow('neither DATABASE_URL nor DATABASE_SECRET_ARN + DATABASE_HOST is set');
     await expect(databaseUrl({ DATABASE_SECRET_ARN: 'arn:aws:secretsmanager:x' })).rejects.toThrow('DATABASE_SECRET_ARN + DATABASE_HOST');
+  });
+
+  it('the reader login the migration makes: none without READER_DATABASE_SECRET_ARN', async () => {
+    expect(await readerDatabaseLogin({})).toBeNull();
   });
 
   it('Kafka without auth, and clear errors for incomplete or unknown auth', async () => {
@@ -20,5 +24,19 @@ describe('functions/connections: the catalog and Kafka from the Lambda environme
     expect(security.tls).toEqual({});
     expect(security.sasl).toMatchObject({ mechanism: 'OAUTHBEARER' });
     expect(typeof (security.sasl as { token: unknown }).token).toBe('function');
+  });
+});
+
+describe('the reader login\'s SCRAM-SHA-256 verifier (src/catalog/reader-login.ts)', () => {
+  it('has Postgres\'s stored form, follows from password and salt alone, and refuses a password Postgres would SASLprep differently', async () => {
+    const { scramVerifier } = await import('../../src/catalog/reader-login.js');
+    const salt = Buffer.alloc(16, 7);
+    const verifier = scramVerifier('pencil', salt);
+    expect(verifier).toMatch(/^SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]{24}\$[A-Za-z0-9+/=]{44}:[A-Za-z0-9+/=]{44}$/);
+    expect(verifier.split('$')[1]).toBe(`4096:${salt.toString('base64')}`);
+    expect(scramVerifier('pencil', salt)).toBe(verifier);
+    expect(scramVerifier('pencil')).not.toBe(scramVerifier('pencil'));
+    expect(() => scramVerifier('pen cil')).toThrow('printable ASCII');
+    expect(() => scramVerifier('pénc')).toThrow('printable ASCII');
   });
 });
