@@ -12,7 +12,7 @@
  */
 import type { KafkaConnectOptions } from '../src/kafka/connect.js';
 
-async function readSecret(arn: string): Promise<Record<string, unknown>> {
+export async function readSecret(arn: string): Promise<Record<string, unknown>> {
   const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
   const result = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }));
   if (!result.SecretString) throw new Error(`secret ${arn} has no SecretString`);
@@ -34,6 +34,34 @@ export async function databaseUrl(env: NodeJS.ProcessEnv = process.env): Promise
   const password = encodeURIComponent(credential(secret, 'password', arn));
   const name = encodeURIComponent(env.DATABASE_NAME ?? 'offsetlake');
   return `postgres://${user}:${password}@${env.DATABASE_HOST}:5432/${name}?sslmode=require`;
+}
+
+/** How long a password read from the secret is used for new connections before it is read again. */
+export const passwordRereadMs = 30_000;
+
+/**
+ * The catalog as the Lambda functions reach it: DATABASE_URL as is, or the secret's login
+ * through the proxy with its password read again for a new connection once it is
+ * `passwordRereadMs` old. Rotation changes the password at once, and an instance lives for
+ * hours: with the password fixed at start it would fail every connection it opens after a
+ * rotation. So a rotation costs a warm instance at most `passwordRereadMs` of refused
+ * connections, which the callers' retries cover.
+ */
+export async function catalogConnection(env: NodeJS.ProcessEnv = process.env, read = readSecret, now = Date.now): Promise<{ url: string; password?: () => Promise<string> }> {
+  if (env.DATABASE_URL) return { url: env.DATABASE_URL };
+  const arn = env.DATABASE_SECRET_ARN;
+  if (!arn || !env.DATABASE_HOST) throw new Error('neither DATABASE_URL nor DATABASE_SECRET_ARN + DATABASE_HOST is set: the function needs the catalog');
+  const first = await read(arn);
+  const user = encodeURIComponent(credential(first, 'username', arn));
+  let cached = { password: credential(first, 'password', arn), at: now() };
+  const name = encodeURIComponent(env.DATABASE_NAME ?? 'offsetlake');
+  return {
+    url: `postgres://${user}@${env.DATABASE_HOST}:5432/${name}?sslmode=require`,
+    password: async () => {
+      if (now() - cached.at >= passwordRereadMs) cached = { password: credential(await read(arn), 'password', arn), at: now() };
+      return cached.password;
+    },
+  };
 }
 
 /** The reader's login that the migration makes (READER_DATABASE_SECRET_ARN), or null where there is none to make. */

@@ -83,4 +83,19 @@ describe('the reader\'s own login (AWS: the ReaderDatabaseLogin secret, made by 
     expect((await fresh.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     await fresh.end();
   });
+
+  it('a pool whose password is asked for per connection (the Lambda functions\' catalog) follows a new password without a restart', async () => {
+    let current = randomBytes(18).toString('base64url');
+    await ensureReaderLogin(owner, { username, password: current });
+    const url = new URL(readerUrl('x'));
+    url.password = '';
+    const pool = openCatalog(url.toString(), 1, async () => current);
+    expect((await pool.query('SELECT current_user AS user')).rows).toEqual([{ user: username }]);
+    current = randomBytes(18).toString('base64url');
+    await ensureReaderLogin(owner, { username, password: current });
+    // Its connection is dropped (as a Lambda instance's idle one is): the next one logs in anew.
+    (await pool.connect()).release(true);
+    expect((await pool.query('SELECT current_user AS user')).rows).toEqual([{ user: username }]);
+    await pool.end();
+  });
 });

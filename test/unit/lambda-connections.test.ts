@@ -40,3 +40,22 @@ describe('the reader login\'s SCRAM-SHA-256 verifier (src/catalog/reader-login.t
     expect(() => scramVerifier('pénc')).toThrow('printable ASCII');
   });
 });
+
+describe('the catalog login of a Lambda instance follows its secret\'s rotation', () => {
+  it('the URL carries no password; the password is read again for a new connection once it is 30 s old', async () => {
+    const { catalogConnection, passwordRereadMs } = await import('../../functions/connections.js');
+    let clock = 1_000;
+    let password = 'first';
+    let reads = 0;
+    const read = async () => { reads += 1; return { username: 'offsetlake_reader', password }; };
+    const connection = await catalogConnection({ DATABASE_SECRET_ARN: 'arn:reader', DATABASE_HOST: 'proxy.example', DATABASE_NAME: 'lake' }, read, () => clock);
+    expect(connection.url).toBe('postgres://offsetlake_reader@proxy.example:5432/lake?sslmode=require');
+    expect(await connection.password!()).toBe('first');
+    password = 'rotated';
+    clock += passwordRereadMs - 1;
+    expect([await connection.password!(), reads]).toEqual(['first', 1]);
+    clock += 1;
+    expect([await connection.password!(), reads]).toEqual(['rotated', 2]);
+    expect(await catalogConnection({ DATABASE_URL: 'postgres://u:p@h:5432/d' })).toEqual({ url: 'postgres://u:p@h:5432/d' });
+  });
+});
