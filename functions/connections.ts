@@ -94,12 +94,37 @@ export async function kafkaSecurity(env: NodeJS.ProcessEnv = process.env): Promi
   throw new Error(`KAFKA_AUTH must be scram, iam or none, got "${auth}"`);
 }
 
-/** The reader's bearer token: OFFSETLAKE_TOKEN, or the `token` of the secret OFFSETLAKE_TOKEN_SECRET_ARN names. */
-export async function readerToken(env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
-  if (env.OFFSETLAKE_TOKEN) return env.OFFSETLAKE_TOKEN;
+/** One stage of a secret, with when that version was made; undefined when the secret has no version at that stage. */
+export async function readSecretStage(arn: string, stage: 'AWSCURRENT' | 'AWSPREVIOUS'): Promise<{ value: Record<string, unknown>; created: Date | undefined } | undefined> {
+  const { SecretsManagerClient, GetSecretValueCommand, ResourceNotFoundException } = await import('@aws-sdk/client-secrets-manager');
+  try {
+    const result = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn, VersionStage: stage }));
+    if (!result.SecretString) throw new Error(`secret ${arn} has no SecretString`);
+    return { value: JSON.parse(result.SecretString) as Record<string, unknown>, created: result.CreatedDate };
+  } catch (error) {
+    if (error instanceof ResourceNotFoundException && stage === 'AWSPREVIOUS') return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The bearer tokens the reader accepts now: OFFSETLAKE_TOKEN; or the `token` of the secret
+ * OFFSETLAKE_TOKEN_SECRET_ARN names and, within `graceMs` of its last rotation, the token
+ * before it, so engines have that long to take the new one.
+ */
+export async function readerTokens(env: NodeJS.ProcessEnv = process.env, graceMs: number, read = readSecretStage, now = Date.now): Promise<string[] | null> {
+  if (env.OFFSETLAKE_TOKEN) return [env.OFFSETLAKE_TOKEN];
   const arn = env.OFFSETLAKE_TOKEN_SECRET_ARN;
   if (!arn) return null;
-  const token = (await readSecret(arn)).token;
-  if (typeof token !== 'string' || token === '') throw new Error(`secret ${arn} has no "token"`);
-  return token;
+  const tokenOf = (value: Record<string, unknown>): string => {
+    if (typeof value.token !== 'string' || value.token === '') throw new Error(`secret ${arn} has no "token"`);
+    return value.token;
+  };
+  const current = (await read(arn, 'AWSCURRENT'))!;
+  const tokens = [tokenOf(current.value)];
+  if (current.created && now() - current.created.getTime() < graceMs) {
+    const previous = await read(arn, 'AWSPREVIOUS');
+    if (previous) tokens.push(tokenOf(previous.value));
+  }
+  return tokens;
 }

@@ -65,6 +65,7 @@ export class OffsetlakeStack extends Stack {
   readonly tick: nodejs.NodejsFunction;
   readonly reader: nodejs.NodejsFunction;
   readonly migrate: nodejs.NodejsFunction;
+  readonly readerTokenRotation: nodejs.NodejsFunction;
   readonly readerUrl: lambda.FunctionUrl;
   readonly backfillStateMachine: BackfillStateMachine;
   readonly indexBackfill: nodejs.NodejsFunction;
@@ -122,10 +123,11 @@ export class OffsetlakeStack extends Stack {
     const nativePackages = nativePlatformPackages(root);
     const kafkaSecretKey = settings.kafka.scramSecretKeyArn;
     // What an asynchronous invocation (the schedules') that failed every retry leaves:
-    // its event and error, kept 14 days, and an alarm. Messages are the events, not secrets.
+    // its event and error, kept 14 days, and an alarm. Under the AWS managed SQS key, whose
+    // policy lets the account's principals use it through SQS only: the senders need no KMS grant.
     this.asyncFailures = new sqs.Queue(this, 'AsyncFailures', {
       retentionPeriod: Duration.days(14),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      encryption: sqs.QueueEncryption.KMS_MANAGED,
       enforceSSL: true,
     });
     /** `login`: the database login the function connects as, the only database secret it may read. */
@@ -233,6 +235,34 @@ export class OffsetlakeStack extends Stack {
       settings.readerConcurrency === undefined ? {} : { reservedConcurrentExecutions: settings.readerConcurrency });
     const readerToken = readerTokenSecret(this);
     readerToken.grantRead(this.reader);
+    // A new token every 30 days (src/reader/token-rotation.ts); the reader accepts the one
+    // before for a day after, so engines have that long to read the new one. It touches
+    // only this secret: no VPC, no catalog, no Kafka.
+    this.readerTokenRotation = new nodejs.NodejsFunction(this, 'ReaderTokenRotation', {
+      entry: join(root, 'functions/rotate-token/index.ts'),
+      projectRoot: root,
+      depsLockFilePath: join(root, 'package-lock.json'),
+      handler: 'handler',
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture,
+      memorySize: 256,
+      timeout: Duration.seconds(30),
+      environment: { NODE_OPTIONS: '--enable-source-maps' },
+      logGroup: new logs.LogGroup(this, 'ReaderTokenRotationLogs', { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY }),
+      bundling: {
+        forceDockerBundling: false,
+        format: nodejs.OutputFormat.ESM,
+        target: 'node22',
+        minify: true,
+        sourceMap: true,
+        mainFields: ['module', 'main'],
+        banner: "import { createRequire as __offsetlakeRequire } from 'module'; const require = __offsetlakeRequire(import.meta.url);",
+        // The SDK bundled at the version we pin, as for the other functions (CDK's default leaves @aws-sdk/* out).
+        externalModules: [],
+      },
+    });
+    // Grants the function what rotation needs on this secret only, and Secrets Manager the invoke.
+    readerToken.addRotationSchedule('ReaderTokenRotationSchedule', { rotationLambda: this.readerTokenRotation, automaticallyAfter: Duration.days(30), rotateImmediatelyOnUpdate: false });
     this.reader.addEnvironment('OFFSETLAKE_TOKEN_SECRET_ARN', readerToken.secretArn);
     this.reader.addEnvironment('OFFSETLAKE_READER_INVOKE_MODE', settings.readerInvokeMode);
     this.readerUrl = this.reader.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode[settings.readerInvokeMode] });
@@ -291,7 +321,7 @@ export class OffsetlakeStack extends Stack {
       }).addAlarmAction(action);
     };
     const fiveMinutes = { period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM };
-    const functions: [string, lambda.IFunction][] = [['Indexer', this.indexer], ['Backfill', this.backfill], ['IndexBackfill', this.indexBackfill], ['Tick', this.tick], ['Retention', this.retention], ['Reader', this.reader], ['Migrate', this.migrate]];
+    const functions: [string, lambda.IFunction][] = [['Indexer', this.indexer], ['Backfill', this.backfill], ['IndexBackfill', this.indexBackfill], ['Tick', this.tick], ['Retention', this.retention], ['Reader', this.reader], ['Migrate', this.migrate], ['ReaderTokenRotation', this.readerTokenRotation]];
     for (const [id, fn] of functions) alarm(`${id}ErrorsAlarm`, fn.metricErrors(fiveMinutes), `offsetlake: the ${id} function failed (its log group says why)`);
     for (const [id, rule] of [['Tick', schedules.tick], ['Retention', schedules.retention]] as const) {
       alarm(`${id}ScheduleFailedAlarm`, new cloudwatch.Metric({ namespace: 'AWS/Events', metricName: 'FailedInvocations', dimensionsMap: { RuleName: rule.ruleName }, ...fiveMinutes }),

@@ -102,7 +102,8 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
 
   it('seven functions on nodejs22.x in the cluster\'s private subnets; the builders\' memory follows file_bytes', () => {
     const functions = Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Runtime: Match.anyValue() } })) as Resource[];
-    const ours = functions.filter((f) => f.Properties.Handler === 'index.handler');
+    // The token rotation function is apart: it reaches neither the VPC nor the catalog.
+    const ours = functions.filter((f) => f.Properties.Handler === 'index.handler' && f !== functionNamed(template, 'ReaderTokenRotation'));
     expect(ours).toHaveLength(7);
     template.resourceCountIs('AWS::EC2::VPC', 0);
     for (const fn of ours) {
@@ -217,8 +218,9 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     for (const [role, statements] of statementsByRole(template)) {
       for (const statement of statements) {
         expect(actions(statement).some((action) => action === '*' || action.endsWith(':*')), `${role}: ${JSON.stringify(statement.Action)}`).toBe(false);
-        // X-Ray and Logs delivery for the state machine's log group accept only "*".
-        const wildcardOk = actions(statement).every((action) => action.startsWith('logs:') || action.startsWith('xray:'));
+        // X-Ray and Logs delivery for the state machine's log group accept only "*", and so
+        // does GetRandomPassword, which CDK grants every rotation function (it reads no secret).
+        const wildcardOk = actions(statement).every((action) => action.startsWith('logs:') || action.startsWith('xray:') || action === 'secretsmanager:GetRandomPassword');
         if (!wildcardOk) expect(resources(statement), `${role}: ${JSON.stringify(statement)}`).not.toContain('*');
       }
     }
@@ -259,7 +261,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     const writers = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention'].map((id) => roleOf(template, id));
     expect(read.get(owner)).toEqual(new Set([...writers, roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
     expect(read.get(readerLogin)).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
-    expect(read.get(token)).toEqual(new Set([roleOf(template, 'Reader')]));
+    expect(read.get(token)).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'ReaderTokenRotation')]));
     // Each function is told the login it may read.
     for (const [id, secret] of [...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Migrate'].map((id) => [id, owner] as const), ['Reader', readerLogin] as const]) {
       expect(JSON.stringify(functionNamed(template, id).Properties.Environment.Variables.DATABASE_SECRET_ARN), id).toBe(secret);
@@ -268,12 +270,18 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [Match.objectLike({ SecretArn: JSON.parse(owner) }), Match.objectLike({ SecretArn: JSON.parse(readerLogin) })] });
   });
 
-  it('IAM: the reader can read neither the owner\'s secret nor any secret but its login and token; nothing but the reader reads the token', () => {
+  it('IAM: the reader can read neither the owner\'s secret nor any secret but its login and token; the token rotation function reaches the token only', () => {
     const reader = roleOf(template, 'Reader');
     const readable = [...secretReads(template)].filter(([, roles]) => roles.has(reader)).map(([secret]) => secret).sort();
     expect(readable).toEqual([secretNamed(template, 'ReaderDatabaseLogin'), secretNamed(template, 'ReaderToken')].sort());
     const secretActions = statementsByRole(template).get(reader)!.flatMap(actions).filter((a) => a.startsWith('secretsmanager:'));
     expect([...new Set(secretActions)].sort()).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    const rotation = statementsByRole(template).get(roleOf(template, 'ReaderTokenRotation'))!;
+    const token = JSON.parse(secretNamed(template, 'ReaderToken'));
+    for (const statement of rotation.filter((s) => actions(s).some((a) => a.startsWith('secretsmanager:') && a !== 'secretsmanager:GetRandomPassword'))) {
+      expect(resources(statement), JSON.stringify(statement)).toEqual([token]);
+    }
+    expect(rotation.flatMap(actions).filter((a) => !a.startsWith('secretsmanager:'))).toEqual([]);
   });
 
   it('IAM: no function gets rds-db:connect (the proxy takes passwords, IAM authentication is off)', () => {
@@ -284,23 +292,37 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
 
   it('rotation every 30 days, hosted single-user Postgres, for the owner\'s secret and the reader login, not at deploy; each rotation function may reach the database', () => {
     const schedules = Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[];
-    const rotated = schedules.map((r) => (r.Properties.SecretId as { Ref: string }).Ref).sort();
+    const hosted = schedules.filter((r) => r.Properties.HostedRotationLambda);
+    const rotated = hosted.map((r) => (r.Properties.SecretId as { Ref: string }).Ref).sort();
     expect(rotated).toEqual([expect.stringMatching(/^DatabaseSecretAttachment/), expect.stringMatching(/^ReaderDatabaseLoginAttachment/)]);
-    for (const { Properties: p } of schedules) {
+    for (const { Properties: p } of hosted) {
       expect(p).toMatchObject({ RotateImmediatelyOnUpdate: false, RotationRules: { ScheduleExpression: 'rate(30 days)' }, HostedRotationLambda: { RotationType: 'PostgreSQLSingleUser' } });
       const group = (p.HostedRotationLambda.VpcSecurityGroupIds as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
       template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 5432, ToPort: 5432, GroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^DatabaseSecurityGroup'), 'GroupId'] }, SourceSecurityGroupId: { 'Fn::GetAtt': [group, 'GroupId'] } });
     }
   });
 
-  it('an errors alarm on each of the seven functions, each notifying the one SNS topic whose ARN is the output AlarmTopicArn', () => {
+  it('the reader token rotates every 30 days (not at deploy) with its own function, outside the VPC, which Secrets Manager alone may invoke', () => {
+    const schedules = (Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[]).filter((r) => !r.Properties.HostedRotationLambda);
+    expect(schedules).toHaveLength(1);
+    const rotation = Object.keys(template.findResources('AWS::Lambda::Function')).find((id) => /^ReaderTokenRotation[0-9A-F]{8}$/.test(id))!;
+    expect(schedules[0]!.Properties).toEqual({
+      SecretId: JSON.parse(secretNamed(template, 'ReaderToken')), RotationLambdaARN: { 'Fn::GetAtt': [rotation, 'Arn'] },
+      RotationRules: { ScheduleExpression: 'rate(30 days)' }, RotateImmediatelyOnUpdate: false,
+    });
+    expect(functionNamed(template, 'ReaderTokenRotation').Properties).not.toHaveProperty('VpcConfig');
+    const invokers = (Object.values(template.findResources('AWS::Lambda::Permission')) as Resource[]).filter((p) => JSON.stringify(p.Properties.FunctionName).includes(rotation));
+    expect(invokers.map((p) => p.Properties.Principal)).toEqual(['secretsmanager.amazonaws.com']);
+  });
+
+  it('an errors alarm on each of the eight functions, each notifying the one SNS topic whose ARN is the output AlarmTopicArn', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
     const topic = Object.keys(template.findResources('AWS::SNS::Topic'));
     expect(topic).toHaveLength(1);
     for (const alarm of alarms) expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topic[0] }]);
     const errors = alarms.filter((a) => a.Properties.Namespace === 'AWS/Lambda' && a.Properties.MetricName === 'Errors');
     const watched = errors.map((a) => (a.Properties.Dimensions as { Name: string; Value: { Ref: string } }[]).find((d) => d.Name === 'FunctionName')!.Value.Ref).sort();
-    const functions = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'].map((id) => Object.keys(template.findResources('AWS::Lambda::Function')).find((key) => new RegExp(`^${id}[0-9A-F]{8}$`).test(key))!).sort();
+    const functions = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate', 'ReaderTokenRotation'].map((id) => Object.keys(template.findResources('AWS::Lambda::Function')).find((key) => new RegExp(`^${id}[0-9A-F]{8}$`).test(key))!).sort();
     expect(watched).toEqual(functions);
     for (const alarm of errors) expect(alarm.Properties).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching', Statistic: 'Sum', Period: 300 });
     expect(template.findOutputs('AlarmTopicArn').AlarmTopicArn!.Value).toEqual({ Ref: topic[0] });
@@ -324,7 +346,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(queue).toHaveLength(1);
     expect(configs.map((c) => (c.Properties.FunctionName as { Ref: string }).Ref.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual(['Retention', 'Tick']);
     for (const { Properties: p } of configs) expect(p).toMatchObject({ MaximumRetryAttempts: 2, DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue[0], 'Arn'] } } } });
-    template.hasResourceProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
+    template.hasResourceProperties('AWS::SQS::Queue', { KmsMasterKeyId: 'alias/aws/sqs', MessageRetentionPeriod: 14 * 24 * 3600 });
     for (const id of ['Tick', 'Retention']) {
       const sends = statementsByRole(template).get(roleOf(template, id))!.filter((s) => actions(s).includes('sqs:SendMessage'));
       expect(sends.flatMap(resources), id).toEqual([{ 'Fn::GetAtt': [queue[0], 'Arn'] }]);
@@ -455,7 +477,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
   it('-c architecture=x86_64: every function on x86_64', () => {
     const x86 = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, architecture: 'x86_64' });
     const functions = (Object.values(x86.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler');
-    expect(functions.map((f) => f.Properties.Architectures)).toEqual(Array.from({ length: 7 }, () => ['x86_64']));
+    expect(functions.map((f) => f.Properties.Architectures)).toEqual(Array.from({ length: 8 }, () => ['x86_64']));
   });
 
   it('a self-managed event source with SCRAM-256, inside the VPC', () => {
@@ -466,7 +488,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     template.resourceCountIs('AWS::EC2::VPC', 0);
   });
 
-  it('no database created: a proxy in front of the existing instance; functions read the Kafka and database secrets, the reader its token', () => {
+  it('no database created: a proxy in front of the existing instance; the writers and migrate read your database\'s secret, the reader its own login and token; the stack rotates its own secrets, not yours', () => {
     template.resourceCountIs('AWS::RDS::DBInstance', 0);
     template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [Match.objectLike({ SecretArn: dbSecret }), Match.objectLike({ SecretArn: { Ref: Match.stringLikeRegexp('^ReaderDatabaseLoginAttachment') } })] });
     const read = secretReads(template);
@@ -475,14 +497,14 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     expect(read.get(JSON.stringify(kafkaSecret))).toEqual(new Set(all));
     expect(read.get(JSON.stringify(dbSecret))).toEqual(new Set([...all.filter((role) => role !== roleOf(template, 'Reader')), expect.stringMatching(/^ProxyIAMRole/)]));
     expect(read.get(secretNamed(template, 'ReaderDatabaseLogin'))).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
-    expect(read.get(secretNamed(template, 'ReaderToken'))).toEqual(new Set([roleOf(template, 'Reader')]));
+    expect(read.get(secretNamed(template, 'ReaderToken'))).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'ReaderTokenRotation')]));
     // Your database's secret is yours to rotate; the reader login, the stack's, rotates on your instance's port.
-    const rotated = (Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[]).map((r) => (r.Properties.SecretId as { Ref: string }).Ref);
-    expect(rotated).toEqual([expect.stringMatching(/^ReaderDatabaseLoginAttachment/)]);
+    const rotated = (Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[]).map((r) => (r.Properties.SecretId as { Ref: string }).Ref).sort();
+    expect(rotated).toEqual([expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^ReaderToken/)]);
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { GroupId: 'sg-0123456789abcdef0', FromPort: 5432, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 443, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     const memories = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler').map((f) => f.Properties.MemorySize);
-    expect(memories.sort((a, b) => a - b)).toEqual([512, 512, 2048, 3328, 3328, 3328, 3328]);
+    expect(memories.sort((a, b) => a - b)).toEqual([256, 512, 512, 2048, 3328, 3328, 3328, 3328]);
   });
 
   it('interface endpoints for Secrets Manager and Step Functions, open to the functions on 443; no function reserves concurrency', () => {
