@@ -11,7 +11,7 @@
  *   (its provider is a function too) and the grants to the functions' roles;
  * - the Kafka event source mappings (MSK and self-managed: paid tier);
  * - RDS and RDS Proxy (paid tier: CloudFormation "deploys" them as empty fallbacks, and the
- *   functions' `rds-db:connect` grant then fails on the proxy's missing ARN);
+ *   functions' `rds-db:connect` grant, since removed, failed on the proxy's missing ARN);
  * - the security groups and VPC endpoints: nothing is left to put in the VPC.
  *
  * The state machine's tasks and the schedules' targets name functions `<stack>-backfill`,

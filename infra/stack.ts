@@ -263,6 +263,11 @@ export class OffsetlakeStack extends Stack {
     });
     // Grants the function what rotation needs on this secret only, and Secrets Manager the invoke.
     readerToken.addRotationSchedule('ReaderTokenRotationSchedule', { rotationLambda: this.readerTokenRotation, automaticallyAfter: Duration.days(30), rotateImmediatelyOnUpdate: false });
+    // CDK's invoke permission names the service only: Secrets Manager acting for another
+    // account must not be able to call it (checkov CKV_AWS_364, the confused deputy).
+    for (const child of this.readerTokenRotation.node.findAll()) {
+      if (child instanceof lambda.CfnPermission && child.principal === 'secretsmanager.amazonaws.com') child.sourceAccount = this.account;
+    }
     this.reader.addEnvironment('OFFSETLAKE_TOKEN_SECRET_ARN', readerToken.secretArn);
     this.reader.addEnvironment('OFFSETLAKE_READER_INVOKE_MODE', settings.readerInvokeMode);
     this.readerUrl = this.reader.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode[settings.readerInvokeMode] });

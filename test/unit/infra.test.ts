@@ -302,7 +302,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     }
   });
 
-  it('the reader token rotates every 30 days (not at deploy) with its own function, outside the VPC, which Secrets Manager alone may invoke', () => {
+  it('the reader token rotates every 30 days (not at deploy) with its own function, outside the VPC, which Secrets Manager alone, for this account only, may invoke', () => {
     const schedules = (Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[]).filter((r) => !r.Properties.HostedRotationLambda);
     expect(schedules).toHaveLength(1);
     const rotation = Object.keys(template.findResources('AWS::Lambda::Function')).find((id) => /^ReaderTokenRotation[0-9A-F]{8}$/.test(id))!;
@@ -312,7 +312,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     });
     expect(functionNamed(template, 'ReaderTokenRotation').Properties).not.toHaveProperty('VpcConfig');
     const invokers = (Object.values(template.findResources('AWS::Lambda::Permission')) as Resource[]).filter((p) => JSON.stringify(p.Properties.FunctionName).includes(rotation));
-    expect(invokers.map((p) => p.Properties.Principal)).toEqual(['secretsmanager.amazonaws.com']);
+    expect(invokers.map((p) => [p.Properties.Principal, p.Properties.SourceAccount])).toEqual([['secretsmanager.amazonaws.com', '123456789012']]);
   });
 
   it('an errors alarm on each of the eight functions, each notifying the one SNS topic whose ARN is the output AlarmTopicArn', () => {
