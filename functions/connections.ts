@@ -5,8 +5,8 @@
  *   DATABASE_SECRET_ARN + DATABASE_HOST (+ _NAME)  the RDS secret's username and password,
  *                                                  through RDS Proxy, over TLS;
  *   KAFKA_BROKERS, KAFKA_AUTH (scram | iam | none), KAFKA_SECRET_ARN, KAFKA_SCRAM_MECHANISM;
- *   READER_DATABASE_SECRET_ARN                     (migrate only) the reader's login, which
- *                                                  the deploy creates or sets.
+ *   READER_/WRITER_DATABASE_SECRET_ARN             (migrate only) the functions' logins,
+ *                                                  which the deploy creates or sets.
  * The AWS SDK clients and the MSK IAM signer are bundled with the function (infra/stack.ts),
  * and loaded only when a secret is read or an IAM token is signed.
  */
@@ -64,12 +64,17 @@ export async function catalogConnection(env: NodeJS.ProcessEnv = process.env, re
   };
 }
 
-/** The reader's login that the migration makes (READER_DATABASE_SECRET_ARN), or null where there is none to make. */
-export async function readerDatabaseLogin(env: NodeJS.ProcessEnv = process.env): Promise<{ username: string; password: string } | null> {
-  const arn = env.READER_DATABASE_SECRET_ARN;
-  if (!arn) return null;
-  const secret = await readSecret(arn);
-  return { username: credential(secret, 'username', arn), password: credential(secret, 'password', arn) };
+/**
+ * The functions' logins the migration makes, from READER_DATABASE_SECRET_ARN and
+ * WRITER_DATABASE_SECRET_ARN; each null where there is none to make.
+ */
+export async function catalogLogins(env: NodeJS.ProcessEnv = process.env): Promise<Record<'reader' | 'writer', { username: string; password: string } | null>> {
+  const login = async (arn: string | undefined) => {
+    if (!arn) return null;
+    const secret = await readSecret(arn);
+    return { username: credential(secret, 'username', arn), password: credential(secret, 'password', arn) };
+  };
+  return { reader: await login(env.READER_DATABASE_SECRET_ARN), writer: await login(env.WRITER_DATABASE_SECRET_ARN) };
 }
 
 /** TLS and SASL for the functions' own Kafka client. */

@@ -26,7 +26,7 @@ import * as rds from 'aws-cdk-lib/aws-rds';
 import type { Construct } from 'constructs';
 import { BackfillStateMachine } from './backfill.js';
 import { stackScopedName } from './names.js';
-import { readerDatabaseLogin, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
+import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import type { OffsetlakeStackProps } from './stack.js';
 
 export class LocalstackCoreStack extends Stack {
@@ -45,10 +45,10 @@ export class LocalstackCoreStack extends Stack {
 
     this.backfillStateMachine = new BackfillStateMachine(this, 'BackfillMachine', { backfill: uncreatedFunction('Backfill', 'backfill') });
 
-    // The same secrets as infra/stack.ts: the reader's token and login and, for a database the stack
+    // The same secrets as infra/stack.ts: the reader's token, the functions' logins and, for a database the stack
     // creates, its generated credentials (there RDS makes this secret; here nothing uses it).
     readerTokenSecret(this);
-    readerDatabaseLogin(this, settings);
+    functionLogins(this, settings);
     if (settings.database.kind === 'create') new rds.DatabaseSecret(this, 'DatabaseSecret', { username: 'offsetlake' });
 
     scheduleTickAndRetention(this, settings, uncreatedFunction('Tick', 'tick'), uncreatedFunction('Retention', 'retention'));

@@ -20,11 +20,13 @@ export function readerTokenSecret(scope: Construct): secrets.Secret {
 }
 
 /**
- * The reader's own database login (src/catalog/reader-login.ts): its name follows the
- * catalog database's, so two catalogs on one server (roles are the server's) have two.
+ * The functions' own database logins (src/catalog/logins.ts): the reader's and the
+ * writers'. Their names follow the catalog database's, so two catalogs on one server
+ * (roles are the server's) have two each.
  */
-export function readerDatabaseLogin(scope: Construct, settings: OffsetlakeSettings): rds.DatabaseSecret {
-  return new rds.DatabaseSecret(scope, 'ReaderDatabaseLogin', { username: `${settings.database.databaseName}_reader`.slice(0, 63) });
+export function functionLogins(scope: Construct, settings: OffsetlakeSettings): { reader: rds.DatabaseSecret; writer: rds.DatabaseSecret } {
+  const login = (id: string, suffix: string) => new rds.DatabaseSecret(scope, id, { username: `${settings.database.databaseName.slice(0, 56)}_${suffix}` });
+  return { reader: login('ReaderDatabaseLogin', 'reader'), writer: login('WriterDatabaseLogin', 'writer') };
 }
 
 /** The idle tick and the retention check (with partition discovery), as EventBridge schedules. */

@@ -3,7 +3,8 @@
  * and index backfill state machines, the scheduled idle tick and retention check (with partition discovery),
  * and the Postgres catalog behind RDS Proxy. Every function gets only what it uses: read
  * of its database login's secret (the reader its own login, which reads the catalog and
- * writes only what reads write; the others the database's owner, which they write as),
+ * writes only what reads write; the writing functions one that writes rows and owns no
+ * table; migrate alone the database's owner),
  * the Kafka secret when SCRAM is used, kafka-cluster actions on its cluster and topics
  * when IAM auth is used, and (each state machine) StartExecution on itself. Every
  * function's errors and the scheduled jobs' failures raise alarms on one SNS topic.
@@ -33,7 +34,7 @@ import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
 import { installedNativeBindings, nativeBindings, nativePlatformPackages, type LambdaCpu } from './lambda-native.js';
 import { projectRoot } from './root.js';
 import { stackScopedName } from './names.js';
-import { readerDatabaseLogin, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
+import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import { latestCatalogVersion } from '../src/catalog/migrations.js';
 
 const root = projectRoot();
@@ -103,7 +104,7 @@ export class OffsetlakeStack extends Stack {
 
     // The catalog: Postgres behind RDS Proxy (connection pooling for many short-lived
     // Lambda instances; leases are rows, so no session state pins a proxy connection).
-    const { proxy, databaseSecret, readerLogin } = this.database(settings, vpc, subnets, functionsGroup);
+    const { proxy, databaseSecret, readerLogin, writerLogin } = this.database(settings, vpc, subnets, functionsGroup);
 
     const kafkaSecret = settings.kafka.scramSecretArn ? secrets.Secret.fromSecretCompleteArn(this, 'KafkaSecret', settings.kafka.scramSecretArn) : undefined;
     const environment: Record<string, string> = {
@@ -205,17 +206,17 @@ export class OffsetlakeStack extends Stack {
     // The indexer holds one open range per partition of a batch and builds it: memory
     // follows file_bytes. Timeout ≤ 14 min behind a Kafka trigger; 5 min is ample for a
     // 10,000-record batch and keeps a stuck batch from holding its partitions' leases long.
-    // Indexer, backfill, index backfill, tick and retention write the catalog (ranges,
-    // files, leases, cursors, partitions) as its owner.
-    this.indexer = make('Indexer', 'functions/indexer/index.ts', buildMemory, Duration.minutes(5), databaseSecret);
+    // Indexer, backfill, index backfill, tick and retention write the catalog's rows
+    // (ranges, files, leases, cursors, partitions) as the writers' login, which owns no table.
+    this.indexer = make('Indexer', 'functions/indexer/index.ts', buildMemory, Duration.minutes(5), writerLogin);
     // A chunk reads up to backfill_offsets (100,000) offsets and builds their files.
-    this.backfill = make('Backfill', 'functions/backfill/index.ts', buildMemory, Duration.minutes(15), databaseSecret);
+    this.backfill = make('Backfill', 'functions/backfill/index.ts', buildMemory, Duration.minutes(15), writerLogin);
     // A step rebuilds a chunk of files (32 files or 64 MiB of Kafka) to give them index entries.
-    this.indexBackfill = make('IndexBackfill', 'functions/index-backfill/index.ts', buildMemory, Duration.minutes(15), databaseSecret);
+    this.indexBackfill = make('IndexBackfill', 'functions/index-backfill/index.ts', buildMemory, Duration.minutes(15), writerLogin);
     // The schedules invoke these two asynchronously: a run that fails Lambda's two retries goes to the queue.
     const scheduled: Partial<nodejs.NodejsFunctionProps> = { onFailure: new destinations.SqsDestination(this.asyncFailures), retryAttempts: 2 };
-    this.tick = make('Tick', 'functions/tick/index.ts', buildMemory, Duration.minutes(2), databaseSecret, scheduled);
-    this.retention = make('Retention', 'functions/retention/index.ts', 512, Duration.minutes(5), databaseSecret, scheduled);
+    this.tick = make('Tick', 'functions/tick/index.ts', buildMemory, Duration.minutes(2), writerLogin, scheduled);
+    this.retention = make('Retention', 'functions/retention/index.ts', 512, Duration.minutes(5), writerLogin, scheduled);
 
     // Engines read files over a function URL. By default it streams (RESPONSE_STREAM): a
     // whole file of up to 200 MB goes out row group by row group, the instance holding a
@@ -275,11 +276,13 @@ export class OffsetlakeStack extends Stack {
 
     // Migrations run once per deploy, before any function that uses the catalog is created
     // or updated, never from a request path: a function only checks the catalog's version.
-    // It runs the DDL as the owner and makes the reader's login from the reader's secret;
-    // holding the owner's secret already, reading the reader's gives it nothing more.
+    // The only function that logs in as the owner: it runs the DDL and makes the other
+    // logins from their secrets; holding the owner's secret, reading theirs gives it nothing more.
     this.migrate = make('Migrate', 'functions/migrate/index.ts', 512, Duration.minutes(5), databaseSecret);
     readerLogin.grantRead(this.migrate);
+    writerLogin.grantRead(this.migrate);
     this.migrate.addEnvironment('READER_DATABASE_SECRET_ARN', readerLogin.secretArn);
+    this.migrate.addEnvironment('WRITER_DATABASE_SECRET_ARN', writerLogin.secretArn);
     const migrations = new CustomResource(this, 'CatalogMigrations', {
       serviceToken: new cr.Provider(this, 'CatalogMigrationsProvider', { onEventHandler: this.migrate }).serviceToken,
       resourceType: 'Custom::OffsetlakeCatalogMigrations',
@@ -343,7 +346,7 @@ export class OffsetlakeStack extends Stack {
     return topic;
   }
 
-  private database(settings: OffsetlakeSettings, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): { proxy: rds.DatabaseProxy; databaseSecret: secrets.ISecret; readerLogin: secrets.ISecret } {
+  private database(settings: OffsetlakeSettings, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): { proxy: rds.DatabaseProxy; databaseSecret: secrets.ISecret; readerLogin: secrets.ISecret; writerLogin: secrets.ISecret } {
     const proxyGroup = new ec2.SecurityGroup(this, 'ProxySecurityGroup', { vpc, description: 'offsetlake RDS Proxy', allowAllOutbound: true });
     proxyGroup.addIngressRule(functionsGroup, ec2.Port.tcp(5432), 'offsetlake functions');
     let target: rds.ProxyTarget;
@@ -390,10 +393,14 @@ export class OffsetlakeStack extends Stack {
       databaseSecret = created.secret!;
       this.rotate(databaseSecret, 'DatabaseSecretRotation', vpc, subnets, dbGroup, 5432);
     }
-    // Attached, so it holds the instance's host, port and engine, which rotation needs;
-    // the functions take only its username and password and reach the proxy.
-    const readerLogin = readerDatabaseLogin(this, settings).attach(instance);
-    this.rotate(readerLogin, 'ReaderDatabaseLoginRotation', vpc, subnets, dbGroup, settings.database.kind === 'existing' ? settings.database.port : 5432);
+    // Attached, so each holds the instance's host, port and engine, which rotation needs;
+    // the functions take only username and password and reach the proxy.
+    const logins = functionLogins(this, settings);
+    const port = settings.database.kind === 'existing' ? settings.database.port : 5432;
+    const readerLogin = logins.reader.attach(instance);
+    const writerLogin = logins.writer.attach(instance);
+    this.rotate(readerLogin, 'ReaderDatabaseLoginRotation', vpc, subnets, dbGroup, port);
+    this.rotate(writerLogin, 'WriterDatabaseLoginRotation', vpc, subnets, dbGroup, port);
     const proxy = new rds.DatabaseProxy(this, 'Proxy', {
       // Named after the stack: the default (the construct id) would collide with a second stack.
       dbProxyName: stackScopedName(this, 'catalog', 60),
@@ -401,14 +408,15 @@ export class OffsetlakeStack extends Stack {
       // saying that the catalog is away (the default is 120 s).
       borrowTimeout: Duration.seconds(30),
       proxyTarget: target,
-      // The proxy logs in as each login whose secret it holds: the owner and the reader.
-      secrets: [databaseSecret, readerLogin],
+      // The proxy logs in as each login whose secret it holds: the owner (migrate), the
+      // reader and the writers.
+      secrets: [databaseSecret, readerLogin, writerLogin],
       vpc,
       vpcSubnets: subnets,
       securityGroups: [proxyGroup],
       requireTLS: true,
     });
-    return { proxy, databaseSecret, readerLogin };
+    return { proxy, databaseSecret, readerLogin, writerLogin };
   }
 
   /**

@@ -138,8 +138,8 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     template.hasResourceProperties('AWS::RDS::DBInstance', { MultiAZ: true, EngineVersion: '17.9', AutoMinorVersionUpgrade: false });
     template.hasResourceProperties('AWS::RDS::DBProxy', { RequireTLS: true, EngineFamily: 'POSTGRESQL' });
     template.hasResourceProperties('AWS::RDS::DBProxyTargetGroup', { ConnectionPoolConfigurationInfo: Match.objectLike({ ConnectionBorrowTimeout: 30 }) });
-    // The database's generated credentials, the reader's login and the reader's token.
-    template.resourceCountIs('AWS::SecretsManager::Secret', 3);
+    // The database's generated credentials, the reader's and the writers' logins, and the reader's token.
+    template.resourceCountIs('AWS::SecretsManager::Secret', 4);
   });
 
   it('the index backfill state machine: Standard, JSONPath, Start → Step → Count → More, looping on Step (after WaitForLease when the lease is held), continuing as a new execution after stepsPerExecution steps', () => {
@@ -252,22 +252,25 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(retention).toEqual([[{ Ref: expect.stringMatching(/^BackfillMachineStateMachine/) }], [{ Ref: expect.stringMatching(/^IndexBackfillMachineStateMachine/) }]]);
   });
 
-  it('IAM: each function reads only its own database login: the reader its login and token, migrate the owner and the reader login (to make it), the others the owner; RDS Proxy both logins', () => {
+  it('IAM: each function reads only its own database login: the writers theirs, the reader its login and token, migrate alone the owner (and the two logins, to make them); RDS Proxy the three logins', () => {
     const read = secretReads(template);
     const owner = secretNamed(template, 'DatabaseSecret');
     const readerLogin = secretNamed(template, 'ReaderDatabaseLogin');
+    const writerLogin = secretNamed(template, 'WriterDatabaseLogin');
     const token = secretNamed(template, 'ReaderToken');
-    expect(read.size).toBe(3);
+    expect(read.size).toBe(4);
     const writers = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention'].map((id) => roleOf(template, id));
-    expect(read.get(owner)).toEqual(new Set([...writers, roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
-    expect(read.get(readerLogin)).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
+    const proxy = expect.stringMatching(/^ProxyIAMRole/);
+    expect(read.get(owner)).toEqual(new Set([roleOf(template, 'Migrate'), proxy]));
+    expect(read.get(writerLogin)).toEqual(new Set([...writers, roleOf(template, 'Migrate'), proxy]));
+    expect(read.get(readerLogin)).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'Migrate'), proxy]));
     expect(read.get(token)).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'ReaderTokenRotation')]));
     // Each function is told the login it may read.
-    for (const [id, secret] of [...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Migrate'].map((id) => [id, owner] as const), ['Reader', readerLogin] as const]) {
-      expect(JSON.stringify(functionNamed(template, id).Properties.Environment.Variables.DATABASE_SECRET_ARN), id).toBe(secret);
-    }
-    expect(JSON.stringify(functionNamed(template, 'Migrate').Properties.Environment.Variables.READER_DATABASE_SECRET_ARN)).toBe(readerLogin);
-    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [Match.objectLike({ SecretArn: JSON.parse(owner) }), Match.objectLike({ SecretArn: JSON.parse(readerLogin) })] });
+    const told = [...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention'].map((id) => [id, writerLogin] as const), ['Reader', readerLogin] as const, ['Migrate', owner] as const];
+    for (const [id, secret] of told) expect(JSON.stringify(functionNamed(template, id).Properties.Environment.Variables.DATABASE_SECRET_ARN), id).toBe(secret);
+    const migrate = functionNamed(template, 'Migrate').Properties.Environment.Variables;
+    expect([JSON.stringify(migrate.READER_DATABASE_SECRET_ARN), JSON.stringify(migrate.WRITER_DATABASE_SECRET_ARN)]).toEqual([readerLogin, writerLogin]);
+    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [owner, readerLogin, writerLogin].map((secret) => Match.objectLike({ SecretArn: JSON.parse(secret) })) });
   });
 
   it('IAM: the reader can read neither the owner\'s secret nor any secret but its login and token; the token rotation function reaches the token only', () => {
@@ -290,11 +293,11 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: Match.arrayWith([Match.objectLike({ IAMAuth: 'DISABLED' })]) });
   });
 
-  it('rotation every 30 days, hosted single-user Postgres, for the owner\'s secret and the reader login, not at deploy; each rotation function may reach the database', () => {
+  it('rotation every 30 days, hosted single-user Postgres, for the owner\'s secret and the two logins, not at deploy; each rotation function may reach the database', () => {
     const schedules = Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[];
     const hosted = schedules.filter((r) => r.Properties.HostedRotationLambda);
     const rotated = hosted.map((r) => (r.Properties.SecretId as { Ref: string }).Ref).sort();
-    expect(rotated).toEqual([expect.stringMatching(/^DatabaseSecretAttachment/), expect.stringMatching(/^ReaderDatabaseLoginAttachment/)]);
+    expect(rotated).toEqual([expect.stringMatching(/^DatabaseSecretAttachment/), expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^WriterDatabaseLoginAttachment/)]);
     for (const { Properties: p } of hosted) {
       expect(p).toMatchObject({ RotateImmediatelyOnUpdate: false, RotationRules: { ScheduleExpression: 'rate(30 days)' }, HostedRotationLambda: { RotationType: 'PostgreSQLSingleUser' } });
       const group = (p.HostedRotationLambda.VpcSecurityGroupIds as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
@@ -488,19 +491,20 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     template.resourceCountIs('AWS::EC2::VPC', 0);
   });
 
-  it('no database created: a proxy in front of the existing instance; the writers and migrate read your database\'s secret, the reader its own login and token; the stack rotates its own secrets, not yours', () => {
+  it('no database created: a proxy in front of the existing instance; migrate alone reads your database\'s secret, the writers and the reader their own logins; the stack rotates its own secrets, not yours', () => {
     template.resourceCountIs('AWS::RDS::DBInstance', 0);
-    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [Match.objectLike({ SecretArn: dbSecret }), Match.objectLike({ SecretArn: { Ref: Match.stringLikeRegexp('^ReaderDatabaseLoginAttachment') } })] });
+    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [dbSecret, ...['Reader', 'Writer'].map((l) => ({ Ref: Match.stringLikeRegexp(`^${l}DatabaseLoginAttachment`) }))].map((SecretArn) => Match.objectLike({ SecretArn })) });
     const read = secretReads(template);
-    expect(read.size).toBe(4);
+    expect(read.size).toBe(5);
     const all = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'].map((id) => roleOf(template, id));
     expect(read.get(JSON.stringify(kafkaSecret))).toEqual(new Set(all));
-    expect(read.get(JSON.stringify(dbSecret))).toEqual(new Set([...all.filter((role) => role !== roleOf(template, 'Reader')), expect.stringMatching(/^ProxyIAMRole/)]));
+    expect(read.get(JSON.stringify(dbSecret))).toEqual(new Set([roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
+    expect(read.get(secretNamed(template, 'WriterDatabaseLogin'))).toEqual(new Set([...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Migrate'].map((id) => roleOf(template, id)), expect.stringMatching(/^ProxyIAMRole/)]));
     expect(read.get(secretNamed(template, 'ReaderDatabaseLogin'))).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
     expect(read.get(secretNamed(template, 'ReaderToken'))).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'ReaderTokenRotation')]));
     // Your database's secret is yours to rotate; the reader login, the stack's, rotates on your instance's port.
     const rotated = (Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[]).map((r) => (r.Properties.SecretId as { Ref: string }).Ref).sort();
-    expect(rotated).toEqual([expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^ReaderToken/)]);
+    expect(rotated).toEqual([expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^ReaderToken/), expect.stringMatching(/^WriterDatabaseLoginAttachment/)]);
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { GroupId: 'sg-0123456789abcdef0', FromPort: 5432, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 443, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     const memories = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler').map((f) => f.Properties.MemorySize);
@@ -553,13 +557,13 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
     full = synthApp({});
   });
 
-  it('keeps the backfill state machine (its role and log group), the two schedules and the three secrets; nothing else', () => {
+  it('keeps the backfill state machine (its role and log group), the two schedules and the four secrets; nothing else', () => {
     const types = (Object.values(core.toJSON().Resources) as Resource[]).map((r) => r.Type).filter((type) => type !== 'AWS::CDK::Metadata').sort();
     expect(types).toEqual([
       'AWS::Events::Rule', 'AWS::Events::Rule',
       'AWS::IAM::Policy', 'AWS::IAM::Role',
       'AWS::Logs::LogGroup',
-      'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret',
+      'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret',
       'AWS::StepFunctions::StateMachine',
     ]);
   });
@@ -601,15 +605,15 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
     expect(targets).toEqual([expect.stringContaining(':function:Lake-retention'), expect.stringContaining(':function:Lake-tick')]);
   });
 
-  it('the secrets are the full stack\'s: the reader\'s token and login, and the generated database credentials (none with an existing database)', () => {
+  it('the secrets are the full stack\'s: the reader\'s token, the reader\'s and writers\' logins, and the generated database credentials (none with an existing database)', () => {
     const generated = (template: Template) => byType(template, 'AWS::SecretsManager::Secret').map((secret) => secret.Properties.GenerateSecretString).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
     expect(generated(core)).toEqual(generated(full));
-    expect(generated(core).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'password', 'token']);
+    expect(generated(core).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'password', 'password', 'token']);
     const existingDatabase = synthApp({
       localstackCore: 'true', databaseInstanceId: 'catalog', databaseEndpoint: 'catalog.abc.eu-west-1.rds.amazonaws.com',
       databaseSecurityGroupId: 'sg-0123456789abcdef0', databaseSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:catalog-GhIjKl',
     });
-    expect(generated(existingDatabase).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'token']);
+    expect(generated(existingDatabase).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'password', 'token']);
   });
 
   it('the flag is checked like every setting: true or false, naming the key; the other settings are still the AWS deploy\'s', () => {

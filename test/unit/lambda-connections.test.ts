@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { databaseUrl, kafkaSecurity, readerDatabaseLogin } from '../../functions/connections.js';
+import { catalogLogins, databaseUrl, kafkaSecurity } from '../../functions/connections.js';
 
 describe('functions/connections: the catalog and Kafka from the Lambda environment', () => {
   it('uses DATABASE_URL as is, and says what is missing without it', async () => {
@@ -8,8 +8,8 @@ describe('functions/connections: the catalog and Kafka from the Lambda environme
     await expect(databaseUrl({ DATABASE_SECRET_ARN: 'arn:aws:secretsmanager:x' })).rejects.toThrow('DATABASE_SECRET_ARN + DATABASE_HOST');
   });
 
-  it('the reader login the migration makes: none without READER_DATABASE_SECRET_ARN', async () => {
-    expect(await readerDatabaseLogin({})).toBeNull();
+  it('the logins the migration makes: none without READER_/WRITER_DATABASE_SECRET_ARN', async () => {
+    expect(await catalogLogins({})).toEqual({ reader: null, writer: null });
   });
 
   it('Kafka without auth, and clear errors for incomplete or unknown auth', async () => {
@@ -27,9 +27,9 @@ describe('functions/connections: the catalog and Kafka from the Lambda environme
   });
 });
 
-describe('the reader login\'s SCRAM-SHA-256 verifier (src/catalog/reader-login.ts)', () => {
+describe('the reader login\'s SCRAM-SHA-256 verifier (src/catalog/logins.ts)', () => {
   it('has Postgres\'s stored form, follows from password and salt alone, and refuses a password Postgres would SASLprep differently', async () => {
-    const { scramVerifier } = await import('../../src/catalog/reader-login.js');
+    const { scramVerifier } = await import('../../src/catalog/logins.js');
     const salt = Buffer.alloc(16, 7);
     const verifier = scramVerifier('pencil', salt);
     expect(verifier).toMatch(/^SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]{24}\$[A-Za-z0-9+/=]{44}:[A-Za-z0-9+/=]{44}$/);

@@ -5,11 +5,16 @@ import { insertGranules } from '../../src/catalog/file-writes.js';
 import { migrateCatalog, requireCatalogVersion } from '../../src/catalog/migrate.js';
 import { latestCatalogVersion } from '../../src/catalog/migrations.js';
 import { publishReaderCounters } from '../../src/catalog/reader-counters.js';
-import { ensureReaderLogin } from '../../src/catalog/reader-login.js';
+import { ensureReaderLogin, ensureWriterLogin } from '../../src/catalog/logins.js';
+import { acquireLease, releaseLease } from '../../src/catalog/leases.js';
+import { defaultSettings } from '../../src/catalog/settings.js';
+import { createTable, dropTable } from '../../src/catalog/tables.js';
+import { initialSchema } from '../../src/schema/table-schema.js';
 import { freshDatabase } from '../helpers/database.js';
 
 // Logins belong to the server: one of this run's own, so parallel runs do not share it.
 const username = `offsetlake_reader_${randomBytes(4).toString('hex')}`;
+const writerName = `offsetlake_writer_${randomBytes(4).toString('hex')}`;
 const password = randomBytes(18).toString('base64url');
 let db: Awaited<ReturnType<typeof freshDatabase>>;
 let owner: Catalog;
@@ -23,13 +28,15 @@ beforeAll(async () => {
 afterAll(async () => {
   await reader?.end();
   await owner.query(`DROP ROLE IF EXISTS ${username}`).catch(() => {});
+  await owner.query(`DROP OWNED BY ${writerName}`).catch(() => {});
+  await owner.query(`DROP ROLE IF EXISTS ${writerName}`).catch(() => {});
   await owner.end();
   await db.drop();
 });
 
-const readerUrl = (secret: string): string => {
+const readerUrl = (secret: string, login = username): string => {
   const url = new URL(db.url);
-  url.username = username;
+  url.username = login;
   url.password = secret;
   return url.toString();
 };
@@ -97,5 +104,37 @@ describe('the reader\'s own login (AWS: the ReaderDatabaseLogin secret, made by 
     (await pool.connect()).release(true);
     expect((await pool.query('SELECT current_user AS user')).rows).toEqual([{ user: username }]);
     await pool.end();
+  });
+});
+
+describe('the writers\' own login (AWS: WriterDatabaseLogin, for indexer, backfill, index backfill, tick and retention)', () => {
+  let writer: Catalog;
+  const writerPassword = randomBytes(18).toString('base64url');
+  afterAll(() => writer?.end());
+
+  it('writes the catalog\'s rows as the engine does: a table with its partitions and schema, a lease taken and given back, the table dropped', async () => {
+    expect(await ensureWriterLogin(owner, { username: writerName, password: writerPassword })).toBe('created');
+    expect(await ensureWriterLogin(owner, { username: writerName, password: writerPassword })).toBe('updated');
+    writer = openCatalog(readerUrl(writerPassword, writerName), 2);
+    expect(await requireCatalogVersion(writer)).toBe(latestCatalogVersion);
+    const table = await createTable(writer, { name: 'writes', topic: 'writes', topicId: null, format: 'json', settings: { ...defaultSettings }, partitionStarts: new Map([[0, 0n]]) }, initialSchema('json'));
+    const lease = await acquireLease(writer, table.tableId, 0, 'writer-test', 10_000);
+    expect(lease).toBeDefined();
+    expect(await releaseLease(writer, lease!)).toBe(true);
+    await writer.query('DELETE FROM offsetlake.reader_counters');
+    expect(await dropTable(writer, 'writes')).toBe(true);
+  });
+
+  it('owns nothing: no DDL, no TRUNCATE, no writing the migrations\' record', async () => {
+    for (const sql of [
+      'CREATE TABLE offsetlake.extra (a int)',
+      'ALTER TABLE offsetlake.lake_table ADD COLUMN extra int',
+      'DROP TABLE offsetlake.granule',
+      'TRUNCATE offsetlake.reader_counters',
+      "INSERT INTO offsetlake.schema_migration (version, name) VALUES (999, 'x')",
+      'DELETE FROM offsetlake.schema_migration',
+    ]) {
+      await expect(writer.query(sql), sql).rejects.toMatchObject({ code: '42501' });
+    }
   });
 });
