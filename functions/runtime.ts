@@ -11,7 +11,7 @@ import { rangeBuilder } from '../src/build/files.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import type { Catalog } from '../src/catalog/db.js';
 import { connectKafka, type KafkaConnection } from '../src/kafka/connect.js';
-import { databaseUrl, kafkaSecurity } from './connections.js';
+import { catalogConnection, kafkaSecurity } from './connections.js';
 
 let runtime: Promise<IndexerRuntime> | undefined;
 let services: Promise<LambdaServices> | undefined;
@@ -23,7 +23,8 @@ export interface LambdaServices {
 }
 
 async function connect(bootstrapServers: string | undefined): Promise<LambdaServices> {
-  const catalog = openCatalog(await databaseUrl(), 2);
+  const connection = await catalogConnection();
+  const catalog = openCatalog(connection.url, 2, connection.password);
   await requireCatalogVersion(catalog).catch(async (error: unknown) => {
     await catalog.end();
     throw error;

@@ -11,7 +11,7 @@
  *   (its provider is a function too) and the grants to the functions' roles;
  * - the Kafka event source mappings (MSK and self-managed: paid tier);
  * - RDS and RDS Proxy (paid tier: CloudFormation "deploys" them as empty fallbacks, and the
- *   functions' `rds-db:connect` grant then fails on the proxy's missing ARN);
+ *   functions' `rds-db:connect` grant, since removed, failed on the proxy's missing ARN);
  * - the security groups and VPC endpoints: nothing is left to put in the VPC.
  *
  * The state machine's tasks and the schedules' targets name functions `<stack>-backfill`,
@@ -26,7 +26,7 @@ import * as rds from 'aws-cdk-lib/aws-rds';
 import type { Construct } from 'constructs';
 import { BackfillStateMachine } from './backfill.js';
 import { stackScopedName } from './names.js';
-import { readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
+import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import type { OffsetlakeStackProps } from './stack.js';
 
 export class LocalstackCoreStack extends Stack {
@@ -45,9 +45,10 @@ export class LocalstackCoreStack extends Stack {
 
     this.backfillStateMachine = new BackfillStateMachine(this, 'BackfillMachine', { backfill: uncreatedFunction('Backfill', 'backfill') });
 
-    // The same secrets as infra/stack.ts: the reader's token and, for a database the stack
+    // The same secrets as infra/stack.ts: the reader's token, the functions' logins and, for a database the stack
     // creates, its generated credentials (there RDS makes this secret; here nothing uses it).
     readerTokenSecret(this);
+    functionLogins(this, settings);
     if (settings.database.kind === 'create') new rds.DatabaseSecret(this, 'DatabaseSecret', { username: 'offsetlake' });
 
     scheduleTickAndRetention(this, settings, uncreatedFunction('Tick', 'tick'), uncreatedFunction('Retention', 'retention'));

@@ -6,6 +6,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import type { OffsetlakeSettings } from './config.js';
@@ -18,16 +19,27 @@ export function readerTokenSecret(scope: Construct): secrets.Secret {
   });
 }
 
+/**
+ * The functions' own database logins (src/catalog/logins.ts): the reader's and the
+ * writers'. Their names follow the catalog database's, so two catalogs on one server
+ * (roles are the server's) have two each.
+ */
+export function functionLogins(scope: Construct, settings: OffsetlakeSettings): { reader: rds.DatabaseSecret; writer: rds.DatabaseSecret } {
+  const login = (id: string, suffix: string) => new rds.DatabaseSecret(scope, id, { username: `${settings.database.databaseName.slice(0, 56)}_${suffix}` });
+  return { reader: login('ReaderDatabaseLogin', 'reader'), writer: login('WriterDatabaseLogin', 'writer') };
+}
+
 /** The idle tick and the retention check (with partition discovery), as EventBridge schedules. */
-export function scheduleTickAndRetention(scope: Construct, settings: OffsetlakeSettings, tick: lambda.IFunction, retention: lambda.IFunction): void {
-  new events.Rule(scope, 'TickSchedule', {
+export function scheduleTickAndRetention(scope: Construct, settings: OffsetlakeSettings, tick: lambda.IFunction, retention: lambda.IFunction): { tick: events.Rule; retention: events.Rule } {
+  const tickRule = new events.Rule(scope, 'TickSchedule', {
     description: 'offsetlake: seal open ranges that are due by age although no record arrived',
     schedule: events.Schedule.rate(Duration.minutes(settings.tickMinutes)),
     targets: [new targets.LambdaFunction(tick, { retryAttempts: 2 })],
   });
-  new events.Rule(scope, 'RetentionSchedule', {
+  const retentionRule = new events.Rule(scope, 'RetentionSchedule', {
     description: 'offsetlake: retention check (expire files below Kafka\'s earliest offset) and partition discovery',
     schedule: events.Schedule.rate(Duration.minutes(settings.retentionMinutes)),
     targets: [new targets.LambdaFunction(retention, { retryAttempts: 2 })],
   });
+  return { tick: tickRule, retention: retentionRule };
 }

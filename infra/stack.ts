@@ -2,19 +2,29 @@
  * offsetlake on AWS: the MSK- (or self-managed-Kafka-) triggered indexer, the backfill
  * and index backfill state machines, the scheduled idle tick and retention check (with partition discovery),
  * and the Postgres catalog behind RDS Proxy. Every function gets only what it uses: read
- * of the database secret, the Kafka secret when SCRAM is used, kafka-cluster actions on
- * its cluster and topics when IAM auth is used, and (each state machine) StartExecution on
- * itself.
+ * of its database login's secret (the reader its own login, which reads the catalog and
+ * writes only what reads write; the writing functions one that writes rows and owns no
+ * table; migrate alone the database's owner),
+ * the Kafka secret when SCRAM is used, kafka-cluster actions on its cluster and topics
+ * when IAM auth is used, and (each state machine) StartExecution on itself. Every
+ * function's errors and the scheduled jobs' failures raise alarms on one SNS topic.
+ * infra/SECURITY.md says why each checkov finding left open is right.
  */
 import { CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import type * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import type { Construct } from 'constructs';
 import { join } from 'node:path';
@@ -24,7 +34,7 @@ import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
 import { installedNativeBindings, nativeBindings, nativePlatformPackages, type LambdaCpu } from './lambda-native.js';
 import { projectRoot } from './root.js';
 import { stackScopedName } from './names.js';
-import { readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
+import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import { latestCatalogVersion } from '../src/catalog/migrations.js';
 
 const root = projectRoot();
@@ -56,10 +66,14 @@ export class OffsetlakeStack extends Stack {
   readonly tick: nodejs.NodejsFunction;
   readonly reader: nodejs.NodejsFunction;
   readonly migrate: nodejs.NodejsFunction;
+  readonly readerTokenRotation: nodejs.NodejsFunction;
   readonly readerUrl: lambda.FunctionUrl;
   readonly backfillStateMachine: BackfillStateMachine;
   readonly indexBackfill: nodejs.NodejsFunction;
   readonly indexBackfillStateMachine: IndexBackfillStateMachine;
+  readonly alarms: sns.Topic;
+  readonly asyncFailures: sqs.Queue;
+  private endpointsGroup: ec2.SecurityGroup | undefined;
 
   constructor(scope: Construct, id: string, props: OffsetlakeStackProps) {
     super(scope, id, props);
@@ -81,7 +95,7 @@ export class OffsetlakeStack extends Stack {
     }
     if (settings.vpcEndpoints) {
       // Private subnets without NAT: what the functions call must be reachable inside the VPC.
-      const endpointsGroup = new ec2.SecurityGroup(this, 'EndpointsSecurityGroup', { vpc, description: 'offsetlake VPC endpoints', allowAllOutbound: false });
+      const endpointsGroup = this.endpointsGroup = new ec2.SecurityGroup(this, 'EndpointsSecurityGroup', { vpc, description: 'offsetlake VPC endpoints', allowAllOutbound: false });
       endpointsGroup.addIngressRule(functionsGroup, ec2.Port.tcp(443), 'offsetlake functions');
       for (const [id, service] of [['SecretsManagerEndpoint', ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER], ['StepFunctionsEndpoint', ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS]] as const) {
         vpc.addInterfaceEndpoint(id, { service, subnets, securityGroups: [endpointsGroup], privateDnsEnabled: true, open: false });
@@ -90,12 +104,11 @@ export class OffsetlakeStack extends Stack {
 
     // The catalog: Postgres behind RDS Proxy (connection pooling for many short-lived
     // Lambda instances; leases are rows, so no session state pins a proxy connection).
-    const { proxy, databaseSecret } = this.database(settings, vpc, subnets, functionsGroup);
+    const { proxy, databaseSecret, readerLogin, writerLogin } = this.database(settings, vpc, subnets, functionsGroup);
 
     const kafkaSecret = settings.kafka.scramSecretArn ? secrets.Secret.fromSecretCompleteArn(this, 'KafkaSecret', settings.kafka.scramSecretArn) : undefined;
     const environment: Record<string, string> = {
       NODE_OPTIONS: '--enable-source-maps',
-      DATABASE_SECRET_ARN: databaseSecret.secretArn,
       DATABASE_HOST: proxy.endpoint,
       DATABASE_NAME: settings.database.databaseName,
       KAFKA_BROKERS: settings.brokers.join(','),
@@ -110,7 +123,16 @@ export class OffsetlakeStack extends Stack {
     nativeBindings(cpu, root);
     const nativePackages = nativePlatformPackages(root);
     const kafkaSecretKey = settings.kafka.scramSecretKeyArn;
-    const make = (id: string, entry: string, memorySize: number, timeout: Duration, extra: Partial<nodejs.NodejsFunctionProps> = {}): nodejs.NodejsFunction => {
+    // What an asynchronous invocation (the schedules') that failed every retry leaves:
+    // its event and error, kept 14 days, and an alarm. Under the AWS managed SQS key, whose
+    // policy lets the account's principals use it through SQS only: the senders need no KMS grant.
+    this.asyncFailures = new sqs.Queue(this, 'AsyncFailures', {
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.KMS_MANAGED,
+      enforceSSL: true,
+    });
+    /** `login`: the database login the function connects as, the only database secret it may read. */
+    const make = (id: string, entry: string, memorySize: number, timeout: Duration, login: secrets.ISecret, extra: Partial<nodejs.NodejsFunctionProps> = {}): nodejs.NodejsFunction => {
       const fn = new nodejs.NodejsFunction(this, id, {
         ...extra,
         entry: join(root, entry),
@@ -124,7 +146,7 @@ export class OffsetlakeStack extends Stack {
         vpc,
         vpcSubnets: subnets,
         securityGroups: [functionsGroup],
-        environment,
+        environment: { ...environment, DATABASE_SECRET_ARN: login.secretArn },
         logGroup: new logs.LogGroup(this, `${id}Logs`, { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY }),
         bundling: {
           // esbuild from node_modules, never Docker.
@@ -165,8 +187,9 @@ export class OffsetlakeStack extends Stack {
           esbuildArgs: { '--alias:@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled' },
         },
       });
-      databaseSecret.grantRead(fn);
-      proxy.grantConnect(fn);
+      login.grantRead(fn);
+      // No rds-db:connect: the proxy takes the login's password (IAM authentication is
+      // off), so that grant would let a function do nothing it cannot do already.
       kafkaSecret?.grantRead(fn);
       if (kafkaSecretKey) {
         // The secret's customer-managed key, only through Secrets Manager. The event source
@@ -183,13 +206,17 @@ export class OffsetlakeStack extends Stack {
     // The indexer holds one open range per partition of a batch and builds it: memory
     // follows file_bytes. Timeout ≤ 14 min behind a Kafka trigger; 5 min is ample for a
     // 10,000-record batch and keeps a stuck batch from holding its partitions' leases long.
-    this.indexer = make('Indexer', 'functions/indexer/index.ts', buildMemory, Duration.minutes(5));
+    // Indexer, backfill, index backfill, tick and retention write the catalog's rows
+    // (ranges, files, leases, cursors, partitions) as the writers' login, which owns no table.
+    this.indexer = make('Indexer', 'functions/indexer/index.ts', buildMemory, Duration.minutes(5), writerLogin);
     // A chunk reads up to backfill_offsets (100,000) offsets and builds their files.
-    this.backfill = make('Backfill', 'functions/backfill/index.ts', buildMemory, Duration.minutes(15));
+    this.backfill = make('Backfill', 'functions/backfill/index.ts', buildMemory, Duration.minutes(15), writerLogin);
     // A step rebuilds a chunk of files (32 files or 64 MiB of Kafka) to give them index entries.
-    this.indexBackfill = make('IndexBackfill', 'functions/index-backfill/index.ts', buildMemory, Duration.minutes(15));
-    this.tick = make('Tick', 'functions/tick/index.ts', buildMemory, Duration.minutes(2));
-    this.retention = make('Retention', 'functions/retention/index.ts', 512, Duration.minutes(5));
+    this.indexBackfill = make('IndexBackfill', 'functions/index-backfill/index.ts', buildMemory, Duration.minutes(15), writerLogin);
+    // The schedules invoke these two asynchronously: a run that fails Lambda's two retries goes to the queue.
+    const scheduled: Partial<nodejs.NodejsFunctionProps> = { onFailure: new destinations.SqsDestination(this.asyncFailures), retryAttempts: 2 };
+    this.tick = make('Tick', 'functions/tick/index.ts', buildMemory, Duration.minutes(2), writerLogin, scheduled);
+    this.retention = make('Retention', 'functions/retention/index.ts', 512, Duration.minutes(5), writerLogin, scheduled);
 
     // Engines read files over a function URL. By default it streams (RESPONSE_STREAM): a
     // whole file of up to 200 MB goes out row group by row group, the instance holding a
@@ -203,10 +230,45 @@ export class OffsetlakeStack extends Stack {
     // Reserved concurrency: requests from anyone who finds the URL can take at most this
     // many instances, never the concurrency the indexer and backfill need. A request
     // without a valid token is refused before any catalog or Kafka I/O.
-    this.reader = make('Reader', 'functions/reader/index.ts', 2048, Duration.seconds(180),
+    // Its URL is public, so it connects as its own login, which may read the catalog and
+    // write only reader counters and granules: it never sees the owner's secret.
+    this.reader = make('Reader', 'functions/reader/index.ts', 2048, Duration.seconds(180), readerLogin,
       settings.readerConcurrency === undefined ? {} : { reservedConcurrentExecutions: settings.readerConcurrency });
     const readerToken = readerTokenSecret(this);
     readerToken.grantRead(this.reader);
+    // A new token every 30 days (src/reader/token-rotation.ts); the reader accepts the one
+    // before for a day after, so engines have that long to read the new one. It touches
+    // only this secret: no VPC, no catalog, no Kafka.
+    this.readerTokenRotation = new nodejs.NodejsFunction(this, 'ReaderTokenRotation', {
+      entry: join(root, 'functions/rotate-token/index.ts'),
+      projectRoot: root,
+      depsLockFilePath: join(root, 'package-lock.json'),
+      handler: 'handler',
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture,
+      memorySize: 256,
+      timeout: Duration.seconds(30),
+      environment: { NODE_OPTIONS: '--enable-source-maps' },
+      logGroup: new logs.LogGroup(this, 'ReaderTokenRotationLogs', { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY }),
+      bundling: {
+        forceDockerBundling: false,
+        format: nodejs.OutputFormat.ESM,
+        target: 'node22',
+        minify: true,
+        sourceMap: true,
+        mainFields: ['module', 'main'],
+        banner: "import { createRequire as __offsetlakeRequire } from 'module'; const require = __offsetlakeRequire(import.meta.url);",
+        // The SDK bundled at the version we pin, as for the other functions (CDK's default leaves @aws-sdk/* out).
+        externalModules: [],
+      },
+    });
+    // Grants the function what rotation needs on this secret only, and Secrets Manager the invoke.
+    readerToken.addRotationSchedule('ReaderTokenRotationSchedule', { rotationLambda: this.readerTokenRotation, automaticallyAfter: Duration.days(30), rotateImmediatelyOnUpdate: false });
+    // CDK's invoke permission names the service only: Secrets Manager acting for another
+    // account must not be able to call it (checkov CKV_AWS_364, the confused deputy).
+    for (const child of this.readerTokenRotation.node.findAll()) {
+      if (child instanceof lambda.CfnPermission && child.principal === 'secretsmanager.amazonaws.com') child.sourceAccount = this.account;
+    }
     this.reader.addEnvironment('OFFSETLAKE_TOKEN_SECRET_ARN', readerToken.secretArn);
     this.reader.addEnvironment('OFFSETLAKE_READER_INVOKE_MODE', settings.readerInvokeMode);
     this.readerUrl = this.reader.addFunctionUrl({ authType: lambda.FunctionUrlAuthType.NONE, invokeMode: lambda.InvokeMode[settings.readerInvokeMode] });
@@ -214,7 +276,13 @@ export class OffsetlakeStack extends Stack {
 
     // Migrations run once per deploy, before any function that uses the catalog is created
     // or updated, never from a request path: a function only checks the catalog's version.
-    this.migrate = make('Migrate', 'functions/migrate/index.ts', 512, Duration.minutes(5));
+    // The only function that logs in as the owner: it runs the DDL and makes the other
+    // logins from their secrets; holding the owner's secret, reading theirs gives it nothing more.
+    this.migrate = make('Migrate', 'functions/migrate/index.ts', 512, Duration.minutes(5), databaseSecret);
+    readerLogin.grantRead(this.migrate);
+    writerLogin.grantRead(this.migrate);
+    this.migrate.addEnvironment('READER_DATABASE_SECRET_ARN', readerLogin.secretArn);
+    this.migrate.addEnvironment('WRITER_DATABASE_SECRET_ARN', writerLogin.secretArn);
     const migrations = new CustomResource(this, 'CatalogMigrations', {
       serviceToken: new cr.Provider(this, 'CatalogMigrationsProvider', { onEventHandler: this.migrate }).serviceToken,
       resourceType: 'Custom::OffsetlakeCatalogMigrations',
@@ -237,30 +305,72 @@ export class OffsetlakeStack extends Stack {
     this.retention.addEnvironment('INDEX_BACKFILL_STATE_MACHINE_ARN', this.indexBackfillStateMachine.stateMachine.stateMachineArn);
     this.indexBackfillStateMachine.stateMachine.grantStartExecution(this.retention);
 
-    scheduleTickAndRetention(this, settings, this.tick, this.retention);
+    const schedules = scheduleTickAndRetention(this, settings, this.tick, this.retention);
+    this.alarms = this.alarmsOn(schedules);
   }
 
-  private database(settings: OffsetlakeSettings, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): { proxy: rds.DatabaseProxy; databaseSecret: secrets.ISecret } {
+  /**
+   * One SNS topic for everything that needs a person: any function's error, a schedule
+   * that could not invoke its function, an asynchronous run that failed all its retries,
+   * a state machine execution that failed, timed out or was aborted. Subscribe to it
+   * (its ARN is the output AlarmTopicArn).
+   */
+  private alarmsOn(schedules: { tick: events.Rule; retention: events.Rule }): sns.Topic {
+    // Alarm notifications carry names and states, no data; CloudWatch cannot publish to a
+    // topic under the AWS managed SNS key (infra/SECURITY.md).
+    const topic = new sns.Topic(this, 'Alarms', { displayName: 'offsetlake alarms', enforceSSL: true });
+    const action = new cloudwatchActions.SnsAction(topic);
+    const alarm = (id: string, metric: cloudwatch.IMetric, description: string): void => {
+      new cloudwatch.Alarm(this, id, {
+        metric, threshold: 1, evaluationPeriods: 1, alarmDescription: description,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        // No data is no failure: a function that was not invoked did not fail.
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }).addAlarmAction(action);
+    };
+    const fiveMinutes = { period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM };
+    const functions: [string, lambda.IFunction][] = [['Indexer', this.indexer], ['Backfill', this.backfill], ['IndexBackfill', this.indexBackfill], ['Tick', this.tick], ['Retention', this.retention], ['Reader', this.reader], ['Migrate', this.migrate], ['ReaderTokenRotation', this.readerTokenRotation]];
+    for (const [id, fn] of functions) alarm(`${id}ErrorsAlarm`, fn.metricErrors(fiveMinutes), `offsetlake: the ${id} function failed (its log group says why)`);
+    for (const [id, rule] of [['Tick', schedules.tick], ['Retention', schedules.retention]] as const) {
+      alarm(`${id}ScheduleFailedAlarm`, new cloudwatch.Metric({ namespace: 'AWS/Events', metricName: 'FailedInvocations', dimensionsMap: { RuleName: rule.ruleName }, ...fiveMinutes }),
+        `offsetlake: the ${id} schedule could not invoke its function`);
+    }
+    alarm('AsyncFailuresAlarm', this.asyncFailures.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: cloudwatch.Stats.MAXIMUM }),
+      'offsetlake: a scheduled run failed every retry; its event and error are in the AsyncFailures queue');
+    for (const [id, machine] of [['Backfill', this.backfillStateMachine.stateMachine], ['IndexBackfill', this.indexBackfillStateMachine.stateMachine]] as const) {
+      alarm(`${id}ExecutionsFailedAlarm`, machine.metricFailed(fiveMinutes), `offsetlake: a ${id} execution failed (the scheduled check starts the next)`);
+      alarm(`${id}ExecutionsTimedOutAlarm`, machine.metricTimedOut(fiveMinutes), `offsetlake: a ${id} execution timed out`);
+      alarm(`${id}ExecutionsAbortedAlarm`, machine.metricAborted(fiveMinutes), `offsetlake: a ${id} execution was aborted`);
+    }
+    new CfnOutput(this, 'AlarmTopicArn', { value: topic.topicArn, description: 'subscribe here: every function\'s errors, the schedules\' failures, failed state machine executions' });
+    return topic;
+  }
+
+  private database(settings: OffsetlakeSettings, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): { proxy: rds.DatabaseProxy; databaseSecret: secrets.ISecret; readerLogin: secrets.ISecret; writerLogin: secrets.ISecret } {
     const proxyGroup = new ec2.SecurityGroup(this, 'ProxySecurityGroup', { vpc, description: 'offsetlake RDS Proxy', allowAllOutbound: true });
     proxyGroup.addIngressRule(functionsGroup, ec2.Port.tcp(5432), 'offsetlake functions');
     let target: rds.ProxyTarget;
     let databaseSecret: secrets.ISecret;
+    let instance: rds.IDatabaseInstance;
+    let dbGroup: ec2.ISecurityGroup;
     if (settings.database.kind === 'existing') {
       const db = settings.database;
-      const dbGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'DatabaseSecurityGroup', db.securityGroupId, { mutable: true });
+      dbGroup = ec2.SecurityGroup.fromSecurityGroupId(this, 'DatabaseSecurityGroup', db.securityGroupId, { mutable: true });
       dbGroup.addIngressRule(proxyGroup, ec2.Port.tcp(db.port), 'offsetlake RDS Proxy');
-      target = rds.ProxyTarget.fromInstance(rds.DatabaseInstance.fromDatabaseInstanceAttributes(this, 'Database', {
+      instance = rds.DatabaseInstance.fromDatabaseInstanceAttributes(this, 'Database', {
         instanceIdentifier: db.instanceIdentifier,
         instanceEndpointAddress: db.endpoint,
         port: db.port,
         securityGroups: [dbGroup],
         engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_17 }),
-      }));
+      });
+      target = rds.ProxyTarget.fromInstance(instance);
+      // Yours: its rotation is yours too.
       databaseSecret = secrets.Secret.fromSecretCompleteArn(this, 'DatabaseSecret', db.secretArn);
     } else {
-      const dbGroup = new ec2.SecurityGroup(this, 'DatabaseSecurityGroup', { vpc, description: 'offsetlake catalog', allowAllOutbound: false });
+      dbGroup = new ec2.SecurityGroup(this, 'DatabaseSecurityGroup', { vpc, description: 'offsetlake catalog', allowAllOutbound: false });
       dbGroup.addIngressRule(proxyGroup, ec2.Port.tcp(5432), 'offsetlake RDS Proxy');
-      const instance = new rds.DatabaseInstance(this, 'Database', {
+      const created = new rds.DatabaseInstance(this, 'Database', {
         // A pinned minor version, upgraded by changing it here: the template says what runs.
         engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_17_9 }),
         autoMinorVersionUpgrade: false,
@@ -278,9 +388,19 @@ export class OffsetlakeStack extends Stack {
         removalPolicy: RemovalPolicy.SNAPSHOT,
         deletionProtection: true,
       });
-      target = rds.ProxyTarget.fromInstance(instance);
-      databaseSecret = instance.secret!;
+      instance = created;
+      target = rds.ProxyTarget.fromInstance(created);
+      databaseSecret = created.secret!;
+      this.rotate(databaseSecret, 'DatabaseSecretRotation', vpc, subnets, dbGroup, 5432);
     }
+    // Attached, so each holds the instance's host, port and engine, which rotation needs;
+    // the functions take only username and password and reach the proxy.
+    const logins = functionLogins(this, settings);
+    const port = settings.database.kind === 'existing' ? settings.database.port : 5432;
+    const readerLogin = logins.reader.attach(instance);
+    const writerLogin = logins.writer.attach(instance);
+    this.rotate(readerLogin, 'ReaderDatabaseLoginRotation', vpc, subnets, dbGroup, port);
+    this.rotate(writerLogin, 'WriterDatabaseLoginRotation', vpc, subnets, dbGroup, port);
     const proxy = new rds.DatabaseProxy(this, 'Proxy', {
       // Named after the stack: the default (the construct id) would collide with a second stack.
       dbProxyName: stackScopedName(this, 'catalog', 60),
@@ -288,13 +408,33 @@ export class OffsetlakeStack extends Stack {
       // saying that the catalog is away (the default is 120 s).
       borrowTimeout: Duration.seconds(30),
       proxyTarget: target,
-      secrets: [databaseSecret],
+      // The proxy logs in as each login whose secret it holds: the owner (migrate), the
+      // reader and the writers.
+      secrets: [databaseSecret, readerLogin, writerLogin],
       vpc,
       vpcSubnets: subnets,
       securityGroups: [proxyGroup],
       requireTLS: true,
     });
-    return { proxy, databaseSecret };
+    return { proxy, databaseSecret, readerLogin, writerLogin };
+  }
+
+  /**
+   * Secrets Manager's hosted single-user Postgres rotation every 30 days: the login sets
+   * its own new password (a role may), so no other secret is involved. Not at deploy:
+   * the reader's login is made by the migrations that run later in the same deploy, and
+   * a rotation racing them would change a password they are about to use.
+   */
+  private rotate(secret: secrets.ISecret, id: string, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, dbGroup: ec2.ISecurityGroup, port: number): void {
+    const rotationGroup = new ec2.SecurityGroup(this, `${id}SecurityGroup`, { vpc, description: `offsetlake ${id}`, allowAllOutbound: true });
+    dbGroup.addIngressRule(rotationGroup, ec2.Port.tcp(port), `offsetlake ${id}`);
+    // Rotation calls Secrets Manager from the VPC too.
+    this.endpointsGroup?.addIngressRule(rotationGroup, ec2.Port.tcp(443), `offsetlake ${id}`);
+    secret.addRotationSchedule(id, {
+      hostedRotation: secrets.HostedRotation.postgreSqlSingleUser({ vpc, vpcSubnets: subnets, securityGroups: [rotationGroup] }),
+      automaticallyAfter: Duration.days(30),
+      rotateImmediatelyOnUpdate: false,
+    });
   }
 
   private addKafkaTrigger(settings: OffsetlakeSettings, kafkaSecret: secrets.ISecret | undefined, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): void {

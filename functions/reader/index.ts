@@ -18,7 +18,8 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { authorizationRefusal, bodyBytes, readerHandler, type ReaderHandler, type ReaderResponse } from '../../src/reader/http.js';
 import { writeBody } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
-import { readerToken } from '../connections.js';
+import { readerTokenGraceMs } from '../../src/reader/token-rotation.js';
+import { readerTokens } from '../connections.js';
 import { lambdaServices } from '../runtime.js';
 import { awslambda, type StreamingHandler } from '../streaming.js';
 
@@ -65,7 +66,12 @@ export interface FunctionUrlResult {
 }
 
 let reader: Promise<ReaderHandler> | undefined;
-let expectedToken: Promise<string | null> | undefined;
+
+/** How long an instance uses the tokens it read before reading them again: a rotated token is taken within this. */
+export const tokenRereadMs = 5 * 60 * 1000;
+let expectedTokens: { tokens: Promise<readonly string[] | null>; at: number } | undefined;
+/** The tokens last read, for the handler's own check of each request (answer() reads them first). */
+let acceptedTokens: readonly string[] = [];
 
 /** The catalog and Kafka are reached only for a request whose token was checked. */
 async function start(): Promise<ReaderHandler> {
@@ -73,23 +79,31 @@ async function start(): Promise<ReaderHandler> {
   if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`OFFSETLAKE_CACHE_BYTES must be a number of bytes, got "${process.env.OFFSETLAKE_CACHE_BYTES}"`);
   const { catalog, kafka } = await lambdaServices();
   const service = new ReaderService(catalog, kafkaSource(kafka), { cacheBytes });
-  const token = await instanceToken();
+  const tokens = await instanceTokens();
   const limit = lambdaMaxBody[invokeMode];
-  return readerHandler(service, { token, maxBodyBytes: limit.bytes, maxBodyReason: limit.reason });
+  return readerHandler(service, { token: tokens === null ? null : () => acceptedTokens, maxBodyBytes: limit.bytes, maxBodyReason: limit.reason });
 }
 
-/** The token engines must send, read once per instance (a secret read, no catalog); null only with OFFSETLAKE_NO_AUTH=1. */
-function instanceToken(): Promise<string | null> {
-  expectedToken ??= (async () => {
+/**
+ * The tokens engines may send (the secret's current one and, just after a rotation, the
+ * one before), read again once they are `tokenRereadMs` old: a secret read, no catalog,
+ * so a stranger's wrong tokens cost an instance at most one read per period. null only
+ * with OFFSETLAKE_NO_AUTH=1.
+ */
+function instanceTokens(): Promise<readonly string[] | null> {
+  if (expectedTokens && Date.now() - expectedTokens.at < tokenRereadMs) return expectedTokens.tokens;
+  const tokens = (async () => {
     if (process.env.OFFSETLAKE_NO_AUTH === '1') return null;
-    const token = await readerToken();
-    if (!token) throw new Error('neither OFFSETLAKE_TOKEN nor OFFSETLAKE_TOKEN_SECRET_ARN is set (set OFFSETLAKE_NO_AUTH=1 to serve without authentication)');
-    return token;
+    const read = await readerTokens(process.env, readerTokenGraceMs);
+    if (!read) throw new Error('neither OFFSETLAKE_TOKEN nor OFFSETLAKE_TOKEN_SECRET_ARN is set (set OFFSETLAKE_NO_AUTH=1 to serve without authentication)');
+    acceptedTokens = read;
+    return read;
   })().catch((error: unknown) => {
-    expectedToken = undefined;
+    expectedTokens = undefined;
     throw error;
   });
-  return expectedToken;
+  expectedTokens = { tokens, at: Date.now() };
+  return tokens;
 }
 
 async function functionUrlResult(answer: ReaderResponse): Promise<FunctionUrlResult> {
@@ -100,9 +114,9 @@ async function functionUrlResult(answer: ReaderResponse): Promise<FunctionUrlRes
 async function answer(event: FunctionUrlEvent): Promise<ReaderResponse> {
   const request = { method: event.requestContext.http.method, path: event.rawQueryString ? `${event.rawPath}?${event.rawQueryString}` : event.rawPath, headers: event.headers ?? {} };
   // The URL is public: a request without a bearer token costs no I/O at all, and one with
-  // a wrong token costs at most the instance's one read of its secret.
+  // a wrong token costs at most the instance's one read of its secret per tokenRereadMs.
   if (process.env.OFFSETLAKE_NO_AUTH !== '1') {
-    const refused = authorizationRefusal(request) ?? authorizationRefusal(request, (await instanceToken()) ?? undefined);
+    const refused = authorizationRefusal(request) ?? authorizationRefusal(request, (await instanceTokens()) ?? undefined);
     if (refused) return refused;
   }
   reader ??= start().catch((error: unknown) => {

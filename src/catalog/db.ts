@@ -17,15 +17,35 @@ const types = {
  * startup options (`-c search_path=…`) and a transaction pooler hands each transaction
  * to whichever server connection is free.
  */
-export function openCatalog(databaseUrl: string, max = 5): Catalog {
+export function openCatalog(databaseUrl: string, max = 5, password?: () => Promise<string>): Catalog {
   const pool = new pg.Pool({
-    connectionString: databaseUrl,
+    ...(password ? passwordlessUrl(databaseUrl, password) : { connectionString: databaseUrl }),
     max,
     types,
   });
   // An idle client that loses its server must not crash the process; the next query fails instead.
   pool.on('error', () => {});
   return pool;
+}
+
+/**
+ * The URL's parts, with `password` asked for each new connection, so a login whose
+ * password rotates is followed without a restart. Not as connectionString: pg lets the
+ * URL's (empty) password win over this one. An sslmode other than disable is TLS with
+ * the certificate verified, as pg treats it in a connectionString.
+ */
+function passwordlessUrl(databaseUrl: string, password: () => Promise<string>): pg.PoolConfig {
+  const url = new URL(databaseUrl);
+  if (url.password) throw new Error('a catalog URL with a password and a password function: give one');
+  const sslmode = url.searchParams.get('sslmode');
+  return {
+    host: url.hostname,
+    port: Number(url.port || 5432),
+    database: decodeURIComponent(url.pathname.slice(1)),
+    user: decodeURIComponent(url.username),
+    password,
+    ...(sslmode && sslmode !== 'disable' ? { ssl: {} } : {}),
+  };
 }
 
 /** Runs `work` in one transaction; rolls back and rethrows on any error. */

@@ -625,6 +625,63 @@ END
 $fn$;
 `,
   },
+  {
+    version: 11,
+    name: 'a catalog reader role: reads the catalog, writes reader counters and granules only',
+    sql: `
+-- What a reader may do (src/catalog/logins.ts gives it a login on AWS): read every
+-- table it serves from, and write only what reads write: its counters, and the granules
+-- and page index of a file indexed before granules existed (its first whole rebuild).
+-- Roles belong to the whole server; without the right to create roles the migration goes
+-- on without it, and the reader's login then cannot be made (the deploy says so).
+DO $do$
+BEGIN
+  BEGIN
+    CREATE ROLE offsetlake_catalog_reader NOLOGIN;
+  EXCEPTION WHEN duplicate_object OR unique_violation OR insufficient_privilege THEN NULL;
+  END;
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'offsetlake_catalog_reader') THEN
+    GRANT USAGE ON SCHEMA offsetlake TO offsetlake_catalog_reader;
+    GRANT SELECT ON ALL TABLES IN SCHEMA offsetlake TO offsetlake_catalog_reader;
+    -- Tables later migrations add are readable too (a read path may come to need them);
+    -- a write is never granted by default, only named here.
+    ALTER DEFAULT PRIVILEGES IN SCHEMA offsetlake GRANT SELECT ON TABLES TO offsetlake_catalog_reader;
+    GRANT INSERT, UPDATE ON offsetlake.reader_counters TO offsetlake_catalog_reader;
+    GRANT INSERT ON offsetlake.granule TO offsetlake_catalog_reader;
+    GRANT UPDATE (page_index) ON offsetlake.data_file TO offsetlake_catalog_reader;
+  END IF;
+END
+$do$;
+`,
+  },
+  {
+    version: 12,
+    name: 'a catalog writer role: reads and writes the catalog\'s rows, owns nothing',
+    sql: `
+-- What the indexer, backfill, index backfill, tick and retention do (src/catalog/logins.ts
+-- gives them a login on AWS): read and write rows, take sequence numbers. Not granted: any
+-- DDL (they own no table), TRUNCATE, and writing the migrations' record. Roles belong to
+-- the whole server; without the right to create roles the migration goes on without it.
+DO $do$
+BEGIN
+  BEGIN
+    CREATE ROLE offsetlake_catalog_writer NOLOGIN;
+  EXCEPTION WHEN duplicate_object OR unique_violation OR insufficient_privilege THEN NULL;
+  END;
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'offsetlake_catalog_writer') THEN
+    GRANT USAGE ON SCHEMA offsetlake TO offsetlake_catalog_writer;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA offsetlake TO offsetlake_catalog_writer;
+    GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA offsetlake TO offsetlake_catalog_writer;
+    -- The writers' data is every table the migrations add: a later table needs no grant of its own.
+    ALTER DEFAULT PRIVILEGES IN SCHEMA offsetlake GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO offsetlake_catalog_writer;
+    ALTER DEFAULT PRIVILEGES IN SCHEMA offsetlake GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO offsetlake_catalog_writer;
+    -- Only migrate records a migration (it created schema_migration before this ran).
+    REVOKE INSERT, UPDATE, DELETE ON offsetlake.schema_migration FROM offsetlake_catalog_writer;
+  END IF;
+END
+$do$;
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

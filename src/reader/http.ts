@@ -28,8 +28,12 @@ export type { ReaderRequest, ReaderResponse, ResponseBody } from './file-respons
 export { bodyBytes } from './file-response.js';
 
 export interface ReaderHandlerOptions {
-  /** The bearer token every request must carry; `null` turns authentication off (local use only). */
-  token: string | null;
+  /**
+   * The bearer token every request must carry, or a function giving those accepted now
+   * (the Lambda reader: the current token and, for a while after a rotation, the one
+   * before); `null` turns authentication off (local use only).
+   */
+  token: string | (() => readonly string[]) | null;
   /** Largest body one response may carry (a Lambda function URL buffers at most 6 MB, streams at most 200 MB). */
   maxBodyBytes?: number;
   /** Why there is such a limit, said in the 413. */
@@ -52,15 +56,16 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
 }
 
-/** Throws the 401 for a missing or malformed bearer token, or (when `token` is given) a different one. */
-function checkToken(request: ReaderRequest, token: string | undefined): void {
+/** Throws the 401 for a missing or malformed bearer token, or (when `token` is given) one that is none of them. */
+function checkToken(request: ReaderRequest, token: string | readonly string[] | undefined): void {
   const given = header(request, 'authorization');
   const challenge = { 'www-authenticate': 'Bearer realm="offsetlake"' };
   if (!given) throw new HttpError(401, 'this server needs a bearer token: send "Authorization: Bearer <token>"', challenge);
   const match = /^Bearer\s+(\S+)\s*$/i.exec(given);
   if (!match) throw new HttpError(401, 'the Authorization header must be "Bearer <token>"', challenge);
   // Compare digests so the comparison takes the same time whatever the token's length.
-  if (token !== undefined && !timingSafeEqual(digest(match[1]!), digest(token))) throw new HttpError(401, 'the bearer token is not valid for this server', challenge);
+  const presented = digest(match[1]!);
+  if (token !== undefined && !(typeof token === 'string' ? [token] : token).map((t) => timingSafeEqual(presented, digest(t))).includes(true)) throw new HttpError(401, 'the bearer token is not valid for this server', challenge);
 }
 
 /** An error as the body `{"error": message}`; a HEAD gets the headers only. */
@@ -80,7 +85,7 @@ function processMemory(): { rss: number; heapTotal: number; heapUsed: number; ex
   return { rss, heapTotal, heapUsed, external, arrayBuffers };
 }
 
-export function authorizationRefusal(request: ReaderRequest, token?: string): ReaderResponse | null {
+export function authorizationRefusal(request: ReaderRequest, token?: string | readonly string[]): ReaderResponse | null {
   try {
     checkToken(request, token);
     return null;
@@ -182,7 +187,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     service.count('requests');
     if (s3 && isS3Request(request, options.s3!.bucket)) return s3(request);
     try {
-      if (options.token !== null) checkToken(request, options.token);
+      if (options.token !== null) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
       const response = await route(request);
       // HEAD: the headers GET would send (a file's Content-Length is set by fileResponse), no body.
       if (request.method === 'HEAD' && response.body instanceof Uint8Array && response.body.byteLength > 0) return { ...response, headers: { ...response.headers, 'content-length': String(response.body.byteLength) }, body: empty };

@@ -53,6 +53,30 @@ function roleOf(template: Template, functionIdPrefix: string): string {
   return (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
 }
 
+function functionNamed(template: Template, functionIdPrefix: string): Resource {
+  const functions = template.findResources('AWS::Lambda::Function') as Record<string, Resource>;
+  return Object.entries(functions).find(([id]) => new RegExp(`^${functionIdPrefix}[0-9A-F]{8}$`).test(id))![1];
+}
+
+/** The secret a construct id starts with, as the JSON of how the template refers to it (a Ref to it or to its attachment). */
+function secretNamed(template: Template, idPrefix: string): string {
+  const ids = Object.keys(template.toJSON().Resources as Record<string, Resource>);
+  const attachment = ids.find((id) => id.startsWith(`${idPrefix}Attachment`) && template.toJSON().Resources[id].Type === 'AWS::SecretsManager::SecretTargetAttachment');
+  const secret = ids.find((id) => id.startsWith(idPrefix) && template.toJSON().Resources[id].Type === 'AWS::SecretsManager::Secret');
+  return JSON.stringify({ Ref: attachment ?? secret });
+}
+
+/** Which roles may read each secret (GetSecretValue), by the JSON of the secret's reference. */
+function secretReads(template: Template): Map<string, Set<string>> {
+  const bySecret = new Map<string, Set<string>>();
+  for (const [role, statements] of statementsByRole(template)) {
+    for (const statement of statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue'))) {
+      for (const secret of resources(statement)) bySecret.set(JSON.stringify(secret), (bySecret.get(JSON.stringify(secret)) ?? new Set()).add(role));
+    }
+  }
+  return bySecret;
+}
+
 const actions = (statement: Statement): string[] => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]);
 const resources = (statement: Statement): unknown[] => (Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource]);
 
@@ -78,7 +102,8 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
 
   it('seven functions on nodejs22.x in the cluster\'s private subnets; the builders\' memory follows file_bytes', () => {
     const functions = Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Runtime: Match.anyValue() } })) as Resource[];
-    const ours = functions.filter((f) => f.Properties.Handler === 'index.handler');
+    // The token rotation function is apart: it reaches neither the VPC nor the catalog.
+    const ours = functions.filter((f) => f.Properties.Handler === 'index.handler' && f !== functionNamed(template, 'ReaderTokenRotation'));
     expect(ours).toHaveLength(7);
     template.resourceCountIs('AWS::EC2::VPC', 0);
     for (const fn of ours) {
@@ -113,8 +138,8 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     template.hasResourceProperties('AWS::RDS::DBInstance', { MultiAZ: true, EngineVersion: '17.9', AutoMinorVersionUpgrade: false });
     template.hasResourceProperties('AWS::RDS::DBProxy', { RequireTLS: true, EngineFamily: 'POSTGRESQL' });
     template.hasResourceProperties('AWS::RDS::DBProxyTargetGroup', { ConnectionPoolConfigurationInfo: Match.objectLike({ ConnectionBorrowTimeout: 30 }) });
-    // The database's generated credentials and the reader's token.
-    template.resourceCountIs('AWS::SecretsManager::Secret', 2);
+    // The database's generated credentials, the reader's and the writers' logins, and the reader's token.
+    template.resourceCountIs('AWS::SecretsManager::Secret', 4);
   });
 
   it('the index backfill state machine: Standard, JSONPath, Start → Step → Count → More, looping on Step (after WaitForLease when the lease is held), continuing as a new execution after stepsPerExecution steps', () => {
@@ -193,8 +218,9 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     for (const [role, statements] of statementsByRole(template)) {
       for (const statement of statements) {
         expect(actions(statement).some((action) => action === '*' || action.endsWith(':*')), `${role}: ${JSON.stringify(statement.Action)}`).toBe(false);
-        // X-Ray and Logs delivery for the state machine's log group accept only "*".
-        const wildcardOk = actions(statement).every((action) => action.startsWith('logs:') || action.startsWith('xray:'));
+        // X-Ray and Logs delivery for the state machine's log group accept only "*", and so
+        // does GetRandomPassword, which CDK grants every rotation function (it reads no secret).
+        const wildcardOk = actions(statement).every((action) => action.startsWith('logs:') || action.startsWith('xray:') || action === 'secretsmanager:GetRandomPassword');
         if (!wildcardOk) expect(resources(statement), `${role}: ${JSON.stringify(statement)}`).not.toContain('*');
       }
     }
@@ -226,16 +252,108 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(retention).toEqual([[{ Ref: expect.stringMatching(/^BackfillMachineStateMachine/) }], [{ Ref: expect.stringMatching(/^IndexBackfillMachineStateMachine/) }]]);
   });
 
-  it('IAM: the seven functions and RDS Proxy read the database secret; only the reader reads its token secret', () => {
-    const reads = [...statementsByRole(template)].flatMap(([role, statements]) => statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue')).map((s) => [role, JSON.stringify(resources(s))] as const));
-    const bySecret = new Map<string, Set<string>>();
-    for (const [role, secret] of reads) bySecret.set(secret, (bySecret.get(secret) ?? new Set()).add(role));
-    expect(bySecret.size).toBe(2);
-    const tokenSecret = [...bySecret.keys()].find((secret) => secret.includes('ReaderToken'))!;
-    expect(bySecret.get(tokenSecret)).toEqual(new Set([roleOf(template, 'Reader')]));
-    const databaseSecret = [...bySecret.keys()].find((secret) => secret !== tokenSecret)!;
-    const functionRoles = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'].map((id) => roleOf(template, id));
-    expect(bySecret.get(databaseSecret)).toEqual(new Set([...functionRoles, expect.stringMatching(/^ProxyIAMRole/)]));
+  it('IAM: each function reads only its own database login: the writers theirs, the reader its login and token, migrate alone the owner (and the two logins, to make them); RDS Proxy the three logins', () => {
+    const read = secretReads(template);
+    const owner = secretNamed(template, 'DatabaseSecret');
+    const readerLogin = secretNamed(template, 'ReaderDatabaseLogin');
+    const writerLogin = secretNamed(template, 'WriterDatabaseLogin');
+    const token = secretNamed(template, 'ReaderToken');
+    expect(read.size).toBe(4);
+    const writers = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention'].map((id) => roleOf(template, id));
+    const proxy = expect.stringMatching(/^ProxyIAMRole/);
+    expect(read.get(owner)).toEqual(new Set([roleOf(template, 'Migrate'), proxy]));
+    expect(read.get(writerLogin)).toEqual(new Set([...writers, roleOf(template, 'Migrate'), proxy]));
+    expect(read.get(readerLogin)).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'Migrate'), proxy]));
+    expect(read.get(token)).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'ReaderTokenRotation')]));
+    // Each function is told the login it may read.
+    const told = [...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention'].map((id) => [id, writerLogin] as const), ['Reader', readerLogin] as const, ['Migrate', owner] as const];
+    for (const [id, secret] of told) expect(JSON.stringify(functionNamed(template, id).Properties.Environment.Variables.DATABASE_SECRET_ARN), id).toBe(secret);
+    const migrate = functionNamed(template, 'Migrate').Properties.Environment.Variables;
+    expect([JSON.stringify(migrate.READER_DATABASE_SECRET_ARN), JSON.stringify(migrate.WRITER_DATABASE_SECRET_ARN)]).toEqual([readerLogin, writerLogin]);
+    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [owner, readerLogin, writerLogin].map((secret) => Match.objectLike({ SecretArn: JSON.parse(secret) })) });
+  });
+
+  it('IAM: the reader can read neither the owner\'s secret nor any secret but its login and token; the token rotation function reaches the token only', () => {
+    const reader = roleOf(template, 'Reader');
+    const readable = [...secretReads(template)].filter(([, roles]) => roles.has(reader)).map(([secret]) => secret).sort();
+    expect(readable).toEqual([secretNamed(template, 'ReaderDatabaseLogin'), secretNamed(template, 'ReaderToken')].sort());
+    const secretActions = statementsByRole(template).get(reader)!.flatMap(actions).filter((a) => a.startsWith('secretsmanager:'));
+    expect([...new Set(secretActions)].sort()).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    const rotation = statementsByRole(template).get(roleOf(template, 'ReaderTokenRotation'))!;
+    const token = JSON.parse(secretNamed(template, 'ReaderToken'));
+    for (const statement of rotation.filter((s) => actions(s).some((a) => a.startsWith('secretsmanager:') && a !== 'secretsmanager:GetRandomPassword'))) {
+      expect(resources(statement), JSON.stringify(statement)).toEqual([token]);
+    }
+    expect(rotation.flatMap(actions).filter((a) => !a.startsWith('secretsmanager:'))).toEqual([]);
+  });
+
+  it('IAM: no function gets rds-db:connect (the proxy takes passwords, IAM authentication is off)', () => {
+    const connect = [...statementsByRole(template)].filter(([, statements]) => statements.some((s) => actions(s).some((a) => a.startsWith('rds-db:'))));
+    expect(connect.map(([role]) => role)).toEqual([]);
+    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: Match.arrayWith([Match.objectLike({ IAMAuth: 'DISABLED' })]) });
+  });
+
+  it('rotation every 30 days, hosted single-user Postgres, for the owner\'s secret and the two logins, not at deploy; each rotation function may reach the database', () => {
+    const schedules = Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[];
+    const hosted = schedules.filter((r) => r.Properties.HostedRotationLambda);
+    const rotated = hosted.map((r) => (r.Properties.SecretId as { Ref: string }).Ref).sort();
+    expect(rotated).toEqual([expect.stringMatching(/^DatabaseSecretAttachment/), expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^WriterDatabaseLoginAttachment/)]);
+    for (const { Properties: p } of hosted) {
+      expect(p).toMatchObject({ RotateImmediatelyOnUpdate: false, RotationRules: { ScheduleExpression: 'rate(30 days)' }, HostedRotationLambda: { RotationType: 'PostgreSQLSingleUser' } });
+      const group = (p.HostedRotationLambda.VpcSecurityGroupIds as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+      template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 5432, ToPort: 5432, GroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^DatabaseSecurityGroup'), 'GroupId'] }, SourceSecurityGroupId: { 'Fn::GetAtt': [group, 'GroupId'] } });
+    }
+  });
+
+  it('the reader token rotates every 30 days (not at deploy) with its own function, outside the VPC, which Secrets Manager alone, for this account only, may invoke', () => {
+    const schedules = (Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[]).filter((r) => !r.Properties.HostedRotationLambda);
+    expect(schedules).toHaveLength(1);
+    const rotation = Object.keys(template.findResources('AWS::Lambda::Function')).find((id) => /^ReaderTokenRotation[0-9A-F]{8}$/.test(id))!;
+    expect(schedules[0]!.Properties).toEqual({
+      SecretId: JSON.parse(secretNamed(template, 'ReaderToken')), RotationLambdaARN: { 'Fn::GetAtt': [rotation, 'Arn'] },
+      RotationRules: { ScheduleExpression: 'rate(30 days)' }, RotateImmediatelyOnUpdate: false,
+    });
+    expect(functionNamed(template, 'ReaderTokenRotation').Properties).not.toHaveProperty('VpcConfig');
+    const invokers = (Object.values(template.findResources('AWS::Lambda::Permission')) as Resource[]).filter((p) => JSON.stringify(p.Properties.FunctionName).includes(rotation));
+    expect(invokers.map((p) => [p.Properties.Principal, p.Properties.SourceAccount])).toEqual([['secretsmanager.amazonaws.com', '123456789012']]);
+  });
+
+  it('an errors alarm on each of the eight functions, each notifying the one SNS topic whose ARN is the output AlarmTopicArn', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
+    const topic = Object.keys(template.findResources('AWS::SNS::Topic'));
+    expect(topic).toHaveLength(1);
+    for (const alarm of alarms) expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topic[0] }]);
+    const errors = alarms.filter((a) => a.Properties.Namespace === 'AWS/Lambda' && a.Properties.MetricName === 'Errors');
+    const watched = errors.map((a) => (a.Properties.Dimensions as { Name: string; Value: { Ref: string } }[]).find((d) => d.Name === 'FunctionName')!.Value.Ref).sort();
+    const functions = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate', 'ReaderTokenRotation'].map((id) => Object.keys(template.findResources('AWS::Lambda::Function')).find((key) => new RegExp(`^${id}[0-9A-F]{8}$`).test(key))!).sort();
+    expect(watched).toEqual(functions);
+    for (const alarm of errors) expect(alarm.Properties).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching', Statistic: 'Sum', Period: 300 });
+    expect(template.findOutputs('AlarmTopicArn').AlarmTopicArn!.Value).toEqual({ Ref: topic[0] });
+  });
+
+  it('alarms on the scheduled jobs: each schedule\'s failed invocations, the async failure queue, and both state machines\' failed, timed-out and aborted executions', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
+    const rulesWatched = alarms.filter((a) => a.Properties.Namespace === 'AWS/Events' && a.Properties.MetricName === 'FailedInvocations')
+      .map((a) => (a.Properties.Dimensions as { Value: { Ref: string } }[])[0]!.Value.Ref).sort();
+    expect(rulesWatched).toEqual([expect.stringMatching(/^RetentionSchedule/), expect.stringMatching(/^TickSchedule/)]);
+    const machineMetrics = alarms.filter((a) => a.Properties.Namespace === 'AWS/States')
+      .map((a) => `${(a.Properties.Dimensions as { Value: { Ref: string } }[])[0]!.Value.Ref.replace(/StateMachine[0-9A-F]{8}$/, '')} ${a.Properties.MetricName}`).sort();
+    expect(machineMetrics).toEqual(['BackfillMachine', 'IndexBackfillMachine'].flatMap((m) => ['ExecutionsAborted', 'ExecutionsFailed', 'ExecutionsTimedOut'].map((n) => `${m} ${n}`)));
+    const queue = alarms.filter((a) => a.Properties.Namespace === 'AWS/SQS');
+    expect(queue.map((a) => [a.Properties.MetricName, a.Properties.Threshold])).toEqual([['ApproximateNumberOfMessagesVisible', 1]]);
+  });
+
+  it('the scheduled functions (tick, retention) send an asynchronous invocation that failed its two retries to an encrypted SQS queue; no other function has an async destination', () => {
+    const configs = Object.values(template.findResources('AWS::Lambda::EventInvokeConfig')) as Resource[];
+    const queue = Object.keys(template.findResources('AWS::SQS::Queue'));
+    expect(queue).toHaveLength(1);
+    expect(configs.map((c) => (c.Properties.FunctionName as { Ref: string }).Ref.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual(['Retention', 'Tick']);
+    for (const { Properties: p } of configs) expect(p).toMatchObject({ MaximumRetryAttempts: 2, DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue[0], 'Arn'] } } } });
+    template.hasResourceProperties('AWS::SQS::Queue', { KmsMasterKeyId: 'alias/aws/sqs', MessageRetentionPeriod: 14 * 24 * 3600 });
+    for (const id of ['Tick', 'Retention']) {
+      const sends = statementsByRole(template).get(roleOf(template, id))!.filter((s) => actions(s).includes('sqs:SendMessage'));
+      expect(sends.flatMap(resources), id).toEqual([{ 'Fn::GetAtt': [queue[0], 'Arn'] }]);
+    }
   });
 
   it('the reader behind a function URL with InvokeMode RESPONSE_STREAM (the function is told so in OFFSETLAKE_READER_INVOKE_MODE), a 180 s timeout for 200 MB at 2 MB/s; the handler checks a bearer token from its own secret', () => {
@@ -325,14 +443,15 @@ describe('two stacks in one account and region', () => {
     const [first, second] = synthStacks({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork }, ['Lake', 'LakeStaging']);
     // Properties that name a resource account- or region-wide; left out are names scoped to
     // their parent: DBName (a database in the instance), PolicyName (an inline policy of its
-    // role), TargetGroupName (a proxy's only target group, which RDS requires to be "default").
+    // role), TargetGroupName (a proxy's only target group, which RDS requires to be "default"),
+    // and what names nothing: MetricName (what an alarm watches), DisplayName (a topic's label).
     const names = (template: Template): Map<string, string> => {
       const found = new Map<string, string>();
       for (const [id, resource] of Object.entries(template.toJSON().Resources as Record<string, Resource>)) {
         for (const [key, value] of Object.entries(resource.Properties ?? {})) {
           // A Ref or GetAtt points at another resource of the same template: not a name of its own.
           const reference = typeof value === 'object' && value !== null && ('Ref' in value || 'Fn::GetAtt' in value);
-          if (/Name$/.test(key) && !['DBName', 'DatabaseName', 'PolicyName', 'TargetGroupName'].includes(key) && !reference) found.set(`${id}.${key}`, JSON.stringify(value));
+          if (/Name$/.test(key) && !['DBName', 'DatabaseName', 'PolicyName', 'TargetGroupName', 'MetricName', 'DisplayName'].includes(key) && !reference) found.set(`${id}.${key}`, JSON.stringify(value));
         }
       }
       return found;
@@ -361,7 +480,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
   it('-c architecture=x86_64: every function on x86_64', () => {
     const x86 = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, architecture: 'x86_64' });
     const functions = (Object.values(x86.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler');
-    expect(functions.map((f) => f.Properties.Architectures)).toEqual(Array.from({ length: 7 }, () => ['x86_64']));
+    expect(functions.map((f) => f.Properties.Architectures)).toEqual(Array.from({ length: 8 }, () => ['x86_64']));
   });
 
   it('a self-managed event source with SCRAM-256, inside the VPC', () => {
@@ -372,17 +491,24 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     template.resourceCountIs('AWS::EC2::VPC', 0);
   });
 
-  it('no database created: a proxy in front of the existing instance; functions read the Kafka and database secrets, the reader its token', () => {
+  it('no database created: a proxy in front of the existing instance; migrate alone reads your database\'s secret, the writers and the reader their own logins; the stack rotates its own secrets, not yours', () => {
     template.resourceCountIs('AWS::RDS::DBInstance', 0);
-    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [Match.objectLike({ SecretArn: dbSecret })] });
-    const reads = [...statementsByRole(template)].flatMap(([, statements]) => statements.filter((s) => actions(s).includes('secretsmanager:GetSecretValue')).flatMap(resources));
-    const secrets = new Set(reads.map((r) => JSON.stringify(r)));
-    expect(secrets.size).toBe(3);
-    expect(secrets).toContain(JSON.stringify(kafkaSecret));
-    expect(secrets).toContain(JSON.stringify(dbSecret));
-    expect([...secrets].filter((r) => r.includes('ReaderToken'))).toHaveLength(1);
+    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [dbSecret, ...['Reader', 'Writer'].map((l) => ({ Ref: Match.stringLikeRegexp(`^${l}DatabaseLoginAttachment`) }))].map((SecretArn) => Match.objectLike({ SecretArn })) });
+    const read = secretReads(template);
+    expect(read.size).toBe(5);
+    const all = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'].map((id) => roleOf(template, id));
+    expect(read.get(JSON.stringify(kafkaSecret))).toEqual(new Set(all));
+    expect(read.get(JSON.stringify(dbSecret))).toEqual(new Set([roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
+    expect(read.get(secretNamed(template, 'WriterDatabaseLogin'))).toEqual(new Set([...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Migrate'].map((id) => roleOf(template, id)), expect.stringMatching(/^ProxyIAMRole/)]));
+    expect(read.get(secretNamed(template, 'ReaderDatabaseLogin'))).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
+    expect(read.get(secretNamed(template, 'ReaderToken'))).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'ReaderTokenRotation')]));
+    // Your database's secret is yours to rotate; the reader login, the stack's, rotates on your instance's port.
+    const rotated = (Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[]).map((r) => (r.Properties.SecretId as { Ref: string }).Ref).sort();
+    expect(rotated).toEqual([expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^ReaderToken/), expect.stringMatching(/^WriterDatabaseLoginAttachment/)]);
+    template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { GroupId: 'sg-0123456789abcdef0', FromPort: 5432, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
+    template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 443, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     const memories = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler').map((f) => f.Properties.MemorySize);
-    expect(memories.sort((a, b) => a - b)).toEqual([512, 512, 2048, 3328, 3328, 3328, 3328]);
+    expect(memories.sort((a, b) => a - b)).toEqual([256, 512, 512, 2048, 3328, 3328, 3328, 3328]);
   });
 
   it('interface endpoints for Secrets Manager and Step Functions, open to the functions on 443; no function reserves concurrency', () => {
@@ -431,13 +557,13 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
     full = synthApp({});
   });
 
-  it('keeps the backfill state machine (its role and log group), the two schedules and the two secrets; nothing else', () => {
+  it('keeps the backfill state machine (its role and log group), the two schedules and the four secrets; nothing else', () => {
     const types = (Object.values(core.toJSON().Resources) as Resource[]).map((r) => r.Type).filter((type) => type !== 'AWS::CDK::Metadata').sort();
     expect(types).toEqual([
       'AWS::Events::Rule', 'AWS::Events::Rule',
       'AWS::IAM::Policy', 'AWS::IAM::Role',
       'AWS::Logs::LogGroup',
-      'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret',
+      'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret',
       'AWS::StepFunctions::StateMachine',
     ]);
   });
@@ -479,15 +605,15 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
     expect(targets).toEqual([expect.stringContaining(':function:Lake-retention'), expect.stringContaining(':function:Lake-tick')]);
   });
 
-  it('the secrets are the full stack\'s: the reader\'s token, and the generated database credentials (none with an existing database)', () => {
+  it('the secrets are the full stack\'s: the reader\'s token, the reader\'s and writers\' logins, and the generated database credentials (none with an existing database)', () => {
     const generated = (template: Template) => byType(template, 'AWS::SecretsManager::Secret').map((secret) => secret.Properties.GenerateSecretString).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
     expect(generated(core)).toEqual(generated(full));
-    expect(generated(core).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'token']);
+    expect(generated(core).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'password', 'password', 'token']);
     const existingDatabase = synthApp({
       localstackCore: 'true', databaseInstanceId: 'catalog', databaseEndpoint: 'catalog.abc.eu-west-1.rds.amazonaws.com',
       databaseSecurityGroupId: 'sg-0123456789abcdef0', databaseSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:catalog-GhIjKl',
     });
-    expect(generated(existingDatabase).map((g) => g.GenerateStringKey)).toEqual(['token']);
+    expect(generated(existingDatabase).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'password', 'token']);
   });
 
   it('the flag is checked like every setting: true or false, naming the key; the other settings are still the AWS deploy\'s', () => {
