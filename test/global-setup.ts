@@ -27,6 +27,9 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const catalog = openCatalog(pooler.url, 1);
   try {
     await migrateCatalog(catalog);
+    // the login `attach` hands out, as `offsetlake stack up` makes it
+    const { ensureStackReaderLogin } = await import('../src/stack/postgres.js');
+    await ensureStackReaderLogin(config, catalog);
   } finally {
     await catalog.end();
   }

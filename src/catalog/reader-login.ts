@@ -5,11 +5,8 @@
  * bounded so that it cannot hold a connection, a transaction or a statement for long;
  * and writers wait on nothing it can take (migration 10).
  */
-import type pg from 'pg';
 import type { Catalog } from './db.js';
-
-/** A pool, or one connection of it or of its own (the stack's superuser's). */
-type Queryable = Catalog | pg.ClientBase;
+import { ensureCatalogLogin, type CatalogLogin } from './logins.js';
 
 /** The bounds of a reader login (ALTER ROLE … SET, CONNECTION LIMIT). */
 export const readerLoginLimits = {
@@ -19,32 +16,21 @@ export const readerLoginLimits = {
   connections: 20,
 } as const;
 
-export const readerRole = 'offsetlake_ducklake_reader';
+export const duckLakeReaderRole = 'offsetlake_ducklake_reader';
 
 /**
- * Makes `login` a reader login with `password` (created, or brought back to these bounds
- * and this password). Roles belong to the server, not to one database: this needs a role
- * that may create roles. The reader role is made here when no catalog made it yet; each
- * catalog's migrations grant it what it reads.
+ * Makes `login` a reader login of the DuckLake (created, or its password set again), and
+ * brings it to the bounds above. Run after the migrations (migration 6 makes the role).
  */
-export async function ensureReaderLogin(client: Queryable, login: string, password: string): Promise<void> {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(login)) throw new Error(`a reader login's name must be lowercase letters, digits and _, got "${login}"`);
-  await client.query(`DO $do$
-    BEGIN
-      IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${readerRole}') THEN CREATE ROLE ${readerRole} NOLOGIN; END IF;
-      IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${login}') THEN CREATE ROLE ${login} LOGIN; END IF;
-    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; -- made by a concurrent stack up
-    END
-  $do$`);
-  const setPassword = await client.query<{ sql: string }>(
-    `SELECT format('ALTER ROLE %I WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT %s PASSWORD %L', $1::text, $2::int, $3::text) AS sql`,
-    [login, readerLoginLimits.connections, password],
+export async function ensureDuckLakeReaderLogin(catalog: Catalog, login: CatalogLogin): Promise<void> {
+  await ensureCatalogLogin(catalog, duckLakeReaderRole, login);
+  const statements = await catalog.query<{ sql: string }>(
+    `SELECT format('ALTER ROLE %I CONNECTION LIMIT %s', $1::text, $2::int) AS sql
+     UNION ALL SELECT format('ALTER ROLE %I SET %s = %L', $1::text, s.name, s.value)
+       FROM (VALUES ('statement_timeout', $3::text), ('idle_in_transaction_session_timeout', $4::text), ('default_transaction_read_only', $5::text)) AS s(name, value)`,
+    [login.username, readerLoginLimits.connections, readerLoginLimits.statement_timeout, readerLoginLimits.idle_in_transaction_session_timeout, readerLoginLimits.default_transaction_read_only],
   );
-  await client.query(setPassword.rows[0]!.sql);
-  await client.query(`GRANT ${readerRole} TO ${login}`);
-  for (const setting of ['statement_timeout', 'idle_in_transaction_session_timeout', 'default_transaction_read_only'] as const) {
-    await client.query(`ALTER ROLE ${login} SET ${setting} = '${readerLoginLimits[setting]}'`);
-  }
+  for (const { sql } of statements.rows) await catalog.query(sql);
 }
 
 /**
@@ -52,7 +38,7 @@ export async function ensureReaderLogin(client: Queryable, login: string, passwo
  * a superuser (who can also run programs on the server), or one with INSERT, UPDATE,
  * DELETE or TRUNCATE on a table or view of the catalog's schemas (the first few named).
  */
-export async function catalogWriteAccess(client: Queryable): Promise<string | undefined> {
+export async function catalogWriteAccess(client: Catalog): Promise<string | undefined> {
   const answer = await client.query<{ role: string; superuser: boolean; writable: string[] }>(
     `SELECT current_user AS role, r.rolsuper AS superuser,
             coalesce((SELECT array_agg(n.nspname || '.' || c.relname ORDER BY n.nspname, c.relname)

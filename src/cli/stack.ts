@@ -2,7 +2,8 @@ import { openCatalog } from '../catalog/db.js';
 import { migrateCatalog } from '../catalog/migrate.js';
 import { parsePort, stackConfig } from '../stack/config.js';
 import { stackDown, stackEnvironment, stackStatus, stackUp } from '../stack/index.js';
-import type { ServiceStatus } from '../stack/types.js';
+import type { ServiceStatus, StackConfig } from '../stack/types.js';
+import { ensureStackReaderLogin } from '../stack/postgres.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
 import { redact } from '../runtime/engine.js';
 import { parseCommandArgs } from './args.js';
@@ -36,7 +37,7 @@ export async function stackCommand(args: string[]): Promise<number> {
   let migrated: number[] = [];
   if (action === 'up') {
     statuses = await stackUp(config, progress);
-    ({ version: catalogVersion, applied: migrated } = await migrateStackCatalog(stackEnvironment(config).DATABASE_URL));
+    ({ version: catalogVersion, applied: migrated } = await migrateStackCatalog(config, stackEnvironment(config).DATABASE_URL));
   } else if (action === 'down') {
     statuses = await stackDown(config);
   } else if (action === 'status') {
@@ -54,10 +55,12 @@ export async function stackCommand(args: string[]): Promise<number> {
   return action === 'status' || statuses.every((s) => s.state !== 'stopped') || action === 'down' ? 0 : 1;
 }
 
-async function migrateStackCatalog(databaseUrl: string): Promise<{ version: number; applied: number[] }> {
+async function migrateStackCatalog(config: StackConfig, databaseUrl: string): Promise<{ version: number; applied: number[] }> {
   const catalog = openCatalog(databaseUrl, 1);
   try {
-    return await migrateCatalog(catalog);
+    const result = await migrateCatalog(catalog);
+    await ensureStackReaderLogin(config, catalog);
+    return result;
   } finally {
     await catalog.end();
   }

@@ -12,7 +12,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import pg from 'pg';
 import { DaemonStartError, isAlive, isZombie, logFile, portAnswers, runningPid, startDaemon, stopDaemon, waitUntil } from './process.js';
 import type { Service, ServiceStatus, StackConfig } from './types.js';
-import { ensureReaderLogin } from '../catalog/reader-login.js';
+import { ensureDuckLakeReaderLogin } from '../catalog/reader-login.js';
+import type { Catalog } from '../catalog/db.js';
 
 const name = 'postgres';
 const superuser = 'offsetlake';
@@ -66,18 +67,16 @@ export function localReaderDatabaseUrl(config: StackConfig): string | undefined 
   return `postgres://${stackReaderLogin}:${encodeURIComponent(readFileSync(file, 'utf8').trim())}@${config.host}:${livePort(config)}/${database}`;
 }
 
-/** The reader login, its password generated once and kept beside the superuser's. */
-async function ensureStackReaderLogin(config: StackConfig): Promise<void> {
+/**
+ * The stack's reader login, its password generated once and kept beside the superuser's;
+ * run once the catalog is migrated (its role comes with migration 6). Nothing to do when
+ * DATABASE_URL names a catalog of the user's: its logins are theirs.
+ */
+export async function ensureStackReaderLogin(config: StackConfig, catalog: Catalog): Promise<void> {
+  if (config.databaseUrl) return;
   const file = readerPasswordFile(config);
   if (!existsSync(file)) writeFileSync(file, randomBytes(18).toString('base64url'), { mode: 0o600 });
-  const client = new pg.Client({ connectionString: adminUrl(config), connectionTimeoutMillis: 2000 });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    await ensureReaderLogin(client, stackReaderLogin, readFileSync(file, 'utf8').trim());
-  } finally {
-    await client.end().catch(() => {});
-  }
+  await ensureDuckLakeReaderLogin(catalog, { username: stackReaderLogin, password: readFileSync(file, 'utf8').trim() });
 }
 
 /** Where the catalog lives: DATABASE_URL when set, else the stack's server. */
@@ -259,7 +258,6 @@ export const postgresService: Service = {
       // Cheap, and repairs an earlier `up` that died between starting the server and creating the database.
       await waitReady(config, already);
       await ensureDatabase(config);
-      await ensureStackReaderLogin(config);
       return running(config, already);
     }
     if (await portAnswers(config.host, config.postgresPort)) {
@@ -286,7 +284,6 @@ export const postgresService: Service = {
     });
     await waitReady(config, pid);
     await ensureDatabase(config);
-    await ensureStackReaderLogin(config);
     return running(config, pid);
   },
 

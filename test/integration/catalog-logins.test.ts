@@ -11,6 +11,7 @@ import { defaultSettings } from '../../src/catalog/settings.js';
 import { createTable, dropTable } from '../../src/catalog/tables.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { freshDatabase } from '../helpers/database.js';
+import { stackConfig } from '../../src/stack/config.js';
 
 // Logins belong to the server: one of this run's own, so parallel runs do not share it.
 const username = `offsetlake_reader_${randomBytes(4).toString('hex')}`;
@@ -34,10 +35,12 @@ afterAll(async () => {
   await db.drop();
 });
 
+// Straight to Postgres: the test pooler logs in with the passwords of its own user list, the owner's only.
 const readerUrl = (secret: string, login = username): string => {
   const url = new URL(db.url);
   url.username = login;
   url.password = secret;
+  url.port = String(stackConfig().postgresPort);
   return url.toString();
 };
 
