@@ -59,6 +59,18 @@ export function consumerGroupOf(topic: string): string {
   return `offsetlake-indexer-${topic}`;
 }
 
+/** How every function is bundled: esbuild from node_modules (never Docker), one ESM file with its source map. */
+const esmBundling = {
+  forceDockerBundling: false,
+  format: nodejs.OutputFormat.ESM,
+  target: 'node22',
+  minify: true,
+  sourceMap: true,
+  mainFields: ['module', 'main'],
+  // CommonJS dependencies (pg) call require(): give the ESM bundle one.
+  banner: "import { createRequire as __offsetlakeRequire } from 'module'; const require = __offsetlakeRequire(import.meta.url);",
+} satisfies nodejs.BundlingOptions;
+
 export class OffsetlakeStack extends Stack {
   readonly indexer: nodejs.NodejsFunction;
   readonly backfill: nodejs.NodejsFunction;
@@ -149,15 +161,7 @@ export class OffsetlakeStack extends Stack {
         environment: { ...environment, DATABASE_SECRET_ARN: login.secretArn },
         logGroup: new logs.LogGroup(this, `${id}Logs`, { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY }),
         bundling: {
-          // esbuild from node_modules, never Docker.
-          forceDockerBundling: false,
-          format: nodejs.OutputFormat.ESM,
-          target: 'node22',
-          minify: true,
-          sourceMap: true,
-          mainFields: ['module', 'main'],
-          // CommonJS dependencies (pg) call require(): give the ESM bundle one.
-          banner: "import { createRequire as __offsetlakeRequire } from 'module'; const require = __offsetlakeRequire(import.meta.url);",
+          ...esmBundling,
           // Everything a function imports is bundled, the AWS SDK included: the versions
           // package-lock.json pins, not whichever SDK the runtime ships (the MSK IAM signer
           // needs packages the nodejs22.x runtime lacks, e.g. @aws-sdk/util-utf8-browser).
@@ -251,13 +255,7 @@ export class OffsetlakeStack extends Stack {
       environment: { NODE_OPTIONS: '--enable-source-maps' },
       logGroup: new logs.LogGroup(this, 'ReaderTokenRotationLogs', { retention: logs.RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY }),
       bundling: {
-        forceDockerBundling: false,
-        format: nodejs.OutputFormat.ESM,
-        target: 'node22',
-        minify: true,
-        sourceMap: true,
-        mainFields: ['module', 'main'],
-        banner: "import { createRequire as __offsetlakeRequire } from 'module'; const require = __offsetlakeRequire(import.meta.url);",
+        ...esmBundling,
         // The SDK bundled at the version we pin, as for the other functions (CDK's default leaves @aws-sdk/* out).
         externalModules: [],
       },
