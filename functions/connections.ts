@@ -68,13 +68,13 @@ export async function catalogConnection(env: NodeJS.ProcessEnv = process.env, re
  * The functions' logins the migration makes, from READER_DATABASE_SECRET_ARN and
  * WRITER_DATABASE_SECRET_ARN; each null where there is none to make.
  */
-export async function catalogLogins(env: NodeJS.ProcessEnv = process.env): Promise<Record<'reader' | 'writer', { username: string; password: string } | null>> {
+export async function catalogLogins(env: NodeJS.ProcessEnv = process.env): Promise<Record<'reader' | 'writer' | 'duckLake', { username: string; password: string } | null>> {
   const login = async (arn: string | undefined) => {
     if (!arn) return null;
     const secret = await readSecret(arn);
     return { username: credential(secret, 'username', arn), password: credential(secret, 'password', arn) };
   };
-  return { reader: await login(env.READER_DATABASE_SECRET_ARN), writer: await login(env.WRITER_DATABASE_SECRET_ARN) };
+  return { reader: await login(env.READER_DATABASE_SECRET_ARN), writer: await login(env.WRITER_DATABASE_SECRET_ARN), duckLake: await login(env.DUCKLAKE_READER_DATABASE_SECRET_ARN) };
 }
 
 /** TLS and SASL for the functions' own Kafka client. */

@@ -24,9 +24,11 @@ export function readerTokenSecret(scope: Construct): secrets.Secret {
  * writers'. Their names follow the catalog database's, so two catalogs on one server
  * (roles are the server's) have two each.
  */
-export function functionLogins(scope: Construct, settings: OffsetlakeSettings): { reader: rds.DatabaseSecret; writer: rds.DatabaseSecret } {
+export function functionLogins(scope: Construct, settings: OffsetlakeSettings): { reader: rds.DatabaseSecret; writer: rds.DatabaseSecret; duckLake: rds.DatabaseSecret } {
   const login = (id: string, suffix: string) => new rds.DatabaseSecret(scope, id, { username: `${settings.database.databaseName.slice(0, 56)}_${suffix}` });
-  return { reader: login('ReaderDatabaseLogin', 'reader'), writer: login('WriterDatabaseLogin', 'writer') };
+  // duckLake: no function's, the login `offsetlake attach` hands out to DuckDB users (role
+  // offsetlake_ducklake_reader, bounded: src/catalog/reader-login.ts)
+  return { reader: login('ReaderDatabaseLogin', 'reader'), writer: login('WriterDatabaseLogin', 'writer'), duckLake: login('DuckLakeReaderLogin', 'ducklake') };
 }
 
 /** The idle tick and the retention check (with partition discovery), as EventBridge schedules. */

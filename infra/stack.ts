@@ -116,7 +116,7 @@ export class OffsetlakeStack extends Stack {
 
     // The catalog: Postgres behind RDS Proxy (connection pooling for many short-lived
     // Lambda instances; leases are rows, so no session state pins a proxy connection).
-    const { proxy, databaseSecret, readerLogin, writerLogin } = this.database(settings, vpc, subnets, functionsGroup);
+    const { proxy, databaseSecret, readerLogin, writerLogin, duckLakeLogin } = this.database(settings, vpc, subnets, functionsGroup);
 
     const kafkaSecret = settings.kafka.scramSecretArn ? secrets.Secret.fromSecretCompleteArn(this, 'KafkaSecret', settings.kafka.scramSecretArn) : undefined;
     const environment: Record<string, string> = {
@@ -281,6 +281,10 @@ export class OffsetlakeStack extends Stack {
     writerLogin.grantRead(this.migrate);
     this.migrate.addEnvironment('READER_DATABASE_SECRET_ARN', readerLogin.secretArn);
     this.migrate.addEnvironment('WRITER_DATABASE_SECRET_ARN', writerLogin.secretArn);
+    // No function reads the DuckLake reader's login but migrate, which makes it: it is for people.
+    duckLakeLogin.grantRead(this.migrate);
+    this.migrate.addEnvironment('DUCKLAKE_READER_DATABASE_SECRET_ARN', duckLakeLogin.secretArn);
+    new CfnOutput(this, 'DuckLakeReaderSecretArn', { value: duckLakeLogin.secretArn, description: 'the login `offsetlake attach --database-url` takes for DuckDB users: it can only read the catalog (schema ducklake)' });
     const migrations = new CustomResource(this, 'CatalogMigrations', {
       serviceToken: new cr.Provider(this, 'CatalogMigrationsProvider', { onEventHandler: this.migrate }).serviceToken,
       resourceType: 'Custom::OffsetlakeCatalogMigrations',
@@ -344,7 +348,7 @@ export class OffsetlakeStack extends Stack {
     return topic;
   }
 
-  private database(settings: OffsetlakeSettings, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): { proxy: rds.DatabaseProxy; databaseSecret: secrets.ISecret; readerLogin: secrets.ISecret; writerLogin: secrets.ISecret } {
+  private database(settings: OffsetlakeSettings, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): { proxy: rds.DatabaseProxy; databaseSecret: secrets.ISecret; readerLogin: secrets.ISecret; writerLogin: secrets.ISecret; duckLakeLogin: secrets.ISecret } {
     const proxyGroup = new ec2.SecurityGroup(this, 'ProxySecurityGroup', { vpc, description: 'offsetlake RDS Proxy', allowAllOutbound: true });
     proxyGroup.addIngressRule(functionsGroup, ec2.Port.tcp(5432), 'offsetlake functions');
     let target: rds.ProxyTarget;
@@ -399,6 +403,8 @@ export class OffsetlakeStack extends Stack {
     const writerLogin = logins.writer.attach(instance);
     this.rotate(readerLogin, 'ReaderDatabaseLoginRotation', vpc, subnets, dbGroup, port);
     this.rotate(writerLogin, 'WriterDatabaseLoginRotation', vpc, subnets, dbGroup, port);
+    const duckLakeLogin = logins.duckLake.attach(instance);
+    this.rotate(duckLakeLogin, 'DuckLakeReaderLoginRotation', vpc, subnets, dbGroup, port);
     const proxy = new rds.DatabaseProxy(this, 'Proxy', {
       // Named after the stack: the default (the construct id) would collide with a second stack.
       dbProxyName: stackScopedName(this, 'catalog', 60),
@@ -408,13 +414,13 @@ export class OffsetlakeStack extends Stack {
       proxyTarget: target,
       // The proxy logs in as each login whose secret it holds: the owner (migrate), the
       // reader and the writers.
-      secrets: [databaseSecret, readerLogin, writerLogin],
+      secrets: [databaseSecret, readerLogin, writerLogin, duckLakeLogin],
       vpc,
       vpcSubnets: subnets,
       securityGroups: [proxyGroup],
       requireTLS: true,
     });
-    return { proxy, databaseSecret, readerLogin, writerLogin };
+    return { proxy, databaseSecret, readerLogin, writerLogin, duckLakeLogin };
   }
 
   /**

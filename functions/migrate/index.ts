@@ -2,12 +2,13 @@
  * The deploy's catalog migration: the CloudFormation custom resource CatalogMigrations
  * (through the CDK provider framework) calls this on create and update, so the catalog is
  * migrated once per deploy and before any function that uses it is created or updated.
- * It also creates the reader's and the writers' logins, or sets their passwords, from their secrets.
+ * It also creates the reader's, the writers' and the DuckLake reader's logins, or sets their passwords, from their secrets.
  * Deleting the stack leaves the catalog as it is (it outlives the stack: snapshot on delete).
  */
 import { openCatalog } from '../../src/catalog/db.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
 import { ensureReaderLogin, ensureWriterLogin } from '../../src/catalog/logins.js';
+import { ensureDuckLakeReaderLogin } from '../../src/catalog/reader-login.js';
 import { catalogLogins, databaseUrl } from '../connections.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
@@ -36,6 +37,10 @@ export async function handler(event: MigrationEvent): Promise<MigrationResponse>
     const logins = await catalogLogins();
     if (logins.reader) console.log(JSON.stringify({ message: 'reader login', username: logins.reader.username, outcome: await ensureReaderLogin(catalog, logins.reader) }));
     if (logins.writer) console.log(JSON.stringify({ message: 'writer login', username: logins.writer.username, outcome: await ensureWriterLogin(catalog, logins.writer) }));
+    if (logins.duckLake) {
+      await ensureDuckLakeReaderLogin(catalog, logins.duckLake);
+      console.log(JSON.stringify({ message: 'DuckLake reader login', username: logins.duckLake.username }));
+    }
     return { PhysicalResourceId: physicalId, Data: { version: result.version, applied: result.applied.join(',') } };
   } finally {
     await catalog.end();

@@ -138,8 +138,8 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     template.hasResourceProperties('AWS::RDS::DBInstance', { MultiAZ: true, EngineVersion: '17.9', AutoMinorVersionUpgrade: false });
     template.hasResourceProperties('AWS::RDS::DBProxy', { RequireTLS: true, EngineFamily: 'POSTGRESQL' });
     template.hasResourceProperties('AWS::RDS::DBProxyTargetGroup', { ConnectionPoolConfigurationInfo: Match.objectLike({ ConnectionBorrowTimeout: 30 }) });
-    // The database's generated credentials, the reader's and the writers' logins, and the reader's token.
-    template.resourceCountIs('AWS::SecretsManager::Secret', 4);
+    // The database's generated credentials, the reader's, the writers' and the DuckLake reader's logins, and the reader's token.
+    template.resourceCountIs('AWS::SecretsManager::Secret', 5);
   });
 
   it('the index backfill state machine: Standard, JSONPath, Start → Step → Count → More, looping on Step (after WaitForLease when the lease is held), continuing as a new execution after stepsPerExecution steps', () => {
@@ -252,13 +252,17 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(retention).toEqual([[{ Ref: expect.stringMatching(/^BackfillMachineStateMachine/) }], [{ Ref: expect.stringMatching(/^IndexBackfillMachineStateMachine/) }]]);
   });
 
-  it('IAM: each function reads only its own database login: the writers theirs, the reader its login and token, migrate alone the owner (and the two logins, to make them); RDS Proxy the three logins', () => {
+  it('IAM: each function reads only its own database login: the writers theirs, the reader its login and token, migrate alone the owner (and the other logins, to make them); the DuckLake reader\'s login (for attach) no function but migrate; RDS Proxy the four logins', () => {
     const read = secretReads(template);
     const owner = secretNamed(template, 'DatabaseSecret');
     const readerLogin = secretNamed(template, 'ReaderDatabaseLogin');
     const writerLogin = secretNamed(template, 'WriterDatabaseLogin');
+    const duckLakeLogin = secretNamed(template, 'DuckLakeReaderLogin');
     const token = secretNamed(template, 'ReaderToken');
-    expect(read.size).toBe(4);
+    expect(read.size).toBe(5);
+    expect(read.get(duckLakeLogin)).toEqual(new Set([roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
+    expect(JSON.stringify(functionNamed(template, 'Migrate').Properties.Environment.Variables.DUCKLAKE_READER_DATABASE_SECRET_ARN)).toBe(duckLakeLogin);
+    template.hasOutput('DuckLakeReaderSecretArn', { Value: JSON.parse(duckLakeLogin) });
     const writers = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention'].map((id) => roleOf(template, id));
     const proxy = expect.stringMatching(/^ProxyIAMRole/);
     expect(read.get(owner)).toEqual(new Set([roleOf(template, 'Migrate'), proxy]));
@@ -270,7 +274,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     for (const [id, secret] of told) expect(JSON.stringify(functionNamed(template, id).Properties.Environment.Variables.DATABASE_SECRET_ARN), id).toBe(secret);
     const migrate = functionNamed(template, 'Migrate').Properties.Environment.Variables;
     expect([JSON.stringify(migrate.READER_DATABASE_SECRET_ARN), JSON.stringify(migrate.WRITER_DATABASE_SECRET_ARN)]).toEqual([readerLogin, writerLogin]);
-    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [owner, readerLogin, writerLogin].map((secret) => Match.objectLike({ SecretArn: JSON.parse(secret) })) });
+    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [owner, readerLogin, writerLogin, duckLakeLogin].map((secret) => Match.objectLike({ SecretArn: JSON.parse(secret) })) });
   });
 
   it('IAM: the reader can read neither the owner\'s secret nor any secret but its login and token; the token rotation function reaches the token only', () => {
@@ -297,7 +301,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     const schedules = Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[];
     const hosted = schedules.filter((r) => r.Properties.HostedRotationLambda);
     const rotated = hosted.map((r) => (r.Properties.SecretId as { Ref: string }).Ref).sort();
-    expect(rotated).toEqual([expect.stringMatching(/^DatabaseSecretAttachment/), expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^WriterDatabaseLoginAttachment/)]);
+    expect(rotated).toEqual([expect.stringMatching(/^DatabaseSecretAttachment/), expect.stringMatching(/^DuckLakeReaderLoginAttachment/), expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^WriterDatabaseLoginAttachment/)]);
     for (const { Properties: p } of hosted) {
       expect(p).toMatchObject({ RotateImmediatelyOnUpdate: false, RotationRules: { ScheduleExpression: 'rate(30 days)' }, HostedRotationLambda: { RotationType: 'PostgreSQLSingleUser' } });
       const group = (p.HostedRotationLambda.VpcSecurityGroupIds as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
@@ -493,9 +497,9 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
 
   it('no database created: a proxy in front of the existing instance; migrate alone reads your database\'s secret, the writers and the reader their own logins; the stack rotates its own secrets, not yours', () => {
     template.resourceCountIs('AWS::RDS::DBInstance', 0);
-    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [dbSecret, ...['Reader', 'Writer'].map((l) => ({ Ref: Match.stringLikeRegexp(`^${l}DatabaseLoginAttachment`) }))].map((SecretArn) => Match.objectLike({ SecretArn })) });
+    template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [dbSecret, ...['ReaderDatabaseLogin', 'WriterDatabaseLogin', 'DuckLakeReaderLogin'].map((l) => ({ Ref: Match.stringLikeRegexp(`^${l}Attachment`) }))].map((SecretArn) => Match.objectLike({ SecretArn })) });
     const read = secretReads(template);
-    expect(read.size).toBe(5);
+    expect(read.size).toBe(6);
     const all = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'].map((id) => roleOf(template, id));
     expect(read.get(JSON.stringify(kafkaSecret))).toEqual(new Set(all));
     expect(read.get(JSON.stringify(dbSecret))).toEqual(new Set([roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
@@ -504,7 +508,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     expect(read.get(secretNamed(template, 'ReaderToken'))).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'ReaderTokenRotation')]));
     // Your database's secret is yours to rotate; the reader login, the stack's, rotates on your instance's port.
     const rotated = (Object.values(template.findResources('AWS::SecretsManager::RotationSchedule')) as Resource[]).map((r) => (r.Properties.SecretId as { Ref: string }).Ref).sort();
-    expect(rotated).toEqual([expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^ReaderToken/), expect.stringMatching(/^WriterDatabaseLoginAttachment/)]);
+    expect(rotated).toEqual([expect.stringMatching(/^DuckLakeReaderLoginAttachment/), expect.stringMatching(/^ReaderDatabaseLoginAttachment/), expect.stringMatching(/^ReaderToken/), expect.stringMatching(/^WriterDatabaseLoginAttachment/)]);
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { GroupId: 'sg-0123456789abcdef0', FromPort: 5432, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 443, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     const memories = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler').map((f) => f.Properties.MemorySize);
@@ -557,13 +561,13 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
     full = synthApp({});
   });
 
-  it('keeps the backfill state machine (its role and log group), the two schedules and the four secrets; nothing else', () => {
+  it('keeps the backfill state machine (its role and log group), the two schedules and the five secrets; nothing else', () => {
     const types = (Object.values(core.toJSON().Resources) as Resource[]).map((r) => r.Type).filter((type) => type !== 'AWS::CDK::Metadata').sort();
     expect(types).toEqual([
       'AWS::Events::Rule', 'AWS::Events::Rule',
       'AWS::IAM::Policy', 'AWS::IAM::Role',
       'AWS::Logs::LogGroup',
-      'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret',
+      'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret',
       'AWS::StepFunctions::StateMachine',
     ]);
   });
@@ -605,15 +609,15 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
     expect(targets).toEqual([expect.stringContaining(':function:Lake-retention'), expect.stringContaining(':function:Lake-tick')]);
   });
 
-  it('the secrets are the full stack\'s: the reader\'s token, the reader\'s and writers\' logins, and the generated database credentials (none with an existing database)', () => {
+  it('the secrets are the full stack\'s: the reader\'s token, the reader\'s, writers\' and DuckLake reader\'s logins, and the generated database credentials (none with an existing database)', () => {
     const generated = (template: Template) => byType(template, 'AWS::SecretsManager::Secret').map((secret) => secret.Properties.GenerateSecretString).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
     expect(generated(core)).toEqual(generated(full));
-    expect(generated(core).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'password', 'password', 'token']);
+    expect(generated(core).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'password', 'password', 'password', 'token']);
     const existingDatabase = synthApp({
       localstackCore: 'true', databaseInstanceId: 'catalog', databaseEndpoint: 'catalog.abc.eu-west-1.rds.amazonaws.com',
       databaseSecurityGroupId: 'sg-0123456789abcdef0', databaseSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:catalog-GhIjKl',
     });
-    expect(generated(existingDatabase).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'password', 'token']);
+    expect(generated(existingDatabase).map((g) => g.GenerateStringKey).sort()).toEqual(['password', 'password', 'password', 'token']);
   });
 
   it('the flag is checked like every setting: true or false, naming the key; the other settings are still the AWS deploy\'s', () => {
