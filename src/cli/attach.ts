@@ -93,6 +93,8 @@ except ImportError:
     sys.exit(0)
 request = json.loads(sys.stdin.read())
 con = duckdb.connect()
+# a slow statement (a busy machine, a far serve) would draw DuckDB's progress bar into the answer
+con.execute("SET enable_progress_bar = false")
 try:
     import duckdb_ext
     folder = os.path.join(list(duckdb_ext.__path__)[0], "extensions")

@@ -16,6 +16,7 @@ import { rebuildFile } from '../reader/rebuild.js';
 import { resolveSettings } from '../catalog/settings.js';
 import { stackConfig } from '../stack/config.js';
 import { stackUp, useLocalStackDefaults } from '../stack/index.js';
+import { ensureStackReaderLogin } from '../stack/postgres.js';
 import { createTableFromTopic } from '../catalog/create-table.js';
 import { filesCommand, statusCommand } from './inspect.js';
 import { queryCommand } from './query.js';
@@ -31,6 +32,8 @@ export async function demoCommand(_args: string[]): Promise<number> {
   useLocalStackDefaults();
   const engine = await openEngine();
   try {
+    // the login `offsetlake attach` hands out, as `stack up` makes it
+    await ensureStackReaderLogin(config, engine.catalog);
     const topic = `demo-orders-${Date.now()}`;
     // an earlier demo's table and topic go: a demo leaves one topic behind, not one per run
     const earlier = (await listTables(engine.catalog)).find((t) => t.name === 'demo_orders');
