@@ -149,7 +149,10 @@ async function untilLeaseExpired(partition: number, ttlMs: number): Promise<void
  * lock held by `blocker`, and returns its pid: the interleaving is then a fact, not a timing.
  */
 async function blockedBy(pattern: string, blocker: number): Promise<{ pid: number; inTransactionSince: Date }> {
-  for (let i = 0; ; i += 1) {
+  // a wait for a fact, not a timing: generous, since a busy machine (another CI run beside
+  // this one) has been seen to take more than 15 s to bring the statement to its lock
+  const deadline = Date.now() + 90_000;
+  for (;;) {
     const waiting = await other.query<{ pid: number; blockers: number[]; xact_start: Date }>(
       `SELECT pid, pg_blocking_pids(pid) AS blockers, xact_start FROM pg_stat_activity
        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`,
@@ -157,7 +160,7 @@ async function blockedBy(pattern: string, blocker: number): Promise<{ pid: numbe
     );
     const found = waiting.rows.find((row) => row.blockers.includes(blocker));
     if (found) return { pid: found.pid, inTransactionSince: found.xact_start };
-    if (i > 1500) throw new Error(`no statement like ${pattern} waits for backend ${blocker}: ${JSON.stringify(waiting.rows)}`);
+    if (Date.now() > deadline) throw new Error(`no statement like ${pattern} waits for backend ${blocker}: ${JSON.stringify(waiting.rows)}`);
     await sleep(10);
   }
 }
