@@ -38,12 +38,14 @@ export interface ChaosStack {
 }
 
 /**
- * Ports N…N+3 (OFFSETLAKE_CHAOS_PORTS, else 26500), below the ephemeral range on purpose: a
+ * Ports N…N+3 (OFFSETLAKE_CHAOS_PORTS, else OFFSETLAKE_KAFKA_PORT - 2592: 26500), below the ephemeral range on purpose: a
  * port the system hands out free comes from that range, where an outgoing connection's
  * source port can take it between a broker stop and its restart.
  */
 function chaosPorts(): Pick<StackConfig, 'kafkaPort' | 'controllerPort' | 'registryPort' | 'postgresPort'> {
-  const text = process.env.OFFSETLAKE_CHAOS_PORTS ?? '26500';
+  // by default 2,592 below the shared stack's Kafka port (29092: 26500), so that a CI run
+  // beside this one, on ports of its own, moves these with its own
+  const text = process.env.OFFSETLAKE_CHAOS_PORTS ?? String(Number(process.env.OFFSETLAKE_KAFKA_PORT ?? 29092) - 2592);
   const base = Number(text);
   if (!Number.isInteger(base) || base < 1 || base > 65532) throw new Error(`OFFSETLAKE_CHAOS_PORTS must be a port number N (N to N+3 are used), got "${text}"`);
   return { kafkaPort: base, controllerPort: base + 1, registryPort: base + 2, postgresPort: base + 3 };

@@ -18,10 +18,12 @@ const { DATABASE_URL: _shared, ...inherited } = process.env;
 const env = {
   ...inherited,
   OFFSETLAKE_HOME: home,
-  OFFSETLAKE_KAFKA_PORT: '29192',
-  OFFSETLAKE_CONTROLLER_PORT: '29193',
-  OFFSETLAKE_REGISTRY_PORT: '29181',
-  OFFSETLAKE_POSTGRES_PORT: '29132',
+  // 100 above the shared stack's Kafka port (29092 by default): a CI run beside this one,
+  // on ports of its own, moves these with its own
+  ...(() => {
+    const base = Number(process.env.OFFSETLAKE_KAFKA_PORT ?? 29092) + 100;
+    return { OFFSETLAKE_KAFKA_PORT: String(base), OFFSETLAKE_CONTROLLER_PORT: String(base + 1), OFFSETLAKE_REGISTRY_PORT: String(base + 2), OFFSETLAKE_POSTGRES_PORT: String(base + 3) };
+  })(),
 };
 
 async function offsetlake(...args: string[]) {
@@ -58,7 +60,7 @@ describe('offsetlake stack', () => {
       ['registry', 'running'],
       ['postgres', 'running'],
     ]);
-    expect(first.environment.KAFKA_BROKERS).toBe('127.0.0.1:29192');
+    expect(first.environment.KAFKA_BROKERS).toBe(`127.0.0.1:${env.OFFSETLAKE_KAFKA_PORT}`);
     expect(first.catalogVersion).toBeGreaterThanOrEqual(1);
     const pids = first.services.map((s: { pid: number }) => s.pid);
     expect(pids.every((pid: number) => Number.isInteger(pid) && pid > 0)).toBe(true);

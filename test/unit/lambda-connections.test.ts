@@ -8,8 +8,8 @@ describe('functions/connections: the catalog and Kafka from the Lambda environme
     await expect(databaseUrl({ DATABASE_SECRET_ARN: 'arn:aws:secretsmanager:x' })).rejects.toThrow('DATABASE_SECRET_ARN + DATABASE_HOST');
   });
 
-  it('the logins the migration makes: none without READER_/WRITER_DATABASE_SECRET_ARN', async () => {
-    expect(await catalogLogins({})).toEqual({ reader: null, writer: null });
+  it('the logins the migration makes: none without READER_/WRITER_/DUCKLAKE_READER_DATABASE_SECRET_ARN', async () => {
+    expect(await catalogLogins({})).toEqual({ reader: null, writer: null, duckLake: null });
   });
 
   it('Kafka without auth, and clear errors for incomplete or unknown auth', async () => {
