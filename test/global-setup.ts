@@ -20,7 +20,10 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const { stackConfig } = await import('../src/stack/config.js');
   const { stackEnvironment, stackUp } = await import('../src/stack/index.js');
   const { poolerPort, startPooler } = await import('./helpers/pooler.js');
-  const config = stackConfig();
+  // Tests write records with fixed past timestamps (deterministic buckets); Kafka's time
+  // retention (7 days by default) would delete them at its next check, every 5 minutes,
+  // sometimes between a test's produce and its read. Retention tests delete records themselves.
+  const config = { ...stackConfig(), brokerSettings: { 'log.retention.ms': '-1' } };
   await stackUp(config, (line) => process.stderr.write(`[stack] ${line}\n`));
   const pooler = await startPooler(config.paths, process.env.DATABASE_URL ?? stackEnvironment(config).DATABASE_URL, poolerPort());
   project.provide('pooledDatabaseUrl', pooler.url);

@@ -32,6 +32,11 @@ export interface DataFile {
   expiredAt: Date | null;
   /** Whether the catalog has its granules (migration 7): then reads rebuild only what they cover. */
   hasGranules: boolean;
+  /**
+   * Live files of its range, this one included (one per time bucket): more than one, and
+   * they share its offsets, so a read of its records serves theirs too.
+   */
+  rangeFiles: number;
   columns: ColumnStatistics[];
 }
 
@@ -53,6 +58,7 @@ interface FileRow {
   created_at: Date;
   expired_at: Date | null;
   has_granules: boolean;
+  range_files: number;
   columns: { column_id: number; column_name: string; value_count: string; null_count: string; nan_count: string; min_value: string | null; max_value: string | null; min_value_utf8: string | null; max_value_utf8: string | null }[] | null;
 }
 
@@ -60,6 +66,8 @@ const selectFiles = `
   SELECT f.data_file_id, f.table_id, f.partition_id, f.start_offset, f.end_offset, f.time_bucket, f.record_count,
          f.file_size_bytes, f.footer, f.sha256, f.seal_reason, f.schema_version, f.encoder_version, f.source,
          f.created_at, f.expired_at, f.page_index IS NOT NULL AS has_granules,
+         (SELECT count(*)::int FROM offsetlake.data_file r
+           WHERE r.table_id = f.table_id AND r.partition_id = f.partition_id AND r.start_offset = f.start_offset AND r.expired_at IS NULL) AS range_files,
          (SELECT json_agg(json_build_object('column_id', s.column_id, 'column_name', c.column_name,
                    'value_count', s.value_count::text, 'null_count', s.null_count::text, 'nan_count', s.nan_count::text,
                    'min_value', s.min_value, 'max_value', s.max_value,
@@ -88,6 +96,7 @@ function toDataFile(row: FileRow): DataFile {
     createdAt: row.created_at,
     expiredAt: row.expired_at,
     hasGranules: row.has_granules,
+    rangeFiles: row.range_files,
     columns: (row.columns ?? []).map((c) => ({
       columnId: c.column_id,
       columnName: c.column_name,

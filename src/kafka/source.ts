@@ -9,6 +9,11 @@ export interface SourceReadOptions {
   fetchBytes?: number;
   /** The table's topic id (`TableRecord.topicId`): a topic created again under its name is refused, never read as the table's. */
   topicId?: { id: string; table: string };
+  /**
+   * Other reads will want these records soon (the other files of the range, the other
+   * columns of a granule): a source that holds records (src/reader/shared-reads.ts) keeps them.
+   */
+  keep?: boolean;
 }
 
 /** Committed records of a partition, as the indexer needs them. */

@@ -20,6 +20,11 @@ export class ByteBoundedCache<V extends { readonly byteLength: number } = Uint8A
     return { entries: this.entries.size, bytes: this.bytes };
   }
 
+  /** Whether the cache holds `key` (without making it the most recently used). */
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
   get(key: string): V | undefined {
     const value = this.entries.get(key);
     if (value) {

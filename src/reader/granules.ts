@@ -9,7 +9,7 @@ import type { DataFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { encodeColumns } from '../build/files.js';
-import type { CommittedSource } from '../kafka/source.js';
+import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import { fetchBytesForSpan } from '../kafka/fetch-size.js';
 import { bytesOfRange, fileLayout, leafCount, sha256OfRange, SHA256_BYTES, type EncodedFile, type FileLayout } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';
@@ -63,9 +63,9 @@ export function leavesOfColumns(schema: TableSchema, columns: readonly number[])
 }
 
 /** The granule's records (committed, in its span, in the file's bucket), as many as the catalog says. */
-export async function granuleRecords(source: CommittedSource, table: TableRecord, file: DataFile, granule: Granule): Promise<KafkaRecord[]> {
+export async function granuleRecords(source: CommittedSource, table: TableRecord, file: DataFile, granule: Granule, options: Pick<SourceReadOptions, 'keep'> = {}): Promise<KafkaRecord[]> {
   // Fetches sized to the span's bytes (the catalog knows them): the client decodes every record a Fetch brings.
-  const records = await fileRecords(source, table, file, granule, undefined, { fetchBytes: fetchBytesForSpan(granule.kafkaBytes, granule.startOffset, granule.endOffset) });
+  const records = await fileRecords(source, table, file, granule, undefined, { ...options, fetchBytes: fetchBytesForSpan(granule.kafkaBytes, granule.startOffset, granule.endOffset) });
   if (records.length !== granule.rowCount) {
     const error = new GranuleMismatchError(file.dataFileId, granule.rowGroup, null, `${records.length} records in offsets [${granule.startOffset}, ${granule.endOffset}), the catalog has ${granule.rowCount}`);
     throw await withCause(error, source, table.topic);

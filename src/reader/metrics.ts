@@ -10,7 +10,7 @@ export interface ReaderMetrics {
   /** Column chunks answered from the cache, and rebuilt. */
   chunkCacheHits: number;
   chunkCacheMisses: number;
-  /** Row-group rebuilds that took the granule's records from the cache instead of Kafka (a later column of it). */
+  /** Reads of records answered with nothing asked of Kafka: records held or being fetched for another read (a granule's other columns, another file of its range). */
   granuleRecordHits: number;
   /** Row groups or chunks whose rebuild did not match the catalog's checksum: never served. */
   chunkMismatches: number;

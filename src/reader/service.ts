@@ -18,13 +18,13 @@ import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from './rebuild.js';
 import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from './granules.js';
-import type { KafkaRecord } from '../kafka/record.js';
 import { fileLayout, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
 import { schemaVersion } from '../schema/versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { ByteBoundedCache } from './cache.js';
 import { newMetrics, type ReaderMetrics } from './metrics.js';
 import { countingSource, type ReadLog } from './source.js';
+import { HeldSpan, sharedReads, type SharedReads } from './shared-reads.js';
 import { publishReaderCounters } from '../catalog/reader-counters.js';
 import { ByteBudget, limitConcurrency } from '../common/limit.js';
 import { hostname } from 'node:os';
@@ -85,27 +85,20 @@ interface Granular {
   layout(): FileLayout | null;
 }
 
-/**
- * A granule's records, kept after a read that wanted some of its columns: engines ask
- * for a row group's column chunks one request at a time, and each later one then costs
- * no Kafka read. Counted at the records' bytes.
- */
-class CachedRecords {
-  constructor(readonly records: KafkaRecord[], readonly byteLength: number) {}
-}
-
 /** What the service remembers per file id at most (layouts and granules are small and never change). */
 const granularEntries = 2_000;
 
 export class ReaderService {
-  readonly cache: ByteBoundedCache<Uint8Array | CachedRecords>;
-  private readonly counters: Omit<ReaderMetrics, 'kafkaRecords' | 'kafkaBytes'> = newMetrics();
-  private readonly source: CommittedSource & { log: ReadLog };
+  readonly cache: ByteBoundedCache<Uint8Array | HeldSpan>;
+  private readonly counters: Omit<ReaderMetrics, 'kafkaRecords' | 'kafkaBytes' | 'granuleRecordHits'> = newMetrics();
+  /** What was asked of Kafka (below the sharing, so a shared read counts once). */
+  private readonly kafkaReads: ReadLog;
+  /** Kafka reads shared by every file of a range and every column of a granule. */
+  private readonly source: SharedReads;
   private readonly inFlight = new Map<string, Promise<Uint8Array>>();
   private readonly chunksInFlight = new Map<string, Promise<Map<number, Uint8Array>>>();
   private readonly granular = new Map<bigint, Promise<Granular | null>>();
   private readonly schemas = new Map<string, Promise<TableSchema>>();
-  private readonly recordsInFlight = new Map<string, Promise<KafkaRecord[]>>();
   /** What responses in flight hold (src/reader/file-response.ts takes and gives back). */
   readonly responseBytes: ByteBudget;
   /** How long a response waits for its share of `responseBytes` (ms). */
@@ -121,8 +114,10 @@ export class ReaderService {
   private publishing: Promise<void> | undefined;
 
   constructor(readonly catalog: Catalog, source: CommittedSource, options: ReaderServiceOptions = {}) {
-    this.cache = new ByteBoundedCache<Uint8Array | CachedRecords>(options.cacheBytes ?? defaultCacheBytes);
-    this.source = countingSource(source, { keepReads: false });
+    this.cache = new ByteBoundedCache<Uint8Array | HeldSpan>(options.cacheBytes ?? defaultCacheBytes);
+    const counted = countingSource(source, { keepReads: false });
+    this.kafkaReads = counted.log;
+    this.source = sharedReads(counted, this.cache);
     this.publishEveryMs = options.publishEveryMs ?? 10_000;
     this.responseBytes = new ByteBudget(options.responseBytes ?? Math.max(16 * 1024 * 1024, Math.floor(this.cache.maxBytes / 2)));
     this.responseWaitMs = options.responseWaitMs ?? defaultResponseWaitMs;
@@ -131,7 +126,7 @@ export class ReaderService {
 
   /** A snapshot of the counters, with what was read from Kafka. */
   get metrics(): ReaderMetrics {
-    return { ...this.counters, kafkaRecords: this.source.log.records, kafkaBytes: this.source.log.bytes };
+    return { ...this.counters, granuleRecordHits: this.source.heldReads, kafkaRecords: this.kafkaReads.records, kafkaBytes: this.kafkaReads.bytes };
   }
 
   /** Counts one event of the HTTP layer (requests, footer hits, expired, refused while busy, abandoned, cut off). */
@@ -326,8 +321,9 @@ export class ReaderService {
 
   /**
    * One granule rebuilt for the columns of `leaves` and verified, counted as a whole or
-   * partial granule rebuild. Its records come from the cache when a read of other columns
-   * of it kept them, else from Kafka (concurrent reads of one granule share one read).
+   * partial granule rebuild. Its records come from Kafka once for all who want them: a
+   * partial read keeps them for the granule's other columns, a file whose range has other
+   * files (other time buckets over the same offsets) for their reads (src/reader/shared-reads.ts).
    */
   private async verifiedGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<VerifiedGranule> {
     const layout = this.layoutOf(file, granular);
@@ -335,25 +331,8 @@ export class ReaderService {
     const partial = leaves.length < all;
     this.counters[partial ? 'partialGranuleRebuilds' : 'granuleRebuilds'] += 1;
     const granule = granular.granules.granules[rowGroup]!;
-    const recordsKey = `${ByteBoundedCache.key(file.dataFileId, file.sha256)}:${rowGroup}:records`;
     try {
-      let records: KafkaRecord[];
-      const kept = this.cache.get(recordsKey);
-      if (kept instanceof CachedRecords) {
-        this.counters.granuleRecordHits += 1;
-        records = kept.records;
-      } else {
-        let pending = this.recordsInFlight.get(recordsKey);
-        if (!pending) {
-          pending = this.readGranule(this.source, table, file, granule).finally(() => this.recordsInFlight.delete(recordsKey));
-          this.recordsInFlight.set(recordsKey, pending);
-        } else {
-          this.counters.granuleRecordHits += 1;
-        }
-        records = await pending;
-        // A read of some columns is often followed by one of the others (engines ask chunk by chunk).
-        if (partial) this.cache.set(recordsKey, new CachedRecords(records, granule.kafkaBytes));
-      }
+      const records = await this.readGranule(this.source, table, file, granule, { keep: partial || file.rangeFiles > 1 });
       return await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves);
     } catch (error) {
       if (error instanceof GranuleMismatchError) this.counters.chunkMismatches += 1;

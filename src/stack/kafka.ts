@@ -144,6 +144,7 @@ function writeConfig(config: StackConfig): { properties: string; log4j: string }
       'transaction.state.log.num.partitions=4',
       'auto.create.topics.enable=false',
       'group.initial.rebalance.delay.ms=0',
+      ...Object.entries(config.brokerSettings ?? {}).map(([key, value]) => `${key}=${value}`),
       '',
     ].join('\n'),
   );

@@ -23,6 +23,11 @@ export interface StackConfig {
   postgresPort: number;
   /** When set, Postgres is external and the stack starts none. */
   databaseUrl: string | undefined;
+  /**
+   * Broker settings written after the stack's own (server.properties keys): the test suite
+   * turns time retention off, since its records carry fixed past timestamps.
+   */
+  brokerSettings?: Readonly<Record<string, string>>;
 }
 
 export interface ServiceStatus {

@@ -7,7 +7,7 @@
  * catalog's; expected granule spans: pyarrow's reading of each row group's offsets.
  */
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,7 +67,7 @@ async function registryValues(format: RegistryFormat, topic: string): Promise<Ca
  * the range has two files and each file's offsets hold records of the other one), keys,
  * repeated headers, a null value now and then.
  */
-async function indexedTable(c: Case): Promise<{ table: TableRecord; files: DataFile[] }> {
+async function indexedTable(c: Case): Promise<{ table: TableRecord; files: DataFile[]; records: RecordToProduce[] }> {
   const topic = await newTopic(engine, 1, `granules-${c.label}`);
   const values = c.format === 'json' || c.format === 'raw' ? c.values : await registryValues(c.format as RegistryFormat, topic);
   const rnd = seededRandom(c.label.length * 104_729);
@@ -85,7 +85,13 @@ async function indexedTable(c: Case): Promise<{ table: TableRecord; files: DataF
   await indexer.advance();
   await indexer.flush();
   await indexer.release();
-  return { table, files: await listFiles(engine.catalog, table.tableId) };
+  return { table, files: await listFiles(engine.catalog, table.tableId), records };
+}
+
+/** Key, value and header bytes of what was produced, as Kafka stores them (UTF-8 for text). */
+function producedBytes(records: readonly RecordToProduce[]): number {
+  const size = (part: Buffer | string | null | undefined) => (part === null || part === undefined ? 0 : Buffer.byteLength(part));
+  return records.reduce((sum, r) => sum + size(r.key) + size(r.value) + (r.headers ?? []).reduce((h, [name, value]) => h + size(name) + size(value), 0), 0);
 }
 
 const jsonValue = (i: number, rnd: () => number) => (i === 17 ? 'not json' : JSON.stringify({ i, s: 'é'.repeat(Math.floor(rnd() * 60)), nested: { list: [i, i * 2] } }));
@@ -200,6 +206,30 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
       expect(got.equals(whole.subarray(chunk.start, chunk.end)), chunk.path).toBe(true);
     }
     expect(service.metrics).toMatchObject({ partialGranuleRebuilds: group.chunks.length, granuleRecordHits: group.chunks.length - 1, kafkaBytes: granules[1]!.kafkaBytes });
+  }, 120_000);
+
+  it('the files of one range (two time buckets over the same offsets) are served from one Kafka read: reading every file whole fetches each record once', async () => {
+    const { table, files, records } = await indexedTable({ label: 'sharedspan', format: 'json', settings: {}, values: jsonValue });
+    expect(files.length).toBe(2);
+    expect(files.map((f) => [f.startOffset, f.endOffset, f.rangeFiles])).toEqual([[files[0]!.startOffset, files[0]!.endOffset, 2], [files[0]!.startOffset, files[0]!.endOffset, 2]]);
+    const produced = producedBytes(records);
+    const readAll = async (service: ReaderService, together: boolean) => {
+      const one = async (file: DataFile) => {
+        const bytes = Buffer.from(await bodyBytes(service.range(table, file, 0, Number(file.fileSizeBytes))));
+        expect(createHash('sha256').update(bytes).digest().equals(file.sha256), `file ${file.dataFileId}`).toBe(true);
+      };
+      if (together) await Promise.all(files.map(one));
+      else for (const file of files) await one(file);
+    };
+    for (const together of [false, true]) {
+      const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 16 * 1024 * 1024 });
+      await readAll(service, together);
+      expect(service.metrics.kafkaBytes, together ? 'read at once' : 'read one after the other').toBe(produced);
+    }
+    // Without room to hold the records, each file's read fetches the range's offsets again.
+    const small = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 0 });
+    await readAll(small, false);
+    expect(small.metrics.kafkaBytes).toBe(2 * produced);
   }, 120_000);
 
   it('a file indexed before granules existed is served whole once, then gets the same granules indexing would have given it', async () => {
