@@ -33,7 +33,8 @@ async function bundledEntry() {
     const esbuild = await import('esbuild');
     const name = `build-${Date.now()}-${process.pid}`;
     await esbuild.build({
-      entryPoints: [join(root, 'src', 'cli', 'main.ts')],
+      // the build workers' module (src/build/pool.ts) beside the CLI's
+      entryPoints: { main: join(root, 'src', 'cli', 'main.ts'), 'build-worker': join(root, 'src', 'build', 'worker.ts') },
       bundle: true,
       splitting: true, // commands load what they need (DuckDB, the CDK app) only when they run
       platform: 'node',

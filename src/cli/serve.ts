@@ -4,6 +4,7 @@ import { kafkaSource } from '../kafka/source.js';
 import { readerHandler } from '../reader/http.js';
 import { defaultWriteTimeoutMs, readerServer } from '../reader/node-server.js';
 import { defaultCacheBytes, defaultResponseWaitMs, ReaderService } from '../reader/service.js';
+import { defaultBuildThreads } from '../build/pool.js';
 import { formatBytes, formatDuration, parseBytes, parseDuration } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
@@ -11,7 +12,7 @@ import { parseCommandArgs, secretValue } from './args.js';
 import { bucketProblem, type S3FaceOptions } from '../reader/s3.js';
 import { defaultS3Region } from '../reader/sigv4.js';
 
-export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--write-timeout 30s] [--queue-timeout 10s] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake] [--s3-region us-east-1]`;
+export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--build-threads N] [--write-timeout 30s] [--queue-timeout 10s] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake] [--s3-region us-east-1]`;
 
 export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('serve', args, {
@@ -22,6 +23,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     token: { type: 'string' },
     'no-auth': { type: 'boolean' },
     cache: { type: 'string' },
+    'build-threads': { type: 'string' },
     'write-timeout': { type: 'string' },
     'queue-timeout': { type: 'string' },
     's3-access-key-id': { type: 'string' },
@@ -35,12 +37,16 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (values['no-auth'] && values.token) throw new UsageError('--token and --no-auth contradict each other: give one');
   if (!values['no-auth'] && !token) throw new UsageError('serve needs a bearer token (--token or OFFSETLAKE_TOKEN); for local use only, --no-auth turns authentication off');
   const cacheBytes = values.cache ? parseBytes('--cache', values.cache) : defaultCacheBytes;
+  const buildThreads = values['build-threads'] === undefined ? defaultBuildThreads : Number(values['build-threads']);
+  if (!Number.isInteger(buildThreads) || buildThreads < 0 || buildThreads > 256) {
+    throw new UsageError(`--build-threads must be a whole number from 0 (build on the serving thread) to 256, got "${values['build-threads']}"`);
+  }
   const writeTimeoutMs = values['write-timeout'] ? parseDuration('--write-timeout', values['write-timeout']) : defaultWriteTimeoutMs;
   const responseWaitMs = values['queue-timeout'] ? parseDuration('--queue-timeout', values['queue-timeout']) : defaultResponseWaitMs;
   const host = values.host ?? '127.0.0.1';
   const s3 = s3Face(values, Boolean(values['no-auth']));
   await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
-    const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes, responseWaitMs });
+    const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes, responseWaitMs, buildThreads });
     const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}) }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
     server.listen(port, host);
     try {
@@ -54,7 +60,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     }
     const address = server.address();
     const bound = typeof address === 'object' && address ? address.port : port;
-    progress(`serving http://${host}:${bound}/tables (cache ${formatBytes(cacheBytes)}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
+    progress(`serving http://${host}:${bound}/tables (cache ${formatBytes(cacheBytes)}, ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
       (s3 ? `, and S3 at endpoint http://${host}:${bound} bucket ${s3.bucket}${s3.region === defaultS3Region ? '' : ` region ${s3.region}`} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
     const stop = new AbortController();
     const onSignal = () => stop.abort();

@@ -25,6 +25,7 @@ import { ByteBoundedCache } from './cache.js';
 import { newMetrics, type ReaderMetrics } from './metrics.js';
 import { countingSource, type ReadLog } from './source.js';
 import { HeldSpan, sharedReads, type SharedReads } from './shared-reads.js';
+import { BuildPool } from '../build/pool.js';
 import { publishReaderCounters } from '../catalog/reader-counters.js';
 import { ByteBudget, limitConcurrency } from '../common/limit.js';
 import { hostname } from 'node:os';
@@ -34,9 +35,9 @@ export interface ReaderServiceOptions {
   /** Budget of the cache of rebuilt chunks (and whole files without granules). Default 512 MiB. */
   cacheBytes?: number;
   /**
-   * Row groups read from Kafka at once (default 2). Each holds its records until it is
-   * encoded, so this bounds the rebuilds' part of memory; encoding is synchronous on one
-   * thread anyway, so more at once would only pile records up.
+   * Row groups read from Kafka at once (default: one more than the build threads, at
+   * least 2). Each holds its records until it is encoded, so this bounds the rebuilds'
+   * part of memory; more than the builds can take at once would only pile records up.
    */
   kafkaReadsAtOnce?: number;
   /**
@@ -52,6 +53,11 @@ export interface ReaderServiceOptions {
   responseWaitMs?: number;
   /** How often, at most, the counters are written to the catalog for `status` (ms; 0: never). Default 10 s. */
   publishEveryMs?: number;
+  /**
+   * Worker threads that build granules (src/build/pool.ts): 0 or unset builds on this
+   * thread (a Lambda reader, whose concurrency is its parallelism); `serve` gives one per core.
+   */
+  buildThreads?: number;
 }
 
 export interface IndexMetrics {
@@ -105,6 +111,8 @@ export class ReaderService {
   readonly responseWaitMs: number;
   /** A granule's Kafka read, at most `kafkaReadsAtOnce` at a time (it waits for nothing else limited: no deadlock). */
   private readonly readGranule: typeof granuleRecords;
+  /** Granule builds on worker threads, when the service was given some. */
+  private readonly builds: BuildPool | undefined;
 
   /** Names this reader's row of counters in the catalog. */
   readonly readerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -121,7 +129,13 @@ export class ReaderService {
     this.publishEveryMs = options.publishEveryMs ?? 10_000;
     this.responseBytes = new ByteBudget(options.responseBytes ?? Math.max(16 * 1024 * 1024, Math.floor(this.cache.maxBytes / 2)));
     this.responseWaitMs = options.responseWaitMs ?? defaultResponseWaitMs;
-    this.readGranule = limitConcurrency(options.kafkaReadsAtOnce ?? 2, granuleRecords);
+    this.readGranule = limitConcurrency(options.kafkaReadsAtOnce ?? Math.max(2, (options.buildThreads ?? 0) + 1), granuleRecords);
+    this.builds = options.buildThreads ? new BuildPool(options.buildThreads) : undefined;
+  }
+
+  /** Stops the build workers (they also let the process end by themselves when idle). */
+  close(): Promise<void> {
+    return this.builds?.close() ?? Promise.resolve();
   }
 
   /** A snapshot of the counters, with what was read from Kafka. */
@@ -325,7 +339,7 @@ export class ReaderService {
    * partial read keeps them for the granule's other columns, a file whose range has other
    * files (other time buckets over the same offsets) for their reads (src/reader/shared-reads.ts).
    */
-  private async verifiedGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<VerifiedGranule> {
+  private async verifiedGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[], wantFile = false): Promise<VerifiedGranule> {
     const layout = this.layoutOf(file, granular);
     const all = layout.rowGroups[rowGroup]!.chunks.length;
     const partial = leaves.length < all;
@@ -333,7 +347,7 @@ export class ReaderService {
     const granule = granular.granules.granules[rowGroup]!;
     try {
       const records = await this.readGranule(this.source, table, file, granule, { keep: partial || file.rangeFiles > 1 });
-      return await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves);
+      return await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves, { wantFile, ...(this.builds ? { build: this.builds.chunks } : {}) });
     } catch (error) {
       if (error instanceof GranuleMismatchError) this.counters.chunkMismatches += 1;
       throw error;
@@ -368,8 +382,8 @@ export class ReaderService {
     const wrong = columns.find((c) => !Number.isInteger(c) || c < 0 || c >= known);
     if (wrong !== undefined) throw new RangeError(`file ${file.dataFileId} has columns 0 to ${known - 1}, not ${wrong}`);
     if (columns.length === 0) throw new RangeError(`a granule file needs at least one column (file ${file.dataFileId}, row group ${rowGroup})`);
-    const built = await this.verifiedGranule(table, file, granular, rowGroup, leavesOfColumns(granular.schema, columns));
-    return built.file.bytes;
+    const built = await this.verifiedGranule(table, file, granular, rowGroup, leavesOfColumns(granular.schema, columns), true);
+    return built.fileBytes!;
   }
 
   /** The file's whole bytes: from the cache, or rebuilt from Kafka and verified. */

@@ -1,0 +1,123 @@
+/**
+ * Builds on every core: a pool of worker threads that run `checkedChunks` (a granule's
+ * chunks encoded and checked) beside the thread that serves, so that a reader with two
+ * cores rebuilds two granules at once. The bytes are the same on any thread (the encoder
+ * is a pure function of its input; a unit test builds on both and compares). Workers start
+ * on first use and hold the process open only while they have work.
+ */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { ChunkJob, ChunkResult } from './granule-chunks.js';
+import { packedBuffers, packRecords, type PackedRecords } from './record-transfer.js';
+import type { TableSchema } from '../schema/table-schema.js';
+
+/** What the pool posts: the job without its records and schema, which travel apart. */
+export interface WorkerJob {
+  id: number;
+  chunk: Omit<ChunkJob, 'records' | 'schema'>;
+  records: PackedRecords;
+  schemaKey: string;
+  /** Sent the first time a worker gets a job of this schema. */
+  schema?: TableSchema;
+}
+
+export type WorkerAnswer =
+  | { id: number; chunks: [number, Uint8Array][]; fileBytes?: Uint8Array }
+  | { id: number; mismatch: { column: string | null; detail: string } }
+  | { id: number; error: { name: string; message: string; stack: string } };
+
+interface PoolWorker {
+  worker: Worker;
+  jobs: Map<number, { resolve: (result: ChunkResult) => void; reject: (error: Error) => void }>;
+  schemas: Set<string>;
+}
+
+/** Threads a build pool uses unless told: one per core the process may use. */
+export const defaultBuildThreads = availableParallelism();
+
+/** The worker's module: the bundle's when running bundled (bin/offsetlake.js), else the source through tsx. */
+function workerModule(): { url: URL; execArgv?: string[] } {
+  if (!import.meta.url.endsWith('.ts')) return { url: new URL('./build-worker.js', import.meta.url) };
+  const hasTsx = process.execArgv.some((arg, i) => arg.includes('tsx') && (process.execArgv[i - 1] === '--import' || arg.startsWith('--import')));
+  return { url: new URL('./worker.ts', import.meta.url), execArgv: hasTsx ? process.execArgv : [...process.execArgv, '--import', 'tsx'] };
+}
+
+export class BuildPool {
+  private readonly workers: PoolWorker[] = [];
+  private nextId = 0;
+  private closed = false;
+
+  constructor(readonly threads: number = defaultBuildThreads) {
+    if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`a build pool needs at least one thread, got ${threads}`);
+  }
+
+  /** `checkedChunks` of `job` on the least busy worker. */
+  readonly chunks = (job: ChunkJob): Promise<ChunkResult> => {
+    if (this.closed) return Promise.reject(new Error('the build pool was closed'));
+    const target = this.leastBusy();
+    const id = this.nextId++;
+    const schemaKey = schemaKeyOf(job.schema);
+    const records = packRecords(job.records);
+    const { records: _records, schema, ...chunk } = job;
+    const message: WorkerJob = { id, chunk, records, schemaKey, ...(target.schemas.has(schemaKey) ? {} : { schema }) };
+    target.schemas.add(schemaKey);
+    return new Promise<ChunkResult>((resolve, reject) => {
+      target.jobs.set(id, { resolve, reject });
+      target.worker.ref();
+      target.worker.postMessage(message, packedBuffers(records));
+    });
+  };
+
+  /** Stops the workers; jobs still running fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.workers.splice(0).map((w) => w.worker.terminate()));
+  }
+
+  private leastBusy(): PoolWorker {
+    if (this.workers.length < this.threads) {
+      const idle = this.workers.find((w) => w.jobs.size === 0);
+      if (idle) return idle;
+      return this.start();
+    }
+    return this.workers.reduce((a, b) => (b.jobs.size < a.jobs.size ? b : a));
+  }
+
+  private start(): PoolWorker {
+    const { url, execArgv } = workerModule();
+    const worker = new Worker(url, execArgv ? { execArgv } : {});
+    const entry: PoolWorker = { worker, jobs: new Map(), schemas: new Set() };
+    worker.unref();
+    worker.on('message', (answer: WorkerAnswer) => {
+      const job = entry.jobs.get(answer.id);
+      if (!job) return;
+      entry.jobs.delete(answer.id);
+      if (entry.jobs.size === 0) worker.unref();
+      if ('error' in answer) job.reject(Object.assign(new Error(answer.error.message), { name: answer.error.name, stack: answer.error.stack }));
+      else if ('mismatch' in answer) job.resolve({ mismatch: answer.mismatch });
+      else job.resolve({ chunks: new Map(answer.chunks), ...(answer.fileBytes ? { fileBytes: answer.fileBytes } : {}) });
+    });
+    const fail = (error: Error): void => {
+      const at = this.workers.indexOf(entry);
+      if (at >= 0) this.workers.splice(at, 1);
+      for (const job of entry.jobs.values()) job.reject(error);
+      entry.jobs.clear();
+    };
+    worker.on('error', (error) => fail(new Error(`a build worker failed: ${error.message}`, { cause: error })));
+    worker.on('exit', (code) => fail(new Error(`a build worker stopped (exit code ${code}) with builds in hand; they are not served`)));
+    this.workers.push(entry);
+    return entry;
+  }
+}
+
+/** A schema object's key for the workers' cache (the reader keeps one object per table-schema version, and a version never changes). */
+const keys = new WeakMap<TableSchema, string>();
+let schemaCount = 0;
+function schemaKeyOf(schema: TableSchema): string {
+  let key = keys.get(schema);
+  if (!key) {
+    key = `schema-${schemaCount++}`;
+    keys.set(schema, key);
+  }
+  return key;
+}
