@@ -11,7 +11,7 @@ import type { TableRecord } from '../catalog/tables.js';
 import { compressionOf } from '../catalog/settings.js';
 import {
   buildDataFile, bytesOfRange, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError,
-  type Column, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions,
+  type Column, type ColumnArrayOptions, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
@@ -66,18 +66,23 @@ const recordColumns = new Set(['_partition', '_offset', '_timestamp', '_key', '_
  * this file are the chunks of that row group in the whole file, byte for byte. Only the
  * work the chosen columns depend on is done: normalizing is per column, so a json or raw
  * table normalizes the chosen columns alone, and checks its values as JSON only when
- * `_value` or `_error` is chosen; a registry table decodes nothing when only record
+ * `_value` or `_error` is chosen and the caller does not know them all to be JSON (a
+ * rebuild of a file without error rows, `valuesAreJson`); a registry table decodes nothing when only record
  * columns are chosen, and otherwise decodes and normalizes every column (a row that one
  * column refuses becomes an error row in all of them), then encodes the chosen ones.
  */
-export function encodeColumns(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string, columns: readonly number[]): EncodedFile {
+export function encodeColumns(
+  table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string, columns: readonly number[],
+  options: Pick<ColumnArrayOptions, 'valuesAreJson'> = {},
+): EncodedFile {
   const chosen = columns.map((c) => schema.columns[c]!);
+  const only = new Set(chosen.map((column) => column.name));
   let picked: PreparedData;
   if (chosen.every((column) => recordColumns.has(column.name))) {
     // 'raw': the same record columns as every format, without the JSON check of values.
-    picked = prepare(chosen, kafkaColumnArrays(partition, records, 'raw'));
+    picked = prepare(chosen, kafkaColumnArrays(partition, records, 'raw', { only }));
   } else if (!isRegistryFormat(table.format)) {
-    picked = prepare(chosen, kafkaColumnArrays(partition, records, table.format));
+    picked = prepare(chosen, kafkaColumnArrays(partition, records, table.format, { only, ...options }));
   } else {
     const rows = fileRows(table, schema, partition, records);
     picked = new PreparedData(columns.map((c) => rows.columns[c]!), columns.map((c) => rows.arrays[c]!), rows.rowCount);

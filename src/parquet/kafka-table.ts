@@ -50,43 +50,46 @@ export function kafkaTableColumns(format: TableFormat): Column[] {
   return [...kafkaColumns, { name: '_value', type: { kind: 'binary' }, nullable: true }, { name: '_error', type: { kind: 'string' }, nullable: true }];
 }
 
+/** What a rebuild of some columns may leave out (src/build/files.ts, encodeColumns). */
+export interface ColumnArrayOptions {
+  /** Only these columns are wanted: the others' arrays are not made (a header object per record is not free). */
+  only?: ReadonlySet<string>;
+  /**
+   * Every value is known to be JSON (the file being rebuilt has no error row, and its
+   * chunks are checked against their sha256 after): `_value` takes them unchecked.
+   */
+  valuesAreJson?: boolean;
+}
+
 /**
  * Column arrays for `kafkaTableColumns(format)` from one partition's records. A null
  * value (a tombstone) is not an error: `_value` and `_error` are both null.
  */
-export function kafkaColumnArrays(partition: number, records: readonly KafkaRecord[], format: TableFormat): ColumnArrays {
+export function kafkaColumnArrays(partition: number, records: readonly KafkaRecord[], format: TableFormat, options: ColumnArrayOptions = {}): ColumnArrays {
   const n = records.length;
-  const partitions = new Array<number>(n).fill(partition);
-  const offsets = new Array<bigint>(n);
-  const timestamps = new Array<number>(n);
-  const keys = new Array<Uint8Array | null>(n);
-  const headers = new Array<{ key: string; value: Uint8Array | null }[]>(n);
-  const values = new Array<Uint8Array | null>(n);
-  const errors = format === 'json' ? new Array<string | null>(n) : undefined;
-  for (let i = 0; i < n; i++) {
-    const r = records[i]!;
-    offsets[i] = r.offset;
-    timestamps[i] = r.timestamp;
-    keys[i] = r.key;
-    headers[i] = r.headers.map(([key, value]) => ({ key, value }));
-    if (!errors || r.value === null) {
-      values[i] = r.value;
-      if (errors) errors[i] = null;
-    } else {
-      const error = jsonValueError(r.value);
-      values[i] = error === null ? r.value : null;
-      errors[i] = error;
-    }
+  const wants = (name: string) => options.only === undefined || options.only.has(name);
+  const arrays: Record<string, unknown[]> = {};
+  if (wants('_partition')) arrays._partition = new Array<number>(n).fill(partition);
+  if (wants('_offset')) arrays._offset = records.map((r) => r.offset);
+  if (wants('_timestamp')) arrays._timestamp = records.map((r) => r.timestamp);
+  if (wants('_key')) arrays._key = records.map((r) => r.key);
+  if (wants('_headers')) arrays._headers = records.map((r) => r.headers.map(([key, value]) => ({ key, value })));
+  const checked = format === 'json' && !options.valuesAreJson;
+  if (!checked) {
+    if (wants('_value')) arrays._value = records.map((r) => r.value);
+    if (format === 'json' && wants('_error')) arrays._error = new Array<string | null>(n).fill(null);
+    return arrays;
   }
-  const arrays: Record<string, unknown[]> = {
-    _partition: partitions,
-    _offset: offsets,
-    _timestamp: timestamps,
-    _key: keys,
-    _headers: headers,
-    _value: values,
-  };
-  if (errors) arrays._error = errors;
+  if (!wants('_value') && !wants('_error')) return arrays;
+  const values = new Array<Uint8Array | null>(n);
+  const errors = new Array<string | null>(n);
+  for (let i = 0; i < n; i++) {
+    const value = records[i]!.value;
+    const error = value === null ? null : jsonValueError(value);
+    values[i] = error === null ? value : null;
+    errors[i] = error;
+  }
+  if (wants('_value')) arrays._value = values;
+  if (wants('_error')) arrays._error = errors;
   return arrays;
 }
-

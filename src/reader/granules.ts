@@ -64,6 +64,13 @@ export function expectedChunks(layout: FileLayout, granule: Granule, leaves: rea
   }));
 }
 
+/** Whether the catalog's statistics say no row of the file is an error row (`_error` null in every row). */
+function hasNoErrorRows(file: DataFile, schema: TableSchema): boolean {
+  const errorColumn = schema.leafIds._error;
+  const stats = file.columns.find((column) => column.columnId === errorColumn);
+  return stats !== undefined && stats.nullCount === file.recordCount;
+}
+
 /** Builds chunks, on this thread or another: `checkedChunks` or a build pool's run of it. */
 export type ChunkBuilder = (job: ChunkJob) => ChunkResult | Promise<ChunkResult>;
 
@@ -75,7 +82,10 @@ export async function chunksOf(
   source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, records: readonly KafkaRecord[], leaves: readonly number[],
   options: { build?: ChunkBuilder; wantFile?: boolean } = {},
 ): Promise<VerifiedGranule> {
-  const job: ChunkJob = { table, schema, partition: file.partition, encoderVersion: file.encoderVersion, records, expected: expectedChunks(layout, granule, leaves), wantFile: options.wantFile ?? false };
+  const job: ChunkJob = {
+    table, schema, partition: file.partition, encoderVersion: file.encoderVersion, records, expected: expectedChunks(layout, granule, leaves),
+    wantFile: options.wantFile ?? false, valuesAreJson: table.format === 'json' && hasNoErrorRows(file, schema),
+  };
   const result = await (options.build ?? checkedChunks)(job);
   if ('mismatch' in result) {
     throw await withCause(new GranuleMismatchError(file.dataFileId, granule.rowGroup, result.mismatch.column, result.mismatch.detail), source, table.topic);

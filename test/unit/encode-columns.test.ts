@@ -28,7 +28,7 @@ function layoutOf(footer: Uint8Array, size: number): FileLayout {
 }
 
 /** Every single column, and some columns together, encoded alone: each chunk equals the whole file's. */
-function expectSameChunks(format: TableFormat, schema: TableSchema, records: KafkaRecord[]): void {
+function expectSameChunks(format: TableFormat, schema: TableSchema, records: KafkaRecord[], options: { valuesAreJson?: boolean } = {}): void {
   const whole = encodeFile(table(format), schema, 3, records, encoderVersion);
   const wholeLayout = layoutOf(whole.footer, whole.byteLength);
   expect(wholeLayout.rowGroups).toHaveLength(1);
@@ -36,7 +36,7 @@ function expectSameChunks(format: TableFormat, schema: TableSchema, records: Kaf
   const n = schema.columns.length;
   const sets = [...schema.columns.map((_, c) => [c]), [1, n - 1], [0, 1, 2], [...schema.columns.keys()]];
   for (const columns of sets) {
-    const built = encodeColumns(table(format), schema, 3, records, encoderVersion, columns);
+    const built = encodeColumns(table(format), schema, 3, records, encoderVersion, columns, options);
     const chunks = layoutOf(built.footer, built.byteLength).rowGroups[0]!.chunks;
     let at = 0;
     for (const c of columns) {
@@ -64,6 +64,11 @@ describe('encodeColumns: the chunks of a granule read are the whole file’s', (
 
   it('raw', () => {
     expectSameChunks('raw', initialSchema('raw'), [record(0, 'x'), record(1, null), record(2, Buffer.from([0, 255]))]);
+  });
+
+  it('json: a file without error rows rebuilt without the JSON check (valuesAreJson) gives the same chunks', () => {
+    const records = [record(0, '{"a":1}'), record(1, null), record(2, '[1,2,{"b":"\u00e9"}]', { headers: [['h', null]] }), record(3, '"text"'), record(4, '-0.5e3')];
+    expectSameChunks('json', initialSchema('json'), records, { valuesAreJson: true });
   });
 
   it('avro: with a value that does not decode (an error row), asked alone or with the record columns', () => {
