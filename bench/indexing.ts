@@ -7,7 +7,7 @@
  *
  * Two passes over the same topic, each into a table of its own:
  *   engine   PartitionIndexer.advance: committed read → seal → build → commit
- *   run      the local runner: emulator (a read, MSK event) → handler (a committed read) → …
+ *   run      the local runner: emulator (a notice: records up to the LSO) → handler (the committed read) → …
  * Needs the local stack (`npx offsetlake stack up`). BENCH_PROFILE=1 prints where each pass's CPU goes.
  */
 import { performance } from 'node:perf_hooks';

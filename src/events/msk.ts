@@ -145,7 +145,7 @@ export function parseKafkaEvent(event: unknown): PartitionBatch[] {
   return batches;
 }
 
-/** The MSK event for records of one or more partitions: what the local event source emulator delivers. */
+/** The MSK event for records of one or more partitions, as an event source mapping would deliver them (tests, the chaos harness's MSK handler, bench/msk-second-read.ts; `run` delivers no events since issue 27). */
 export function toKafkaEvent(batches: { topic: string; partition: number; records: readonly KafkaRecord[] }[], bootstrapServers: string): MskEvent {
   const records: Record<string, MskRecord[]> = {};
   for (const batch of batches) {

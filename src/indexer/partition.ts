@@ -11,7 +11,8 @@ import { IndexesChangedError } from '../catalog/indexes.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, setWaitingReason, type Lease } from '../catalog/leases.js';
 import { tableTopic, type TableRecord } from '../catalog/tables.js';
 import type { RangeBuilder } from '../build/files.js';
-import type { CommittedSource } from '../kafka/source.js';
+import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
+import type { ReadLimit } from '../kafka/read.js';
 import { OffsetOutOfRangeError, TopicRecreatedError } from '../kafka/errors.js';
 import { recreatedTopicProblem } from '../catalog/topic-identity.js';
 import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
@@ -36,8 +37,18 @@ export class LeaseHeldError extends Error {
   }
 }
 
+/** How far one `advance` reads, besides its end. */
+export interface AdvanceOptions {
+  /** An event's records of the span: they only size the Fetches (src/kafka/fetch-size.ts); what is indexed always comes from the committed read. */
+  expected?: readonly KafkaRecord[];
+  /** Stop after the Fetch that brings this many records or bytes (the local runner's deliveries: one event's worth). */
+  stopAfter?: ReadLimit;
+}
+
 export interface AdvanceResult {
   committed: SealedRange[];
+  /** Committed records this call read from Kafka (and their key + value + header bytes). */
+  read: { records: number; bytes: number };
   /** Where the partition's indexed range now ends. */
   indexedEnd: bigint;
   /** The reader's position: everything below it is committed or held in the open range. */
@@ -103,15 +114,16 @@ export class PartitionIndexer {
   }
 
   /**
-   * Reads the partition's committed records up to `until` (capped at the LSO), seals and
-   * commits what is due. `expected`, an event's records of the span, only sizes the
-   * Fetches (src/kafka/fetch-size.ts): what is indexed always comes from the committed read.
+   * Reads the partition's committed records from its position up to `until` (capped at
+   * the LSO; under `stopAfter`, to the end of the Fetch that reaches it), seals and
+   * commits what is due.
    */
-  advance(until?: bigint, expected?: readonly KafkaRecord[]): Promise<AdvanceResult> {
-    return this.exclusive(() => this.advanceNow(until, expected));
+  advance(until?: bigint, options: AdvanceOptions = {}): Promise<AdvanceResult> {
+    return this.exclusive(() => this.advanceNow(until, options, { records: 0, bytes: 0 }));
   }
 
-  private async advanceNow(until?: bigint, expected?: readonly KafkaRecord[]): Promise<AdvanceResult> {
+  private async advanceNow(until: bigint | undefined, options: AdvanceOptions, read: AdvanceResult['read']): Promise<AdvanceResult> {
+    const { expected, stopAfter } = options;
     let sealer = await this.takeLease();
     // Given an end, the read needs no LSO look-up first (a Metadata and a ListOffsets
     // request): each Fetch reports the LSO, and the committed read stops there.
@@ -120,8 +132,15 @@ export class PartitionIndexer {
     try {
       if (this.pending.length > 0) committed.push(...(await this.commit([])));
       if (sealer.position < target) {
-        const options = { ...(expected ? { fetchBytes: fetchBytesFor(expected, sealer.position, target) } : {}), ...tableTopic(this.table) };
-        for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target, options)) {
+        const readOptions: SourceReadOptions = {
+          ...(expected ? { fetchBytes: fetchBytesFor(expected, sealer.position, target) } : {}),
+          ...(stopAfter ? { stopAfter } : {}),
+          ...tableTopic(this.table),
+        };
+        for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target, readOptions)) {
+          read.records += batch.records.length;
+          if (batch.bytes !== undefined) read.bytes += batch.bytes;
+          else for (const record of batch.records) read.bytes += recordBytes(record);
           const sealed = sealer.push(batch.records, batch.nextOffset, this.deps.clock());
           if (sealed.length > 0) committed.push(...(await this.commit(sealed)));
         }
@@ -141,7 +160,7 @@ export class PartitionIndexer {
         // Kafka deleted offsets nobody indexed: record them as lost and go on from its
         // earliest offset. What memory held below it can no longer be rebuilt: dropped.
         sealer = await this.skipLostOffsets(error.earliest);
-        return this.advanceNow(until, expected);
+        return this.advanceNow(until, options, read);
       }
       // Beyond the end: the log ends below this partition's position (truncated, or the
       // event is of an older incarnation of the topic). Nothing to read, as when the LSO
@@ -149,7 +168,7 @@ export class PartitionIndexer {
     }
     const due = sealer.tick(this.deps.clock());
     if (due) committed.push(...(await this.commit([due])));
-    return { committed, indexedEnd: this.lease!.indexedEnd, position: sealer.position };
+    return { committed, read, indexedEnd: this.lease!.indexedEnd, position: sealer.position };
   }
 
   private async skipLostOffsets(earliest: bigint): Promise<RangeSealer> {

@@ -49,18 +49,38 @@ export interface ReadOptions {
   signal?: AbortSignal;
   /** The topic id the read must find (a table's, with the table's name): another one is a TopicRecreatedError. Default: the first fetch's. */
   topicId?: { id: string; table: string };
+  /**
+   * End the read (`end` = 'limit') after the Fetch whose committed records bring the read
+   * to this many records or bytes (key + value + headers), whichever comes first. The read
+   * then ends where that Fetch's batches end, so a next read from `position` fetches none
+   * of them again; no Fetch is sent past it (no prefetch), and no Fetch asks for much
+   * more than the bytes left (or the records left, at the mean size read so far). Bytes
+   * asked are Kafka's (compressed, framed); the limit counts decoded record bytes.
+   */
+  stopAfter?: ReadLimit;
+}
+
+export interface ReadLimit {
+  records?: number;
+  bytes?: number;
 }
 
 export interface CommittedBatch extends CommittedSlice {
   /** Offset this fetch started from. */
   fromOffset: bigint;
+  /**
+   * Bytes of the record batches this Fetch brought and decoded, as Kafka stores them (each
+   * batch's length + its 12-byte offset and length fields), also those outside the read's
+   * span and aborted ones: summed over a read, what it fetched, to compare with the log's size.
+   */
+  fetchedBytes: number;
   /** The partition's bounds as this fetch saw them. */
   lastStableOffset: bigint;
   highWatermark: bigint;
   logStartOffset: bigint;
 }
 
-export type ReadEnd = 'until' | 'lso';
+export type ReadEnd = 'until' | 'lso' | 'limit';
 
 /** Bytes a Fetch asks for unless told otherwise (see ReadOptions.maxBytes). */
 export const defaultMaxBytes = 4 * 1024 * 1024;
@@ -124,7 +144,12 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
   #pending: Promise<CommittedBatch | null> | undefined;
   #leader: PartitionLeader | undefined;
   #topicId: string | undefined;
-  readonly #options: Required<Omit<ReadOptions, 'signal' | 'topicId'>> & { signal: AbortSignal | undefined };
+  readonly #options: Required<Omit<ReadOptions, 'signal' | 'topicId' | 'stopAfter'>> & { signal: AbortSignal | undefined };
+  /** What `stopAfter` leaves (records, bytes); Infinity without one. */
+  #recordsLeft: number;
+  #bytesLeft: number;
+  #recordsRead = 0;
+  #bytesRead = 0;
   readonly #table: string | undefined;
   readonly #kafka: KafkaConnection;
 
@@ -146,6 +171,9 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     if (!Number.isInteger(this.#options.maxBytes) || this.#options.maxBytes < 1 || this.#options.maxBytes > 0x7fffffff) {
       throw new Error(`maxBytes must be a whole number of bytes from 1 to 2^31-1, got ${options.maxBytes}`);
     }
+    this.#recordsLeft = options.stopAfter?.records ?? Infinity;
+    this.#bytesLeft = options.stopAfter?.bytes ?? Infinity;
+    if (!(this.#recordsLeft > 0) || !(this.#bytesLeft > 0)) throw new Error(`stopAfter must leave a record and a byte to read, got ${JSON.stringify(options.stopAfter)}`);
     if (fromOffset === untilOffset) this.#end = 'until';
     this.#topicId = options.topicId?.id;
     this.#table = options.topicId?.table;
@@ -156,7 +184,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     return this.#position;
   }
 
-  /** Why the read ended (`until`: reached untilOffset; `lso`: reached the last stable offset first), or undefined while it goes on. */
+  /** Why the read ended (`until`: reached untilOffset; `lso`: reached the last stable offset first; `limit`: reached `stopAfter`), or undefined while it goes on. */
   get end(): ReadEnd | undefined {
     return this.#end;
   }
@@ -177,8 +205,13 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     this.#pending = undefined;
     if (batch === null) return null;
     this.#position = batch.nextOffset;
+    this.#recordsLeft -= batch.records.length;
+    this.#bytesLeft -= batch.bytes;
+    this.#recordsRead += batch.records.length;
+    this.#bytesRead += batch.bytes;
     if (batch.nextOffset >= this.untilOffset) this.#end = 'until';
     else if (batch.nextOffset >= batch.lastStableOffset) this.#end = 'lso';
+    else if (this.#recordsLeft <= 0 || this.#bytesLeft <= 0) this.#end = 'limit';
     else if (this.#options.prefetch) {
       this.#pending = this.#fetchFrom(batch.nextOffset);
       this.#pending.catch(() => {}); // surfaced by the next next(); never unhandled if the caller stops early
@@ -207,7 +240,9 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
       }
       const slice = committedSlice(response.batches, response.abortedTransactions, from, until, this);
       if (slice.nextOffset > from) {
-        return { ...slice, fromOffset: from, lastStableOffset: response.lastStableOffset, highWatermark: response.highWatermark, logStartOffset: response.logStartOffset };
+        let fetchedBytes = 0;
+        for (const batch of response.batches) fetchedBytes += batch.length + 12;
+        return { ...slice, fromOffset: from, fetchedBytes, lastStableOffset: response.lastStableOffset, highWatermark: response.highWatermark, logStartOffset: response.logStartOffset };
       }
       if (++empty >= this.#options.stallLimit) throw new ReadStalledError(this.topic, this.partition, from, response.lastStableOffset, empty);
     }
@@ -227,7 +262,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
         if (leader.leader < 0) throw Object.assign(new Error(`${partitionName(this.topic, this.partition)} has no leader`), { retriable: true });
         const [connection, codec] = await Promise.all([client.connections.get({ host: leader.host, port: leader.port }), getFetchCodec(client)]);
         const byName = codec.version <= 12; // Fetch names topics by UUID from v13 on
-        const maxBytes = this.#options.maxBytes;
+        const maxBytes = this.#fetchBytes();
         const topics: FetchRequestTopic[] = [{
           topicId: byName ? this.topic : leader.topicId,
           partitions: [{ partition: this.partition, currentLeaderEpoch: leader.leaderEpoch, fetchOffset: from, lastFetchedEpoch: -1, partitionMaxBytes: maxBytes }],
@@ -271,6 +306,20 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
       }
     }
     throw lastError;
+  }
+
+  /**
+   * Bytes to ask of the next Fetch: the read's size, or, under `stopAfter`, not much more
+   * than the bytes left (1/8 and 1 KiB more for the batches' framing, so that the Fetch
+   * that reaches the limit is not followed by a tiny one). Kafka returns at least one
+   * whole batch however few bytes are asked for.
+   */
+  #fetchBytes(): number {
+    let left = this.#bytesLeft;
+    // Records left, as bytes at the mean record size read so far.
+    if (this.#recordsLeft !== Infinity && this.#recordsRead > 0) left = Math.min(left, (this.#recordsLeft * this.#bytesRead) / this.#recordsRead);
+    if (left === Infinity) return this.#options.maxBytes;
+    return Math.min(this.#options.maxBytes, Math.ceil(left + left / 8) + 1024);
   }
 
   /** OFFSET_OUT_OF_RANGE: below the earliest offset (retention) or past the end. Ask Kafka which. */

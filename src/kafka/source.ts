@@ -1,6 +1,6 @@
 import type { KafkaConnection } from './connect.js';
 import { lastStableOffset } from './offsets.js';
-import { readCommitted } from './read.js';
+import { readCommitted, type ReadLimit } from './read.js';
 import { cleanupPolicy } from './topics.js';
 import type { KafkaRecord } from './record.js';
 
@@ -14,6 +14,18 @@ export interface SourceReadOptions {
    * columns of a granule): a source that holds records (src/reader/shared-reads.ts) keeps them.
    */
   keep?: boolean;
+  /** End the read after the Fetch that reaches this many records or bytes (read.ts `stopAfter`): a delivery of the local runner, one event's worth. */
+  stopAfter?: ReadLimit;
+}
+
+/** One Fetch's worth of a read. */
+export interface SourceBatch {
+  records: KafkaRecord[];
+  nextOffset: bigint;
+  /** Key + value + header bytes of `records`, where the source counts them. */
+  bytes?: number;
+  /** Bytes of the record batches the Fetch brought (read.ts `fetchedBytes`), where the source can tell. */
+  fetchedBytes?: number;
 }
 
 /** Committed records of a partition, as the indexer needs them. */
@@ -23,7 +35,7 @@ export interface CommittedSource {
    * Batches of committed records of [from, until), each with the next fetch position
    * after it; the read ends early at the partition's last stable offset.
    */
-  read(topic: string, partition: number, from: bigint, until: bigint, options?: SourceReadOptions): AsyncIterable<{ records: KafkaRecord[]; nextOffset: bigint }>;
+  read(topic: string, partition: number, from: bigint, until: bigint, options?: SourceReadOptions): AsyncIterable<SourceBatch>;
   /** The topic's cleanup.policy, where the source can tell (a rebuild that does not match says whether compaction is why). */
   cleanupPolicy?(topic: string): Promise<string>;
 }
@@ -34,9 +46,13 @@ export function kafkaSource(kafka: KafkaConnection): CommittedSource {
     lastStableOffset: (topic, partition) => lastStableOffset(kafka, topic, partition),
     cleanupPolicy: (topic) => cleanupPolicy(kafka, topic),
     async *read(topic, partition, from, until, options) {
-      const readOptions = { ...(options?.fetchBytes ? { maxBytes: options.fetchBytes } : {}), ...(options?.topicId ? { topicId: options.topicId } : {}) };
+      const readOptions = {
+        ...(options?.fetchBytes ? { maxBytes: options.fetchBytes } : {}),
+        ...(options?.topicId ? { topicId: options.topicId } : {}),
+        ...(options?.stopAfter ? { stopAfter: options.stopAfter } : {}),
+      };
       for await (const batch of readCommitted(kafka, topic, partition, from, until, readOptions)) {
-        yield { records: batch.records, nextOffset: batch.nextOffset };
+        yield { records: batch.records, nextOffset: batch.nextOffset, bytes: batch.bytes, fetchedBytes: batch.fetchedBytes };
       }
     },
   };

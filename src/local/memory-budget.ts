@@ -5,8 +5,8 @@
  *   resident ≈ base + partitions × per-partition + hold factor × held ranges + builds × build factor × range
  *
  * - base: Node, the modules, the catalog pool and the Kafka client, idle;
- * - per partition: its event in flight (the emulator's batch as records and as an MSK
- *   event of up to 6 MB of base64) and the committed read's fetch batches behind it;
+ * - per partition: its delivery in flight (the handler's committed read of up to one
+ *   event's worth, 4.5 MiB of record bytes, give or take a Fetch);
  * - held ranges: open ranges and sealed ones not yet committed (records in memory);
  * - a build holds, besides its range's records, rows, column buffers, pages and the file
  *   for a while: `buildFactor` times the range's counted bytes at its peak.
@@ -34,8 +34,9 @@ const MiB = 1024 * 1024;
 /**
  * Measured on the 2-core development machine (README, "Load"): idle `run` RSS 128–135
  * MiB; under 12 MiB/s over 3 partitions, 406 MiB at peak of which ranges and builds
- * explain ~150, so ~40 MiB per partition (its emulator read, the MSK event of up to 6 MB
- * of base64, the handler's read of the same span, and the heap's slack over them); a
+ * explain ~150, so ~40 MiB per partition (then: its emulator read, the MSK event of up
+ * to 6 MB of base64, the handler's read of the same span, and the heap's slack over them;
+ * since issue 27 only the handler's read is left, so this is generous, not re-measured); a
  * held range 1.05–1.84× its counted bytes and a build's peak 0.7–1.3× more, in a fresh
  * process (bench/build-memory.ts: JSON, ~1.1 KB records, 4–32 MiB ranges). Rounded up:
  * these make a budget, not a forecast.

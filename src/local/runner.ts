@@ -1,6 +1,8 @@
 /**
  * `offsetlake run`: one long-lived process indexing every partition of every table,
- * through the same handler the Lambda runs, fed by the event source emulator. Like
+ * through the same handler the Lambda runs (`indexPartitions`, which the MSK entry calls
+ * too), fed in process by the event source emulator: each record is read from Kafka once,
+ * by the handler's committed read (src/local/emulator.ts). Like
  * Druid's Indexer: one memory budget for the process (src/local/memory-budget.ts: ranges
  * held, builds in flight and a measured base; a range is sealed with reason `capacity`
  * when its share is reached, and reading waits while commits free memory), and a bound
@@ -12,10 +14,11 @@ import { checkedTopic, TableTopicError } from '../catalog/topic-identity.js';
 import { UnknownTopicError } from '../kafka/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import { ownerName, redact } from '../runtime/engine.js';
-import { handleKafkaEvent, indexerFor, type IndexerRuntime } from '../indexer/handler.js';
+import { indexerFor, indexPartitions, type IndexerRuntime } from '../indexer/handler.js';
 import type { PartitionIndexer } from '../indexer/partition.js';
 import type { RangeBuilder } from '../build/files.js';
-import { kafkaSource } from '../kafka/source.js';
+import { kafkaSource, type CommittedSource } from '../kafka/source.js';
+import { countingSource, type ReadLog } from '../reader/source.js';
 import { defaultEmulatorOptions, PartitionEventSource, type EmulatorOptions } from './emulator.js';
 import { limitConcurrency } from '../common/limit.js';
 import { describePlan, measuredCosts, planMemory, type MemoryCosts, type MemoryPlan } from './memory-budget.js';
@@ -35,7 +38,7 @@ export interface RunnerOptions {
   pollIntervalMs: number;
   /** Index what is committed now, flush every open range, and stop. */
   once: boolean;
-  emulator: Omit<EmulatorOptions, 'bootstrapServers'>;
+  emulator: EmulatorOptions;
 }
 
 export const defaultRunnerOptions: RunnerOptions = {
@@ -59,8 +62,10 @@ export interface RunSummary {
   failed: { partition: string; error: string }[];
   /** `once`: indexes whose backfill kept failing (`index NAME on TABLE`), with why. */
   indexesFailed: { index: string; error: string }[];
+  /** Deliveries of the emulated event source that succeeded (each one event's worth of a partition at most), and deliveries repeated after a failure. */
   events: number;
   redelivered: number;
+  /** Committed records the indexers read from Kafka (each table its own; a record read again after its range was dropped counts again). */
   records: number;
   rangesCommitted: number;
   filesCommitted: number;
@@ -93,18 +98,23 @@ export class LocalRunner {
   private readonly indexes: IndexDrivers;
   /** The split of the memory budget for the partitions known now (null: none yet). */
   private plan: MemoryPlan | null = null;
+  /** What the indexers read: `records` of the summary. */
+  private readonly reads: ReadLog;
 
-  constructor(private readonly engine: Engine, build: RangeBuilder, private readonly options: RunnerOptions, private readonly log: RunLog) {
+  /** `source`: where the indexers read committed records (default: the engine's Kafka; tests count what it reads). */
+  constructor(private readonly engine: Engine, build: RangeBuilder, private readonly options: RunnerOptions, private readonly log: RunLog, source: CommittedSource = kafkaSource(engine.kafka)) {
+    const counted = countingSource(source, { keepReads: false });
+    this.reads = counted.log;
     this.runtime = {
       catalog: engine.catalog,
-      source: kafkaSource(engine.kafka),
+      source: counted,
       build: limitConcurrency(options.maxConcurrentBuilds, build),
       owner: ownerName('run'),
       clock: Date.now,
       indexers: new Map(),
       releaseAfterEvent: false,
     };
-    this.indexes = new IndexDrivers(engine.catalog, this.runtime.source, this.runtime.owner, log);
+    this.indexes = new IndexDrivers(engine.catalog, source, this.runtime.owner, log);
   }
 
   get owner(): string {
@@ -113,7 +123,7 @@ export class LocalRunner {
 
   /** What the run has done so far (a copy). */
   get progress(): RunSummary {
-    return { ...this.summary, failed: [...this.summary.failed], indexesFailed: [...this.summary.indexesFailed] };
+    return { ...this.summary, records: this.reads.records, failed: [...this.summary.failed], indexesFailed: [...this.summary.indexesFailed] };
   }
 
   async run(signal?: AbortSignal): Promise<RunSummary> {
@@ -123,7 +133,7 @@ export class LocalRunner {
         if (Date.now() - this.lastDiscovery >= discoverEveryMs || this.options.once) await this.discoverOrWait();
         const delivered = await Promise.all([...this.sources.values()].map((source) => this.pump(source, signal)));
         // stopping: no tick (it would retry what is waiting, e.g. for the registry); leases go back below
-        if (signal?.aborted) return this.summary;
+        if (signal?.aborted) return this.progress;
         await this.tick();
         await this.renewLeases();
         const idle = delivered.every((count) => count === 0);
@@ -131,16 +141,16 @@ export class LocalRunner {
         if (this.options.once && idle && this.failedPumps.size === 0) {
           await this.flushAll();
           await this.drainIndexes();
-          return this.summary;
+          return this.progress;
         }
         if (this.options.once && this.failingRounds >= onceGiveUpRounds) {
           // Caught up as far as it could: say what it could not do, and stop.
           await this.flushAll();
           this.summary.failed = [...this.failedPumps].map(([partition, error]) => ({ partition, error }));
           await this.drainIndexes();
-          return this.summary;
+          return this.progress;
         }
-        if (signal?.aborted) return this.summary;
+        if (signal?.aborted) return this.progress;
         if (idle || this.failedPumps.size > 0) await pause(this.options.pollIntervalMs, signal);
       }
     } finally {
@@ -194,10 +204,7 @@ export class LocalRunner {
         const start = await this.indexedEnd(table.tableId, partition);
         const source = this.sources.get(key);
         if (!source) {
-          this.sources.set(key, new PartitionEventSource(table.topic, partition, start, this.runtime.source, {
-            ...this.options.emulator,
-            bootstrapServers: this.engine.config.kafkaBrokers.join(','),
-          }));
+          this.sources.set(key, new PartitionEventSource(table.topic, partition, start, this.runtime.source, this.options.emulator));
         } else if (!known && start < source.position) {
           // Tables on one topic share its event source; it delivers from the table furthest
           // behind, and each table's indexer reads from its own indexed_end.
@@ -240,32 +247,31 @@ export class LocalRunner {
     return result.rows[0]?.indexed_end ?? 0n;
   }
 
-  /** Records delivered from one partition; a partition whose events keep failing waits for the next round. */
+  /** Records the deliveries of one partition read; a partition whose deliveries keep failing waits for the next round. */
   private async pump(source: PartitionEventSource, signal?: AbortSignal): Promise<number> {
-    const before = { redelivered: source.redelivered, records: source.deliveredRecords };
+    const before = { redelivered: source.redelivered, records: source.deliveredRecords, events: source.delivered };
     try {
-      await source.pump(async (event) => {
+      await source.pump(async (delivery) => {
         try {
-          const outcomes = await handleKafkaEvent(event, this.runtime);
-          this.summary.events += 1;
+          const outcomes = await indexPartitions([delivery], this.runtime);
           for (const outcome of outcomes) {
             this.summary.rangesCommitted += outcome.rangesCommitted;
             this.summary.filesCommitted += outcome.filesCommitted;
           }
-          // A backlog arrives as many events in one pump: the budget holds after each of them.
+          // A backlog arrives as many deliveries in one pump: the budget holds after each of them.
           await this.enforceBudget();
+          return outcomes;
         } catch (error) {
-          this.log(`${source.topic}-${source.partition}: event failed, will be delivered again: ${(error as Error).message}`);
+          this.log(`${source.topic}-${source.partition}: delivery failed, will be delivered again: ${(error as Error).message}`);
           throw error;
         }
       }, signal);
     } catch (error) {
       this.failedPumps.set(`${source.topic}-${source.partition}`, (error as Error).message);
     }
-    const count = source.deliveredRecords - before.records;
-    this.summary.records += count;
+    this.summary.events += source.delivered - before.events;
     this.summary.redelivered += source.redelivered - before.redelivered;
-    return count;
+    return source.deliveredRecords - before.records;
   }
 
   /** Idle partitions: seal ranges whose first record was read `file_window` ago. */

@@ -1,6 +1,7 @@
 /**
  * A CommittedSource that counts what it reads: records, their bytes (key + value +
- * headers, as the sealer counts them) and the offset ranges asked for. The read path
+ * headers, as the sealer counts them), the bytes Kafka's Fetches brought, and the offset
+ * ranges asked for. The read path
  * reports these as metrics; tests use them to show that pruning skips Kafka reads.
  */
 import type { CommittedSource } from '../kafka/source.js';
@@ -9,13 +10,15 @@ import { recordBytes } from '../kafka/record.js';
 export interface ReadLog {
   records: number;
   bytes: number;
+  /** Bytes of the record batches Kafka's Fetches brought, as Kafka stores them (where the source tells: kafkaSource does). */
+  fetchedBytes: number;
   /** Every read asked of the source: partition and [from, until). */
   reads: { topic: string; partition: number; from: bigint; until: bigint }[];
 }
 
 /** `keepReads: false` keeps only the totals (a long-lived server would otherwise grow the list forever). */
 export function countingSource(source: CommittedSource, options: { keepReads?: boolean } = {}): CommittedSource & { log: ReadLog } {
-  const log: ReadLog = { records: 0, bytes: 0, reads: [] };
+  const log: ReadLog = { records: 0, bytes: 0, fetchedBytes: 0, reads: [] };
   return {
     log,
     lastStableOffset: (topic, partition) => source.lastStableOffset(topic, partition),
@@ -24,7 +27,9 @@ export function countingSource(source: CommittedSource, options: { keepReads?: b
       if (options.keepReads !== false) log.reads.push({ topic, partition, from, until });
       for await (const batch of source.read(topic, partition, from, until, readOptions)) {
         log.records += batch.records.length;
-        for (const record of batch.records) log.bytes += recordBytes(record);
+        if (batch.bytes !== undefined) log.bytes += batch.bytes;
+        else for (const record of batch.records) log.bytes += recordBytes(record);
+        log.fetchedBytes += batch.fetchedBytes ?? 0;
         yield batch;
       }
     },

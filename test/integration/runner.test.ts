@@ -12,7 +12,7 @@ import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { openEngine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
-import { handleKafkaEvent, type IndexerRuntime } from '../../src/indexer/handler.js';
+import { handleKafkaEvent, indexerFor, indexPartitions, type DeliveryOutcome, type IndexerRuntime, type PartitionDelivery } from '../../src/indexer/handler.js';
 import { tickIdlePartitions } from '../../src/indexer/tick.js';
 import { toKafkaEvent } from '../../src/events/msk.js';
 import { produce } from '../../src/kafka/produce.js';
@@ -22,6 +22,8 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { bodyBytes, readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { kafkaSource } from '../../src/kafka/source.js';
+import { countingSource } from '../../src/reader/source.js';
+import { defaultEmulatorOptions, PartitionEventSource, type Deliver } from '../../src/local/emulator.js';
 import { partitionStatus } from '../../src/catalog/status.js';
 import { freshDatabase } from '../helpers/database.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
@@ -63,6 +65,133 @@ describe('offsets Kafka deleted before anyone indexed them', () => {
     await engine.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 10 WHERE table_id = $1', [created.tableId]);
     const check = await checkTable(engine, await findTable(engine.catalog, created.name));
     expect(check.committedOffsets.get(0)).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(15 + i)));
+  });
+});
+
+/** The topic's bytes as Kafka itself counts them: the size of each partition's log (DescribeLogDirs). */
+async function logBytes(engine: Awaited<ReturnType<typeof testEngine>>, topic: string, partitions: number[]): Promise<bigint> {
+  const brokers = await engine.kafka.admin().describeLogDirs({ topics: [{ name: topic, partitions }] });
+  let bytes = 0n;
+  for (const broker of brokers) for (const dir of broker.results) for (const t of dir.topics) if (t.name === topic) for (const p of t.partitions) bytes += p.partitionSize;
+  return bytes;
+}
+
+/** ~600-byte JSON records with a key and a header, in turn over `partitions` partitions. */
+const wide = (n: number, partitions: number, from = 0) => Array.from({ length: n }, (_, j) => {
+  const i = from + j;
+  return { key: `k${i % 50}`, value: JSON.stringify({ i, name: `n-${i}`, nested: { x: i / 7, ok: i % 2 === 0 }, pad: 'p'.repeat(500) }), headers: [['source', 'test']] as [string, string][], partition: i % partitions, timestamp: t0 + i };
+});
+const bytesOf = (records: ReturnType<typeof wide>) => records.reduce((sum, r) => sum + r.key.length + Buffer.byteLength(r.value) + 'source'.length + r.headers[0]![1].length, 0);
+
+describe('the emulated event source of run', () => {
+  it('reads each record from Kafka once: its Fetches bring the log\'s bytes once, as Kafka\'s DescribeLogDirs counts them, aborted batches and markers included, in deliveries of an event\'s worth', async () => {
+    const engine = await testEngine('fetch_once');
+    onTestFinished(() => engine.close());
+    const topic = await newTopic(engine, 3, 'fetch-once');
+    const created = await testTable(engine, topic, { file_window: '30m' });
+    // 16 KiB producer batches (a Java producer's); a committed transaction and an aborted one
+    const committed = wide(3000, 3);
+    await produce(engine.kafka, topic, committed.slice(0, 2000), { chunkBytes: 16 * 1024 });
+    await produce(engine.kafka, topic, committed.slice(2000, 2300), { chunkBytes: 16 * 1024, transactionalId: `${topic}-tx` });
+    await produce(engine.kafka, topic, wide(150, 3, 10_000), { chunkBytes: 16 * 1024, transactionalId: `${topic}-tx`, abort: true });
+    await produce(engine.kafka, topic, committed.slice(2300), { chunkBytes: 16 * 1024 });
+
+    const counted = countingSource(kafkaSource(engine.kafka), { keepReads: false });
+    // events of at most 200 KiB: 150 KiB of record bytes per delivery, so ~5 per partition
+    const options = { ...once, emulator: { ...defaultRunnerOptions.emulator, maxPayloadBytes: 200 * 1024 } };
+    const summary = await new LocalRunner(engine, rangeBuilder(engine.catalog), options, () => {}, counted).run();
+
+    expect(summary.failed).toEqual([]);
+    expect(counted.log.fetchedBytes).toBe(Number(await logBytes(engine, topic, [0, 1, 2])));
+    expect([counted.log.records, counted.log.bytes]).toEqual([3000, bytesOf(committed)]);
+    expect([summary.records, summary.redelivered]).toEqual([3000, 0]);
+    expect(summary.events).toBeGreaterThanOrEqual(12);
+    const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+    expect([...check.committedOffsets.values()].reduce((n, offsets) => n + offsets.length, 0)).toBe(3000);
+  });
+
+  it('cuts a backlog as the event source mapping would: a delivery reads about batchSize records (give or take a producer batch), the next goes on where its Fetches ended', async () => {
+    const engine = await testEngine('chunks');
+    onTestFinished(() => engine.close());
+    const topic = await newTopic(engine, 1, 'chunks');
+    const created = await testTable(engine, topic, { file_window: '30m' });
+    await engine.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [created.tableId]);
+    const records = wide(1000, 1);
+    await produce(engine.kafka, topic, records, { chunkBytes: 16 * 1024 }); // ~26 records a batch
+    const counted = countingSource(kafkaSource(engine.kafka));
+    const runtime = testRuntime(engine, 'chunks', { source: counted });
+    const source = new PartitionEventSource(topic, 0, 0n, runtime.source, { ...defaultEmulatorOptions, batchSize: 100 });
+    const deliveries: { delivery: PartitionDelivery; outcomes: readonly DeliveryOutcome[] }[] = [];
+    const read = await source.pump(async (delivery) => {
+      const outcomes = await indexPartitions([delivery], runtime);
+      deliveries.push({ delivery, outcomes });
+      return outcomes;
+    });
+    expect([read, source.position, source.delivered, source.redelivered]).toEqual([1000, 1000n, deliveries.length, 0]);
+    // the first delivery learns the records' size (64 KiB); then ~100 records each
+    expect(deliveries.length).toBeGreaterThanOrEqual(8);
+    for (const { delivery, outcomes } of deliveries) {
+      expect(delivery.until).toBe(1000n);
+      expect(outcomes).toHaveLength(1);
+      expect(outcomes[0]!.recordsRead).toBeLessThanOrEqual(100 + 2 * 26);
+    }
+    // each delivery starts where the one before ended: no offset read twice
+    const spans = counted.log.reads.map((r) => [r.from, r.until]);
+    expect(spans[0]![0]).toBe(0n);
+    for (let i = 1; i < spans.length; i++) expect(spans[i]![0]).toBe(BigInt(deliveries[i - 1]!.outcomes[0]!.position));
+    expect(counted.log.records).toBe(1000);
+    expect(counted.log.fetchedBytes).toBe(Number(await logBytes(engine, topic, [0])));
+  });
+
+  it('a delivery that fails is delivered again after a pause; the position moves only when one succeeds; after `attempts` failures the pump gives up and the next pump starts from the same position', async () => {
+    const engine = await testEngine('redeliver');
+    onTestFinished(() => engine.close());
+    const topic = await newTopic(engine, 1, 'redeliver');
+    const created = await testTable(engine, topic, { file_window: '30m' });
+    await engine.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [created.tableId]);
+    await produce(engine.kafka, topic, values(50));
+    const counted = countingSource(kafkaSource(engine.kafka), { keepReads: false });
+    const runtime = testRuntime(engine, 'redeliver', { source: counted });
+    const source = new PartitionEventSource(topic, 0, 0n, runtime.source, { ...defaultEmulatorOptions, retryDelayMs: 40, attempts: 3 });
+    const calls: { at: number; position: bigint }[] = [];
+    // the first three deliveries fail before the handler runs, the fourth after it has read and indexed
+    let call = 0;
+    const deliver: Deliver = async (delivery) => {
+      calls.push({ at: Date.now(), position: source.position });
+      call += 1;
+      if (call <= 3) throw new Error(`delivery ${call} failed`);
+      const outcomes = await indexPartitions([delivery], runtime);
+      if (call === 4) throw new Error('delivery 4 failed after the handler ran');
+      return outcomes;
+    };
+    await expect(source.pump(deliver)).rejects.toThrow('delivery 3 failed');
+    expect([source.position, source.delivered, source.redelivered, counted.log.records]).toEqual([0n, 0, 2, 0]);
+    for (let i = 1; i < 3; i++) expect(calls[i]!.at - calls[i - 1]!.at).toBeGreaterThanOrEqual(35);
+
+    // the next pump starts from the same position; its redelivery finds the records read by the delivery that failed after them
+    await source.pump(deliver);
+    expect(calls.map((c) => c.position)).toEqual([0n, 0n, 0n, 0n, 0n]);
+    expect([source.position, source.delivered, source.redelivered]).toEqual([50n, 1, 3]);
+    expect(counted.log.records).toBe(50); // read once, though delivered twice
+    await (await indexerFor(runtime, await findTable(engine.catalog, created.name), 0)).flush();
+    const check = await checkTable(engine, await findTable(engine.catalog, created.name));
+    expect(check.committedOffsets.get(0)).toHaveLength(50);
+  });
+
+  it('a position below Kafka\'s earliest offset goes on from the earliest: the handler\'s read resets there and records the lost offsets, and the position follows', async () => {
+    const engine = await testEngine('emulated_lost');
+    onTestFinished(() => engine.close());
+    const topic = await newTopic(engine, 1, 'emulated-lost');
+    const created = await testTable(engine, topic, { file_window: '30m' });
+    await engine.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [created.tableId]);
+    await produce(engine.kafka, topic, values(20));
+    expect(await deleteRecords(engine.kafka, topic, 0, 15n)).toBe(15n);
+    const runtime = testRuntime(engine, 'emulated-lost');
+    const source = new PartitionEventSource(topic, 0, 0n, runtime.source, defaultEmulatorOptions);
+    expect(await source.pump((delivery) => indexPartitions([delivery], runtime))).toBe(5);
+    expect(source.position).toBe(20n);
+    const lost = await engine.catalog.query('SELECT start_offset, end_offset FROM offsetlake.lost_interval WHERE table_id = $1', [created.tableId]);
+    expect(lost.rows).toEqual([{ start_offset: 0n, end_offset: 15n }]);
   });
 });
 

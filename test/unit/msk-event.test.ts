@@ -23,12 +23,12 @@ describe('parseKafkaEvent', () => {
     expect(Array.from(batch!.records[0]!.headers[0]![1]!)).toEqual([255, 0, 127]);
   });
 
-  it('round-trips what the local emulator delivers', () => {
+  it('round-trips what toKafkaEvent makes (the events tests and the chaos harness deliver)', () => {
     const batches = parseKafkaEvent(loadEvent('msk'));
     expect(parseKafkaEvent(JSON.parse(JSON.stringify(toKafkaEvent(batches, 'localhost:9092'))))).toEqual(batches);
   });
 
-  it('keeps a null header value null and an empty one empty through what the local emulator delivers', () => {
+  it('keeps a null header value null and an empty one empty through what toKafkaEvent makes', () => {
     const records = [{ offset: 4n, timestamp: 1, key: Buffer.alloc(0), value: null, headers: [['h', null], ['h', Buffer.alloc(0)], ['h', Buffer.from([1])]] as [string, Buffer | null][] }];
     const [batch] = parseKafkaEvent(JSON.parse(JSON.stringify(toKafkaEvent([{ topic: 't', partition: 0, records }], 'localhost:9092'))));
     expect(batch!.records[0]!.headers.map(([name, value]) => [name, value === null ? null : Array.from(value)])).toEqual([['h', null], ['h', []], ['h', [1]]]);

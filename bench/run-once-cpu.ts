@@ -1,0 +1,161 @@
+/**
+ * CPU seconds per GiB of `offsetlake run --once`, the CLI as a user runs it, for builds
+ * side by side on the same topic (issue 27: the emulator no longer reads every record
+ * twice nor turns it into base64).
+ *
+ *   node --import tsx bench/run-once-cpu.ts [--mb 200] [--rounds 2] [--builds /path/old,/path/new] [--topic NAME]
+ *
+ * Needs the local stack (`offsetlake stack up`; the `OFFSETLAKE_*_PORT` variables move it).
+ * A topic of 3 partitions is filled once (reused when it already holds the records) with
+ * JSON records of ~575 bytes (key + value + one header): strings, numbers, a nested
+ * object, 512 KiB producer batches, uncompressed. Each run gets a fresh catalog database
+ * with one table over the whole topic (`file_window` 1h: ranges sealed by size and
+ * capacity only), then `run --once` of one build in a child process under
+ * /usr/bin/time (user + sys + max RSS of the child), while the Kafka broker's CPU is
+ * read from /proc/PID/stat (utime + stime) before and after. Builds alternate
+ * (A B B A A B …) so that drift in the machine's load falls on both.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { openEngine } from '../src/runtime/engine.js';
+import { produce } from '../src/kafka/produce.js';
+import { createTopic, topicPartitions } from '../src/kafka/topics.js';
+import { lastStableOffset } from '../src/kafka/offsets.js';
+import { createTableFromTopic } from '../src/catalog/create-table.js';
+import { resolveSettings } from '../src/catalog/settings.js';
+import { stackConfig } from '../src/stack/config.js';
+import { useLocalStackDefaults } from '../src/stack/index.js';
+
+const { values } = parseArgs({
+  options: {
+    mb: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '2' },
+    builds: { type: 'string', default: `${resolve('.')}` },
+    topic: { type: 'string' },
+  },
+});
+const targetBytes = Number(values.mb) * 1e6;
+const builds = values.builds!.split(',').map((path) => resolve(path));
+const rounds = Number(values.rounds);
+const partitions = 3;
+const GiB = 1024 ** 3;
+
+useLocalStackDefaults();
+const engine = await openEngine();
+const config = stackConfig();
+const kafkaPid = Number(readFileSync(join(config.paths.run, 'kafka.pid'), 'utf8').trim());
+const clockTicks = 100; // USER_HZ on Linux
+
+function brokerCpuSeconds(): number {
+  const stat = readFileSync(`/proc/${kafkaPid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks; // utime, stime (fields 14 and 15)
+}
+
+/** One record of ~575 bytes: key ~10, value ~545, header ~20. */
+function record(n: number, t0: number) {
+  const value = {
+    id: n,
+    user: `user-${n % 5000}`,
+    event: ['view', 'click', 'purchase', 'scroll'][n % 4],
+    amount: Math.round((n * 7919) % 100000) / 100,
+    ratio: (n % 997) / 997,
+    ok: n % 3 !== 0,
+    page: { path: `/products/${n % 1000}/details`, referrer: n % 2 ? 'https://example.com/search?q=shoes' : null, depth: n % 7 },
+    device: { os: ['linux', 'macos', 'windows', 'android', 'ios'][n % 5], version: `${n % 17}.${n % 9}.${n % 5}`, screen: { w: 1920 - (n % 640), h: 1080 - (n % 360) } },
+    tags: [`t${n % 11}`, `t${n % 13}`, `t${n % 17}`],
+    note: 'lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua '.repeat(3).slice(0, 246 + (n % 40)),
+  };
+  return { key: `user-${n % 5000}`, value: JSON.stringify(value), headers: [['source', `bench-${n % 3}`]] as [string, string][], partition: n % partitions, timestamp: t0 + Math.floor(n / 100) };
+}
+
+const topic = values.topic ?? `bench-run-cpu-${values.mb}mb`;
+let records = 0;
+let recordBytes = 0;
+{
+  const sample = record(0, 0);
+  const perRecord = sample.key.length + Buffer.byteLength(sample.value) + 'source'.length + sample.headers[0]![1].length;
+  const known = await topicPartitions(engine.kafka, topic).catch(() => undefined);
+  if (!known) await createTopic(engine.kafka, topic, partitions);
+  let end = 0n;
+  for (let p = 0; p < partitions; p++) end += await lastStableOffset(engine.kafka, topic, p);
+  const wanted = Math.ceil(targetBytes / perRecord);
+  if (end === 0n) {
+    process.stderr.write(`filling ${topic} with ${wanted} records of ~${perRecord} B…\n`);
+    const t0 = Date.UTC(2026, 11, 1, 8, 0, 0);
+    for (let sent = 0; sent < wanted; sent += 20_000) {
+      await produce(engine.kafka, topic, Array.from({ length: Math.min(20_000, wanted - sent) }, (_, i) => record(sent + i, t0)));
+    }
+    end = BigInt(wanted);
+  }
+  records = Number(end);
+  for (let n = 0; n < records; n++) {
+    const r = record(n, 0);
+    recordBytes += r.key.length + Buffer.byteLength(r.value) + 'source'.length + r.headers[0]![1].length;
+  }
+  process.stderr.write(`${topic}: ${records} records, ${(recordBytes / 1e6).toFixed(1)} MB of key + value + header bytes (${(recordBytes / records).toFixed(0)} B each)\n`);
+}
+
+const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+await admin.connect();
+
+interface RunResult { build: string; cpu: number; user: number; sys: number; rssMiB: number; wall: number; broker: number; events: number; summaryRecords: number; files: number }
+
+async function runOnce(build: string): Promise<RunResult> {
+  const name = `runcpu_${randomUUID().slice(0, 8)}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(process.env.DATABASE_URL!);
+  url.pathname = `/${name}`;
+  const own = await openEngine({ databaseUrl: url.toString() });
+  try {
+    const table = await createTableFromTopic(own, { name: 'bench', topic, format: 'json', settings: resolveSettings({ file_window: '1h' }) });
+    // Tables start at the LSO; this one indexes the whole topic.
+    await own.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [table.tableId]);
+    const brokerBefore = brokerCpuSeconds();
+    const child = spawn('/usr/bin/time', ['-f', 'TIME %U %S %M %e', process.execPath, join(build, 'bin/offsetlake.js'), 'run', '--once', '--json'], {
+      cwd: build,
+      env: { ...process.env, DATABASE_URL: url.toString() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((done) => child.on('exit', done));
+    const broker = brokerCpuSeconds() - brokerBefore;
+    if (code !== 0) throw new Error(`run --once of ${build} exited ${code}: ${stderr}`);
+    const [user, sys, rssKiB, wall] = stderr.match(/TIME (\S+) (\S+) (\S+) (\S+)/)!.slice(1).map(Number) as [number, number, number, number];
+    const summary = JSON.parse(stdout) as { events: number; records: number; filesCommitted: number };
+    const rows = await own.catalog.query<{ rows: bigint | null }>('SELECT sum(record_count) AS rows FROM offsetlake.data_file WHERE table_id = $1', [table.tableId]);
+    if (Number(rows.rows[0]!.rows) !== records) throw new Error(`${build}: ${rows.rows[0]!.rows} rows indexed, ${records} in the topic`);
+    return { build, cpu: user + sys, user, sys, rssMiB: rssKiB / 1024, wall, broker, events: summary.events, summaryRecords: summary.records, files: summary.filesCommitted };
+  } finally {
+    await own.close();
+    await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+  }
+}
+
+const order: string[] = [];
+for (let r = 0; r < rounds; r++) order.push(...(r % 2 === 0 ? builds : [...builds].reverse()));
+const results: RunResult[] = [];
+try {
+  for (const build of order) {
+    const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    const result = await runOnce(build);
+    results.push(result);
+    const gib = recordBytes / GiB;
+    process.stdout.write(
+      `${build}: ${(result.cpu / gib).toFixed(1)} CPU s/GiB (user ${result.user.toFixed(1)} + sys ${result.sys.toFixed(1)} s), ` +
+        `broker ${(result.broker / gib).toFixed(1)} CPU s/GiB (${result.broker.toFixed(1)} s), wall ${result.wall.toFixed(1)} s, max RSS ${result.rssMiB.toFixed(0)} MiB, ` +
+        `${result.events} events, summary records ${result.summaryRecords}, ${result.files} files; load before ${load}\n`,
+    );
+  }
+} finally {
+  await admin.end();
+  await engine.close();
+}
+process.stdout.write(`${JSON.stringify({ topic, records, recordBytes, results })}\n`);
