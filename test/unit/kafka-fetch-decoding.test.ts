@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { compressFrameSync } from 'lz4-napi';
+import xxhash from 'xxhash-wasm';
 import { describe, expect, test } from 'vitest';
 import { committedSlice } from '../../src/kafka/committed.js';
 import { crc32c, crc32cJs, crc32cImplementation } from '../../src/kafka/crc32c.js';
@@ -169,6 +170,29 @@ describe('record batches at every split and with every byte corrupted', () => {
     expect(decode(lz4, { attributes: 3 }).map((r) => r.value?.toString())).toEqual(['value', 'v2']);
     expect(() => decode(lz4.subarray(0, lz4.length >> 1), { attributes: 3 })).toThrow(/^the record batch at offset 40 of orders-3 is corrupt: its lz4 records do not decompress/);
     expect(() => decode(whole, { attributes: 6 })).toThrow('unknown compression codec 6');
+  });
+
+  test('LZ4 frames of several blocks, stored (uncompressed) blocks, linked blocks (left to the frame decoder), and a second frame (an error)', async () => {
+    const where = { topic: 'orders', partition: 1 };
+    const records = Array.from({ length: 300 }, (_, i) => ({ offsetDelta: i, timestampDelta: i, key: null, value: i % 2 ? randomBytes(2_000) : Buffer.from('x'.repeat(2_000)) }));
+    const section = Buffer.concat(records.map(recordBytes));
+    const frame = compressFrameSync(section);
+    expect(frame.readUInt32LE(0)).toBe(0x184d2204);
+    const decode = (compressed: Buffer) => decodeRecords(parseRecordBatches(batchBytes({ baseOffset: 0n, attributes: 3, records }, compressed), where)[0]!, where);
+    const values = (decoded: ReturnType<typeof decode>) => Buffer.concat(decoded.map((r) => r.value!));
+    const expected = Buffer.concat(records.map((r) => r.value));
+    expect(values(decode(frame)).equals(expected)).toBe(true); // 600 KB: several 256 KiB blocks
+    const stored = Buffer.concat([frame.subarray(0, 7), Buffer.alloc(4), section, Buffer.alloc(4)]);
+    stored.writeUInt32LE((section.length | 0x80000000) >>> 0, 7);
+    stored[5] = 0x70; // 4 MiB blocks: the whole section in one stored block
+    stored[6] = 0; // the header checksum, which neither decoder is asked to check here
+    expect(values(decode(stored)).equals(expected)).toBe(true);
+    const twoFrames = Buffer.concat([compressFrameSync(section.subarray(0, 1000)), compressFrameSync(section.subarray(1000))]);
+    expect(() => decode(twoFrames)).toThrow(/^the record batch at offset 0 of orders-1 is corrupt: its lz4 records do not decompress: \d+ bytes after the LZ4 frame's end/);
+    const linked = Buffer.from(frame);
+    linked[4] = frame[4]! & ~0x20; // blocks marked linked: lz4-napi's frame decoder reads them
+    linked[6] = ((await xxhash()).h32Raw(linked.subarray(4, 6), 0) >>> 8) & 0xff; // the header checksum, which it checks
+    expect(values(decode(linked)).equals(expected)).toBe(true);
   });
 
   test('empty keys are not null keys; negative and large timestamp deltas; offsets and timestamps beyond 2^53 stay exact', () => {
