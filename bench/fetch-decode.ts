@@ -12,11 +12,12 @@
  *    Fetches of 4 MiB each per partition, as read.ts sends them), decoding with each decoder
  *    in turn (library, ours, library, ours, …): wall time, CPU time of this process (user +
  *    system: socket, copies, decoding, GC), MiB/s of key + value + header bytes per wall and
- *    per CPU second, and the GC's share (PerformanceObserver 'gc' entries, summed) of the CPU time.
+ *    per CPU second, the GC's pauses (PerformanceObserver 'gc' entries, summed: wall time, so
+ *    they swell on a loaded machine) over the CPU time, and how many scavenges and mark-sweeps ran.
  * 3. Decoding alone: the first 48 Fetch response bodies of partition 0 held in memory,
  *    decoded by each decoder in turn: CPU MiB/s, GC share.
  */
-import { PerformanceObserver, performance } from 'node:perf_hooks';
+import { PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import * as lib from '@platformatic/kafka';
 import { fetchSender, type FetchSender } from './fetch-raw.js';
@@ -37,7 +38,16 @@ const maxBytes = 4 << 20;
 const MiB = 1024 * 1024;
 
 let gcMs = 0;
-new PerformanceObserver((list) => { for (const entry of list.getEntries()) gcMs += entry.duration; }).observe({ entryTypes: ['gc'] });
+let minorGcs = 0;
+let majorGcs = 0;
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    gcMs += entry.duration;
+    const kind = ((entry as PerformanceEntry & { detail?: { kind?: number } }).detail)?.kind;
+    if (kind === 1) minorGcs++; // NODE_PERFORMANCE_GC_MINOR (scavenge)
+    else if (kind === 4) majorGcs++; // NODE_PERFORMANCE_GC_MAJOR (mark-sweep-compact)
+  }
+}).observe({ entryTypes: ['gc'] });
 
 /** ~575-byte JSON events: an id, a type, a user, a timestamp, an amount, items, a note of words. */
 function* events(count: number): Generator<{ key: string; value: string; partition: number; headers: [string, string][] }> {
@@ -93,19 +103,21 @@ function decode(decoder: Decoder, version: number, body: Buffer, topic: string, 
 /** The response body as one contiguous copy (what old and new read.ts both decode from). */
 const contiguous = (_c: number, _k: number, _v: number, reader: lib.Reader): Buffer => reader.buffer.slice(reader.position, reader.length);
 
-interface Measure { wallMs: number; cpuMs: number; gcMs: number; bytes: number; records: number; fetches: number }
+interface Measure { wallMs: number; cpuMs: number; gcMs: number; minorGcs: number; majorGcs: number; bytes: number; records: number; fetches: number }
 
 async function measure(run: () => Promise<{ bytes: number; records: number; fetches: number }>): Promise<Measure> {
   (globalThis as { gc?: () => void }).gc?.(); // with --expose-gc: each run starts from a clean heap
   await new Promise((resolve) => setTimeout(resolve, 50)); // its gc entry arrives before the count starts
   const gc0 = gcMs;
+  const minor0 = minorGcs;
+  const major0 = majorGcs;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const counts = await run();
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   await new Promise((resolve) => setTimeout(resolve, 50)); // let the last gc entries arrive
-  return { wallMs, cpuMs: (cpu.user + cpu.system) / 1000, gcMs: gcMs - gc0, ...counts };
+  return { wallMs, cpuMs: (cpu.user + cpu.system) / 1000, gcMs: gcMs - gc0, minorGcs: minorGcs - minor0, majorGcs: majorGcs - major0, ...counts };
 }
 
 async function readTopic(senders: FetchSender[], topic: string, ends: bigint[], decoder: Decoder) {
@@ -129,14 +141,15 @@ async function readTopic(senders: FetchSender[], topic: string, ends: bigint[], 
 }
 
 const line = (label: string, m: Measure) =>
-  `${label.padEnd(34)} ${(m.wallMs / 1000).toFixed(2).padStart(6)} s wall ${(m.cpuMs / 1000).toFixed(2).padStart(6)} s cpu  ${(m.bytes / MiB / (m.wallMs / 1000)).toFixed(0).padStart(4)} MiB/s wall ${(m.bytes / MiB / (m.cpuMs / 1000)).toFixed(0).padStart(4)} MiB/s cpu  GC ${((100 * m.gcMs) / m.cpuMs).toFixed(0).padStart(2)} % of cpu  (${m.records} records, ${(m.bytes / MiB).toFixed(0)} MiB, ${m.fetches} fetches)`;
+  `${label.padEnd(34)} ${(m.wallMs / 1000).toFixed(2).padStart(6)} s wall ${(m.cpuMs / 1000).toFixed(2).padStart(6)} s cpu  ${(m.bytes / MiB / (m.wallMs / 1000)).toFixed(0).padStart(4)} MiB/s wall ${(m.bytes / MiB / (m.cpuMs / 1000)).toFixed(0).padStart(4)} MiB/s cpu  GC ${((100 * m.gcMs) / m.cpuMs).toFixed(0).padStart(2)} % of cpu, ${m.minorGcs} scavenges + ${m.majorGcs} mark-sweeps  (${m.records} records, ${(m.bytes / MiB).toFixed(0)} MiB, ${m.fetches} fetches)`;
 
 function summary(label: string, runs: Record<Decoder, Measure[]>) {
   const total = (d: Decoder, k: keyof Measure) => runs[d].reduce((s, m) => s + m[k], 0);
   const cpuRatio = total('library', 'cpuMs') / total('offsetlake', 'cpuMs');
   const wallRatio = total('library', 'wallMs') / total('offsetlake', 'wallMs');
   const gc = (d: Decoder) => ((100 * total(d, 'gcMs')) / total(d, 'cpuMs')).toFixed(0);
-  console.log(`  ${label}: library / offsetlake CPU time ${cpuRatio.toFixed(2)}x, wall ${wallRatio.toFixed(2)}x; GC ${gc('library')} % → ${gc('offsetlake')} % of CPU`);
+  const count = (d: Decoder) => `${(total(d, 'minorGcs') / runs[d].length).toFixed(0)}+${(total(d, 'majorGcs') / runs[d].length).toFixed(0)}`;
+  console.log(`  ${label}: library / offsetlake CPU time ${cpuRatio.toFixed(2)}x, wall ${wallRatio.toFixed(2)}x; GC ${gc('library')} % → ${gc('offsetlake')} % of CPU, scavenges+mark-sweeps per run ${count('library')} → ${count('offsetlake')}`);
 }
 
 async function main(): Promise<void> {
