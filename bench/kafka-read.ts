@@ -16,7 +16,7 @@
 import { performance } from 'node:perf_hooks';
 import * as lib from '@platformatic/kafka';
 import { fetchSender } from './fetch-raw.js';
-import { committedSlice } from '../src/kafka/committed.js';
+import { legacyCommittedSlice as committedSlice } from './legacy-committed.js';
 import { connectKafka, type KafkaConnection } from '../src/kafka/connect.js';
 import { highWatermark, lastStableOffset } from '../src/kafka/offsets.js';
 import { produce } from '../src/kafka/produce.js';

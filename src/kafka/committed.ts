@@ -20,12 +20,17 @@
  * and never beyond `untilOffset`: offsets with no committed record belong to the range
  * that read past them.
  */
-import type { RecordsBatch } from '@platformatic/kafka';
-import type { KafkaRecord } from './record.js';
+import { appendRecords, batchLastOffset, countRecords, isAbortMarker, isControlBatch, isTransactionalBatch, type BatchRecord, type RecordBatch } from './record-batch.js';
 import { UnsupportedRecordFormatError } from './errors.js';
 
-/** The engine's record (timestamps in ms: the record's CreateTime, or the batch's LogAppendTime when the topic uses it), with Buffers. */
-export interface CommittedRecord extends KafkaRecord {
+export { batchLastOffset, isAbortMarker, isControlBatch, isTransactionalBatch, type RecordBatch } from './record-batch.js';
+
+/**
+ * The engine's record (timestamps in ms: the record's CreateTime, or the batch's
+ * LogAppendTime when the topic uses it), with Buffers: views into the Fetch response, or
+ * into its batch decompressed (record-batch.ts).
+ */
+export interface CommittedRecord extends BatchRecord {
   offset: bigint;
   timestamp: number;
   key: Buffer | null;
@@ -51,37 +56,12 @@ export interface CommittedSlice {
   controlBatches: number;
 }
 
-// Batch attribute bits (Kafka's DefaultRecordBatch).
-const TIMESTAMP_TYPE_LOG_APPEND = 1 << 3;
-const TRANSACTIONAL = 1 << 4;
-const CONTROL = 1 << 5;
-// Control record types, in the control record's key (int16 version, int16 type).
-const ABORT_MARKER = 0;
-
-export function isControlBatch(batch: RecordsBatch): boolean {
-  return (batch.attributes & CONTROL) !== 0;
-}
-
-export function isTransactionalBatch(batch: RecordsBatch): boolean {
-  return (batch.attributes & TRANSACTIONAL) !== 0;
-}
-
-export function batchLastOffset(batch: RecordsBatch): bigint {
-  return batch.firstOffset + BigInt(batch.lastOffsetDelta);
-}
-
-/** Whether a control batch holds an ABORT marker (a COMMIT marker otherwise). */
-export function isAbortMarker(batch: RecordsBatch): boolean {
-  const key = batch.records[0]?.key;
-  return key !== null && key !== undefined && key.length >= 4 && key.readInt16BE(2) === ABORT_MARKER;
-}
-
 /**
  * The committed records of `batches` (one partition of one read_committed Fetch response)
  * with offsets in [fromOffset, untilOffset), and the next fetch position.
  */
 export function committedSlice(
-  batches: readonly RecordsBatch[],
+  batches: readonly RecordBatch[],
   abortedTransactions: readonly AbortedTransaction[] | null | undefined,
   fromOffset: bigint,
   untilOffset: bigint,
@@ -97,8 +77,8 @@ export function committedSlice(
   let nextOffset = fromOffset;
 
   for (const batch of batches) {
-    if (batch.firstOffset >= untilOffset) break;
-    if (batch.magic !== 2) throw new UnsupportedRecordFormatError(where.topic, where.partition, batch.firstOffset, batch.magic);
+    if (batch.baseOffset >= untilOffset) break;
+    if (batch.magic !== 2) throw new UnsupportedRecordFormatError(where.topic, where.partition, batch.baseOffset, batch.magic);
     const lastOffset = batchLastOffset(batch);
     const inRange = lastOffset >= fromOffset;
     const end = lastOffset + 1n;
@@ -107,14 +87,9 @@ export function committedSlice(
     if (batch.producerId >= 0n) {
       while (nextPending < pending.length && pending[nextPending]!.firstOffset <= lastOffset) aborting.add(pending[nextPending++]!.producerId);
       if (isControlBatch(batch)) {
-        if (isAbortMarker(batch)) aborting.delete(batch.producerId);
+        if (isAbortMarker(batch, where)) aborting.delete(batch.producerId);
       } else if (isTransactionalBatch(batch) && aborting.has(batch.producerId)) {
-        if (inRange) {
-          for (const record of batch.records) {
-            const offset = batch.firstOffset + BigInt(record.offsetDelta);
-            if (offset >= fromOffset && offset < untilOffset) abortedRecords++;
-          }
-        }
+        if (inRange) abortedRecords += countRecords(batch, where, fromOffset, untilOffset);
         continue;
       }
     }
@@ -123,28 +98,7 @@ export function committedSlice(
       continue;
     }
     if (!inRange) continue;
-
-    const logAppendTime = (batch.attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0;
-    for (const record of batch.records) {
-      const offset = batch.firstOffset + BigInt(record.offsetDelta);
-      if (offset < fromOffset) continue;
-      if (offset >= untilOffset) break;
-      const headers: [string, Buffer | null][] = new Array(record.headers.length);
-      let headerBytes = 0;
-      for (let i = 0; i < record.headers.length; i++) {
-        const [name, value] = record.headers[i]!;
-        headers[i] = [name === null ? '' : name.toString('utf8'), value];
-        headerBytes += (name?.length ?? 0) + (value?.length ?? 0);
-      }
-      bytes += (record.key?.length ?? 0) + (record.value?.length ?? 0) + headerBytes;
-      records.push({
-        offset,
-        timestamp: Number(logAppendTime ? batch.maxTimestamp : batch.firstTimestamp + record.timestampDelta),
-        key: record.key,
-        value: record.value,
-        headers,
-      });
-    }
+    bytes += appendRecords(batch, where, fromOffset, untilOffset, records);
   }
   return { records, nextOffset, bytes, abortedRecords, controlBatches };
 }

@@ -118,6 +118,26 @@ export class UnsupportedRecordFormatError extends KafkaError {
 }
 
 /**
+ * A record batch that fails its CRC-32C or does not parse (a length past its end, bytes
+ * left over, a codec that does not decompress it). Names the partition, the batch's base
+ * offset and what is wrong; never skipped, since its records would be lost unseen.
+ */
+export class CorruptRecordBatchError extends KafkaError {
+  override name = 'CorruptRecordBatchError';
+  constructor(readonly topic: string, readonly partition: number, readonly offset: bigint, readonly reason: string, options?: ErrorOptions) {
+    super(`the record batch at offset ${offset} of ${partitionName(topic, partition)} is corrupt: ${reason}`, options);
+  }
+}
+
+/** A broker's response that does not parse as its API and version say (cut short, a length past its end). */
+export class MalformedResponseError extends KafkaError {
+  override name = 'MalformedResponseError';
+  constructor(readonly api: string, readonly version: number, readonly at: number, readonly size: number, what: string) {
+    super(`the ${api} v${version} response is malformed at byte ${at} of ${size}: ${what}`);
+  }
+}
+
+/**
  * The topic was deleted and created again: during a read, or (`since` a table's) after the
  * table was made on it. Its offsets started over: they are another topic's.
  */

@@ -3,12 +3,18 @@
  * once with read_committed Fetch requests, without a consumer group (no JoinGroup, no
  * offsets committed, no fetch session).
  *
- * It sends Fetch itself (the library's `fetchV*` request/response codecs, on the
- * connection's reader client) rather than through `Consumer.fetch`, because:
+ * It sends Fetch itself (the library's `fetchV*` request codec, on the connection's
+ * reader client) rather than through `Consumer.fetch`, because:
  * - Consumer.fetch keeps one incremental fetch session per broker (KIP-227), which
  *   concurrent reads of several partitions through one client would race on;
  * - its aborted-transaction filter is incomplete (see committed.ts and the report);
  *   here every response is filtered by committed.ts, Kafka's own rule.
+ *
+ * It decodes the response itself (fetch-response.ts, record-batch.ts): record batches are
+ * read where they lie, checked against their CRC-32C, decompressed by native code, and a
+ * record's key, value and header values are views into those bytes. The library's decoder
+ * made a JavaScript object and Buffers per record and decompressed LZ4 in WebAssembly;
+ * bench/kafka-read.ts compares the two (README, "The committed read").
  *
  * The reader stops at `untilOffset` exactly, or at the partition's last stable offset as
  * the last fetch reported it, whichever comes first (it never waits for a transaction to
@@ -16,8 +22,8 @@
  * past, committed or not.
  */
 import * as kafkaLibrary from '@platformatic/kafka';
-import { FetchIsolationLevels, kGetApi, Reader, type Admin, type API, type Connection, type fetchV17 } from '@platformatic/kafka';
-import { committedSlice, type CommittedSlice } from './committed.js';
+import { FetchIsolationLevels, kGetApi, type Admin, type API, type Connection, type fetchV17 } from '@platformatic/kafka';
+import { committedSlice, type AbortedTransaction, type CommittedSlice } from './committed.js';
 import type { KafkaConnection } from './connect.js';
 import {
   isRetriableLibraryError,
@@ -30,7 +36,9 @@ import {
   staleMetadataCodes,
   TopicRecreatedError,
 } from './errors.js';
+import { FETCH_MAX_VERSION, FETCH_MIN_VERSION, parseFetchResponse, type FetchResponse } from './fetch-response.js';
 import { earliestOffset, highWatermark } from './offsets.js';
+import { parseRecordBatches, type RecordBatch } from './record-batch.js';
 import { partitionLeader, type PartitionLeader } from './topics.js';
 import { doubling, pause } from '../common/retry.js';
 
@@ -87,51 +95,56 @@ export const defaultMaxBytes = 4 * 1024 * 1024;
 const NO_SESSION_ID = 0;
 const FINAL_EPOCH = -1; // with session id 0: a sessionless fetch, no broker-side state
 
-type FetchResponse = fetchV17.FetchResponse;
 type FetchRequestTopic = fetchV17.FetchRequestTopic;
 
 type FetchArgs = [maxWaitMs: number, minBytes: number, maxBytes: number, isolationLevel: number, sessionId: number, sessionEpoch: number, topics: FetchRequestTopic[], forgotten: never[], rackId: string];
-type FetchApi = API<FetchArgs, FetchResponse>;
+type FetchApi = API<FetchArgs, unknown>;
 
 interface FetchCodec {
   version: number;
   createRequest: (...args: FetchArgs) => ReturnType<typeof fetchV17.createRequest>;
-  parseResponse: typeof fetchV17.parseResponse;
 }
 
-/** The highest Fetch version both the broker and the library speak (the library's own choice), with its codec. */
+/** The highest Fetch version both the broker and the library speak (the library's own choice), with its request codec. */
 function getFetchCodec(client: Admin): Promise<FetchCodec> {
   return new Promise((resolve, reject) => {
-    client[kGetApi]<FetchArgs, FetchResponse>('Fetch', (error, api?: FetchApi) => {
+    client[kGetApi]<FetchArgs, unknown>('Fetch', (error, api?: FetchApi) => {
       const codec = api ? (kafkaLibrary as unknown as Record<string, Partial<FetchCodec> | undefined>)[`fetchV${api.version}`] : undefined;
-      if (error || !api || !codec?.createRequest || !codec.parseResponse) reject(error ?? new Error(`no Fetch codec for version ${api?.version}`));
-      else resolve({ version: api.version, createRequest: codec.createRequest, parseResponse: codec.parseResponse });
+      if (error || !api || !codec?.createRequest) reject(error ?? new Error(`no Fetch codec for version ${api?.version}`));
+      else if (api.version < FETCH_MIN_VERSION || api.version > FETCH_MAX_VERSION) reject(new Error(`Fetch v${api.version} is not decoded here (v${FETCH_MIN_VERSION} to v${FETCH_MAX_VERSION} are)`));
+      else resolve({ version: api.version, createRequest: codec.createRequest });
     });
   });
 }
 
 /**
- * Sends one Fetch and decodes its answer from one contiguous buffer. The connection
- * collects a response as the socket's chunks (64 KiB each), and the library's reader
- * looks every read up from the first chunk, so decoding a response in place costs
- * O(size²): 8 MiB took 2x, 32 MiB 4x the time of decoding one copy (see the report).
+ * Sends one Fetch and returns its response body as one contiguous Buffer. The connection
+ * collects a response as the socket's chunks (64 KiB each); one copy of them lets the
+ * parsers index the body directly (the library's reader looked every read up from the
+ * first chunk: O(size²), see the report).
  */
-function sendFetch(connection: Connection, codec: FetchCodec, args: FetchArgs): Promise<FetchResponse> {
+function sendFetch(connection: Connection, codec: FetchCodec, args: FetchArgs): Promise<Buffer> {
   const flexible = codec.version >= 12; // request and response headers carry tagged fields from v12 on
   return new Promise((resolve, reject) => {
     connection.send(
       1,
       codec.version,
       () => codec.createRequest(...args),
-      (correlationId, apiKey, apiVersion, reader) => {
-        const contiguous = reader.buffer.buffers.length > 1 ? Reader.from(reader.buffer.slice(reader.position, reader.length)) : reader;
-        return codec.parseResponse(correlationId, apiKey, apiVersion, contiguous);
-      },
+      (_correlationId, _apiKey, _apiVersion, reader) => reader.buffer.slice(reader.position, reader.length),
       flexible,
       flexible,
-      (error, response) => (error ? reject(error) : resolve(response as FetchResponse)),
+      (error, body) => (error ? reject(error) : resolve(body as Buffer)),
     );
   });
+}
+
+/** One partition's part of a Fetch response, its record batches parsed (not yet decompressed). */
+interface FetchedPartition {
+  batches: RecordBatch[];
+  abortedTransactions: AbortedTransaction[] | null;
+  lastStableOffset: bigint;
+  highWatermark: bigint;
+  logStartOffset: bigint;
 }
 
 /** Reads committed records of one partition. Iterate it, or call `next()` until it returns null. */
@@ -241,14 +254,14 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
       const slice = committedSlice(response.batches, response.abortedTransactions, from, until, this);
       if (slice.nextOffset > from) {
         let fetchedBytes = 0;
-        for (const batch of response.batches) fetchedBytes += batch.length + 12;
+        for (const batch of response.batches) fetchedBytes += batch.batchLength + 12;
         return { ...slice, fromOffset: from, fetchedBytes, lastStableOffset: response.lastStableOffset, highWatermark: response.highWatermark, logStartOffset: response.logStartOffset };
       }
       if (++empty >= this.#options.stallLimit) throw new ReadStalledError(this.topic, this.partition, from, response.lastStableOffset, empty);
     }
   }
 
-  async #fetchOnce(from: bigint, maxWaitMs: number) {
+  async #fetchOnce(from: bigint, maxWaitMs: number): Promise<FetchedPartition> {
     const client = this.#kafka.reader();
     let lastError: unknown;
     for (let attempt = 0; attempt <= this.#options.retries; attempt++) {
@@ -269,27 +282,26 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
         }];
         let response: FetchResponse;
         try {
-          response = await sendFetch(connection, codec, [maxWaitMs, 1, maxBytes, FetchIsolationLevels.READ_COMMITTED, NO_SESSION_ID, FINAL_EPOCH, topics, [], '']);
+          const body = await sendFetch(connection, codec, [maxWaitMs, 1, maxBytes, FetchIsolationLevels.READ_COMMITTED, NO_SESSION_ID, FINAL_EPOCH, topics, [], '']);
+          response = parseFetchResponse(body, codec.version);
         } catch (error) {
-          const codes = protocolErrorCodes(error);
-          if (codes.includes(OFFSET_OUT_OF_RANGE)) throw await this.#outOfRange(from, error);
-          const code = codes[0];
-          if (code !== undefined) {
-            if (staleMetadataCodes.has(code)) {
-              this.#leader = undefined;
-              lastError = new KafkaRequestError(`Fetch from offset ${from}`, this.topic, this.partition, code, { cause: error });
-              continue;
-            }
-            const wrapped = new KafkaRequestError(`Fetch from offset ${from}`, this.topic, this.partition, code, { cause: error });
-            if (wrapped.retriable) { lastError = wrapped; continue; }
-            throw wrapped;
-          }
-          throw error;
+          const code = protocolErrorCodes(error)[0];
+          if (code === undefined) throw error;
+          const failure = await this.#failure(from, code, error);
+          if (failure.retry) { lastError = failure.error; continue; }
+          throw failure.error;
         }
-        const part = response.responses[0]?.partitions.find((p) => p.partitionIndex === this.partition);
+        const topic = response.responses.find((t) => (byName ? t.topic === this.topic : t.topicId === leader.topicId));
+        const part = topic?.partitions.find((p) => p.partition === this.partition);
+        const code = response.errorCode !== 0 ? response.errorCode : (part?.errorCode ?? 0);
+        if (code !== 0) {
+          const failure = await this.#failure(from, code);
+          if (failure.retry) { lastError = failure.error; continue; }
+          throw failure.error;
+        }
         if (!part) throw new Error(`Fetch of ${partitionName(this.topic, this.partition)} returned no answer for it`);
         return {
-          batches: part.records ?? [],
+          batches: part.records ? parseRecordBatches(part.records, this) : [],
           abortedTransactions: part.abortedTransactions,
           lastStableOffset: part.lastStableOffset,
           highWatermark: part.highWatermark,
@@ -320,6 +332,17 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     if (this.#recordsLeft !== Infinity && this.#recordsRead > 0) left = Math.min(left, (this.#recordsLeft * this.#bytesRead) / this.#recordsRead);
     if (left === Infinity) return this.#options.maxBytes;
     return Math.min(this.#options.maxBytes, Math.ceil(left + left / 8) + 1024);
+  }
+
+  /** What a Kafka error code for this fetch means: retry (after a metadata refresh if need be), or fail with this error. */
+  async #failure(from: bigint, code: number, cause?: unknown): Promise<{ retry: boolean; error: Error }> {
+    if (code === OFFSET_OUT_OF_RANGE) return { retry: false, error: await this.#outOfRange(from, cause) };
+    const error = new KafkaRequestError(`Fetch from offset ${from}`, this.topic, this.partition, code, cause === undefined ? undefined : { cause });
+    if (staleMetadataCodes.has(code)) {
+      this.#leader = undefined;
+      return { retry: true, error };
+    }
+    return { retry: error.retriable, error };
   }
 
   /** OFFSET_OUT_OF_RANGE: below the earliest offset (retention) or past the end. Ask Kafka which. */

@@ -3,51 +3,38 @@
  * with effort, such as a response cut before an aborted transaction's marker, or two
  * producers' transactions interleaved.
  */
-import type { RecordsBatch } from '@platformatic/kafka';
 import { describe, expect, test } from 'vitest';
 import { committedSlice } from '../../src/kafka/committed.js';
 import { UnsupportedRecordFormatError } from '../../src/kafka/errors.js';
+import type { RecordBatch } from '../../src/kafka/record-batch.js';
+import { recordBatch } from '../helpers/record-batch-bytes.js';
 
 const TRANSACTIONAL = 1 << 4;
 const CONTROL = 1 << 5;
 const LOG_APPEND_TIME = 1 << 3;
 
-function batch(firstOffset: number, values: string[], options: { producerId?: number; transactional?: boolean; attributes?: number; lastOffsetDelta?: number; magic?: number } = {}): RecordsBatch {
+function batch(firstOffset: number, values: string[], options: { producerId?: number; transactional?: boolean; attributes?: number; lastOffsetDelta?: number; magic?: number; key?: Buffer } = {}): RecordBatch {
   const attributes = (options.attributes ?? 0) | (options.transactional ? TRANSACTIONAL : 0);
-  return {
-    firstOffset: BigInt(firstOffset),
-    length: 0,
-    partitionLeaderEpoch: 0,
-    magic: options.magic ?? 2,
-    crc: 0,
+  const parsed = recordBatch({
+    baseOffset: BigInt(firstOffset),
     attributes,
     lastOffsetDelta: options.lastOffsetDelta ?? values.length - 1,
-    firstTimestamp: 1_000n,
+    baseTimestamp: 1_000n,
     maxTimestamp: 9_000n,
     producerId: BigInt(options.producerId ?? -1),
     producerEpoch: 0,
-    firstSequence: 0,
-    records: values.map((value, i) => ({
-      length: 0,
-      attributes: 0,
-      timestampDelta: BigInt(i * 10),
-      offsetDelta: i,
-      key: null,
-      value: Buffer.from(value),
-      headers: [],
-    })),
-  };
+    baseSequence: 0,
+    records: values.map((value, i) => ({ timestampDelta: i * 10, offsetDelta: i, key: options.key ?? null, value: Buffer.from(value), headers: [] })),
+  });
+  return options.magic === undefined ? parsed : { ...parsed, magic: options.magic };
 }
 
 /** A COMMIT or ABORT marker: a control batch with one record whose key is (version 0, type). */
-function marker(offset: number, producerId: number, type: 'commit' | 'abort'): RecordsBatch {
+function marker(offset: number, producerId: number, type: 'commit' | 'abort'): RecordBatch {
   const key = Buffer.alloc(4);
   key.writeInt16BE(0, 0);
   key.writeInt16BE(type === 'abort' ? 0 : 1, 2);
-  const b = batch(offset, ['x'], { producerId, transactional: true, attributes: CONTROL });
-  b.records[0]!.key = key;
-  b.records[0]!.value = Buffer.alloc(6);
-  return b;
+  return batch(offset, ['\0\0\0\0\0\0'], { producerId, transactional: true, attributes: CONTROL, key });
 }
 
 const tx = (offset: number, producerId: number, values: string[]) => batch(offset, values, { producerId, transactional: true });
