@@ -11,7 +11,10 @@ import { ensureCatalogLogin, type CatalogLogin } from './logins.js';
 /** The bounds of a reader login (ALTER ROLE … SET, CONNECTION LIMIT). */
 export const readerLoginLimits = {
   statement_timeout: '5min',
-  idle_in_transaction_session_timeout: '30s',
+  // DuckLake holds one read-only transaction open while DuckDB scans (its file list and
+  // statistics stay one snapshot): a scan that rebuilds from Kafka for minutes must not be
+  // cut off at its COMMIT. It holds no lock a writer waits on (migration 10).
+  idle_in_transaction_session_timeout: '1h',
   default_transaction_read_only: 'on',
   connections: 20,
 } as const;

@@ -435,7 +435,7 @@ describe('offsetlake attach, as a user types it', () => {
       expect(await Promise.race([created, hung])).toBe('created');
       expect(await Promise.race([migrateCatalog(engine.catalog).then((r) => r.applied), hung])).toEqual([]);
       const settings = await reader.query("SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle, current_setting('default_transaction_read_only') AS read_only, (SELECT rolconnlimit FROM pg_roles WHERE rolname = current_user) AS connections");
-      expect(settings.rows[0]).toEqual({ statement: '5min', idle: '30s', read_only: 'on', connections: 20 });
+      expect(settings.rows[0]).toEqual({ statement: '5min', idle: '1h', read_only: 'on', connections: 20 });
     } finally {
       await reader.end();
     }
