@@ -161,6 +161,11 @@ interface Usage {
 }
 
 let scratch = '';
+/** What a workload made in Kafka and the catalog, undone when it ends, however it ends (unless --keep). */
+const cleanups: Array<() => Promise<void>> = [];
+async function cleanUp(): Promise<void> {
+  for (const undo of cleanups.splice(0)) await undo();
+}
 let measureCount = 0;
 
 /** The command under rusage.py; what it printed and what the kernel accounted to it. */
@@ -260,6 +265,13 @@ async function main(): Promise<void> {
     const topic = `peers-${format}-${runId}`;
     const table = `peers_${format}_${runId}`;
     console.log(`\n== ${format}: topic ${topic}`);
+    if (!options.keep) {
+      // the table leaves the catalog, the topics (and their disk) leave Kafka: after the workload, or on a failure
+      cleanups.push(async () => {
+        await offsetlake(['table', 'drop', table], 'table drop').catch((error: Error) => console.log(`table drop ${table}: ${error.message}`));
+        await run(python, [join(here, 'delete_topics.py'), '--brokers', brokers, topic, `${topic}-iceberg-control`], 'delete_topics.py').catch((error: Error) => console.log(`deleting topics: ${error.message}`));
+      });
+    }
     await offsetlake(['topic', 'create', topic, '--partitions', String(partitions)], 'topic create');
     // Before producing: a new table starts at each partition's LSO.
     await offsetlake(['table', 'create', table, '--topic', topic, '--file_window', '1h', ...(format === 'avro' ? ['--format', 'avro'] : [])], 'table create');
@@ -379,7 +391,6 @@ async function main(): Promise<void> {
     }
 
     const lakeAnswers = {} as Record<QueryName, QueryResult>;
-    const attach = await attachStatements(node, cli, options.servePort);
     for (const name of queryNames) {
       // First as `offsetlake attach` prints it. Its reader login has
       // idle_in_transaction_session_timeout 30s, and DuckLake holds one Postgres transaction
@@ -388,6 +399,8 @@ async function main(): Promise<void> {
       for (const lifted of [false, true]) {
         const serve = await startServe(node, cli, options.servePort);
         try {
+          // attach checks that serve answers, so it is asked once one runs
+          const attach = await attachStatements(node, cli, options.servePort);
           const setup = ['LOAD ducklake', 'LOAD postgres', 'LOAD httpfs', ...(lifted ? attach.map(liftIdleTimeout) : attach)];
           const before = await metrics(options.servePort);
           const answer = await timed('offsetlake', setup, name, result.sql.offsetlake[name]);
@@ -419,11 +432,7 @@ async function main(): Promise<void> {
       }
     }
     results.push(result);
-    if (!options.keep) {
-      // the table leaves the catalog, the topics (and their disk) leave Kafka
-      await offsetlake(['table', 'drop', table], 'table drop').catch((error: Error) => console.log(`table drop ${table}: ${error.message}`));
-      await run(python, [join(here, 'delete_topics.py'), '--brokers', brokers, topic, `${topic}-iceberg-control`], 'delete_topics.py').catch((error: Error) => console.log(`deleting topics: ${error.message}`));
-    }
+    await cleanUp();
   }
 
   const document = {
@@ -725,8 +734,10 @@ function mib(bytes: number | undefined): string {
   return bytes ? `${(bytes / 2 ** 20).toFixed(1)} MiB` : '–';
 }
 
-main().catch((error: unknown) => {
+main().catch(async (error: unknown) => {
   console.error(error instanceof Error ? error.stack ?? error.message : String(error));
   endAll();
+  await cleanUp().catch(() => {});
+  if (scratch && !process.argv.includes('--keep')) rmSync(scratch, { recursive: true, force: true });
   process.exit(1);
 });
