@@ -4,9 +4,11 @@
 # a PYTHONPATH) or is changed by them. It lives in the shared download cache under the hash
 # of the pins, so clones share it and a changed pin makes a new one; it is checked against
 # the pins every time and completed when it is not what they say. Prints its folder.
+# usage: bash test/python-env.sh [REQUIREMENTS]   (default: the tests' readers; the peers
+# benchmark passes bench/peers/requirements.txt, a path from the repository's root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-requirements=test/integration/requirements-reader.txt
+requirements="${1:-test/integration/requirements-reader.txt}"
 cache="${OFFSETLAKE_CACHE:-$HOME/.cache/offsetlake}"
 venv="$cache/python-$(sha256sum "$requirements" | cut -c1-12)"
 mkdir -p "$cache"
