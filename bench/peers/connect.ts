@@ -6,16 +6,15 @@
  * HadoopFileIO on local files) is a plugin folder of its own, isolated as Connect isolates
  * plugins. Neither is our code.
  */
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { runLogged } from '../../src/stack/java.js';
+import { fetchMavenLibs } from '../../src/stack/java.js';
 
 export const connectVersion = '4.1.1';
 /** The first Iceberg release whose iceberg-kafka-connect-events Maven Central serves (1.9.0 and 1.10.0 it does not). */
 export const icebergVersion = '1.12.0';
 const hadoopVersion = '3.4.1';
 const log4jVersion = '2.24.3';
-const completeMarker = '.complete';
 
 function dependency(group: string, artifact: string, version: string, exclusions: Array<[string, string]> = []): string {
   const excluded = exclusions.length
@@ -83,32 +82,7 @@ function converterPom(): string {
 }
 
 function fetchInto(folder: string, pomText: string, log: string, progress: (line: string) => void, what: string): string {
-  if (existsSync(join(folder, completeMarker))) return folder;
-  progress(`iceberg sink: fetching ${what} from Maven Central into ${folder}`);
-  const root = join(folder, '..');
-  mkdirSync(root, { recursive: true });
-  const scratch = mkdtempSync(join(root, 'fetch-'));
-  try {
-    writeFileSync(join(scratch, 'pom.xml'), pomText);
-    runLogged(
-      `mvn could not fetch ${what} (log: ${log})`,
-      'mvn',
-      [
-        '-B',
-        '--no-transfer-progress',
-        'org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies',
-        '-DincludeScope=runtime',
-        `-DoutputDirectory=${join(scratch, 'libs')}`,
-      ],
-      { cwd: scratch, log, timeoutMs: 15 * 60_000 },
-    );
-    writeFileSync(join(scratch, 'libs', completeMarker), `${what}\n`);
-    rmSync(folder, { recursive: true, force: true });
-    renameSync(join(scratch, 'libs'), folder);
-    return folder;
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
+  return fetchMavenLibs(folder, pomText, what, { log, say: (line) => progress(`iceberg sink: ${line}`) });
 }
 
 export interface ConnectJars {

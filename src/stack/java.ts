@@ -1,8 +1,8 @@
 /** The JDK the stack's daemons run on, and running a command to its end with a log. */
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DaemonStartError, MissingPrerequisiteError } from './process.js';
+import { DaemonStartError, MissingPrerequisiteError, requireCommand } from './process.js';
 
 /** The major version `command -version` reports (`version "25.0.3"`, or `"1.8.0_392"` up to Java 8); 0 when it does not run. */
 export function javaMajor(command: string): number {
@@ -35,5 +35,50 @@ export function runLogged(failure: string, command: string, args: string[], opti
     }
   } finally {
     closeSync(out);
+  }
+}
+
+/** Written last into a fetched folder: its absence means the fetch did not finish. */
+export const completeMarker = '.complete';
+
+/**
+ * The runtime jars `pom` depends on, fetched from Maven Central into `folder` (Maven's
+ * copy-dependencies), unless an earlier fetch completed it. The jars go to a scratch folder
+ * renamed into place after the marker is written, so a fetch cut short is never mistaken for
+ * a complete one, and two checkouts fetching at once both end with a whole folder.
+ */
+export function fetchMavenLibs(folder: string, pom: string, what: string, options: { log: string; say: (line: string) => void }): string {
+  if (existsSync(join(folder, completeMarker))) return folder;
+  requireCommand('mvn', 'apt-get install maven');
+  options.say(`fetching ${what} from Maven Central into ${folder}`);
+  const root = join(folder, '..');
+  mkdirSync(root, { recursive: true });
+  const scratch = mkdtempSync(join(root, 'fetch-'));
+  try {
+    writeFileSync(join(scratch, 'pom.xml'), pom);
+    runLogged(
+      `mvn could not fetch ${what}`,
+      'mvn',
+      [
+        '-B',
+        '--no-transfer-progress',
+        // Pinned: the plugin version a bare `dependency:` resolves to differs between Maven releases.
+        'org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies',
+        '-DincludeScope=runtime',
+        `-DoutputDirectory=${join(scratch, 'libs')}`,
+      ],
+      { cwd: scratch, log: options.log, timeoutMs: 15 * 60_000 },
+    );
+    writeFileSync(join(scratch, 'libs', completeMarker), `${what}\n`);
+    rmSync(folder, { recursive: true, force: true });
+    try {
+      renameSync(join(scratch, 'libs'), folder);
+    } catch (error) {
+      // Another checkout finished the same fetch first.
+      if (!existsSync(join(folder, completeMarker))) throw error;
+    }
+    return folder;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
   }
 }

@@ -4,15 +4,14 @@
  * directly (no distribution tarball: Maven Central is the only place we can fetch from).
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Admin } from '@platformatic/kafka';
-import { findJava, runLogged } from './java.js';
+import { fetchMavenLibs, findJava, runLogged } from './java.js';
 import {
   DaemonStartError,
   logFile,
   portAnswers,
-  requireCommand,
   runningPid,
   startDaemon,
   stopDaemon,
@@ -48,9 +47,6 @@ function libsDir(config: StackConfig): string {
   return join(config.paths.cache, `kafka-${kafkaVersion}`, 'libs');
 }
 
-/** Written last into a fetched libs folder: its absence means the fetch did not finish. */
-const completeMarker = '.complete';
-
 function pom(): string {
   const dependency = (group: string, artifact: string, version: string, exclusions = '') =>
     `    <dependency><groupId>${group}</groupId><artifactId>${artifact}</artifactId><version>${version}</version>${exclusions}</dependency>`;
@@ -75,42 +71,8 @@ ${dependency('org.apache.logging.log4j', 'log4j-slf4j-impl', log4jVersion)}
 `;
 }
 
-/** Fetches into a scratch folder renamed into place, so a fetch cut short is never mistaken for a complete one. */
 function fetchJars(config: StackConfig, progress: (line: string) => void): string {
-  const libs = libsDir(config);
-  if (existsSync(join(libs, completeMarker))) return libs;
-  requireCommand('mvn', 'apt-get install maven');
-  progress(`kafka: fetching Apache Kafka ${kafkaVersion} from Maven Central into ${libs}`);
-  const root = join(libs, '..');
-  mkdirSync(root, { recursive: true });
-  const scratch = mkdtempSync(join(root, 'fetch-'));
-  try {
-    writeFileSync(join(scratch, 'pom.xml'), pom());
-    runLogged(
-      `mvn could not fetch Kafka ${kafkaVersion}`,
-      'mvn',
-      [
-        '-B',
-        '--no-transfer-progress',
-        // Pinned: the plugin version a bare `dependency:` resolves to differs between Maven releases.
-        'org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies',
-        '-DincludeScope=runtime',
-        `-DoutputDirectory=${join(scratch, 'libs')}`,
-      ],
-      { cwd: scratch, log: logFile(config.paths, `${name}-fetch`), timeoutMs: 15 * 60_000 },
-    );
-    writeFileSync(join(scratch, 'libs', completeMarker), `kafka ${kafkaVersion}\n`);
-    rmSync(libs, { recursive: true, force: true });
-    try {
-      renameSync(join(scratch, 'libs'), libs);
-    } catch (error) {
-      // Another checkout's `up` finished the same fetch first.
-      if (!existsSync(join(libs, completeMarker))) throw error;
-    }
-    return libs;
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
+  return fetchMavenLibs(libsDir(config), pom(), `Apache Kafka ${kafkaVersion}`, { log: logFile(config.paths, `${name}-fetch`), say: (line) => progress(`kafka: ${line}`) });
 }
 
 /** Log4j 2 writes to stdout, which startDaemon appends to logs/kafka.log. */
