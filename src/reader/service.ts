@@ -55,7 +55,8 @@ export interface ReaderServiceOptions {
   publishEveryMs?: number;
   /**
    * Worker threads that build granules (src/build/pool.ts): 0 or unset builds on this
-   * thread (a Lambda reader, whose concurrency is its parallelism); `serve` gives one per core.
+   * thread (a Lambda reader, whose concurrency is its parallelism); `serve` gives
+   * `defaultBuildThreads` unless told.
    */
   buildThreads?: number;
 }

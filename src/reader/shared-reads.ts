@@ -61,10 +61,11 @@ export function sharedReads(source: CommittedSource, cache: ByteBoundedCache<obj
     let bytes = 0;
     let end = from;
     for await (const batch of source.read(topic, partition, from, until, options)) {
-      for (const record of batch.records) {
-        records.push(record);
-        bytes += recordBytes(record) + recordOverheadBytes;
-      }
+      for (const record of batch.records) records.push(record);
+      // the committed read counts its records' bytes already (SourceBatch.bytes)
+      if (batch.bytes !== undefined) bytes += batch.bytes;
+      else for (const record of batch.records) bytes += recordBytes(record);
+      bytes += batch.records.length * recordOverheadBytes;
       end = batch.nextOffset;
     }
     return new HeldSpan(from, end, records, bytes);
