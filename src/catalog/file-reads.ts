@@ -123,6 +123,15 @@ export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint
   return result.rows[0] ? toDataFile(result.rows[0]) : undefined;
 }
 
+/**
+ * The table's files from `fromId` on, in id order, at most `limit` (expired ones included):
+ * a reader loads the file asked for with those an engine's scan asks for next.
+ */
+export async function findFilesFrom(catalog: Catalog | CatalogClient, tableId: bigint, fromId: bigint, limit: number): Promise<DataFile[]> {
+  const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id >= $2 ORDER BY f.data_file_id LIMIT $3`, [tableId, fromId, limit]);
+  return result.rows.map(toDataFile);
+}
+
 /** Offsets lost to Kafka's retention before they were indexed, per table and partition (tables not dropped). */
 export async function lostOffsets(catalog: Catalog | CatalogClient): Promise<{ table: string; partition: number; intervals: number; offsets: bigint }[]> {
   const result = await catalog.query<{ table_name: string; partition_id: number; intervals: number; offsets: string }>(

@@ -11,10 +11,11 @@
  * row group for some columns, verified the same way.
  */
 import { indexReports } from '../catalog/indexes.js';
-import { findFile, findGranules, findGranulesOf, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
+import { findGranules, findGranulesOf, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
 import type { FileGranules, Granule } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
-import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
+import { listTables, type TableRecord } from '../catalog/tables.js';
+import { CatalogRecords, type CatalogRecordOptions } from './catalog-records.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from './rebuild.js';
 import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from './granules.js';
@@ -59,6 +60,8 @@ export interface ReaderServiceOptions {
    * `defaultBuildThreads` unless told.
    */
   buildThreads?: number;
+  /** How the service remembers table and file records between requests (src/reader/catalog-records.ts). */
+  records?: CatalogRecordOptions;
 }
 
 export interface IndexMetrics {
@@ -114,6 +117,8 @@ export class ReaderService {
   private readonly readGranule: typeof granuleRecords;
   /** Granule builds on worker threads, when the service was given some. */
   private readonly builds: BuildPool | undefined;
+  /** Table and file records, remembered briefly and loaded many files at a time. */
+  private readonly records: CatalogRecords;
 
   /** Names this reader's row of counters in the catalog. */
   readonly readerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -132,6 +137,7 @@ export class ReaderService {
     this.responseWaitMs = options.responseWaitMs ?? defaultResponseWaitMs;
     this.readGranule = limitConcurrency(options.kafkaReadsAtOnce ?? Math.max(2, (options.buildThreads ?? 0) + 1), granuleRecords);
     this.builds = options.buildThreads ? new BuildPool(options.buildThreads) : undefined;
+    this.records = new CatalogRecords(catalog, options.records);
   }
 
   /** Stops the build workers (they also let the process end by themselves when idle). */
@@ -186,7 +192,7 @@ export class ReaderService {
 
   /** The table, or TableError ("no table named ..."). */
   table(name: string): Promise<TableRecord> {
-    return findTable(this.catalog, name);
+    return this.records.table(name);
   }
 
   files(table: TableRecord): Promise<DataFile[]> {
@@ -200,7 +206,7 @@ export class ReaderService {
 
   /** One file of the table, expired ones included (the caller answers those with 410). */
   file(table: TableRecord, dataFileId: bigint): Promise<DataFile | undefined> {
-    return findFile(this.catalog, table.tableId, dataFileId);
+    return this.records.file(table, dataFileId);
   }
 
   /**
@@ -247,8 +253,16 @@ export class ReaderService {
   private granularOf(file: DataFile): Promise<Granular | null> {
     let known = this.granular.get(file.dataFileId);
     if (!known) {
-      known = (async () => this.granularFrom(file, await findGranules(this.catalog, file.dataFileId)))();
-      this.remember(file, known);
+      // with the files looked up together with it: an engine reads them next
+      const together = this.records.loadedWith(file).filter((other) => other.dataFileId !== file.dataFileId);
+      if (together.length > 0) {
+        void this.prefetchGranules([file, ...together]).catch(() => {});
+        known = this.granular.get(file.dataFileId);
+      }
+      if (!known) {
+        known = (async () => this.granularFrom(file, await findGranules(this.catalog, file.dataFileId)))();
+        this.remember(file, known);
+      }
     }
     return known;
   }

@@ -57,7 +57,9 @@ beforeAll(async () => {
   await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
   table = await findTable(engine.catalog, created.name);
   files = await listFiles(engine.catalog, table.tableId);
-  service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
+  // The tests below change the catalog between requests (expire a file, break a checksum):
+  // this service asks it every time instead of remembering records for a few seconds.
+  service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024, records: { ttlMs: 0 } });
   handler = readerHandler(service, { token });
   server = readerServer(handler).listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -195,6 +197,46 @@ describe('the read API over HTTP', () => {
       expect(response.status, range).toBe(200);
       expect(response.headers.get('content-range'), range).toBeNull();
       expect((await response.arrayBuffer()).byteLength, range).toBe(Number(file.fileSizeBytes));
+    }
+  });
+
+  it('remembers table and file records for their ttl: an engine\'s footer and chunk requests of every file take five catalog queries in all, and an expiry is seen once the ttl has passed', async () => {
+    let queries = 0;
+    const counted = new Proxy(engine.catalog, {
+      get(target, property, receiver) {
+        if (property !== 'query') return Reflect.get(target, property, receiver);
+        return (...args: Parameters<typeof target.query>) => {
+          queries += 1;
+          return (target.query as (...a: unknown[]) => unknown)(...args);
+        };
+      },
+    });
+    const ttlMs = 1_500;
+    const own = readerHandler(new ReaderService(counted, kafkaSource(engine.kafka), { records: { ttlMs }, publishEveryMs: 0 }), { token: null });
+    const ask = (file: DataFile, range: string) => own({ method: 'GET', path: path(file), headers: { range } });
+    const withGranules = files.filter((f) => f.hasGranules).sort((a, b) => (a.dataFileId < b.dataFileId ? -1 : 1));
+    expect(withGranules.length).toBeGreaterThan(2);
+    expect(new Set(withGranules.map((f) => f.schemaVersion)).size).toBe(1);
+    for (const file of withGranules) {
+      // as DuckDB reads a file: its footer, then a column chunk of its first row group
+      const layout = fileLayout(file.footer, Number(file.fileSizeBytes));
+      if ('problem' in layout) throw new Error(layout.problem);
+      const chunk = layout.rowGroups[0]!.chunks[0]!;
+      const footer = await ask(file, `bytes=-${file.footer.byteLength + 8}`);
+      const bytes = await ask(file, `bytes=${chunk.start}-${chunk.end - 1}`);
+      expect([footer.status, bytes.status], `file ${file.dataFileId}`).toEqual([206, 206]);
+      expect((await bodyBytes(bytes.body)).byteLength).toBe(chunk.end - chunk.start);
+    }
+    // the table; the files (one batch); their page indexes and granules (one batch, two
+    // queries); the schema version. Asked each time, it was five per file.
+    expect(queries).toBe(5);
+    const last = withGranules.at(-1)!;
+    await engine.catalog.query('UPDATE offsetlake.data_file SET expired_at = now() WHERE data_file_id = $1', [last.dataFileId]);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, ttlMs + 200));
+      expect((await ask(last, 'bytes=-8')).status).toBe(410);
+    } finally {
+      await engine.catalog.query('UPDATE offsetlake.data_file SET expired_at = NULL WHERE data_file_id = $1', [last.dataFileId]);
     }
   });
 

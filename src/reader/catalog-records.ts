@@ -1,0 +1,113 @@
+/**
+ * Table and file records as the read path asks for them, with fewer catalog round trips.
+ * An engine reads a file in two or more requests (its footer, then its column chunks)
+ * and the files of a scan one after another; each request looked its table and file up
+ * again (two queries), and the round trips were a fifth of a cold scan's time per file.
+ * Here a table's record answers from memory for `ttlMs`, and a file that is not known
+ * is loaded with the files after it in id order (`batch`), which an engine's scan asks
+ * for next: one query for many files.
+ *
+ * Staleness is bounded by `ttlMs`: a file expired by retention, or a table dropped,
+ * within the last `ttlMs` may still be answered as it was. That was already so between
+ * retention checks (Kafka deletes before the catalog is told); a rebuild reads Kafka
+ * either way and never serves bytes that do not verify.
+ */
+import type { Catalog } from '../catalog/db.js';
+import { findFilesFrom, type DataFile } from '../catalog/file-reads.js';
+import { findTable, type TableRecord } from '../catalog/tables.js';
+
+export interface CatalogRecordOptions {
+  /** How long a record answers from memory (ms). Default 5 s; 0 asks the catalog every time. */
+  ttlMs?: number;
+  /** Files loaded by one lookup: the one asked for and those after it (default 64). */
+  batch?: number;
+  /** Files remembered at most (default 4,000: a file's record is its footer and statistics, a few KiB). */
+  maxFiles?: number;
+}
+
+interface Remembered<T> {
+  until: number;
+  value: T;
+}
+
+export class CatalogRecords {
+  private readonly ttlMs: number;
+  private readonly batch: number;
+  private readonly maxFiles: number;
+  private readonly tables = new Map<string, Remembered<Promise<TableRecord>>>();
+  /** Per file id; a lookup in flight is remembered as its promise, so concurrent requests share it. */
+  private readonly files = new Map<bigint, Remembered<Promise<DataFile | undefined>>>();
+  /** The files each batch brought in, by the id of each of them: what to load granules for together. */
+  private readonly batches = new Map<bigint, readonly DataFile[]>();
+
+  constructor(private readonly catalog: Catalog, options: CatalogRecordOptions = {}) {
+    this.ttlMs = options.ttlMs ?? 5_000;
+    this.batch = Math.max(1, options.batch ?? 64);
+    this.maxFiles = Math.max(this.batch, options.maxFiles ?? 4_000);
+  }
+
+  /** The live table named so, or TableError ("no table named ..."). */
+  table(name: string): Promise<TableRecord> {
+    const now = Date.now();
+    const known = this.tables.get(name);
+    if (known && known.until > now) return known.value;
+    const value = findTable(this.catalog, name);
+    if (this.ttlMs > 0) {
+      this.tables.set(name, { until: now + this.ttlMs, value });
+      value.catch(() => this.tables.delete(name));
+    }
+    return value;
+  }
+
+  /** One file of the table, expired ones included. */
+  async file(table: TableRecord, dataFileId: bigint): Promise<DataFile | undefined> {
+    const now = Date.now();
+    const known = this.files.get(dataFileId);
+    if (known && known.until > now) {
+      const file = await known.value;
+      // a file id names one table's file; another table's is not this table's
+      if (!file || file.tableId === table.tableId) return file;
+    }
+    const loading = this.load(table, dataFileId, now);
+    return (await loading).find((file) => file.dataFileId === dataFileId);
+  }
+
+  /** The other files loaded with this one (granules are best loaded for all of them at once). */
+  loadedWith(file: DataFile): readonly DataFile[] {
+    return this.batches.get(file.dataFileId) ?? [file];
+  }
+
+  private load(table: TableRecord, fromId: bigint, now: number): Promise<DataFile[]> {
+    const loading = findFilesFrom(this.catalog, table.tableId, fromId, this.batch);
+    if (this.ttlMs === 0) return loading;
+    const until = now + this.ttlMs;
+    // The id asked for answers from this lookup at once; the others once it is in.
+    this.files.set(fromId, { until, value: loading.then((files) => files.find((f) => f.dataFileId === fromId)) });
+    loading.then(
+      (files) => {
+        // a miss is not remembered: the id may be a file being committed now
+        if (!files.some((f) => f.dataFileId === fromId)) this.files.delete(fromId);
+        for (const file of files) {
+          this.files.set(file.dataFileId, { until, value: Promise.resolve(file) });
+          this.batches.set(file.dataFileId, files);
+        }
+        this.evict();
+      },
+      () => this.files.delete(fromId),
+    );
+    return loading;
+  }
+
+  /** Oldest first, down to `maxFiles` (a Map iterates in insertion order). */
+  private evict(): void {
+    for (const id of this.files.keys()) {
+      if (this.files.size <= this.maxFiles) break;
+      this.files.delete(id);
+      this.batches.delete(id);
+    }
+    for (const id of this.batches.keys()) {
+      if (this.batches.size <= this.maxFiles) break;
+      this.batches.delete(id);
+    }
+  }
+}
