@@ -12,11 +12,16 @@
  *
  * A range ends at the first of:
  *   bytes     key + value + header bytes reach `file_bytes` (the record that reaches it is in)
- *   span      max − min of its timestamps would reach `file_window` (that record opens the next)
+ *   span      max − min of the timestamps of one of its files (the records of one time
+ *             bucket) would reach `file_window` (that record opens the next)
  *   bucket    a record falls in a later time bucket than any before it (it opens the next)
  *   age       its first record was read `file_window` ago (on a push or a tick)
  *   flush / capacity / chunk   asked for by the caller
  * Late records (an earlier bucket) do not end a range: they become their bucket's file.
+ * Span is a file's, not the range's: a late record a second before a bucket's start widens
+ * only its own bucket's file. Taken over the whole range it made every range that began
+ * with a late record reach `file_window` a moment before the next bucket did, so each
+ * hour boundary of jittered timestamps cut a range of one record and a file of it.
  *
  * An open range with no records is never sealed: there is no file to make of it. Its
  * offsets stay open until a record arrives (they then lead its range).
@@ -53,12 +58,18 @@ export class RangeOrderError extends Error {
   override name = 'RangeOrderError';
 }
 
+/** The least and greatest timestamp among a range's records of one bucket. */
+interface BucketSpan {
+  min: number;
+  max: number;
+}
+
 interface OpenRange {
   startOffset: bigint;
   records: KafkaRecord[];
   bytes: number;
-  minTimestamp: number;
-  maxTimestamp: number;
+  /** Per time bucket among its records (a range holds few: its own and late ones). */
+  spans: Map<number, BucketSpan>;
   maxBucket: number;
   firstReadAt: number;
   /** How many of its first records an earlier reader had read already: the age trigger does not split those. */
@@ -146,9 +157,10 @@ export class RangeSealer {
     if (!open) return undefined;
     if (open.bytes >= this.rules.fileBytes) return 'bytes';
     if (now - open.firstReadAt >= this.rules.fileWindowMs && open.records.length >= open.earlierRecords) return 'age';
-    if (bucketOf(record.timestamp, this.rules.granularity) > open.maxBucket) return 'bucket';
-    const span = Math.max(open.maxTimestamp, record.timestamp) - Math.min(open.minTimestamp, record.timestamp);
-    if (span >= this.rules.fileWindowMs) return 'span';
+    const bucket = bucketOf(record.timestamp, this.rules.granularity);
+    if (bucket > open.maxBucket) return 'bucket';
+    const known = open.spans.get(bucket);
+    if (known && Math.max(known.max, record.timestamp) - Math.min(known.min, record.timestamp) >= this.rules.fileWindowMs) return 'span';
     return undefined;
   }
 
@@ -158,8 +170,7 @@ export class RangeSealer {
       startOffset: this.unsealedFrom,
       records: [],
       bytes: 0,
-      minTimestamp: record.timestamp,
-      maxTimestamp: record.timestamp,
+      spans: new Map<number, BucketSpan>(),
       maxBucket: bucket,
       firstReadAt: this.earlierReadAt !== undefined && this.earlierReadAt < now ? this.earlierReadAt : now,
       earlierRecords: this.earlierReadAt !== undefined ? this.earlierRecords : 0,
@@ -168,8 +179,10 @@ export class RangeSealer {
     this.earlierRecords = 0;
     open.records.push(record);
     open.bytes += recordBytes(record);
-    if (record.timestamp < open.minTimestamp) open.minTimestamp = record.timestamp;
-    if (record.timestamp > open.maxTimestamp) open.maxTimestamp = record.timestamp;
+    const span = open.spans.get(bucket);
+    if (!span) open.spans.set(bucket, { min: record.timestamp, max: record.timestamp });
+    else if (record.timestamp < span.min) span.min = record.timestamp;
+    else if (record.timestamp > span.max) span.max = record.timestamp;
     if (bucket > open.maxBucket) open.maxBucket = bucket;
   }
 

@@ -70,9 +70,13 @@ export function bytesReached(rules: SealingRules, held: readonly KafkaRecord[]):
   return totalBytes(held) >= rules.fileBytes;
 }
 
-/** Trigger `span`: max − min of the timestamps, with `next` among them, reaches file_window. */
+/**
+ * Trigger `span`: max − min of the timestamps of one file of the range, the records in
+ * `next`'s time bucket with `next` among them, reaches file_window.
+ */
 export function spanReached(rules: SealingRules, held: readonly KafkaRecord[], next: KafkaRecord): boolean {
-  const stamps = [...held, next].map((record) => record.timestamp);
+  const bucket = bucketStart(next.timestamp, rules.granularity);
+  const stamps = [...held, next].filter((record) => bucketStart(record.timestamp, rules.granularity) === bucket).map((record) => record.timestamp);
   return Math.max(...stamps) - Math.min(...stamps) >= rules.fileWindowMs;
 }
 

@@ -55,6 +55,15 @@ describe('RangeSealer: each trigger', () => {
     expect(sealer.openRecords).toBe(2);
   });
 
+  it('span is a file\'s, not the range\'s: a late record of the bucket before widens only its own file, so jittered timestamps across an hour do not cut a range of one record', () => {
+    const hourly = { ...rules, fileWindowMs: 3_600_000, granularity: 'hour' as const };
+    const hour = Date.UTC(2026, 11, 1, 16);
+    const sealer = new RangeSealer(hourly, 0n);
+    // 16:00:00, then 15:59:59 (late), then 16:59:59.5: over the range that spans 1 h 0.5 s, in bucket 16:00 only 59:59.5
+    const sealed = sealer.push([record(0, hour), record(1, hour - 1_000), record(2, hour + 3_599_500), record(3, hour + 3_600_000)], 4n, 0);
+    expect(sealed.map((r) => [r.startOffset, r.endOffset, r.reason, r.files.map((f) => [f.bucket, f.records.length])])).toEqual([[0n, 3n, 'bucket', [[hour - 3_600_000, 1], [hour, 2]]]]);
+  });
+
   it('age: a range whose first record was read file_window ago seals on a tick, with no new record', () => {
     const sealer = new RangeSealer(rules, 10n);
     expect(sealer.push([record(10, t0)], 13n, 1_000)).toEqual([]);
@@ -223,7 +232,9 @@ describe('RangeSealer on seeded out-of-order input (500 seeds), checked against 
         for (const reason of range.reasons) add(`sealed by ${reason}${reason === 'age' ? (steps[range.step]!.kind === 'tick' ? ' on a tick' : ' on a record') : ''}`);
         if (range.reasons.length > 1) add('several triggers at one record');
         const opener = reads.find((read) => read.record.offset === range.end && read.step === range.step);
-        const stamps = [...records, ...(opener ? [opener] : [])].map((read) => read.record.timestamp);
+        // span is a file's: the timestamps of the opener's bucket among the range's records
+        const openerBucket = opener && bucketStart(opener.record.timestamp, rules.granularity);
+        const stamps = [...records, ...(opener ? [opener] : [])].filter((read) => bucketStart(read.record.timestamp, rules.granularity) === openerBucket).map((read) => read.record.timestamp);
         const firstReadAt = r === 0 && scenario.earlierReadAt !== undefined ? Math.min(scenario.earlierReadAt, records[0]!.now) : records[0]!.now;
         const sealStep = steps[range.step]!;
         const sealNow = sealStep.kind === 'tick' ? sealStep.now : opener?.now;
