@@ -50,7 +50,7 @@ import { createTopic } from '../src/kafka/topics.js';
 import { bodyBytes, readerHandler } from '../src/reader/http.js';
 import { readerServer } from '../src/reader/node-server.js';
 import { ReaderService } from '../src/reader/service.js';
-import { rebuildFile } from '../src/reader/rebuild.js';
+import { rebuildFile } from '../src/build/rebuild.js';
 import { encodeParquet, fileLayout, kafkaColumnArrays, type FileLayout } from '../src/parquet/index.js';
 import { fieldIds } from '../src/schema/table-schema.js';
 import { schemaVersion } from '../src/schema/versions.js';

@@ -37,7 +37,7 @@ import { indexerFor } from '../src/indexer/handler.js';
 import { produce } from '../src/kafka/produce.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import { createTopic } from '../src/kafka/topics.js';
-import { rebuildFile } from '../src/reader/rebuild.js';
+import { rebuildFile } from '../src/build/rebuild.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 import { seededRandom } from '../test/helpers/random.js';

@@ -12,7 +12,7 @@ import { kafkaSource } from '../kafka/source.js';
 import { produce } from '../kafka/produce.js';
 import { createTopic, deleteTopic } from '../kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
-import { rebuildFile } from '../reader/rebuild.js';
+import { rebuildFile } from '../build/rebuild.js';
 import { resolveSettings } from '../catalog/settings.js';
 import { stackConfig } from '../stack/config.js';
 import { stackUp, useLocalStackDefaults } from '../stack/index.js';

@@ -5,7 +5,7 @@ import { findTable, listTables } from '../catalog/tables.js';
 import { rangeBuilder } from '../build/files.js';
 import { kafkaSource } from '../kafka/source.js';
 import { defaultRunnerOptions, LocalRunner, type RunSummary } from '../local/runner.js';
-import { checkFiles, rebuildFile } from '../reader/rebuild.js';
+import { checkFiles, rebuildFile } from '../build/rebuild.js';
 import { parseBytes, parseDuration } from '../catalog/settings.js';
 import { partitionStatus } from '../catalog/status.js';
 import type { Engine } from '../runtime/engine.js';

@@ -30,7 +30,7 @@ export function fetchBytesFor(records: readonly KafkaRecord[], from: bigint, unt
 
 /**
  * The same, when the span's record bytes are known as a number (a granule's kafka_bytes,
- * src/reader/granules.ts): reading one row group of a file must not decode the next ones.
+ * src/build/granules.ts): reading one row group of a file must not decode the next ones.
  */
 export function fetchBytesForSpan(spanRecordBytes: number, from: bigint, until: bigint): number {
   if (until <= from) return defaultMaxBytes;

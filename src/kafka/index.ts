@@ -6,3 +6,4 @@ export * from './topics.js';
 export * from './committed.js';
 export * from './read.js';
 export * from './produce.js';
+export * from './counting-source.js';

@@ -18,7 +18,7 @@ import { indexerFor, indexPartitions, type IndexerRuntime } from '../indexer/han
 import type { PartitionIndexer } from '../indexer/partition.js';
 import type { RangeBuilder } from '../build/files.js';
 import { kafkaSource, type CommittedSource } from '../kafka/source.js';
-import { countingSource, type ReadLog } from '../reader/source.js';
+import { countingSource, type ReadLog } from '../kafka/counting-source.js';
 import { defaultEmulatorOptions, PartitionEventSource, type EmulatorOptions } from './emulator.js';
 import { limitConcurrency } from '../common/limit.js';
 import { describePlan, measuredCosts, planMemory, type MemoryCosts, type MemoryPlan } from './memory-budget.js';

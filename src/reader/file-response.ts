@@ -5,7 +5,7 @@
  */
 import type { DataFile } from '../catalog/file-reads.js';
 import type { TableRecord } from '../catalog/tables.js';
-import { FileExpiredError } from './rebuild.js';
+import { FileExpiredError } from '../build/rebuild.js';
 import { parseRange } from './range.js';
 import { BudgetWaitError } from '../common/limit.js';
 import type { ReaderService } from './service.js';

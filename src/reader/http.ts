@@ -18,8 +18,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { DataFile } from '../catalog/file-reads.js';
 import { TableError, type TableRecord } from '../catalog/tables.js';
-import { FileExpiredError, RebuildMismatchError } from './rebuild.js';
-import { GranuleMismatchError } from './granules.js';
+import { FileExpiredError, RebuildMismatchError } from '../build/rebuild.js';
+import { GranuleMismatchError } from '../build/granules.js';
 import type { ReaderService } from './service.js';
 import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';

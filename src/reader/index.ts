@@ -4,4 +4,4 @@ export * from './metrics.js';
 export * from './node-server.js';
 export * from './range.js';
 export * from './service.js';
-export * from './source.js';
+export * from '../kafka/counting-source.js';

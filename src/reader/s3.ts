@@ -18,7 +18,7 @@
 import { TableError, type TableRecord } from '../catalog/tables.js';
 import type { LiveFileKey } from '../catalog/file-reads.js';
 import { fileResponse, HttpError, PreconditionFailedError, type ReaderRequest, type ReaderResponse } from './file-response.js';
-import { RebuildMismatchError } from './rebuild.js';
+import { RebuildMismatchError } from '../build/rebuild.js';
 import type { ReaderService } from './service.js';
 import { defaultS3Region, S3AuthError, verifySigV4, type S3Credentials } from './sigv4.js';
 

@@ -1,6 +1,6 @@
 /**
  * The rebuild service behind every read: finds tables and files in the catalog and
- * produces a byte range of a file. A file with granules (src/reader/granules.ts) is
+ * produces a byte range of a file. A file with granules (src/build/granules.ts) is
  * produced piece by piece: the magic, the column chunks of the row groups the range
  * covers (rebuilt from those row groups' offsets only, for those columns only, each
  * checked against its sha256), the page index and footer from the catalog. A file
@@ -17,14 +17,14 @@ import type { Catalog } from '../catalog/db.js';
 import { listTables, type TableRecord } from '../catalog/tables.js';
 import { CatalogRecords, type CatalogRecordOptions } from './catalog-records.js';
 import type { CommittedSource } from '../kafka/source.js';
-import { RebuildMismatchError, rebuildFile } from './rebuild.js';
-import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from './granules.js';
+import { RebuildMismatchError, rebuildFile } from '../build/rebuild.js';
+import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from '../build/granules.js';
 import { fileLayout, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
 import { schemaVersion } from '../schema/versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { ByteBoundedCache } from './cache.js';
 import { newMetrics, type ReaderMetrics } from './metrics.js';
-import { countingSource, type ReadLog } from './source.js';
+import { countingSource, type ReadLog } from '../kafka/counting-source.js';
 import { HeldSpan, sharedReads, type SharedReads } from './shared-reads.js';
 import { BuildPool } from '../build/pool.js';
 import { publishReaderCounters } from '../catalog/reader-counters.js';

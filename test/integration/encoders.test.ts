@@ -12,7 +12,7 @@ import { produce } from '../../src/kafka/produce.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { encoderForCompression, encoderVersion, encoders } from '../../src/parquet/index.js';
 import { checkTable } from '../helpers/verify.js';
-import { rebuildFile } from '../../src/reader/rebuild.js';
+import { rebuildFile } from '../../src/build/rebuild.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 

@@ -22,7 +22,7 @@ import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { fileLayout, type FileLayout } from '../../src/parquet/index.js';
 import { bodyBytes } from '../../src/reader/http.js';
-import { rebuildFile } from '../../src/reader/rebuild.js';
+import { rebuildFile } from '../../src/build/rebuild.js';
 import { ReaderService } from '../../src/reader/service.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';
 import type { Engine } from '../../src/runtime/engine.js';

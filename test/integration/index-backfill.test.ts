@@ -21,7 +21,7 @@ import { claimIndexBackfill, IndexBackfillLeaseLostError, lockOwnedIndex } from 
 import { deleteRecords } from '../../src/kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { rangeBuilder } from '../../src/build/files.js';
-import { checkFiles } from '../../src/reader/rebuild.js';
+import { checkFiles } from '../../src/build/rebuild.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { pause } from '../../src/common/retry.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';

@@ -17,7 +17,7 @@ import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { runQuery } from '../../src/query/run.js';
 import { ReaderService } from '../../src/reader/service.js';
-import { countingSource } from '../../src/reader/source.js';
+import { countingSource } from '../../src/kafka/counting-source.js';
 import { recordBytes, type KafkaRecord } from '../../src/kafka/record.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';

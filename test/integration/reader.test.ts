@@ -22,7 +22,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { bodyBytes, readerHandler, type ReaderHandler } from '../../src/reader/http.js';
 import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
-import { rebuildFile } from '../../src/reader/rebuild.js';
+import { rebuildFile } from '../../src/build/rebuild.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';

@@ -17,7 +17,7 @@ import { rangeBuilder } from '../../src/build/files.js';
 import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
-import { rebuildFile } from '../../src/reader/rebuild.js';
+import { rebuildFile } from '../../src/build/rebuild.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';
 import { schemaRegistry } from '../../src/schema/registry.js';
 import { partitionStatus } from '../../src/catalog/status.js';

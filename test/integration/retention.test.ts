@@ -12,7 +12,7 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { lastStableOffset } from '../../src/kafka/offsets.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { deleteRecords, deleteTopic } from '../../src/kafka/topics.js';
-import { FileExpiredError, rebuildFile } from '../../src/reader/rebuild.js';
+import { FileExpiredError, rebuildFile } from '../../src/build/rebuild.js';
 import { checkRetention, type TableFailure } from '../../src/retention/check.js';
 import { partitionStatus } from '../../src/catalog/status.js';
 import { growTopic, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';

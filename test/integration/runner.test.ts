@@ -22,7 +22,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { bodyBytes, readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { kafkaSource } from '../../src/kafka/source.js';
-import { countingSource } from '../../src/reader/source.js';
+import { countingSource } from '../../src/kafka/counting-source.js';
 import { defaultEmulatorOptions, PartitionEventSource, type Deliver } from '../../src/local/emulator.js';
 import { partitionStatus } from '../../src/catalog/status.js';
 import { freshDatabase } from '../helpers/database.js';

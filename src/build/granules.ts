@@ -8,7 +8,7 @@
 import type { DataFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../catalog/tables.js';
-import { checkedChunks, leafColumns, type ChunkJob, type ChunkResult, type ExpectedChunk } from '../build/granule-chunks.js';
+import { checkedChunks, leafColumns, type ChunkJob, type ChunkResult, type ExpectedChunk } from './granule-chunks.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import { fetchBytesForSpan } from '../kafka/fetch-size.js';
 import { SHA256_BYTES, type FileLayout } from '../parquet/index.js';

@@ -4,8 +4,8 @@
  * ranges asked for. The read path
  * reports these as metrics; tests use them to show that pruning skips Kafka reads.
  */
-import type { CommittedSource } from '../kafka/source.js';
-import { recordBytes } from '../kafka/record.js';
+import type { CommittedSource } from './source.js';
+import { recordBytes } from './record.js';
 
 export interface ReadLog {
   records: number;

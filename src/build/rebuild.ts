@@ -7,7 +7,7 @@
 import type { DataFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
 import { tableTopic, type TableRecord } from '../catalog/tables.js';
-import { encodeRows, fileRows, granulesOf } from '../build/files.js';
+import { encodeRows, fileRows, granulesOf } from './files.js';
 import { columnStatistics, type EncodedFile, type PreparedData } from '../parquet/index.js';
 import { ownValue } from '../common/objects.js';
 import type { TableSchema } from '../schema/table-schema.js';
