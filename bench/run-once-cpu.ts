@@ -3,7 +3,7 @@
  * side by side on the same topic (issue 27: the emulator no longer reads every record
  * twice nor turns it into base64).
  *
- *   node --import tsx bench/run-once-cpu.ts [--mb 200] [--rounds 2] [--builds /path/old,/path/new] [--topic NAME] [--cpu-prof DIR]
+ *   node --import tsx bench/run-once-cpu.ts [--mb 200] [--rounds 2] [--builds /path/old,/path/new] [--topic NAME] [--cpu-prof DIR] [--run-args '--build-threads 1']
  *
  * Needs the local stack (`offsetlake stack up`; the `OFFSETLAKE_*_PORT` variables move it).
  * A topic of 3 partitions is filled once (reused when it already holds the records) with
@@ -38,6 +38,8 @@ const { values } = parseArgs({
     topic: { type: 'string' },
     // each run's V8 CPU profile goes to DIR (its figures then include the profiler's cost)
     'cpu-prof': { type: 'string' },
+    // more flags of `run --once`, the same for every build
+    'run-args': { type: 'string' },
   },
 });
 const targetBytes = Number(values.mb) * 1e6;
@@ -118,7 +120,7 @@ async function runOnce(build: string): Promise<RunResult> {
     // Tables start at the LSO; this one indexes the whole topic.
     await own.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [table.tableId]);
     const brokerBefore = brokerCpuSeconds();
-    const child = spawn('/usr/bin/time', ['-f', 'TIME %U %S %M %e', process.execPath, ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : []), join(build, 'bin/offsetlake.js'), 'run', '--once', '--json'], {
+    const child = spawn('/usr/bin/time', ['-f', 'TIME %U %S %M %e', process.execPath, ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : []), join(build, 'bin/offsetlake.js'), 'run', '--once', '--json', ...(values['run-args']?.split(/\s+/).filter(Boolean) ?? [])], {
       cwd: build,
       env: { ...process.env, DATABASE_URL: url.toString() },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -204,13 +204,39 @@ function* recordsOf(range: SealedRange): Iterable<KafkaRecord> {
   for (const file of range.files) yield* file.records;
 }
 
+/** What building a range's files takes once the catalog has been asked: pure, so that it runs on any thread. */
+export interface RangeBuildInput {
+  table: TableRecord;
+  schema: TableSchema;
+  schemaVersion: number;
+  /** The table's indexes that files carry entries for. */
+  indexes: IndexDefinition[];
+  encoderVersion: string;
+  partition: number;
+  range: SealedRange;
+}
+
+/** A sealed range's files: per bucket the Parquet file built in memory, its statistics, granules and index entries. */
+export function buildRangeFiles({ table, schema, schemaVersion, indexes, encoderVersion, partition, range }: RangeBuildInput): NewRange {
+  const files = range.files.map((file) => {
+    const rows = fileRows(table, schema, partition, file.records);
+    const built = buildDataFile(schema.columns, rows, fileOptions(table, schema, encoderVersion));
+    const granules = granulesOf(built.file, file.records, range.startOffset, range.endOffset, recordsOf(range));
+    const entries = fileIndexEntries(indexes, indexResolver(table, schema), rows);
+    return toNewDataFile(built, schema, schemaVersion, file.bucket, file.records.length, granules, entries);
+  });
+  return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files, indexIds: indexes.map((index) => index.indexId) };
+}
+
 /**
  * The indexer's builder: the table's current schema (merged with the range's registry
  * schemas) and the encoder of the table's compression. `registry` defaults to SCHEMA_REGISTRY_URL (else the
  * local stack's), made on first need. `encoder` is the encoder version of new files (a
- * test builds with an older one to hold files of two versions in one catalog).
+ * test builds with an older one to hold files of two versions in one catalog). `build`
+ * runs the pure part elsewhere (`run --build-threads`: a worker, src/build/pool.ts); the
+ * bytes are the same on any thread.
  */
-export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encoder?: string): RangeBuilder {
+export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encoder?: string, build: (input: RangeBuildInput) => NewRange | Promise<NewRange> = buildRangeFiles): RangeBuilder {
   return async (table, partition, range: SealedRange): Promise<NewRange> => {
     let current = await currentSchema(catalog, table.tableId);
     if (isRegistryFormat(table.format)) {
@@ -219,13 +245,6 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encode
     const { version, schema } = current;
     const indexes = await indexesWithEntries(catalog, table.tableId);
     const encoderVersion = encoder ?? encoderForCompression[compressionOf(table.settings)];
-    const files = range.files.map((file) => {
-      const rows = fileRows(table, schema, partition, file.records);
-      const built = buildDataFile(schema.columns, rows, fileOptions(table, schema, encoderVersion));
-      const granules = granulesOf(built.file, file.records, range.startOffset, range.endOffset, recordsOf(range));
-      const entries = fileIndexEntries(indexes, indexResolver(table, schema), rows);
-      return toNewDataFile(built, schema, version, file.bucket, file.records.length, granules, entries);
-    });
-    return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files, indexIds: indexes.map((index) => index.indexId) };
+    return build({ table, schema, schemaVersion: version, indexes, encoderVersion, partition, range });
   };
 }

@@ -1,34 +1,45 @@
 /**
  * Builds on every core: a pool of worker threads that run `checkedChunks` (a granule's
- * chunks encoded and checked) beside the thread that serves, so that a reader with two
- * cores rebuilds two granules at once. The bytes are the same on any thread (the encoder
- * is a pure function of its input; a unit test builds on both and compares). Workers start
- * on first use and hold the process open only while they have work.
+ * chunks encoded and checked, for `serve`) and `buildRangeFiles` (a sealed range's files,
+ * for `run`) beside the thread that serves or reads Kafka, so that a process with two
+ * cores builds two at once. The bytes are the same on any thread (the encoder is a pure
+ * function of its input; tests build on both and compare). Workers start on first use and
+ * hold the process open only while they have work.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ChunkJob, ChunkResult } from './granule-chunks.js';
+import type { RangeBuildInput } from './files.js';
 import { packedBuffers, packRecords, type PackedRecords } from './record-transfer.js';
 import type { TableSchema } from '../schema/table-schema.js';
+import type { NewRange } from '../catalog/file-writes.js';
+import type { SealedRange } from '../ranges/sealer.js';
 
-/** What the pool posts: the job without its records and schema, which travel apart. */
-export interface WorkerJob {
+/** A sealed range without its records, which travel packed, one set per file. */
+export type RangeShape = Omit<SealedRange, 'files'>;
+
+/** A job without its records and schema, which travel apart. */
+export type JobBody =
+  | { kind: 'chunks'; chunk: Omit<ChunkJob, 'records' | 'schema'>; records: PackedRecords }
+  | { kind: 'range'; build: Omit<RangeBuildInput, 'schema' | 'range'>; range: RangeShape; files: { bucket: number; records: PackedRecords }[] };
+
+/** What the pool posts. */
+export type WorkerJob = JobBody & {
   id: number;
-  chunk: Omit<ChunkJob, 'records' | 'schema'>;
-  records: PackedRecords;
   schemaKey: string;
   /** Sent the first time a worker gets a job of this schema. */
   schema?: TableSchema;
-}
+};
 
 export type WorkerAnswer =
   | { id: number; chunks: [number, Uint8Array][]; fileBytes?: Uint8Array }
   | { id: number; mismatch: { column: string | null; detail: string } }
+  | { id: number; range: NewRange }
   | { id: number; error: { name: string; message: string; stack: string } };
 
 interface PoolWorker {
   worker: Worker;
-  jobs: Map<number, { resolve: (result: ChunkResult) => void; reject: (error: Error) => void }>;
+  jobs: Map<number, { resolve: (answer: WorkerAnswer) => void; reject: (error: Error) => void }>;
   schemas: Set<string>;
 }
 
@@ -56,21 +67,37 @@ export class BuildPool {
   }
 
   /** `checkedChunks` of `job` on the least busy worker. */
-  readonly chunks = (job: ChunkJob): Promise<ChunkResult> => {
+  readonly chunks = async (job: ChunkJob): Promise<ChunkResult> => {
+    const records = packRecords(job.records);
+    const { records: _records, schema, ...chunk } = job;
+    const answer = await this.post(schema, { kind: 'chunks', chunk, records }, packedBuffers(records));
+    if ('mismatch' in answer) return { mismatch: answer.mismatch };
+    if ('chunks' in answer) return { chunks: new Map(answer.chunks), ...(answer.fileBytes ? { fileBytes: answer.fileBytes } : {}) };
+    throw new Error('a build worker answered a granule with something else');
+  };
+
+  /** `buildRangeFiles` of `input` on the least busy worker. */
+  readonly range = async (input: RangeBuildInput): Promise<NewRange> => {
+    const { schema, range: { files: bucketFiles, ...range }, ...build } = input;
+    const files = bucketFiles.map((file) => ({ bucket: file.bucket, records: packRecords(file.records) }));
+    const answer = await this.post(schema, { kind: 'range', build, range, files }, files.flatMap((file) => packedBuffers(file.records)));
+    if ('range' in answer) return answer.range;
+    throw new Error('a build worker answered a range with something else');
+  };
+
+  private post(schema: TableSchema, job: JobBody, transfer: ArrayBuffer[]): Promise<WorkerAnswer> {
     if (this.closed) return Promise.reject(new Error('the build pool was closed'));
     const target = this.leastBusy();
     const id = this.nextId++;
-    const schemaKey = schemaKeyOf(job.schema);
-    const records = packRecords(job.records);
-    const { records: _records, schema, ...chunk } = job;
-    const message: WorkerJob = { id, chunk, records, schemaKey, ...(target.schemas.has(schemaKey) ? {} : { schema }) };
+    const schemaKey = schemaKeyOf(schema);
+    const message: WorkerJob = { ...job, id, schemaKey, ...(target.schemas.has(schemaKey) ? {} : { schema }) };
     target.schemas.add(schemaKey);
-    return new Promise<ChunkResult>((resolve, reject) => {
+    return new Promise<WorkerAnswer>((resolve, reject) => {
       target.jobs.set(id, { resolve, reject });
       target.worker.ref();
-      target.worker.postMessage(message, packedBuffers(records));
+      target.worker.postMessage(message, transfer);
     });
-  };
+  }
 
   /** Stops the workers; jobs still running fail. */
   async close(): Promise<void> {
@@ -98,8 +125,7 @@ export class BuildPool {
       entry.jobs.delete(answer.id);
       if (entry.jobs.size === 0) worker.unref();
       if ('error' in answer) job.reject(Object.assign(new Error(answer.error.message), { name: answer.error.name, stack: answer.error.stack }));
-      else if ('mismatch' in answer) job.resolve({ mismatch: answer.mismatch });
-      else job.resolve({ chunks: new Map(answer.chunks), ...(answer.fileBytes ? { fileBytes: answer.fileBytes } : {}) });
+      else job.resolve(answer);
     });
     const fail = (error: Error): void => {
       const at = this.workers.indexOf(entry);

@@ -74,6 +74,14 @@ export function wholeNumberFlag(flag: string, text: string | undefined, fallback
   throw new UsageError(`--${flag} must be a whole number ${max === undefined ? 'of at least 1' : `from 1 to ${max}`}, got "${text}"`);
 }
 
+/** `--build-threads N`: worker threads that build, 0 to build on the calling thread; `fallback` when not given. */
+export function buildThreadsFlag(text: string | undefined, fallback: number, onThread: string): number {
+  if (text === undefined) return fallback;
+  const n = Number(text.trim());
+  if (/^\d+$/.test(text.trim()) && n <= 256) return n;
+  throw new UsageError(`--build-threads must be a whole number from 0 (${onThread}) to 256, got "${text}"`);
+}
+
 /**
  * A secret (a token, a secret key): from its flag, which still works but shows in `ps` to
  * every user of the machine (so it is warned about), else from the environment variable

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { findFile, listFiles } from '../catalog/file-reads.js';
 import { findTable, listTables } from '../catalog/tables.js';
 import { rangeBuilder } from '../build/files.js';
+import { BuildPool, defaultBuildThreads } from '../build/pool.js';
 import { kafkaSource } from '../kafka/source.js';
 import { defaultRunnerOptions, LocalRunner, type RunSummary } from '../local/runner.js';
 import { checkFiles, rebuildFile } from '../build/rebuild.js';
@@ -11,9 +12,9 @@ import { partitionStatus } from '../catalog/status.js';
 import type { Engine } from '../runtime/engine.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';
-import { parseCommandArgs, wholeNumberFlag } from './args.js';
+import { buildThreadsFlag, parseCommandArgs, wholeNumberFlag } from './args.js';
 
-export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--batch-size 10000] [--batch-window 500ms] [--progress-every 5s] [--json]
+export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--build-threads N] [--batch-size 10000] [--batch-window 500ms] [--progress-every 5s] [--json]
 offsetlake rebuild NAME FILE [-o PATH] [--json]
 offsetlake check [NAME] [--json]`;
 
@@ -25,16 +26,20 @@ const onceCatalogTries = 6;
 /** `run`: every partition of every table in one process, until interrupted (or caught up, with --once). */
 export async function runCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('run', args, {
-    ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'batch-size': { type: 'string' }, 'batch-window': { type: 'string' }, 'progress-every': { type: 'string' },
+    ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'build-threads': { type: 'string' }, 'batch-size': { type: 'string' }, 'batch-window': { type: 'string' }, 'progress-every': { type: 'string' },
   }, false);
   // a line every few seconds on a terminal (or as often as asked), none in a pipe unless asked
   const progressEvery = values['progress-every'] ? parseDuration('--progress-every', values['progress-every']) : process.stderr.isTTY ? 5000 : undefined;
+  const buildThreads = buildThreadsFlag(values['build-threads'], defaultBuildThreads, 'build on the thread that reads Kafka');
+  const costs = defaultRunnerOptions.memoryCosts;
   const options = {
     ...defaultRunnerOptions,
     once: values.once ?? false,
     memoryBudgetBytes: values.memory ? parseBytes('--memory', values.memory) : defaultRunnerOptions.memoryBudgetBytes,
     memoryBudgetGiven: values.memory !== undefined,
-    maxConcurrentBuilds: wholeNumberFlag('builds', values.builds, defaultRunnerOptions.maxConcurrentBuilds, 64),
+    // a build on a worker works on a packed copy of its range's records, besides them
+    memoryCosts: buildThreads > 0 ? { ...costs, buildFactor: costs.buildFactor + 1 } : costs,
+    maxConcurrentBuilds: wholeNumberFlag('builds', values.builds, Math.max(defaultRunnerOptions.maxConcurrentBuilds, buildThreads), 64),
     // Like the event source mapping's batching window: how long records may wait to be delivered.
     pollIntervalMs: values['batch-window'] ? parseDuration('--batch-window', values['batch-window']) : defaultRunnerOptions.pollIntervalMs,
     emulator: { ...defaultRunnerOptions.emulator, batchSize: wholeNumberFlag('batch-size', values['batch-size'], defaultRunnerOptions.emulator.batchSize, 10_000) },
@@ -43,9 +48,10 @@ export async function runCommand(args: string[]): Promise<number> {
   const onSignal = () => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  const pool = buildThreads > 0 ? new BuildPool(buildThreads) : undefined;
   try {
     const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
-      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), options, progress);
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog, undefined, undefined, pool?.range), options, progress);
       progress(`indexing as ${runner.owner}${options.once ? ' until caught up' : '; Ctrl-C stops'}`);
       const report = progressReporter(engine, progressEvery ?? 0);
       const timer = progressEvery === undefined ? undefined : setInterval(() => void report(runner.progress), progressEvery);
@@ -63,6 +69,7 @@ export async function runCommand(args: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    await pool?.close();
   }
 }
 

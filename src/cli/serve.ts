@@ -8,7 +8,7 @@ import { defaultBuildThreads } from '../build/pool.js';
 import { formatBytes, formatDuration, parseBytes, parseDuration } from '../catalog/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
-import { parseCommandArgs, secretValue } from './args.js';
+import { buildThreadsFlag, parseCommandArgs, secretValue } from './args.js';
 import { bucketProblem, type S3FaceOptions } from '../reader/s3.js';
 import { defaultS3Region } from '../reader/sigv4.js';
 
@@ -37,10 +37,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (values['no-auth'] && values.token) throw new UsageError('--token and --no-auth contradict each other: give one');
   if (!values['no-auth'] && !token) throw new UsageError('serve needs a bearer token (--token or OFFSETLAKE_TOKEN); for local use only, --no-auth turns authentication off');
   const cacheBytes = values.cache ? parseBytes('--cache', values.cache) : defaultCacheBytes;
-  const buildThreads = values['build-threads'] === undefined ? defaultBuildThreads : Number(values['build-threads']);
-  if (!Number.isInteger(buildThreads) || buildThreads < 0 || buildThreads > 256) {
-    throw new UsageError(`--build-threads must be a whole number from 0 (build on the serving thread) to 256, got "${values['build-threads']}"`);
-  }
+  const buildThreads = buildThreadsFlag(values['build-threads'], defaultBuildThreads, 'build on the serving thread');
   const writeTimeoutMs = values['write-timeout'] ? parseDuration('--write-timeout', values['write-timeout']) : defaultWriteTimeoutMs;
   const responseWaitMs = values['queue-timeout'] ? parseDuration('--queue-timeout', values['queue-timeout']) : defaultResponseWaitMs;
   const host = values.host ?? '127.0.0.1';
