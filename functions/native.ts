@@ -9,6 +9,9 @@
 import { compressSync as lz4Compress, uncompressSync as lz4Uncompress } from 'lz4-napi';
 import { compressSync as snappyCompress, uncompressSync as snappyUncompress } from 'snappy';
 
+/** The record batches' CRC-32C: 'native' when the bundle's @node-rs/crc32 binary loaded (and computes the check value). */
+export { crc32cImplementation } from '../src/kafka/crc32c.js';
+
 export interface NativeCompressor {
   compress(data: Buffer): Buffer;
   uncompress(data: Buffer): Buffer;

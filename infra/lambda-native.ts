@@ -1,7 +1,8 @@
 /**
  * The native (napi-rs) binaries the Lambda bundles carry, for the functions' architecture.
  *
- * snappy and lz4-napi (encoder v2's compressors) are JavaScript loaders of a platform
+ * snappy and lz4-napi (encoder v2's compressors) and @node-rs/crc32 (the record batches'
+ * CRC-32C, 6-8× the JavaScript one) are JavaScript loaders of a platform
  * package each (@napi-rs/snappy-linux-arm64-gnu, @antoniomuso/lz4-napi-linux-x64-gnu, …),
  * which npm lists as optional dependencies with cpu/os/libc filters and installs only for
  * the machine it runs on. An x64 laptop or CI machine therefore has no arm64 binary to put
@@ -30,7 +31,7 @@ export type LambdaCpu = 'arm64' | 'x64';
 export const lambdaCpus: readonly LambdaCpu[] = ['arm64', 'x64'];
 
 /** The libraries whose native binding every function bundle carries (functions/native.ts imports them). */
-export const nativeLibraries = ['snappy', 'lz4-napi'] as const;
+export const nativeLibraries = ['snappy', 'lz4-napi', '@node-rs/crc32'] as const;
 
 export interface NativeBinding {
   library: string;
@@ -81,9 +82,11 @@ export function nativePlatformPackages(root = projectRoot()): string[] {
 }
 
 function napiOf(root: string, library: string): { binaryName: string; packageName: string } {
-  const napi = readJson<{ napi?: { binaryName?: string; packageName?: string } }>(join(root, 'node_modules', library, 'package.json')).napi;
-  if (!napi?.binaryName || !napi.packageName) throw new Error(`${library} names no napi.binaryName and napi.packageName in its package.json: is it still a napi-rs package?`);
-  return { binaryName: napi.binaryName, packageName: napi.packageName };
+  const manifest = readJson<{ name: string; napi?: { binaryName?: string; packageName?: string } }>(join(root, 'node_modules', library, 'package.json'));
+  const napi = manifest.napi;
+  if (!napi?.binaryName) throw new Error(`${library} names no napi.binaryName in its package.json: is it still a napi-rs package?`);
+  // napi-rs names the platform packages after the package itself unless told otherwise
+  return { binaryName: napi.binaryName, packageName: napi.packageName ?? manifest.name };
 }
 
 function libraryEntry(lock: Lock, library: string): LockEntry {

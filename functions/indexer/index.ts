@@ -7,7 +7,7 @@ import { handleKafkaEvent, type PartitionOutcome } from '../../src/indexer/handl
 import { lambdaRuntime } from '../runtime.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
-export { nativeCompressors } from '../native.js';
+export { crc32cImplementation, nativeCompressors } from '../native.js';
 
 export async function handler(event: { bootstrapServers?: string }): Promise<{ partitions: PartitionOutcome[] }> {
   return { partitions: await handleKafkaEvent(event, await lambdaRuntime(event?.bootstrapServers)) };

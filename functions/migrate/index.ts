@@ -12,7 +12,7 @@ import { ensureDuckLakeReaderLogin } from '../../src/catalog/reader-login.js';
 import { catalogLogins, databaseUrl } from '../connections.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
-export { nativeCompressors } from '../native.js';
+export { crc32cImplementation, nativeCompressors } from '../native.js';
 
 export interface MigrationEvent {
   RequestType: 'Create' | 'Update' | 'Delete';

@@ -24,7 +24,7 @@ import { lambdaServices } from '../runtime.js';
 import { awslambda, type StreamingHandler } from '../streaming.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
-export { nativeCompressors } from '../native.js';
+export { crc32cImplementation, nativeCompressors } from '../native.js';
 
 export const invokeModes = ['RESPONSE_STREAM', 'BUFFERED'] as const;
 export type ReaderInvokeMode = (typeof invokeModes)[number];

@@ -13,7 +13,7 @@ import { scheduledCheck, type ScheduledCheckResult } from '../../src/retention/s
 import { lambdaServices } from '../runtime.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
-export { nativeCompressors } from '../native.js';
+export { crc32cImplementation, nativeCompressors } from '../native.js';
 
 export interface StartExecutionRequest {
   stateMachineArn: string;

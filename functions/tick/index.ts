@@ -5,7 +5,7 @@ import type { TickFailure } from '../../src/indexer/tick.js';
 import { lambdaRuntime } from '../runtime.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
-export { nativeCompressors } from '../native.js';
+export { crc32cImplementation, nativeCompressors } from '../native.js';
 
 export async function handler(): Promise<{ partitions: (PartitionOutcome | TickFailure)[] }> {
   return { partitions: await tickIdlePartitions(await lambdaRuntime()) };

@@ -3,14 +3,13 @@
  * record batch (magic 2). `crc32c` of the ASCII digits "123456789" is 0xE3069283 (the
  * check value of RFC 3720, appendix B.4).
  *
- * `crc32c` is @node-rs/crc32's (SSE 4.2 / ARMv8 CRC instructions; @platformatic/kafka
- * installs it, and loads it the same way) where it loads, else `crc32cJs`, "slicing by 8"
- * (eight 256-entry tables, eight bytes a step). Measured on 64 MiB on the 2-core test
- * machine: native 0.9-1.4 GiB/s, slicing by 8 130-200 MiB/s, the library's WebAssembly
- * 100-560 MiB/s. A Lambda bundle has no node_modules to load the native one from and
- * uses the JavaScript one.
+ * `crc32c` is @node-rs/crc32's (SSE 4.2 / ARMv8 CRC instructions; a pinned dependency,
+ * whose binary every Lambda bundle carries for its architecture: infra/lambda-native.ts)
+ * when it computes the check value, else `crc32cJs`, "slicing by 8" (eight 256-entry
+ * tables, eight bytes a step). Measured on 64 MiB on the 2-core test machine: native
+ * 0.9-1.4 GiB/s, slicing by 8 130-200 MiB/s, the library's WebAssembly 100-560 MiB/s.
  */
-import { createRequire } from 'node:module';
+import { crc32c as nativeCrc32c } from '@node-rs/crc32';
 
 const POLYNOMIAL = 0x82f63b78;
 
@@ -51,13 +50,8 @@ export function crc32cJs(bytes: Uint8Array, start = 0, end = bytes.length): numb
 type Crc32c = (bytes: Uint8Array) => number;
 
 function loadNative(): Crc32c | undefined {
-  try {
-    const native = (createRequire(import.meta.url)('@node-rs/crc32') as { crc32c?: Crc32c }).crc32c;
-    // Trust it only if it computes the check value.
-    return typeof native === 'function' && native(Buffer.from('123456789')) === 0xe3069283 ? native : undefined;
-  } catch {
-    return undefined;
-  }
+  // Trust it only if it computes the check value.
+  return nativeCrc32c(Buffer.from('123456789')) === 0xe3069283 ? (bytes) => nativeCrc32c(bytes) : undefined;
 }
 
 const native = loadNative();

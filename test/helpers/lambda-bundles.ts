@@ -107,6 +107,8 @@ export interface BundleRun {
   outcomes: ({ result: unknown } | { error: string } | StreamedOutcome)[];
   /** With `compress`: what the bundle's `nativeCompressors` made of it, and whether each gave the input back. */
   compressed?: Record<'snappy' | 'lz4', { bytes: Buffer; roundTrip: boolean }>;
+  /** The bundle's CRC-32C of record batches: 'native' or 'javascript'. */
+  crc32c?: string;
 }
 
 // The child: a module-resolution hook (require and import alike) records every specifier
@@ -196,8 +198,10 @@ async function stream(handler, event, file) {
 }
 const outcomes = [];
 let compressed;
+let crc32c;
 try {
-  const { handler, nativeCompressors } = await import(pathToFileURL(bundle).href);
+  const { handler, nativeCompressors, crc32cImplementation } = await import(pathToFileURL(bundle).href);
+  crc32c = crc32cImplementation;
   if (compressFile) {
     const input = readFileSync(compressFile);
     compressed = {};
@@ -222,7 +226,7 @@ try {
 } catch (error) {
   outcomes.push({ error: 'loading the bundle failed: ' + describe(error) });
 }
-writeFileSync(resultFile, JSON.stringify({ node: process.versions.node, arch: process.arch, outsideModules: [...outsideModules], bundleFiles: [...bundleFiles], outcomes, compressed }));
+writeFileSync(resultFile, JSON.stringify({ node: process.versions.node, arch: process.arch, outsideModules: [...outsideModules], bundleFiles: [...bundleFiles], outcomes, compressed, crc32c }));
 process.exit(0);
 `;
 

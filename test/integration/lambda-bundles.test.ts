@@ -72,8 +72,9 @@ afterAll(async () => {
 /**
  * Packages a bundled dependency asks for inside a try/catch and does well without: the
  * only ones a bundle may look for outside itself. @platformatic/kafka tries the native
- * @node-rs/crc32 through a require of its own making (esbuild does not follow it, and a
- * native binary could not be bundled anyway) and falls back to its wasm CRC-32C; `debug`,
+ * @node-rs/crc32 through a require of its own making (esbuild does not follow it) and
+ * falls back to its wasm CRC-32C (our own CRC-32C, src/kafka/crc32c.ts, imports it and uses
+ * the binary the bundle carries); `debug`,
  * which it uses, tries supports-color for 256-colour output.
  */
 const optionalModules = new Set(['@node-rs/crc32', 'supports-color']);
@@ -93,6 +94,7 @@ async function invokeDeployed(name: DeployedFunction, events: unknown[], env: Re
   expect(run.outsideModules.filter((specifier) => !optionalModules.has(specifier)), `${name}: packages the bundle asked for that are not in it`).toEqual([]);
   expect(run.bundleFiles.sort(), `${name}: what it loaded from beside index.mjs`).toEqual(nativeBindings(cpu).map((b) => `./${b.bundleFile}`).sort());
   checkCompressed(`${cpu} ${name}`, run);
+  expect(run.crc32c, `${name}: the record batches' CRC-32C`).toBe('native');
   return run.outcomes;
 }
 
