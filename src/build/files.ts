@@ -11,7 +11,7 @@ import type { TableRecord } from '../catalog/tables.js';
 import { compressionOf } from '../catalog/settings.js';
 import {
   buildDataFile, bytesOfRange, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError,
-  type Column, type ColumnArrayOptions, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions,
+  type Column, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
@@ -30,10 +30,11 @@ import type { IndexDefinition } from '../indexes/definition.js';
 export type RangeBuilder = (table: TableRecord, partition: number, range: SealedRange) => Promise<NewRange>;
 
 /** The rows of one file, normalized for its columns: what both the bytes and the statistics come from. */
-export function fileRows(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[]): PreparedData {
+export function fileRows(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], decodedOnly?: ReadonlySet<string>): PreparedData {
   const data: ColumnArrays = kafkaColumnArrays(partition, records, table.format);
   if (isRegistryFormat(table.format)) {
-    const decoded = tableDecoder(table.format, schema).decode(records);
+    // `decodedOnly`: a rebuild of some columns of a file without error rows (TableDecoder.decode)
+    const decoded = tableDecoder(table.format, schema).decode(records, decodedOnly);
     return prepareDecoded(schema.columns, { ...(data as Record<string, unknown[]>), ...decoded }, records);
   }
   return prepare(schema.columns, data);
@@ -67,13 +68,15 @@ const recordColumns = new Set(['_partition', '_offset', '_timestamp', '_key', '_
  * work the chosen columns depend on is done: normalizing is per column, so a json or raw
  * table normalizes the chosen columns alone, and checks its values as JSON only when
  * `_value` or `_error` is chosen and the caller does not know them all to be JSON (a
- * rebuild of a file without error rows, `valuesAreJson`); a registry table decodes nothing when only record
+ * rebuild of a file without error rows, `noErrorRows`); a registry table decodes nothing when only record
  * columns are chosen, and otherwise decodes and normalizes every column (a row that one
- * column refuses becomes an error row in all of them), then encodes the chosen ones.
+ * column refuses becomes an error row in all of them), then encodes the chosen ones;
+ * in a file without error rows no row can become one, so it decodes only the fields the
+ * chosen columns come from (Avro skips the others).
  */
 export function encodeColumns(
   table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string, columns: readonly number[],
-  options: Pick<ColumnArrayOptions, 'valuesAreJson'> = {},
+  options: { noErrorRows?: boolean } = {},
 ): EncodedFile {
   const chosen = columns.map((c) => schema.columns[c]!);
   const only = new Set(chosen.map((column) => column.name));
@@ -82,9 +85,9 @@ export function encodeColumns(
     // 'raw': the same record columns as every format, without the JSON check of values.
     picked = prepare(chosen, kafkaColumnArrays(partition, records, 'raw', { only }));
   } else if (!isRegistryFormat(table.format)) {
-    picked = prepare(chosen, kafkaColumnArrays(partition, records, table.format, { only, ...options }));
+    picked = prepare(chosen, kafkaColumnArrays(partition, records, table.format, { only, valuesAreJson: options.noErrorRows ?? false }));
   } else {
-    const rows = fileRows(table, schema, partition, records);
+    const rows = fileRows(table, schema, partition, records, options.noErrorRows ? only : undefined);
     picked = new PreparedData(columns.map((c) => rows.columns[c]!), columns.map((c) => rows.arrays[c]!), rows.rowCount);
   }
   return encoderFor(encoderVersion).encode(picked, { ...fileOptions(table, schema, encoderVersion), rowGroupRows: Math.max(1, records.length) });

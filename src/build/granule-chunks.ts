@@ -29,8 +29,12 @@ export interface ChunkJob {
   expected: readonly ExpectedChunk[];
   /** Also hand back the built one-row-group file (a query reads it as a file of its own). */
   wantFile: boolean;
-  /** A json table's file without error rows: its values need no JSON check (the chunks' sha256 still is). */
-  valuesAreJson?: boolean;
+  /**
+   * The file has no error rows (its statistics say so): a json table's values need no JSON
+   * check, a registry table's records decode only the chosen columns' fields (the chunks'
+   * sha256 is checked either way).
+   */
+  noErrorRows?: boolean;
 }
 
 export type ChunkResult =
@@ -46,7 +50,7 @@ export function leafColumns(schema: TableSchema): number[] {
 export function checkedChunks(job: ChunkJob): ChunkResult {
   const ofLeaf = leafColumns(job.schema);
   const columns = [...new Set(job.expected.map((chunk) => ofLeaf[chunk.leaf]!))].sort((a, b) => a - b);
-  const built = encodeColumns(job.table, job.schema, job.partition, job.records, job.encoderVersion, columns, { valuesAreJson: job.valuesAreJson ?? false });
+  const built = encodeColumns(job.table, job.schema, job.partition, job.records, job.encoderVersion, columns, { noErrorRows: job.noErrorRows ?? false });
   const own = fileLayout(built.footer, built.byteLength);
   if ('problem' in own) return { mismatch: { column: null, detail: own.problem } };
   // The built file's leaves are those of `columns`, in order.

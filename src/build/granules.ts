@@ -84,7 +84,7 @@ export async function chunksOf(
 ): Promise<VerifiedGranule> {
   const job: ChunkJob = {
     table, schema, partition: file.partition, encoderVersion: file.encoderVersion, records, expected: expectedChunks(layout, granule, leaves),
-    wantFile: options.wantFile ?? false, valuesAreJson: table.format === 'json' && hasNoErrorRows(file, schema),
+    wantFile: options.wantFile ?? false, noErrorRows: hasNoErrorRows(file, schema),
   };
   const result = await (options.build ?? checkedChunks)(job);
   if ('mismatch' in result) {

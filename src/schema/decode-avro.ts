@@ -211,22 +211,46 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
     walked = walk(type, new Set());
   }
   const shape = walked.shape ?? { type: { kind: 'string' }, convert: () => null };
+  const writer = type;
+  const recursive = walked.recursive;
   return {
     type: shape.type,
-    decode(bytes, offset) {
-      const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      let decoded: { value: unknown; offset: number };
+    decode: payloadDecoder(schema.id, type, shape),
+    project(columns) {
+      if (recursive || writer.typeName !== 'record') return undefined;
+      const alias = protoAliases.get(writer);
+      const fields = (writer as unknown as { name: string; fields: { name: string; type: AvroType }[] }).fields;
+      const kept = fields.filter((field) => columns.includes(field.name === alias ? '__proto__' : field.name));
+      if (kept.length === fields.length) return undefined;
       try {
-        decoded = type.decode(buf, offset);
-      } catch (error) {
-        if (error instanceof EndsEarly) throw new DecodeError(`Avro schema ${schema.id}: the payload ends early (${buf.byteLength - offset} bytes)`);
-        if (error instanceof DecodeError) throw new DecodeError(`Avro schema ${schema.id}: ${error.message}`);
-        throw new DecodeError(`Avro schema ${schema.id}: the payload is not valid for the schema`);
+        // The same field types, so the same values; Avro's schema resolution skips the rest.
+        const reader = avro.Type.forSchema({ type: 'record', name: (writer as unknown as { name: string }).name, fields: kept.map((field) => ({ name: field.name, type: field.type })) } as unknown as avro.Schema);
+        if (alias) protoAliases.set(reader, alias);
+        const projected = walk(reader, new Set());
+        if (!projected.shape || projected.recursive) return undefined;
+        return { type: projected.shape.type, decode: payloadDecoder(schema.id, reader, projected.shape, reader.createResolver(writer)) };
+      } catch {
+        return undefined; // a projection avsc cannot make: decode in full
       }
-      if (decoded.offset < 0) throw new DecodeError(`Avro schema ${schema.id}: the payload ends early (${buf.byteLength - offset} bytes)`);
-      if (decoded.offset !== buf.byteLength) throw new DecodeError(`Avro schema ${schema.id}: ${buf.byteLength - decoded.offset} bytes left after the value`);
-      return shape.convert(decoded.value);
     },
+  };
+}
+
+/** Decodes one payload with `type` (through `resolver`: writer to a projection of it) into its column shape. */
+function payloadDecoder(schemaId: number, type: AvroType, shape: Shape, resolver?: avro.Resolver): WriterSchema['decode'] {
+  return (bytes, offset) => {
+    const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let decoded: { value: unknown; offset: number };
+    try {
+      decoded = type.decode(buf, offset, resolver);
+    } catch (error) {
+      if (error instanceof EndsEarly) throw new DecodeError(`Avro schema ${schemaId}: the payload ends early (${buf.byteLength - offset} bytes)`);
+      if (error instanceof DecodeError) throw new DecodeError(`Avro schema ${schemaId}: ${error.message}`);
+      throw new DecodeError(`Avro schema ${schemaId}: the payload is not valid for the schema`);
+    }
+    if (decoded.offset < 0) throw new DecodeError(`Avro schema ${schemaId}: the payload ends early (${buf.byteLength - offset} bytes)`);
+    if (decoded.offset !== buf.byteLength) throw new DecodeError(`Avro schema ${schemaId}: ${buf.byteLength - decoded.offset} bytes left after the value`);
+    return shape.convert(decoded.value);
   };
 }
 

@@ -15,6 +15,13 @@ export interface WriterSchema {
   type: ColumnType;
   /** Decodes the payload that starts at `offset` (after the wire header); throws DecodeError. */
   decode(bytes: Uint8Array, offset: number): unknown;
+  /**
+   * A writer that decodes only these fields of a struct value (by column name), the same
+   * values as `decode` gives them, skipping the rest; undefined when it cannot (not a
+   * struct, or every field asked). Only for payloads `decode` takes without an error: a
+   * payload that fails in a skipped field may pass.
+   */
+  project?(columns: readonly string[]): WriterSchema | undefined;
 }
 
 export class DecodeError extends Error {

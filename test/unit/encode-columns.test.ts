@@ -13,7 +13,8 @@ import type { KafkaRecord } from '../../src/kafka/record.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
 import type { RegistrySchema } from '../../src/schema/registry.js';
-import { avro, wire } from '../helpers/spec-encoding.js';
+import { avro, wire, zigzag } from '../helpers/spec-encoding.js';
+import { tableDecoder } from '../../src/schema/decode.js';
 
 const table = (format: TableFormat): TableRecord => ({ tableId: 1n, name: 't', topic: 't', format, settings: resolveSettings({}) }) as unknown as TableRecord;
 
@@ -28,7 +29,7 @@ function layoutOf(footer: Uint8Array, size: number): FileLayout {
 }
 
 /** Every single column, and some columns together, encoded alone: each chunk equals the whole file's. */
-function expectSameChunks(format: TableFormat, schema: TableSchema, records: KafkaRecord[], options: { valuesAreJson?: boolean } = {}): void {
+function expectSameChunks(format: TableFormat, schema: TableSchema, records: KafkaRecord[], options: { noErrorRows?: boolean } = {}): void {
   const whole = encodeFile(table(format), schema, 3, records, encoderVersion);
   const wholeLayout = layoutOf(whole.footer, whole.byteLength);
   expect(wholeLayout.rowGroups).toHaveLength(1);
@@ -66,9 +67,37 @@ describe('encodeColumns: the chunks of a granule read are the whole file’s', (
     expectSameChunks('raw', initialSchema('raw'), [record(0, 'x'), record(1, null), record(2, Buffer.from([0, 255]))]);
   });
 
-  it('json: a file without error rows rebuilt without the JSON check (valuesAreJson) gives the same chunks', () => {
+  it('json: a file without error rows rebuilt without the JSON check (noErrorRows) gives the same chunks', () => {
     const records = [record(0, '{"a":1}'), record(1, null), record(2, '[1,2,{"b":"\u00e9"}]', { headers: [['h', null]] }), record(3, '"text"'), record(4, '-0.5e3')];
-    expectSameChunks('json', initialSchema('json'), records, { valuesAreJson: true });
+    expectSameChunks('json', initialSchema('json'), records, { noErrorRows: true });
+  });
+
+  it('avro: a file without error rows (noErrorRows) decodes only the chosen columns\' fields, skipping the rest, and gives the same chunks', () => {
+    const dev = { type: 'record', name: 'Dev', fields: [{ name: 'os', type: 'string' }, { name: 'v', type: 'int' }] };
+    const fields = [
+      { name: 'n', type: 'long' }, { name: 's', type: 'string' }, { name: 'dev', type: dev }, { name: 'dev2', type: ['null', 'Dev'] },
+      { name: 'tags', type: { type: 'array', items: 'string' } }, { name: 'm', type: { type: 'map', values: 'long' } }, { name: 'agent', type: ['null', 'string'] },
+      { name: 'e', type: { type: 'enum', name: 'E', symbols: ['A', 'B'] } }, { name: 'ts', type: { type: 'long', logicalType: 'timestamp-millis' } },
+    ];
+    const registered: RegistrySchema = { id: 9, type: 'AVRO', schema: JSON.stringify({ type: 'record', name: 'Click', fields }), references: [] };
+    const schema = mergeRegistrySchemas(initialSchema('avro'), 'avro', [{ schema: registered, sides: new Set(['value'] as const) }]);
+    // written field by field from the specification: unions and enums by their index, arrays and maps in one block
+    const payload = (i: number) => [
+      ...avro.long(BigInt(i) * 1_000_000_007n), ...avro.string(`s${i}é`), ...avro.string(`os${i % 3}`), ...zigzag(BigInt(i)),
+      ...(i % 2 ? zigzag(0n) : [...zigzag(1n), ...avro.string('mac'), ...zigzag(7n)]),
+      ...zigzag(BigInt(i % 3)), ...Array.from({ length: i % 3 }, (_, t) => avro.string(`t${t}`)).flat(), ...(i % 3 ? [0] : []),
+      ...avro.map(i % 2 ? [['k', avro.long(i)]] : []).slice(i % 2 ? 0 : 1),
+      ...(i % 4 === 0 ? zigzag(0n) : [...zigzag(1n), ...avro.string(`agent ${i}`)]),
+      ...zigzag(BigInt(i % 2)), ...avro.long(1_764_547_200_000 + i),
+    ];
+    const records = Array.from({ length: 8 }, (_, i) => record(i, Buffer.from(wire(9, payload(i)))));
+    const full = tableDecoder('avro', schema).decode(records);
+    expect(full._error).toEqual(records.map(() => null));
+    const only = tableDecoder('avro', schema).decode(records, new Set(['agent', 'e']));
+    const decoded = Object.keys(full).filter((name) => name !== '_value' && name !== '_error');
+    expect(decoded.length).toBeGreaterThan(5);
+    for (const name of decoded) expect(only[name], name).toEqual(name === 'agent' || name === 'e' ? full[name] : records.map(() => null));
+    expectSameChunks('avro', schema, records, { noErrorRows: true });
   });
 
   it('avro: with a value that does not decode (an error row), asked alone or with the record columns', () => {
