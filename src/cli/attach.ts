@@ -15,8 +15,6 @@ import { bucketProblem } from '../reader/s3.js';
 import { signS3Request, type S3Credentials } from '../reader/sigv4.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
 
-export const attachUsage = 'offsetlake attach [--url http://127.0.0.1:8642] [--token T | --no-auth | --s3-access-key-id ID --s3-secret-access-key SECRET [--s3-bucket offsetlake]] [--database-url URL] [--allow-writer] [--as lake] [--check] [--json]';
-
 /** A value of a libpq connection string: quoted when it must be (spaces, quotes, backslashes, empty). */
 function libpqValue(value: string): string {
   return /^[^\s'\\]+$/.test(value) ? value : `'${value.replace(/[\\']/g, (c) => `\\${c}`)}'`;

@@ -5,11 +5,9 @@ import { readerTotals, type ReaderTotals } from '../catalog/reader-counters.js';
 import { kafkaPerServed } from '../reader/http.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { inspectUsage } from './help.js';
 import { indexReports, type IndexReport } from '../catalog/indexes.js';
 import { parseCommandArgs } from './args.js';
-
-export const inspectUsage = `offsetlake files NAME [--json] [--expired] [--wide]
-offsetlake status [NAME] [--json]`;
 
 const options = {
   json: { type: 'boolean' },

@@ -12,8 +12,6 @@ import { parseCommandArgs, secretValue } from './args.js';
 import { bucketProblem, type S3FaceOptions } from '../reader/s3.js';
 import { defaultS3Region } from '../reader/sigv4.js';
 
-export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--build-threads N] [--write-timeout 30s] [--queue-timeout 10s] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake] [--s3-region us-east-1]`;
-
 export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('serve', args, {
     'database-url': { type: 'string' },

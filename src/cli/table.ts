@@ -5,14 +5,10 @@ import { formatSettings, parseFormat, resolveSettings, settingNames } from '../c
 import { planTablePartitions } from '../backfill/plan.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
+import { tableUsage } from './help.js';
 import { parseCommandArgs } from './args.js';
 import { parseInlineIndex, type IndexSpec } from '../indexes/ddl.js';
 import { indexDdlText } from '../catalog/index-ddl.js';
-
-export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format avro|protobuf|json-schema|json|raw] [--SETTING VALUE ...] [--index "INDEX (COLUMN, …) USING MINMAX|BLOOM|POSTINGS [GRANULE ROWS]" ...]
-offsetlake table list [--json]
-offsetlake table drop NAME [--if-exists]
-  settings: ${settingNames.join(', ')} (also written with '-')`;
 
 // Each setting is accepted by its specification name and with '-' for '_'.
 const settingOptions = Object.fromEntries(
