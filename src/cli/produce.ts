@@ -19,7 +19,7 @@ import { dateTimeMicros } from '../schema/decode-json-schema.js';
 import { wireHeader } from '../schema/wire.js';
 import { printJson, progress, UsageError } from './output.js';
 import { produceUsage } from './help.js';
-import { topicNameProblem } from '../kafka/topics.js';
+import { topicNameProblem } from '../kafka/topic-names.js';
 import { CommandFailure, networkFailure, withKafka } from './topic.js';
 import { parseCommandArgs, wholeNumberFlag } from './args.js';
 

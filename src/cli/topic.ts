@@ -2,7 +2,8 @@
 import type { ParseArgsConfig } from 'node:util';
 import { connectKafka, type KafkaConnection } from '../kafka/connect.js';
 import { KafkaRequestError, protocolErrorCodes } from '../kafka/errors.js';
-import { compactionProblem, createTopic, topicNameProblem, topicPartitions } from '../kafka/topics.js';
+import { compactionProblem, createTopic, topicPartitions } from '../kafka/topics.js';
+import { topicNameProblem } from '../kafka/topic-names.js';
 import { useLocalStackDefaults } from '../stack/index.js';
 import { printJson, UsageError } from './output.js';
 import { topicUsage } from './help.js';
