@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The CLI runs as JavaScript bundled from the TypeScript sources by esbuild (dist/): made
-// the first time and again whenever a source is newer (about 0.3 s), so that other starts
+// the first time and again whenever a source is newer (about 0.5 s), so that other starts
 // skip transpiling through tsx. Each build goes to a folder of its own and `dist/current`
 // names the newest, so a start never reads a build that is being written. If a bundle
 // cannot be made, the sources run through tsx as before.
