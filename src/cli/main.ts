@@ -1,5 +1,5 @@
 import { stopQuietlyWhenThePipeCloses, UsageError } from './output.js';
-import { commandHelp, commandLineUsage as usage, helpText, ownHelp } from './help.js';
+import { commandHelp, commandLineUsage, helpText, ownHelp } from './help.js';
 import { latestCatalogVersion } from '../catalog/migrations.js';
 import project from '../../package.json' with { type: 'json' };
 
@@ -42,7 +42,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (name === undefined || ((name === 'help' || name === '--help' || name === '-h') && args.length === 0)) {
-    process.stdout.write(`${usage}\n\n\`offsetlake help COMMAND\` (or COMMAND --help) says more about one.\n`);
+    process.stdout.write(`${commandLineUsage}\n\n\`offsetlake help COMMAND\` (or COMMAND --help) says more about one.\n`);
     return name === undefined ? 2 : 0;
   }
   // `help CMD`, `CMD --help`, `CMD -h`, `CMD SUBCOMMAND --help`, `stack help`: the command's help, and nothing else runs
@@ -52,14 +52,14 @@ export async function main(argv: string[]): Promise<number> {
     if (Object.hasOwn(ownHelp, asked)) process.stdout.write(`${ownHelp[asked]}\n`);
     else if (Object.hasOwn(commandHelp, asked)) process.stdout.write(helpText(asked));
     else {
-      process.stderr.write(`offsetlake: unknown command "${asked}"\n${usage}\n`);
+      process.stderr.write(`offsetlake: unknown command "${asked}"\n${commandLineUsage}\n`);
       return 2;
     }
     return 0;
   }
   const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   try {
-    if (!command) throw new UsageError(`unknown command "${name}"\n${usage}`);
+    if (!command) throw new UsageError(`unknown command "${name}"\n${commandLineUsage}`);
     return await command(args);
   } catch (error) {
     const err = error as Error;
