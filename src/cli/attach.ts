@@ -11,7 +11,7 @@ import { stackConfig } from '../stack/config.js';
 import { localReaderDatabaseUrl, stackReaderLogin } from '../stack/postgres.js';
 import { catalogWriteAccess } from '../catalog/reader-login.js';
 import { parseCommandArgs, secretValue } from './args.js';
-import { bucketProblem } from '../reader/s3.js';
+import { bucketProblem } from '../reader/s3-bucket.js';
 import { signS3Request, type S3Credentials } from '../reader/sigv4.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
 

@@ -9,7 +9,8 @@ import { formatBytes, formatDuration, parseBytes, parseDuration } from '../catal
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
 import { parseCommandArgs, secretValue } from './args.js';
-import { bucketProblem, type S3FaceOptions } from '../reader/s3.js';
+import type { S3FaceOptions } from '../reader/s3.js';
+import { bucketProblem } from '../reader/s3-bucket.js';
 import { defaultS3Region } from '../reader/sigv4.js';
 
 export async function serveCommand(args: string[]): Promise<number> {
