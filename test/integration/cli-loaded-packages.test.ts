@@ -11,6 +11,7 @@ import type { Engine } from '../../src/runtime/engine.js';
 import { commandHelp, ownHelp } from '../../src/cli/help.js';
 import { testEngine } from '../helpers/engine.js';
 import { runCli } from '../helpers/cli.js';
+import { closedPort } from '../helpers/ports.js';
 
 const hook = resolve('test/helpers/loaded-packages-hook.ts');
 const heavy = ['@platformatic/kafka', 'pg', '@duckdb/node-api', 'avsc', 'protobufjs', 'aws-cdk-lib', 'constructs'];
@@ -50,10 +51,10 @@ describe('the packages a command loads', () => {
     for (const args of asked) expect((await packagesLoadedBy(args)).filter(isHeavy), args.join(' ')).toEqual([]);
   });
 
-  it('table list and files load pg and nothing else heavy (no Kafka client); status, which asks Kafka for LSOs, loads the client (the hook sees both)', async () => {
-    for (const args of [['table', 'list'], ['files', 'none']]) {
-      expect((await packagesLoadedBy(args, args[0] === 'files' ? 1 : 0)).filter(isHeavy), args.join(' ')).toEqual(['pg']);
-    }
+  it('table list, files and attach load pg and nothing else heavy (no Kafka client); status, which asks Kafka for LSOs, loads the client (the hook sees both)', async () => {
+    // files of a table that is not there, and attach to a serve that is not there, fail (exit 1) after opening the catalog
+    const asked: [string[], number][] = [[['table', 'list'], 0], [['files', 'none'], 1], [['attach', '--no-auth', '--url', `http://127.0.0.1:${await closedPort()}`], 1]];
+    for (const [args, code] of asked) expect((await packagesLoadedBy(args, code)).filter(isHeavy), args.join(' ')).toEqual(['pg']);
     expect(await packagesLoadedBy(['status'])).toContain('@platformatic/kafka');
   });
 });
