@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The CLI runs as JavaScript bundled from the TypeScript sources by esbuild (dist/): made
-// the first time and again whenever a source is newer (about 0.3 s), so that other starts
+// the first time and again whenever a source is newer (about 0.5 s), so that other starts
 // skip transpiling through tsx. Each build goes to a folder of its own and `dist/current`
 // names the newest, so a start never reads a build that is being written. If a bundle
 // cannot be made, the sources run through tsx as before.
@@ -22,6 +22,25 @@ function newestSource(dir) {
   return newest;
 }
 
+/**
+ * Packages stay external (loaded from node_modules as they are), except the Kafka client
+ * and the JavaScript it imports, which go into the bundle: loading its ~330 modules and
+ * ajv's one by one costs about as much CPU as running them (README, "Start-up"). Kept
+ * external among those: packages that read files beside their own (wasm-utils reads its
+ * .wasm), native code, and the schema libraries our own modules import as well.
+ */
+const loadedFromNodeModules = new Set(['@platformatic/wasm-utils', '@node-rs/crc32', 'avsc', 'protobufjs']);
+const kafkaClientBundled = {
+  name: 'kafka-client-bundled',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (args) => {
+      const name = args.path.split('/').slice(0, args.path.startsWith('@') ? 2 : 1).join('/');
+      const bundled = (name === '@platformatic/kafka' || args.importer.includes('/node_modules/')) && !loadedFromNodeModules.has(name);
+      return bundled ? undefined : { external: true };
+    });
+  },
+};
+
 /** The entry module of a bundle at least as new as every source, made if needed; undefined if it cannot be. */
 async function bundledEntry() {
   const newest = Math.max(newestSource(join(root, 'src')), newestSource(join(root, 'infra')), statSync(join(root, 'package.json')).mtimeMs);
@@ -39,7 +58,9 @@ async function bundledEntry() {
       splitting: true, // commands load what they need (DuckDB, the CDK app) only when they run
       platform: 'node',
       format: 'esm',
-      packages: 'external',
+      plugins: [kafkaClientBundled],
+      // the CommonJS packages bundled with the Kafka client (debug) call require()
+      banner: { js: "import { createRequire as __offsetlakeRequire } from 'node:module'; const require = __offsetlakeRequire(import.meta.url);" },
       target: 'node22',
       logLevel: 'silent',
       outdir: join(dist, name),

@@ -10,7 +10,7 @@
  * The AWS SDK clients and the MSK IAM signer are bundled with the function (infra/stack.ts),
  * and loaded only when a secret is read or an IAM token is signed.
  */
-import type { KafkaConnectOptions } from '../src/kafka/connect.js';
+import type { KafkaConnectOptions } from '../src/kafka/connect-options.js';
 
 export async function readSecret(arn: string): Promise<Record<string, unknown>> {
   const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');

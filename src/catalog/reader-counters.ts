@@ -32,3 +32,8 @@ export async function readerTotals(catalog: Catalog, withinMinutes = 60): Promis
   }
   return { readers: result.rows.length, counters };
 }
+
+/** Kafka bytes read per byte served, to 3 decimals; null before anything was served. */
+export function kafkaPerServed(kafkaBytes: number, bytesServed: number): number | null {
+  return bytesServed > 0 ? Math.round((kafkaBytes / bytesServed) * 1000) / 1000 : null;
+}

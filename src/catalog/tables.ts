@@ -1,7 +1,7 @@
 import { catalogColumns, type TableSchema } from '../schema/table-schema.js';
 import type { TableFormat, TableSettings } from './settings.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
-import { topicNameProblem } from '../kafka/topics.js';
+import { topicNameProblem } from '../kafka/topic-names.js';
 
 export interface TableRecord {
   tableId: bigint;

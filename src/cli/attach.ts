@@ -11,11 +11,9 @@ import { stackConfig } from '../stack/config.js';
 import { localReaderDatabaseUrl, stackReaderLogin } from '../stack/postgres.js';
 import { catalogWriteAccess } from '../catalog/reader-login.js';
 import { parseCommandArgs, secretValue } from './args.js';
-import { bucketProblem } from '../reader/s3.js';
+import { bucketProblem } from '../reader/s3-bucket.js';
 import { signS3Request, type S3Credentials } from '../reader/sigv4.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
-
-export const attachUsage = 'offsetlake attach [--url http://127.0.0.1:8642] [--token T | --no-auth | --s3-access-key-id ID --s3-secret-access-key SECRET [--s3-bucket offsetlake]] [--database-url URL] [--allow-writer] [--as lake] [--check] [--json]';
 
 /** A value of a libpq connection string: quoted when it must be (spaces, quotes, backslashes, empty). */
 function libpqValue(value: string): string {

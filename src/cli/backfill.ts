@@ -4,10 +4,8 @@ import { maxChunksPerExecution } from '../backfill/limits.js';
 import { checkRetention, type PartitionRetention } from '../retention/check.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { backfillUsage } from './help.js';
 import { parseCommandArgs, wholeNumberFlag } from './args.js';
-
-export const backfillUsage = `offsetlake backfill NAME [--chunks-per-execution N] [--json]
-offsetlake retention [NAME] [--json]`;
 
 const options = {
   json: { type: 'boolean' },

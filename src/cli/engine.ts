@@ -1,5 +1,5 @@
 import { doubling, retrying } from '../common/retry.js';
-import { openEngine, type Engine } from '../runtime/engine.js';
+import { openCatalogEngine, openEngine, type CatalogEngine, type Engine } from '../runtime/engine.js';
 import type { EngineFlags } from '../runtime/config.js';
 import { useLocalStackDefaults } from '../stack/index.js';
 
@@ -9,8 +9,17 @@ import { useLocalStackDefaults } from '../stack/index.js';
  * the engine take the local defaults: `stack` must see the environment as the user set it.
  */
 export async function withEngine<T>(flags: EngineFlags, work: (engine: Engine) => Promise<T>, wait?: CatalogWait): Promise<T> {
+  return withOpened(() => (wait ? openEngineWaiting(flags, wait) : openEngine(flags)), work);
+}
+
+/** withEngine for a command that uses only the catalog: the Kafka client is not loaded. */
+export async function withCatalog<T>(flags: EngineFlags, work: (engine: CatalogEngine) => Promise<T>): Promise<T> {
+  return withOpened(() => openCatalogEngine(flags), work);
+}
+
+async function withOpened<E extends CatalogEngine, T>(open: () => Promise<E>, work: (engine: E) => Promise<T>): Promise<T> {
   useLocalStackDefaults();
-  const engine = wait ? await openEngineWaiting(flags, wait) : await openEngine(flags);
+  const engine = await open();
   try {
     return await work(engine);
   } finally {

@@ -1,17 +1,58 @@
 /**
- * `--help`, `-h` and `offsetlake help CMD`: per command, what it does, its usage, its
- * flags and an example. A command given `--help` prints this and does nothing else.
+ * What the command line says about itself without running anything: every command's usage
+ * and help, and the usage of them all. `--help`, `-h` and `offsetlake help CMD` print these
+ * from here alone, so this module imports no command (and nothing heavy: main loads a
+ * command's module only when it runs).
  */
 import { settingNames } from '../catalog/settings.js';
-import { backfillUsage } from './backfill.js';
-import { inspectUsage } from './inspect.js';
-import { queryUsage } from './query.js';
-import { sqlUsage } from './sql.js';
-import { attachUsage } from './attach.js';
-import { indexUsage } from './run-commands.js';
-import { serveUsage } from './serve.js';
-import { stackUsage } from './stack.js';
-import { tableUsage } from './table.js';
+
+export const stackUsage = `offsetlake stack up | down | status [--json] [--wide] [--home DIR]
+  [--kafka-port N] [--controller-port N] [--registry-port N] [--postgres-port N]`;
+
+export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format avro|protobuf|json-schema|json|raw] [--SETTING VALUE ...] [--index "INDEX (COLUMN, …) USING MINMAX|BLOOM|POSTINGS [GRANULE ROWS]" ...]
+offsetlake table list [--json]
+offsetlake table drop NAME [--if-exists]
+  settings: ${settingNames.join(', ')} (also written with '-')`;
+
+export const topicUsage = `offsetlake topic create NAME [--partitions 1] [--config KEY=VALUE ...] [--if-not-exists] [--json]`;
+
+export const produceUsage = `offsetlake produce TOPIC [FILE] [--format avro|protobuf|json-schema --schema FILE] [--transactional [--commit-every 1000]] [--json]`;
+
+export const inspectUsage = `offsetlake files NAME [--json] [--expired] [--wide]
+offsetlake status [NAME] [--json]`;
+
+export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--build-threads N] [--batch-size 10000] [--batch-window 500ms] [--progress-every 5s] [--json]
+offsetlake rebuild NAME FILE [-o PATH] [--json]
+offsetlake check [NAME] [--json]`;
+
+export const backfillUsage = `offsetlake backfill NAME [--chunks-per-execution N] [--json]
+offsetlake retention [NAME] [--json]`;
+
+export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--build-threads N] [--write-timeout 30s] [--queue-timeout 10s] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake] [--s3-region us-east-1]`;
+
+export const queryUsage = `offsetlake query "SQL" [--json | --csv] [--plan] [--quiet]`;
+
+export const sqlUsage = `offsetlake sql "CREATE INDEX [IF NOT EXISTS] NAME ON TABLE (COLUMN, …) USING MINMAX|BLOOM|POSTINGS [SCOPE HISTORY] [GRANULE ROWS] [WITH (false_positive_rate = P)]" [--no-wait] [--json]
+offsetlake sql "DROP INDEX [IF EXISTS] NAME ON TABLE" [--json]
+offsetlake sql "SHOW INDEXES [ON TABLE]" [--json]`;
+
+export const attachUsage = 'offsetlake attach [--url http://127.0.0.1:8642] [--token T | --no-auth | --s3-access-key-id ID --s3-secret-access-key SECRET [--s3-bucket offsetlake]] [--database-url URL] [--allow-writer] [--as lake] [--check] [--json]';
+
+/** The whole command line, one usage per command. */
+export const commandLineUsage = `usage:
+${stackUsage}
+${topicUsage}
+${produceUsage}
+${tableUsage}
+${inspectUsage}
+${indexUsage}
+${backfillUsage}
+${serveUsage}
+${queryUsage}
+${sqlUsage}
+${attachUsage}
+offsetlake demo
+offsetlake --version`;
 
 interface Help {
   about: string;
@@ -83,6 +124,63 @@ export const commandHelp: Record<string, Help> = {
   },
   demo: { about: 'From nothing: the local stack, a transactional topic, a table, indexed, every file rebuilt and verified, then files, status and a query. Drops and recreates its table demo_orders.', usage: 'offsetlake demo', flags: [], example: 'npm run demo' },
 };
+
+const topicHelp = `${topicUsage}
+
+Creates a Kafka topic (the local broker creates none by itself) and waits until every
+partition has a leader, so that \`produce\` and \`table create\` work at once.
+
+  --partitions N        how many partitions (default 1)
+  --config KEY=VALUE    a topic config, repeatable: retention.ms=604800000, max.message.bytes=...
+                        (https://kafka.apache.org/documentation/#topicconfigs); a table cannot
+                        be created over a topic with cleanup.policy=compact
+  --if-not-exists       a topic of that name is left as it is, and that is no error
+  --json                one JSON document: {"topic", "created", "partitions", "configs"}
+  --kafka-brokers H:P   Kafka (default: KAFKA_BROKERS, then the local stack)
+
+example:
+  offsetlake topic create clicks --partitions 3 --config retention.ms=604800000`;
+
+const produceHelp = `${produceUsage}
+
+Writes records into an existing topic (\`offsetlake topic create\` makes one), one per line
+of JSON read from FILE, or from stdin when FILE is absent or '-':
+
+  {"value": {"page": "/home"}, "key": "user-1", "headers": {"source": "web"},
+   "timestamp": "2026-01-02T03:04:05.678Z", "partition": 0}
+
+  value      required. Without --format: a string is written as its UTF-8 text, any other
+             JSON value as JSON text (numbers with the digits as written); null writes a
+             record without a value. With --format: the value encoded with the schema.
+  key        a string (UTF-8), or null
+  headers    {"name": "value", ...} or [["name", "value"], ...] (repeated names kept, in order)
+  timestamp  RFC 3339 text or epoch milliseconds (default: now)
+  partition  a partition number; without it, records with a key go where Kafka's Java
+             producer puts them (murmur2 of the key), records without one in turn
+
+Every line is checked before anything is written: a bad line is refused with its line
+number and nothing is produced. Blank lines are skipped.
+
+  --format F            avro, protobuf or json-schema: register --schema under the subject
+                        TOPIC-value (the Schema Registry of SCHEMA_REGISTRY_URL) and write
+                        each value in the Confluent wire format with its id (Protobuf: the
+                        schema's first message). json or raw: the default, no registry.
+  --schema FILE         the schema: .avsc JSON, .proto text, or a JSON Schema
+  --transactional       write in transactions, each committed after --commit-every records
+  --commit-every N      records per transaction (default 1000; implies --transactional)
+  --json                one JSON document: records, transactions, offsets per partition, schema id
+  --kafka-brokers H:P   Kafka (default: KAFKA_BROKERS, then the local stack)
+
+Exit status: 0 when every record was written, 2 for a usage error (flags, a file that
+cannot be read, a schema that does not parse), 1 when the input, Kafka or the registry
+refused (what was written before a failure is said).
+
+examples:
+  echo '{"key": "u1", "value": {"page": "/home"}}' | offsetlake produce clicks
+  offsetlake produce orders orders.jsonl --format avro --schema order.avsc --transactional`;
+
+/** Commands whose help is a text of its own rather than commandHelp's about, usage, flags and example. */
+export const ownHelp: Record<string, string> = { topic: topicHelp, produce: produceHelp };
 
 export function helpText(command: string): string {
   const help = commandHelp[command]!;

@@ -1,15 +1,11 @@
 import { listFiles } from '../catalog/file-reads.js';
 import { findTable } from '../catalog/tables.js';
-import { partitionStatus } from '../catalog/status.js';
-import { readerTotals, type ReaderTotals } from '../catalog/reader-counters.js';
-import { kafkaPerServed } from '../reader/http.js';
-import { withEngine } from './engine.js';
+import { kafkaPerServed, readerTotals, type ReaderTotals } from '../catalog/reader-counters.js';
+import { withCatalog, withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { inspectUsage } from './help.js';
 import { indexReports, type IndexReport } from '../catalog/indexes.js';
 import { parseCommandArgs } from './args.js';
-
-export const inspectUsage = `offsetlake files NAME [--json] [--expired] [--wide]
-offsetlake status [NAME] [--json]`;
 
 const options = {
   json: { type: 'boolean' },
@@ -33,7 +29,7 @@ export async function filesCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('files', args, options);
   const name = positionals[0];
   if (!name) throw new UsageError(`files needs a table NAME; usage: ${inspectUsage}`);
-  const files = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
+  const files = await withCatalog({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     const table = await findTable(engine.catalog, name);
     return listFiles(engine.catalog, table.tableId, { includeExpired: values.expired });
   });
@@ -74,6 +70,8 @@ function backfillState(cursor: bigint | null, target: bigint | null): string | u
 /** `status`: per partition, indexed range, LSO, lag, lease holder, open range, backfill and retention. */
 export async function statusCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('status', args, options);
+  // status asks Kafka for each partition's LSO; `files` of this module loads neither this nor the Kafka client
+  const { partitionStatus } = await import('../catalog/status.js');
   const { rows, reads, indexes } = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => ({
     rows: await partitionStatus(engine, positionals[0]),
     reads: await readerTotals(engine.catalog),

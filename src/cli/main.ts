@@ -1,32 +1,24 @@
-import { stackCommand, stackUsage } from './stack.js';
-import { tableCommand, tableUsage } from './table.js';
-import { filesCommand, inspectUsage, statusCommand } from './inspect.js';
-import { checkCommand, indexUsage, rebuildCommand, runCommand } from './run-commands.js';
 import { stopQuietlyWhenThePipeCloses, UsageError } from './output.js';
-import { commandHelp, helpText } from './help.js';
-import { serveUsage } from './serve.js';
-import { queryUsage } from './query.js';
-import { sqlUsage } from './sql.js';
-import { attachUsage } from './attach.js';
-import { backfillCommand, backfillUsage, retentionCommand } from './backfill.js';
-import { topicCommand, topicUsage } from './topic.js';
-import { produceCommand, produceUsage } from './produce.js';
+import { commandHelp, commandLineUsage, helpText, ownHelp } from './help.js';
 import { latestCatalogVersion } from '../catalog/migrations.js';
-import { encoderVersion } from '../parquet/encoder.js';
 import project from '../../package.json' with { type: 'json' };
 
+/**
+ * Each command's module, imported only when the command runs: the Kafka client, pg,
+ * DuckDB and the CDK app load in the commands that use them, and help loads none.
+ */
 const commands: Record<string, (args: string[]) => Promise<number>> = {
-  stack: stackCommand,
-  table: tableCommand,
-  topic: topicCommand,
-  produce: produceCommand,
-  files: filesCommand,
-  status: statusCommand,
-  run: runCommand,
-  rebuild: rebuildCommand,
-  check: checkCommand,
-  backfill: backfillCommand,
-  retention: retentionCommand,
+  stack: async (args) => (await import('./stack.js')).stackCommand(args),
+  table: async (args) => (await import('./table.js')).tableCommand(args),
+  topic: async (args) => (await import('./topic.js')).topicCommand(args),
+  produce: async (args) => (await import('./produce.js')).produceCommand(args),
+  files: async (args) => (await import('./inspect.js')).filesCommand(args),
+  status: async (args) => (await import('./inspect.js')).statusCommand(args),
+  run: async (args) => (await import('./run-commands.js')).runCommand(args),
+  rebuild: async (args) => (await import('./run-commands.js')).rebuildCommand(args),
+  check: async (args) => (await import('./run-commands.js')).checkCommand(args),
+  backfill: async (args) => (await import('./backfill.js')).backfillCommand(args),
+  retention: async (args) => (await import('./backfill.js')).retentionCommand(args),
   serve: async (args) => (await import('./serve.js')).serveCommand(args),
   query: async (args) => (await import('./query.js')).queryCommand(args),
   sql: async (args) => (await import('./sql.js')).sqlCommand(args),
@@ -34,23 +26,10 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   demo: async (args) => (await import('./demo.js')).demoCommand(args),
 };
 
-const usage = `usage:
-${stackUsage}
-${topicUsage}
-${produceUsage}
-${tableUsage}
-${inspectUsage}
-${indexUsage}
-${backfillUsage}
-${serveUsage}
-${queryUsage}
-${sqlUsage}
-${attachUsage}
-offsetlake demo
-offsetlake --version`;
-
 /** What a bug report needs: this offsetlake, the catalog version it migrates to, the encoder it writes new files with. */
-function versionText(): string {
+async function versionText(): Promise<string> {
+  // the encoder's module loads the Parquet writer and compressors: only --version needs them here
+  const { encoderVersion } = await import('../parquet/encoder.js');
   return `offsetlake ${project.version} (catalog version ${latestCatalogVersion}, encoder ${encoderVersion}, Node ${process.versions.node})\n`;
 }
 
@@ -59,30 +38,28 @@ export async function main(argv: string[]): Promise<number> {
   stopQuietlyWhenThePipeCloses();
   const [name, ...args] = argv;
   if ((name === '--version' || name === '-V' || name === 'version') && args.length === 0) {
-    process.stdout.write(versionText());
+    process.stdout.write(await versionText());
     return 0;
   }
   if (name === undefined || ((name === 'help' || name === '--help' || name === '-h') && args.length === 0)) {
-    process.stdout.write(`${usage}\n\n\`offsetlake help COMMAND\` (or COMMAND --help) says more about one.\n`);
+    process.stdout.write(`${commandLineUsage}\n\n\`offsetlake help COMMAND\` (or COMMAND --help) says more about one.\n`);
     return name === undefined ? 2 : 0;
   }
   // `help CMD`, `CMD --help`, `CMD -h`, `CMD SUBCOMMAND --help`, `stack help`: the command's help, and nothing else runs
   const asked = name === 'help' || name === '--help' || name === '-h' ? args[0]! : name;
   const flagsBeforeEnd = args.slice(0, args.includes('--') ? args.indexOf('--') : args.length);
-  if (asked !== name || flagsBeforeEnd.some((a) => a === '--help' || a === '-h') || (args[0] === 'help' && name in commandHelp)) {
-    if (!(asked in commandHelp)) {
-      // commands that print their own help (topic, produce)
-      const own = commands[asked];
-      if (own) return own(['--help']);
-      process.stderr.write(`offsetlake: unknown command "${asked}"\n${usage}\n`);
+  if (asked !== name || flagsBeforeEnd.some((a) => a === '--help' || a === '-h') || (args[0] === 'help' && Object.hasOwn(commandHelp, name))) {
+    if (Object.hasOwn(ownHelp, asked)) process.stdout.write(`${ownHelp[asked]}\n`);
+    else if (Object.hasOwn(commandHelp, asked)) process.stdout.write(helpText(asked));
+    else {
+      process.stderr.write(`offsetlake: unknown command "${asked}"\n${commandLineUsage}\n`);
       return 2;
     }
-    process.stdout.write(helpText(asked));
     return 0;
   }
-  const command = commands[name];
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   try {
-    if (!command) throw new UsageError(`unknown command "${name}"\n${usage}`);
+    if (!command) throw new UsageError(`unknown command "${name}"\n${commandLineUsage}`);
     return await command(args);
   } catch (error) {
     const err = error as Error;

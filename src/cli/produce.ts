@@ -18,49 +18,10 @@ import { registerSchema, RegistryRefusedError, RegistryUnavailableError, type Re
 import { dateTimeMicros } from '../schema/decode-json-schema.js';
 import { wireHeader } from '../schema/wire.js';
 import { printJson, progress, UsageError } from './output.js';
-import { topicNameProblem } from '../kafka/topics.js';
+import { produceUsage } from './help.js';
+import { topicNameProblem } from '../kafka/topic-names.js';
 import { CommandFailure, networkFailure, withKafka } from './topic.js';
 import { parseCommandArgs, wholeNumberFlag } from './args.js';
-
-export const produceUsage = `offsetlake produce TOPIC [FILE] [--format avro|protobuf|json-schema --schema FILE] [--transactional [--commit-every 1000]] [--json]`;
-
-const produceHelp = `${produceUsage}
-
-Writes records into an existing topic (\`offsetlake topic create\` makes one), one per line
-of JSON read from FILE, or from stdin when FILE is absent or '-':
-
-  {"value": {"page": "/home"}, "key": "user-1", "headers": {"source": "web"},
-   "timestamp": "2026-01-02T03:04:05.678Z", "partition": 0}
-
-  value      required. Without --format: a string is written as its UTF-8 text, any other
-             JSON value as JSON text (numbers with the digits as written); null writes a
-             record without a value. With --format: the value encoded with the schema.
-  key        a string (UTF-8), or null
-  headers    {"name": "value", ...} or [["name", "value"], ...] (repeated names kept, in order)
-  timestamp  RFC 3339 text or epoch milliseconds (default: now)
-  partition  a partition number; without it, records with a key go where Kafka's Java
-             producer puts them (murmur2 of the key), records without one in turn
-
-Every line is checked before anything is written: a bad line is refused with its line
-number and nothing is produced. Blank lines are skipped.
-
-  --format F            avro, protobuf or json-schema: register --schema under the subject
-                        TOPIC-value (the Schema Registry of SCHEMA_REGISTRY_URL) and write
-                        each value in the Confluent wire format with its id (Protobuf: the
-                        schema's first message). json or raw: the default, no registry.
-  --schema FILE         the schema: .avsc JSON, .proto text, or a JSON Schema
-  --transactional       write in transactions, each committed after --commit-every records
-  --commit-every N      records per transaction (default 1000; implies --transactional)
-  --json                one JSON document: records, transactions, offsets per partition, schema id
-  --kafka-brokers H:P   Kafka (default: KAFKA_BROKERS, then the local stack)
-
-Exit status: 0 when every record was written, 2 for a usage error (flags, a file that
-cannot be read, a schema that does not parse), 1 when the input, Kafka or the registry
-refused (what was written before a failure is said).
-
-examples:
-  echo '{"key": "u1", "value": {"page": "/home"}}' | offsetlake produce clicks
-  offsetlake produce orders orders.jsonl --format avro --schema order.avsc --transactional`;
 
 const options = {
   format: { type: 'string' },
@@ -69,7 +30,6 @@ const options = {
   'commit-every': { type: 'string' },
   json: { type: 'boolean' },
   'kafka-brokers': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
 } as const;
 
 /** One line of input, checked; the partition is decided once the topic's partition count is known. */
@@ -415,10 +375,6 @@ async function write(kafka: KafkaConnection, topic: string, records: InputRecord
 
 export async function produceCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('produce', args, options);
-  if (values.help) {
-    process.stdout.write(`${produceHelp}\n`);
-    return 0;
-  }
   const [topic, file, ...rest] = positionals;
   if (topic === undefined) throw new UsageError(`produce needs a TOPIC; usage: ${produceUsage}`);
   if (rest.length > 0) throw new UsageError(`produce takes a TOPIC and at most one FILE, got also "${rest.join(' ')}" (flags start with --)`);

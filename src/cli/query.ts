@@ -6,9 +6,8 @@ import { ReaderService } from '../reader/service.js';
 import type { ReaderMetrics } from '../reader/metrics.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { queryUsage } from './help.js';
 import { parseCommandArgs } from './args.js';
-
-export const queryUsage = `offsetlake query "SQL" [--json | --csv] [--plan] [--quiet]`;
 
 function csvCell(value: Json): string {
   if (value === null || value === undefined) return '';

@@ -12,11 +12,8 @@ import { partitionStatus } from '../catalog/status.js';
 import type { Engine } from '../runtime/engine.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';
+import { indexUsage } from './help.js';
 import { buildThreadsFlag, parseCommandArgs, wholeNumberFlag } from './args.js';
-
-export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--build-threads N] [--batch-size 10000] [--batch-window 500ms] [--progress-every 5s] [--json]
-offsetlake rebuild NAME FILE [-o PATH] [--json]
-offsetlake check [NAME] [--json]`;
 
 const engineOptions = { 'database-url': { type: 'string' }, 'kafka-brokers': { type: 'string' }, json: { type: 'boolean' } } as const;
 

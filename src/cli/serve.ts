@@ -9,10 +9,9 @@ import { formatBytes, formatDuration, parseBytes, parseDuration } from '../catal
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
 import { buildThreadsFlag, parseCommandArgs, secretValue } from './args.js';
-import { bucketProblem, type S3FaceOptions } from '../reader/s3.js';
+import type { S3FaceOptions } from '../reader/s3.js';
+import { bucketProblem } from '../reader/s3-bucket.js';
 import { defaultS3Region } from '../reader/sigv4.js';
-
-export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--build-threads N] [--write-timeout 30s] [--queue-timeout 10s] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake] [--s3-region us-east-1]`;
 
 export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('serve', args, {

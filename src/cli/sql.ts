@@ -15,10 +15,7 @@ import { kafkaSource } from '../kafka/source.js';
 import { ownerName } from '../runtime/engine.js';
 import { withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
-
-export const sqlUsage = `offsetlake sql "CREATE INDEX [IF NOT EXISTS] NAME ON TABLE (COLUMN, …) USING MINMAX|BLOOM|POSTINGS [SCOPE HISTORY] [GRANULE ROWS] [WITH (false_positive_rate = P)]" [--no-wait] [--json]
-offsetlake sql "DROP INDEX [IF EXISTS] NAME ON TABLE" [--json]
-offsetlake sql "SHOW INDEXES [ON TABLE]" [--json]`;
+import { sqlUsage } from './help.js';
 
 const options = {
   json: { type: 'boolean' },

@@ -5,6 +5,7 @@ import { stackDown, stackEnvironment, stackStatus, stackUp } from '../stack/inde
 import type { ServiceStatus, StackConfig } from '../stack/types.js';
 import { ensureStackReaderLogin } from '../stack/postgres.js';
 import { printJson, printTable, progress, UsageError } from './output.js';
+import { stackUsage } from './help.js';
 import { redact } from '../runtime/engine.js';
 import { parseCommandArgs } from './args.js';
 
@@ -17,9 +18,6 @@ const options = {
   'registry-port': { type: 'string' },
   'postgres-port': { type: 'string' },
 } as const;
-
-export const stackUsage = `offsetlake stack up | down | status [--json] [--wide] [--home DIR]
-  [--kafka-port N] [--controller-port N] [--registry-port N] [--postgres-port N]`;
 
 export async function stackCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('stack', args, options);

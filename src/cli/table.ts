@@ -1,18 +1,12 @@
 import type { ParseArgsConfig } from 'node:util';
 import { dropTable, listTables } from '../catalog/tables.js';
-import { createTableFromTopic } from '../catalog/create-table.js';
 import { formatSettings, parseFormat, resolveSettings, settingNames } from '../catalog/settings.js';
-import { planTablePartitions } from '../backfill/plan.js';
-import { withEngine } from './engine.js';
+import { withCatalog, withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
+import { tableUsage } from './help.js';
 import { parseCommandArgs } from './args.js';
 import { parseInlineIndex, type IndexSpec } from '../indexes/ddl.js';
 import { indexDdlText } from '../catalog/index-ddl.js';
-
-export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format avro|protobuf|json-schema|json|raw] [--SETTING VALUE ...] [--index "INDEX (COLUMN, …) USING MINMAX|BLOOM|POSTINGS [GRANULE ROWS]" ...]
-offsetlake table list [--json]
-offsetlake table drop NAME [--if-exists]
-  settings: ${settingNames.join(', ')} (also written with '-')`;
 
 // Each setting is accepted by its specification name and with '-' for '_'.
 const settingOptions = Object.fromEntries(
@@ -55,6 +49,8 @@ export async function tableCommand(args: string[]): Promise<number> {
       // a setting or format the command line got wrong: nothing was asked of Kafka or the catalog
       throw new UsageError((error as Error).message);
     }
+    // only create talks to Kafka: list and drop load neither these modules nor the Kafka client
+    const [{ createTableFromTopic }, { planTablePartitions }] = await Promise.all([import('../catalog/create-table.js'), import('../backfill/plan.js')]);
     const { table, history } = await withEngine(engineFlags, async (engine) => {
       const created = await createTableFromTopic(engine, { name, topic: values.topic!, format, settings, indexes });
       // the history below each partition's start is planned now, so that status shows it at once
@@ -70,14 +66,14 @@ export async function tableCommand(args: string[]): Promise<number> {
     return 0;
   }
   if (action === 'list') {
-    const tables = await withEngine(engineFlags, (engine) => listTables(engine.catalog));
+    const tables = await withCatalog(engineFlags, (engine) => listTables(engine.catalog));
     if (values.json) printJson(tables);
     else printTable(tables.map((t) => ({ name: t.name, topic: t.topic, format: t.format, ...formatSettings(t.settings) })));
     return 0;
   }
   if (action === 'drop') {
     if (!name) throw new UsageError(`table drop needs a NAME; usage: ${tableUsage}`);
-    const dropped = await withEngine(engineFlags, (engine) => dropTable(engine.catalog, name, { ifExists: values['if-exists'] }));
+    const dropped = await withCatalog(engineFlags, (engine) => dropTable(engine.catalog, name, { ifExists: values['if-exists'] }));
     if (values.json) printJson({ dropped });
     else process.stdout.write(dropped ? `dropped table ${name}\n` : `no table named ${name}\n`);
     return 0;

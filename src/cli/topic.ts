@@ -2,28 +2,12 @@
 import type { ParseArgsConfig } from 'node:util';
 import { connectKafka, type KafkaConnection } from '../kafka/connect.js';
 import { KafkaRequestError, protocolErrorCodes } from '../kafka/errors.js';
-import { compactionProblem, createTopic, topicNameProblem, topicPartitions } from '../kafka/topics.js';
+import { compactionProblem, createTopic, topicPartitions } from '../kafka/topics.js';
+import { topicNameProblem } from '../kafka/topic-names.js';
 import { useLocalStackDefaults } from '../stack/index.js';
 import { printJson, UsageError } from './output.js';
+import { topicUsage } from './help.js';
 import { parseCommandArgs, wholeNumberFlag } from './args.js';
-
-export const topicUsage = `offsetlake topic create NAME [--partitions 1] [--config KEY=VALUE ...] [--if-not-exists] [--json]`;
-
-const topicHelp = `${topicUsage}
-
-Creates a Kafka topic (the local broker creates none by itself) and waits until every
-partition has a leader, so that \`produce\` and \`table create\` work at once.
-
-  --partitions N        how many partitions (default 1)
-  --config KEY=VALUE    a topic config, repeatable: retention.ms=604800000, max.message.bytes=...
-                        (https://kafka.apache.org/documentation/#topicconfigs); a table cannot
-                        be created over a topic with cleanup.policy=compact
-  --if-not-exists       a topic of that name is left as it is, and that is no error
-  --json                one JSON document: {"topic", "created", "partitions", "configs"}
-  --kafka-brokers H:P   Kafka (default: KAFKA_BROKERS, then the local stack)
-
-example:
-  offsetlake topic create clicks --partitions 3 --config retention.ms=604800000`;
 
 const options = {
   partitions: { type: 'string' },
@@ -31,7 +15,6 @@ const options = {
   'if-not-exists': { type: 'boolean' },
   json: { type: 'boolean' },
   'kafka-brokers': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
 } satisfies ParseArgsConfig['options'];
 
 
@@ -103,10 +86,6 @@ const POLICY_VIOLATION = 44;
 
 export async function topicCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('topic', args, options);
-  if (values.help) {
-    process.stdout.write(`${topicHelp}\n`);
-    return 0;
-  }
   const [action, name, ...rest] = positionals;
   if (action !== 'create') throw new UsageError(action === undefined ? `topic needs an action; usage: ${topicUsage}` : `unknown topic action "${action}"; usage: ${topicUsage}`);
   if (name === undefined) throw new UsageError(`topic create needs a NAME; usage: ${topicUsage}`);

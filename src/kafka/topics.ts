@@ -167,12 +167,3 @@ export function compactionProblem(topic: string, policy: string): string | undef
   if (!policy.split(',').map((p) => p.trim()).includes('compact')) return undefined;
   return `topic "${topic}" has cleanup.policy=${policy}: compaction deletes records inside a partition, so files over it could not be rebuilt from Kafka byte for byte; use a topic with cleanup.policy=delete`;
 }
-
-/** Kafka's rule for topic names: 1–249 of ASCII letters, digits, '.', '_' and '-', and not `.` or `..`. */
-export function topicNameProblem(name: string): string | undefined {
-  if (name === '' || name === '.' || name === '..') return `"${name}" cannot name a Kafka topic`;
-  if (name.length > 249) return `a Kafka topic name has at most 249 characters; "${name.slice(0, 20)}…" has ${name.length}`;
-  const bad = /[^a-zA-Z0-9._-]/.exec(name);
-  if (bad) return `topic name "${name}" contains ${JSON.stringify(bad[0])}: Kafka allows ASCII letters, digits, '.', '_' and '-'`;
-  return undefined;
-}

@@ -23,6 +23,7 @@ import { GranuleMismatchError } from '../build/granules.js';
 import type { ReaderService } from './service.js';
 import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
+import { kafkaPerServed } from '../catalog/reader-counters.js';
 
 export type { ReaderRequest, ReaderResponse, ResponseBody } from './file-response.js';
 export { bodyBytes } from './file-response.js';
@@ -201,11 +202,6 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       return answer(500, `internal error: ${(error as Error).message}`);
     }
   };
-}
-
-/** Kafka bytes read per byte served, to 3 decimals; null before anything was served. */
-export function kafkaPerServed(kafkaBytes: number, bytesServed: number): number | null {
-  return bytesServed > 0 ? Math.round((kafkaBytes / bytesServed) * 1000) / 1000 : null;
 }
 
 function decodeSegment(segment: string): string {

@@ -32,15 +32,6 @@ export interface S3FaceOptions {
   region?: string;
 }
 
-const bucketPattern = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
-
-/** Whether `bucket` is a name S3 would accept and that the HTTP face's paths do not use. */
-export function bucketProblem(bucket: string): string | undefined {
-  if (!bucketPattern.test(bucket)) return `"${bucket}" is not an S3 bucket name (3 to 63 lowercase letters, digits, dots and hyphens)`;
-  if (bucket === 'tables' || bucket === 'metrics') return `"${bucket}" is a path of the HTTP face; choose another bucket name`;
-  return undefined;
-}
-
 /** Requests for the bucket, and any request signed for S3 (so that a wrong bucket gets S3's answer, not JSON). */
 export function isS3Request(request: ReaderRequest, bucket: string): boolean {
   const first = request.path.split('?')[0]!.split('/')[1] ?? '';

@@ -3,17 +3,44 @@ import { randomUUID } from 'node:crypto';
 import { openCatalog, type Catalog } from '../catalog/db.js';
 import { migrateCatalog } from '../catalog/migrate.js';
 import { engineConfig, type EngineConfig, type EngineFlags } from './config.js';
-import { connectKafka, type KafkaConnection } from '../kafka/connect.js';
+import { kafkaConnectOptions, type KafkaConnectOptions } from '../kafka/connect-options.js';
+import type { KafkaConnection } from '../kafka/connect.js';
 
-/** What every command that touches data needs: the catalog (migrated) and Kafka (connected on first use). */
-export interface Engine {
+/** What a command that reads and writes only the catalog needs: the catalog, migrated. */
+export interface CatalogEngine {
   config: EngineConfig;
   catalog: Catalog;
-  kafka: KafkaConnection;
   close(): Promise<void>;
 }
 
+/** What every command that touches data needs: the catalog (migrated) and Kafka (connected on first use). */
+export interface Engine extends CatalogEngine {
+  kafka: KafkaConnection;
+}
+
+/** The catalog without Kafka: the Kafka client is never loaded (a wrong broker list is refused all the same). */
+export async function openCatalogEngine(flags: EngineFlags = {}): Promise<CatalogEngine> {
+  const { config, catalog } = await openCatalogChecked(flags);
+  return { config, catalog, close: () => catalog.end() };
+}
+
 export async function openEngine(flags: EngineFlags = {}): Promise<Engine> {
+  const { config, catalog, kafkaOptions } = await openCatalogChecked(flags);
+  // loaded here, not at import: commands that use only the catalog never pay for the Kafka client
+  const { KafkaConnection } = await import('../kafka/connect.js');
+  const kafka = new KafkaConnection(kafkaOptions);
+  return {
+    config,
+    catalog,
+    kafka,
+    async close() {
+      await Promise.allSettled([kafka.close(), catalog.end()]);
+    },
+  };
+}
+
+/** The configuration, the catalog opened and migrated, and Kafka's connect options checked (in that order: the errors say the first problem). */
+async function openCatalogChecked(flags: EngineFlags): Promise<{ config: EngineConfig; catalog: Catalog; kafkaOptions: KafkaConnectOptions }> {
   const config = engineConfig(flags);
   let url: URL | undefined;
   try {
@@ -31,15 +58,12 @@ export async function openEngine(flags: EngineFlags = {}): Promise<Engine> {
     await catalog.end();
     throw new Error(`cannot open the catalog at ${redact(config.databaseUrl)}: ${catalogProblem(error as Error & { code?: string })}`, { cause: error });
   }
-  const kafka = connectKafka({ brokers: config.kafkaBrokers });
-  return {
-    config,
-    catalog,
-    kafka,
-    async close() {
-      await Promise.allSettled([kafka.close(), catalog.end()]);
-    },
-  };
+  try {
+    return { config, catalog, kafkaOptions: kafkaConnectOptions({ brokers: config.kafkaBrokers }) };
+  } catch (error) {
+    await catalog.end();
+    throw error;
+  }
 }
 
 /** What a failed catalog connection means to the user, and what to do. */

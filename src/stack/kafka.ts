@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Admin } from '@platformatic/kafka';
 import { fetchMavenLibs, findJava, runLogged } from './java.js';
 import {
   DaemonStartError,
@@ -155,6 +154,8 @@ function startedPort(config: StackConfig): number | undefined {
  */
 async function brokerReady(host: string, port: number): Promise<boolean> {
   if (!(await portAnswers(host, port))) return false;
+  // imported here: every command that takes the stack's defaults imports this module, and only `stack` asks the broker
+  const { Admin } = await import('@platformatic/kafka');
   const admin = new Admin({ clientId: 'offsetlake-stack', bootstrapBrokers: [`${host}:${port}`], retries: false, timeout: 2000 });
   try {
     const metadata = await admin.metadata({ topics: [] });

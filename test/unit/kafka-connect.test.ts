@@ -1,6 +1,6 @@
 /** src/kafka/connect.ts: where the brokers come from (no broker needed). */
 import { describe, expect, test } from 'vitest';
-import { kafkaConnectOptions, parseBrokers } from '../../src/kafka/connect.js';
+import { kafkaConnectOptions, parseBrokers } from '../../src/kafka/connect-options.js';
 
 describe('Kafka connect options', () => {
   test('KAFKA_BROKERS is a comma-separated host:port list; a bare host gets 9092', () => {

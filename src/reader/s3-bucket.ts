@@ -1,0 +1,13 @@
+/**
+ * The S3 face's bucket name, checked apart from the face itself: `attach` checks the name
+ * it hands out without loading the reader (and with it the Kafka client).
+ */
+
+const bucketPattern = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** Whether `bucket` is a name S3 would accept and that the HTTP face's paths do not use. */
+export function bucketProblem(bucket: string): string | undefined {
+  if (!bucketPattern.test(bucket)) return `"${bucket}" is not an S3 bucket name (3 to 63 lowercase letters, digits, dots and hyphens)`;
+  if (bucket === 'tables' || bucket === 'metrics') return `"${bucket}" is a path of the HTTP face; choose another bucket name`;
+  return undefined;
+}

@@ -1,0 +1,60 @@
+/**
+ * What each command loads (issue 31: the command line starts at once). Every run is the
+ * real CLI in a child process with test/helpers/loaded-packages-hook.ts imported first,
+ * which lists every package the process resolved, by `import` or `require`.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Engine } from '../../src/runtime/engine.js';
+import { commandHelp, ownHelp } from '../../src/cli/help.js';
+import { testEngine } from '../helpers/engine.js';
+import { runCli } from '../helpers/cli.js';
+import { closedPort } from '../helpers/ports.js';
+
+const hook = resolve('test/helpers/loaded-packages-hook.ts');
+const heavy = ['@platformatic/kafka', 'pg', '@duckdb/node-api', 'avsc', 'protobufjs', 'aws-cdk-lib', 'constructs'];
+const isHeavy = (name: string) => heavy.includes(name) || name.startsWith('@aws-sdk/');
+
+let engine: Engine;
+let dir: string;
+beforeAll(async () => {
+  engine = await testEngine('loaded');
+  dir = mkdtempSync(join(tmpdir(), 'offsetlake-loaded-'));
+});
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await engine.close();
+});
+
+let runs = 0;
+/** The packages `offsetlake ARGS…` loaded, after checking it exited as expected. */
+async function packagesLoadedBy(args: string[], code = 0): Promise<string[]> {
+  const file = join(dir, `run-${runs++}.txt`);
+  const run = await runCli(engine.config.databaseUrl, args, { NODE_OPTIONS: `--import ${hook}`, LOADED_PACKAGES_FILE: file });
+  expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(code);
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean);
+}
+
+describe('the packages a command loads', () => {
+  it('--help, help CMD, CMD --help, CMD SUBCOMMAND --help and --version load no Kafka client, pg, DuckDB, avsc, protobufjs, AWS SDK or CDK', async () => {
+    const asked = [
+      ['--help'],
+      ['--version'],
+      ...[...Object.keys(commandHelp), ...Object.keys(ownHelp)].map((command) => [command, '--help']),
+      ['help', 'run'],
+      ['help', 'topic'],
+      ['table', 'create', '--help'],
+      ['stack', 'help'],
+    ];
+    for (const args of asked) expect((await packagesLoadedBy(args)).filter(isHeavy), args.join(' ')).toEqual([]);
+  });
+
+  it('table list, files and attach load pg and nothing else heavy (no Kafka client); status, which asks Kafka for LSOs, loads the client (the hook sees both)', async () => {
+    // files of a table that is not there, and attach to a serve that is not there, fail (exit 1) after opening the catalog
+    const asked: [string[], number][] = [[['table', 'list'], 0], [['files', 'none'], 1], [['attach', '--no-auth', '--url', `http://127.0.0.1:${await closedPort()}`], 1]];
+    for (const [args, code] of asked) expect((await packagesLoadedBy(args, code)).filter(isHeavy), args.join(' ')).toEqual(['pg']);
+    expect(await packagesLoadedBy(['status'])).toContain('@platformatic/kafka');
+  });
+});
