@@ -154,7 +154,7 @@ export function granulesOf(
   const spans = rowGroupSpans(layout.rowGroups.map((group) => group.rows), records.map((record) => record.offset), startOffset, endOffset);
   const kafkaBytes = spans.map(() => 0);
   for (const record of spanRecords) {
-    const at = spanOf(spans, record.offset);
+    const at = granuleHolding(spans, record.offset);
     if (at >= 0) kafkaBytes[at]! += recordBytes(record);
   }
   return {
@@ -167,7 +167,7 @@ export function granulesOf(
 }
 
 /** The index of the span holding `offset` (spans are sorted and tile), or -1. */
-function spanOf(spans: readonly { start: bigint; end: bigint }[], offset: bigint): number {
+function granuleHolding(spans: readonly { start: bigint; end: bigint }[], offset: bigint): number {
   let low = 0;
   let high = spans.length - 1;
   while (low <= high) {

@@ -59,7 +59,7 @@ export interface AdvanceResult {
 const said = new WeakSet<object>();
 
 /** `[first, end)` of consecutive ranges, as status shows it. */
-function spanOf(ranges: readonly SealedRange[]): string {
+function offsetsText(ranges: readonly SealedRange[]): string {
   return `[${ranges[0]!.startOffset}, ${ranges.at(-1)!.endOffset})`;
 }
 
@@ -262,7 +262,7 @@ export class PartitionIndexer {
         said.add(error);
       } else {
         // Records cannot cause this (they become error rows); status names the cause.
-        await this.setWaiting(lease, `building the files of offsets ${spanOf(all)} failed: ${(error as Error).message}`).catch(() => {});
+        await this.setWaiting(lease, `building the files of offsets ${offsetsText(all)} failed: ${(error as Error).message}`).catch(() => {});
         if (error instanceof Object) said.add(error);
         this.drop();
       }
@@ -278,7 +278,7 @@ export class PartitionIndexer {
     } catch (error) {
       // A lost lease (or any failed commit) leaves memory that may no longer match the catalog.
       if (!(error instanceof LeaseLostError)) {
-        await this.setWaiting(lease, `the catalog refused the files of offsets ${spanOf(all)}: ${(error as Error).message}`).catch(() => {});
+        await this.setWaiting(lease, `the catalog refused the files of offsets ${offsetsText(all)}: ${(error as Error).message}`).catch(() => {});
         if (error instanceof Object) said.add(error);
       }
       this.drop();

@@ -19,7 +19,6 @@ export type EntryScope = 'history' | 'current';
 export type IndexState = 'declared' | 'building' | 'backfilling' | 'catching_up' | 'active';
 
 export const indexKinds: readonly IndexKind[] = ['minmax', 'bloom', 'postings'];
-export const indexStates: readonly IndexState[] = ['declared', 'building', 'backfilling', 'catching_up', 'active'];
 /** States in which every file committed must carry the index's entries. */
 export const statesWithEntries: readonly IndexState[] = ['building', 'backfilling', 'catching_up', 'active'];
 

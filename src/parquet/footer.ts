@@ -5,10 +5,11 @@
  * suffix range request (the first thing any Parquet engine fetches) without rebuilding
  * the file, and a rebuild is checked by comparing this tail byte for byte.
  */
-const MAGIC = [0x50, 0x41, 0x52, 0x31]; // "PAR1"
+/** "PAR1", at a Parquet file's start and end (shared: never written to). */
+export const PARQUET_MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
 
 function hasMagicAt(bytes: Uint8Array, at: number): boolean {
-  return MAGIC.every((b, i) => bytes[at + i] === b);
+  return PARQUET_MAGIC.every((b, i) => bytes[at + i] === b);
 }
 
 /** The footer of a whole Parquet file, as a copy that does not hold the file in memory. */

@@ -29,6 +29,7 @@ import { type Column, type FieldType, isScalar, leafCount, leaves, parquetSchema
 import { compareBytes, compareFloats } from './stat-text.js';
 import { CompactType, CompactWriter } from './thrift.js';
 import type { PreparedData } from './values.js';
+import { PARQUET_MAGIC } from './footer.js';
 
 export type Codec = 'UNCOMPRESSED' | 'SNAPPY' | 'LZ4_RAW';
 
@@ -66,7 +67,6 @@ export interface WriteOptions {
   createdBy: string;
 }
 
-const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
 const codecIds: Record<Codec, number> = { UNCOMPRESSED: 0, SNAPPY: 1, LZ4_RAW: 7 };
 const physicalIds = { BOOLEAN: 0, INT32: 1, INT64: 2, FLOAT: 4, DOUBLE: 5, BYTE_ARRAY: 6, FIXED_LEN_BYTE_ARRAY: 7 } as const;
 type Physical = keyof typeof physicalIds;
@@ -194,7 +194,7 @@ export function assembleParquet(data: Pick<PreparedData, 'columns' | 'rowCount'>
   const schema = parquetSchema(data.columns);
   const plans = leafPlans(data.columns, schema);
   const parts = new Parts();
-  parts.push(MAGIC);
+  parts.push(PARQUET_MAGIC);
   const groups = encoded.map((group) => {
     const base = parts.offset;
     for (const part of group.parts) parts.push(part);
@@ -227,7 +227,7 @@ export function assembleParquet(data: Pick<PreparedData, 'columns' | 'rowCount'>
   parts.push(metadata);
   const tail = new Uint8Array(8);
   new DataView(tail.buffer).setUint32(0, metadata.length, true);
-  tail.set(MAGIC, 4);
+  tail.set(PARQUET_MAGIC, 4);
   parts.push(tail);
   return parts.list;
 }

@@ -75,17 +75,17 @@ function errorResponse(request: ReaderRequest, status: number, message: string, 
   return request.method === 'HEAD' ? { ...response, body: empty } : response;
 }
 
-/**
- * The 401 for a request without a well-formed bearer token or, when `token` is given, with
- * another one; null when the request may pass. Pure: a deployment refuses strangers with it
- * before any I/O, and looks its own token up only for requests that carry one.
- */
 /** The process's memory (bytes): where a reader's resident set goes (JS heap, Buffers) without attaching a profiler. */
 function processMemory(): { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number } {
   const { rss, heapTotal, heapUsed, external, arrayBuffers } = process.memoryUsage();
   return { rss, heapTotal, heapUsed, external, arrayBuffers };
 }
 
+/**
+ * The 401 for a request without a well-formed bearer token or, when `token` is given, with
+ * another one; null when the request may pass. Pure: a deployment refuses strangers with it
+ * before any I/O, and looks its own token up only for requests that carry one.
+ */
 export function authorizationRefusal(request: ReaderRequest, token?: string | readonly string[]): ReaderResponse | null {
   try {
     checkToken(request, token);

@@ -19,7 +19,7 @@ import { CatalogRecords, type CatalogRecordOptions } from './catalog-records.js'
 import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from '../build/rebuild.js';
 import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from '../build/granules.js';
-import { fileLayout, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
+import { fileLayout, PARQUET_MAGIC, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
 import { schemaVersion } from '../schema/versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { ByteBoundedCache } from './cache.js';
@@ -80,8 +80,6 @@ export interface IndexMetrics {
 
 export const defaultCacheBytes = 512 * 1024 * 1024;
 export const defaultResponseWaitMs = 10_000;
-
-const MAGIC = new Uint8Array([0x50, 0x41, 0x52, 0x31]);
 
 /**
  * A file served by granules: what they must hash to, and where its bytes are. The layout
@@ -235,7 +233,7 @@ export class ReaderService {
     };
     build(0);
     for (const piece of pieces) {
-      if (piece.kind === 'magic') yield MAGIC.subarray(piece.from, piece.to);
+      if (piece.kind === 'magic') yield PARQUET_MAGIC.subarray(piece.from, piece.to);
       else if (piece.kind === 'index') yield granular.granules.pageIndex.subarray(piece.from, piece.to);
       else if (piece.kind === 'footer') yield file.footer.subarray(piece.from, piece.to);
       else {
