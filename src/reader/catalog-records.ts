@@ -15,6 +15,7 @@
 import type { Catalog } from '../catalog/db.js';
 import { findFilesFrom, type DataFile } from '../catalog/file-reads.js';
 import { findTable, type TableRecord } from '../catalog/tables.js';
+import { PromiseMemo } from '../common/single-flight.js';
 
 export interface CatalogRecordOptions {
   /** How long a record answers from memory (ms). Default 5 s; 0 asks the catalog every time. */
@@ -25,51 +26,39 @@ export interface CatalogRecordOptions {
   maxFiles?: number;
 }
 
-interface Remembered<T> {
-  until: number;
-  value: T;
-}
-
 export class CatalogRecords {
-  private readonly ttlMs: number;
   private readonly batch: number;
-  private readonly maxFiles: number;
-  private readonly tables = new Map<string, Remembered<Promise<TableRecord>>>();
+  private readonly tables: PromiseMemo<string, TableRecord>;
   /** Per file id; a lookup in flight is remembered as its promise, so concurrent requests share it. */
-  private readonly files = new Map<bigint, Remembered<Promise<DataFile | undefined>>>();
+  private readonly files: PromiseMemo<bigint, DataFile | undefined>;
   /** The files each batch brought in, by the id of each of them: what to load granules for together. */
   private readonly batches = new Map<bigint, readonly DataFile[]>();
+  private readonly maxFiles: number;
+  private readonly remembers: boolean;
 
   constructor(private readonly catalog: Catalog, options: CatalogRecordOptions = {}) {
-    this.ttlMs = options.ttlMs ?? 5_000;
+    const ttlMs = options.ttlMs ?? 5_000;
+    this.remembers = ttlMs > 0;
     this.batch = Math.max(1, options.batch ?? 64);
     this.maxFiles = Math.max(this.batch, options.maxFiles ?? 4_000);
+    this.tables = new PromiseMemo(1_000, ttlMs);
+    this.files = new PromiseMemo(this.maxFiles, ttlMs);
   }
 
   /** The live table named so, or TableError ("no table named ..."). */
   table(name: string): Promise<TableRecord> {
-    const now = Date.now();
-    const known = this.tables.get(name);
-    if (known && known.until > now) return known.value;
-    const value = findTable(this.catalog, name);
-    if (this.ttlMs > 0) {
-      this.tables.set(name, { until: now + this.ttlMs, value });
-      value.catch(() => this.tables.delete(name));
-    }
-    return value;
+    return this.remembers ? this.tables.get(name, () => findTable(this.catalog, name)) : findTable(this.catalog, name);
   }
 
   /** One file of the table, expired ones included. */
   async file(table: TableRecord, dataFileId: bigint): Promise<DataFile | undefined> {
-    const now = Date.now();
-    const known = this.files.get(dataFileId);
-    if (known && known.until > now) {
-      const file = await known.value;
+    const known = this.files.peek(dataFileId);
+    if (known) {
+      const file = await known;
       // a file id names one table's file; another table's is not this table's
       if (!file || file.tableId === table.tableId) return file;
     }
-    const loading = this.load(table, dataFileId, now);
-    return (await loading).find((file) => file.dataFileId === dataFileId);
+    return (await this.load(table, dataFileId)).find((file) => file.dataFileId === dataFileId);
   }
 
   /** The other files loaded with this one (granules are best loaded for all of them at once). */
@@ -77,37 +66,27 @@ export class CatalogRecords {
     return this.batches.get(file.dataFileId) ?? [file];
   }
 
-  private load(table: TableRecord, fromId: bigint, now: number): Promise<DataFile[]> {
+  private load(table: TableRecord, fromId: bigint): Promise<DataFile[]> {
     const loading = findFilesFrom(this.catalog, table.tableId, fromId, this.batch);
-    if (this.ttlMs === 0) return loading;
-    const until = now + this.ttlMs;
+    if (!this.remembers) return loading;
     // The id asked for answers from this lookup at once; the others once it is in.
-    this.files.set(fromId, { until, value: loading.then((files) => files.find((f) => f.dataFileId === fromId)) });
+    this.files.set(fromId, loading.then((files) => files.find((f) => f.dataFileId === fromId)));
     loading.then(
       (files) => {
         // a miss is not remembered: the id may be a file being committed now
         if (!files.some((f) => f.dataFileId === fromId)) this.files.delete(fromId);
         for (const file of files) {
-          this.files.set(file.dataFileId, { until, value: Promise.resolve(file) });
+          this.files.set(file.dataFileId, Promise.resolve(file));
           this.batches.set(file.dataFileId, files);
         }
-        this.evict();
+        // oldest first (a Map iterates in insertion order), as the files' memo does
+        for (const id of this.batches.keys()) {
+          if (this.batches.size <= this.maxFiles) break;
+          this.batches.delete(id);
+        }
       },
-      () => this.files.delete(fromId),
+      () => {},
     );
     return loading;
-  }
-
-  /** Oldest first, down to `maxFiles` (a Map iterates in insertion order). */
-  private evict(): void {
-    for (const id of this.files.keys()) {
-      if (this.files.size <= this.maxFiles) break;
-      this.files.delete(id);
-      this.batches.delete(id);
-    }
-    for (const id of this.batches.keys()) {
-      if (this.batches.size <= this.maxFiles) break;
-      this.batches.delete(id);
-    }
   }
 }

@@ -29,6 +29,7 @@ import { HeldSpan, sharedReads, type SharedReads } from './shared-reads.js';
 import { BuildPool } from '../build/pool.js';
 import { publishReaderCounters } from '../catalog/reader-counters.js';
 import { ByteBudget, limitConcurrency } from '../common/limit.js';
+import { PromiseMemo, SingleFlight } from '../common/single-flight.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 
@@ -103,10 +104,13 @@ export class ReaderService {
   private readonly kafkaReads: ReadLog;
   /** Kafka reads shared by every file of a range and every column of a granule. */
   private readonly source: SharedReads;
-  private readonly inFlight = new Map<string, Promise<Uint8Array>>();
-  private readonly chunksInFlight = new Map<string, Promise<Map<number, Uint8Array>>>();
-  private readonly granular = new Map<bigint, Promise<Granular | null>>();
-  private readonly schemas = new Map<string, Promise<TableSchema>>();
+  /** Whole-file rebuilds, and granule builds, in flight: concurrent readers of the same share one. */
+  private readonly wholeFiles = new SingleFlight<string, Uint8Array>();
+  private readonly granuleBuilds = new SingleFlight<string, Map<number, Uint8Array>>();
+  /** Per file id, its granules, layout and schema (small, and they never change). */
+  private readonly granular = new PromiseMemo<bigint, Granular | null>(granularEntries);
+  /** Per table and schema version (a table has few). */
+  private readonly schemas = new PromiseMemo<string, TableSchema>(granularEntries);
   /** What responses in flight hold (src/reader/file-response.ts takes and gives back). */
   readonly responseBytes: ByteBudget;
   /** How long a response waits for its share of `responseBytes` (ms). */
@@ -249,20 +253,12 @@ export class ReaderService {
 
   /** Layout, granules and schema of a file that has granules; null when it cannot be served by them. */
   private granularOf(file: DataFile): Promise<Granular | null> {
-    let known = this.granular.get(file.dataFileId);
-    if (!known) {
+    if (!this.granular.has(file.dataFileId)) {
       // with the files looked up together with it: an engine reads them next
       const together = this.records.loadedWith(file).filter((other) => other.dataFileId !== file.dataFileId);
-      if (together.length > 0) {
-        void this.prefetchGranules([file, ...together]).catch(() => {});
-        known = this.granular.get(file.dataFileId);
-      }
-      if (!known) {
-        known = (async () => this.granularFrom(file, await findGranules(this.catalog, file.dataFileId)))();
-        this.remember(file, known);
-      }
+      if (together.length > 0) void this.prefetchGranules([file, ...together]).catch(() => {});
     }
-    return known;
+    return this.granular.get(file.dataFileId, async () => this.granularFrom(file, await findGranules(this.catalog, file.dataFileId)));
   }
 
   private async granularFrom(file: DataFile, granules: FileGranules | null): Promise<Granular | null> {
@@ -282,22 +278,9 @@ export class ReaderService {
     return layout;
   }
 
-  private remember(file: DataFile, known: Promise<Granular | null>): void {
-    known.catch(() => this.granular.delete(file.dataFileId));
-    if (this.granular.size >= granularEntries) this.granular.delete(this.granular.keys().next().value!);
-    this.granular.set(file.dataFileId, known);
-  }
-
   /** A file's schema version (a table has few: each is read once per service). */
   private schemaOf(file: DataFile): Promise<TableSchema> {
-    const key = `${file.tableId}:${file.schemaVersion}`;
-    let known = this.schemas.get(key);
-    if (!known) {
-      known = schemaVersion(this.catalog, file.tableId, file.schemaVersion);
-      known.catch(() => this.schemas.delete(key));
-      this.schemas.set(key, known);
-    }
-    return known;
+    return this.schemas.get(`${file.tableId}:${file.schemaVersion}`, () => schemaVersion(this.catalog, file.tableId, file.schemaVersion));
   }
 
   /**
@@ -311,7 +294,7 @@ export class ReaderService {
       const batch = wanted.slice(at, at + granularEntries);
       const loaded = findGranulesOf(this.catalog, batch.map((file) => file.dataFileId));
       loaded.catch(() => {});
-      for (const file of batch) this.remember(file, loaded.then((found) => this.granularFrom(file, found.get(file.dataFileId) ?? null)));
+      for (const file of batch) this.granular.set(file.dataFileId, loaded.then((found) => this.granularFrom(file, found.get(file.dataFileId) ?? null)));
       await loaded;
     }
   }
@@ -329,13 +312,8 @@ export class ReaderService {
     this.counters.chunkCacheHits += out.size;
     this.counters.chunkCacheMisses += missing.length;
     if (missing.length === 0) return out;
-    const key = `${fileKey}:${rowGroup}:${missing.join(',')}`;
-    let pending = this.chunksInFlight.get(key);
-    if (!pending) {
-      pending = this.rebuildGranule(table, file, granular, rowGroup, missing).finally(() => this.chunksInFlight.delete(key));
-      this.chunksInFlight.set(key, pending);
-    }
-    for (const [leaf, bytes] of await pending) out.set(leaf, bytes);
+    const built = await this.granuleBuilds.run(`${fileKey}:${rowGroup}:${missing.join(',')}`, () => this.rebuildGranule(table, file, granular, rowGroup, missing));
+    for (const [leaf, bytes] of built) out.set(leaf, bytes);
     return out;
   }
 
@@ -408,12 +386,7 @@ export class ReaderService {
       return cached;
     }
     this.counters.cacheMisses += 1;
-    let pending = this.inFlight.get(key);
-    if (!pending) {
-      pending = this.rebuild(table, file, key).finally(() => this.inFlight.delete(key));
-      this.inFlight.set(key, pending);
-    }
-    return pending;
+    return this.wholeFiles.run(key, () => this.rebuild(table, file, key));
   }
 
   private async rebuild(table: TableRecord, file: DataFile, key: string): Promise<Uint8Array> {
