@@ -22,7 +22,7 @@ export interface CatalogRecordOptions {
   ttlMs?: number;
   /** Files loaded by one lookup: the one asked for and those after it (default 64). */
   batch?: number;
-  /** Files remembered at most (default 4,000: a file's record is its footer and statistics, a few KiB). */
+  /** Files remembered at most (default 1,000: a file's record is its footer and statistics, 1–2 KiB for a table of a few columns, tens of KiB for hundreds). */
   maxFiles?: number;
 }
 
@@ -40,7 +40,7 @@ export class CatalogRecords {
     const ttlMs = options.ttlMs ?? 5_000;
     this.remembers = ttlMs > 0;
     this.batch = Math.max(1, options.batch ?? 64);
-    this.maxFiles = Math.max(this.batch, options.maxFiles ?? 4_000);
+    this.maxFiles = Math.max(this.batch, options.maxFiles ?? 1_000);
     this.tables = new PromiseMemo(1_000, ttlMs);
     this.files = new PromiseMemo(this.maxFiles, ttlMs);
   }
