@@ -8,6 +8,8 @@
  *   GET  /tables/:t/files/:id.parquet    the bytes; one Range (first-last, first-, -suffix);
  *                                        another unit, an unparsable header or several ranges: the whole file
  *   GET  /metrics                        the read path's counters
+ *   GET  /tables/:t/metadata/:name       Iceberg metadata, manifest lists and manifests (src/iceberg/files.ts)
+ *   /iceberg/v1/…                        the read-only Iceberg REST catalog (src/iceberg/rest.ts)
  *
  * A range inside the file's footer (its last footer_size bytes: FileMetaData, its length
  * and PAR1) is answered from the catalog without touching Kafka: that is what engines
@@ -23,6 +25,8 @@ import { GranuleMismatchError } from './granules.js';
 import type { ReaderService } from './service.js';
 import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
+import { IcebergCatalog, icebergErrorResponse, type IcebergOptions } from '../iceberg/rest.js';
+import { defaultS3Region } from './sigv4.js';
 
 export type { ReaderRequest, ReaderResponse, ResponseBody } from './file-response.js';
 export { bodyBytes } from './file-response.js';
@@ -40,6 +44,8 @@ export interface ReaderHandlerOptions {
   maxBodyReason?: string;
   /** The S3-compatible face (src/reader/s3.ts): requests under /<bucket>/ or signed for S3 go there. */
   s3?: S3FaceOptions;
+  /** The Iceberg REST catalog under /iceberg (src/iceberg/rest.ts): when snapshots are cut, how many are kept. */
+  iceberg?: IcebergOptions;
 }
 
 export type ReaderHandler = (request: ReaderRequest) => Promise<ReaderResponse>;
@@ -152,6 +158,8 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     return fileResponse(service, request, table, file, maxBody, options.maxBodyReason);
   }
 
+  const iceberg = new IcebergCatalog(service, options.iceberg, options.s3 && { bucket: options.s3.bucket, region: options.s3.region ?? defaultS3Region, credentials: options.s3.credentials });
+
   async function route(request: ReaderRequest): Promise<ReaderResponse> {
     const path = request.path.split('?')[0]!;
     const parts = path.split('/').slice(1);
@@ -168,6 +176,10 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       const metrics = service.metrics;
       return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, memory: processMemory(), lostOffsets: await service.lostOffsets(), indexes: await service.indexes() });
     }
+    if (parts[0] === 'tables' && parts[2] === 'metadata' && parts.length === 4) {
+      allow('GET, HEAD');
+      return iceberg.metadataFile(request, await tableNamed(decodeSegment(parts[1]!)), decodeSegment(parts[3]!));
+    }
     if (parts[0] === 'tables' && parts[2] === 'files' && (parts.length === 3 || parts.length === 4)) {
       const table = await tableNamed(decodeSegment(parts[1]!));
       if (parts.length === 3) {
@@ -178,14 +190,23 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       allow('GET, HEAD');
       return fileNamed(request, table, decodeSegment(parts[3]!));
     }
-    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics)`);
+    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /tables/:table/metadata/:name, /metrics, /iceberg/v1/config)`);
   }
 
-  const s3 = options.s3 ? s3Handler(service, options.s3, maxBody) : undefined;
+  const s3 = options.s3 ? s3Handler(service, options.s3, maxBody, (request, table, name) => iceberg.metadataFile(request, table, name)) : undefined;
 
   return async (request) => {
     service.count('requests');
     if (s3 && isS3Request(request, options.s3!.bucket)) return s3(request);
+    if (/^\/iceberg(\/|\?|$)/.test(request.path)) {
+      // Iceberg clients read errors as Iceberg's JSON, the refused token's too.
+      try {
+        if (options.token !== null) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
+      } catch (error) {
+        return icebergErrorResponse(request, error);
+      }
+      return iceberg.route(request);
+    }
     try {
       if (options.token !== null) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
       const response = await route(request);
