@@ -31,8 +31,8 @@ export const defaultMaxSnapshots = 100;
 
 /** A positive id below 2^53 (so that every JSON reader reads it exactly), random as Iceberg's are. */
 function newSnapshotId(): bigint {
-  const id = randomBytes(7).readUIntBE(0, 7) % 2 ** 53;
-  return BigInt(id === 0 ? 1 : id);
+  const id = randomBytes(8).readBigUInt64BE() % 2n ** 53n;
+  return id === 0n ? 1n : id;
 }
 
 interface FileRow {
@@ -106,7 +106,7 @@ export async function cutSnapshotIfChanged(catalog: Catalog, tableId: bigint, op
     );
     await client.query(
       `UPDATE offsetlake.iceberg_snapshot SET dropped_sequence = $2, dropped_reason = $4
-       WHERE table_id = $1 AND dropped_sequence IS NULL AND sequence_number <= $2 - $3`,
+       WHERE table_id = $1 AND dropped_sequence IS NULL AND sequence_number <= $2::bigint - $3::bigint`,
       [tableId, sequence, options.maxSnapshots, `the history keeps the newest ${options.maxSnapshots} snapshots`],
     );
     await client.query('UPDATE offsetlake.iceberg_table SET last_sequence = $2 WHERE table_id = $1', [tableId, sequence]);

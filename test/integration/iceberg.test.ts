@@ -1,0 +1,232 @@
+/**
+ * serve's Iceberg REST catalog, read by clients no one here wrote
+ * (test/integration/iceberg_clients.py): pyiceberg 0.12 scans the table through its own S3
+ * FileIO on serve's S3 face, DuckDB 1.4.4 attaches the catalog with its iceberg extension,
+ * fastavro reads the manifest list and manifests, requests sees the REST answers. Rows are
+ * checked against a read_committed consumer we did not write, DuckDB's answers against
+ * DuckDB over the same data files read as plain Parquet, manifests and `inspect.files`
+ * against the catalog's own files and statistics.
+ */
+import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
+import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import type { Engine } from '../../src/runtime/engine.js';
+import { rangeBuilder } from '../../src/build/files.js';
+import { kafkaSource } from '../../src/kafka/source.js';
+import { produce } from '../../src/kafka/produce.js';
+import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
+import { readerHandler } from '../../src/reader/http.js';
+import { readerServer } from '../../src/reader/node-server.js';
+import { ReaderService } from '../../src/reader/service.js';
+import { resolveSettings } from '../../src/catalog/settings.js';
+import { createTableFromTopic } from '../../src/catalog/create-table.js';
+import { readCommittedIndependently } from '../helpers/independent-kafka.js';
+import { newTopic, testEngine } from '../helpers/engine.js';
+
+const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
+const bucket = 'offsetlake';
+const token = 'iceberg-token';
+const t0 = Date.UTC(2026, 10, 1, 12, 30);
+const hour = 3_600_000;
+
+let engine: Engine;
+let table: TableRecord;
+let files: DataFile[];
+let service: ReaderService;
+let server: Server;
+let endpoint: string;
+
+async function indexAll(): Promise<void> {
+  await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
+}
+
+beforeAll(async () => {
+  engine = await testEngine('iceberg');
+  const topic = await newTopic(engine, 2, 'iceberg');
+  const created = await createTableFromTopic(engine, { name: 'events', topic, format: 'json', settings: resolveSettings({ file_bytes: '3000' }) });
+  // a second table, so that listing tables has pages to turn
+  await createTableFromTopic(engine, { name: 'events_by_day', topic, format: 'json', settings: resolveSettings({ granularity: 'day' }) });
+  // four transactions over three hours; the second is aborted and must be nowhere
+  for (let i = 0; i < 4; i += 1) {
+    await produce(engine.kafka, topic, Array.from({ length: 40 }, (_, j) => ({
+      key: j % 5 === 0 ? null : `k${j}`,
+      value: j % 7 === 0 ? 'not json' : JSON.stringify({ i, j, text: 'é'.repeat(j) }),
+      headers: j % 3 === 0 ? [['h', `v${j}`], ['empty', null]] : [],
+      partition: j % 2,
+      timestamp: t0 + i * hour + j * 1000,
+    })), { transactionalId: `iceberg-${topic}`, abort: i === 1 });
+  }
+  await indexAll();
+  table = await findTable(engine.catalog, created.name);
+  files = await listFiles(engine.catalog, table.tableId);
+  service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
+  server = readerServer(readerHandler(service, { token, s3: { bucket, credentials: keys }, iceberg: { snapshotIntervalMs: 0 } })).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 180_000);
+
+afterAll(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  await engine?.close();
+});
+
+type Answers = Record<string, Record<string, unknown> & { error?: string; trace?: string }>;
+
+async function clients(): Promise<Answers> {
+  const script = fileURLToPath(new URL('./iceberg_clients.py', import.meta.url));
+  const stdout = await new Promise<string>((resolve, reject) => {
+    const child = execFile('python3', [script], { maxBuffer: 256 * 1024 * 1024, timeout: 300_000 }, (error, out, err) => (error ? reject(new Error(`iceberg_clients.py failed: ${err || error.message}`)) : resolve(out)));
+    child.stdin!.end(JSON.stringify({
+      uri: `${endpoint}/iceberg`, endpoint, token, table: table.name, bucket, key: keys.accessKeyId, secret: keys.secretAccessKey,
+      files: files.map((f) => `s3://${bucket}/tables/${table.name}/files/${f.dataFileId}.parquet`),
+      timestampFrom: t0 + 2 * hour - 30 * 60_000, offsetFrom: 20,
+    }));
+  });
+  return JSON.parse(stdout) as Answers;
+}
+
+let answers: Answers;
+
+describe("serve's Iceberg REST catalog", () => {
+  beforeAll(async () => {
+    answers = await clients();
+    for (const [name, answer] of Object.entries(answers)) expect(answer.error, `${name}: ${answer.trace ?? ''}`).toBeUndefined();
+  }, 320_000);
+
+  it('pyiceberg 0.12 scans the table to Arrow: every row and value equals what a read_committed consumer reads from the indexed offsets', async () => {
+    const indexed = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
+      'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
+    const records = await readCommittedIndependently(engine.config.kafkaBrokers, indexed.rows.map((p) => ({ topic: table.topic, partition: p.partition_id, start: BigInt(p.indexed_start), end: BigInt(p.indexed_end) })));
+    const expected = records.flatMap((list, i) => list.map((r) => {
+      const text = r.value?.toString('utf8') ?? null;
+      let json = true;
+      try { JSON.parse(text ?? ''); } catch { json = false; }
+      return {
+        partition: indexed.rows[i]!.partition_id, offset: Number(r.offset), timestamp: r.timestamp, key: r.key?.toString('hex') ?? null,
+        value: json ? text : null, headers: r.headers.map(([k, v]) => [k, v?.toString('hex') ?? null]),
+      };
+    }));
+    expect(expected.length).toBe(120);
+    const py = answers.pyiceberg as { rows: unknown[]; namespaces: string[][]; tables: string[][]; fieldIds: Record<string, number> };
+    expect(py.rows).toEqual(expected);
+    expect(py.namespaces).toEqual([['main']]);
+    expect(py.tables).toEqual([['main', 'events'], ['main', 'events_by_day']]);
+    // the schema's field ids are the catalog's column ids (the Parquet field_ids)
+    const columns = await engine.catalog.query<{ column_name: string; column_id: number }>('SELECT column_name, column_id FROM offsetlake.table_column WHERE table_id = $1 AND parent_column IS NULL', [table.tableId]);
+    expect(py.fieldIds).toEqual(Object.fromEntries(columns.rows.map((c) => [c.column_name, c.column_id])));
+  });
+
+  it("pyiceberg's inspect.files lists the catalog's files with their sizes, counts, partition hours, split offsets and exact bounds", async () => {
+    const listed = (answers.pyiceberg as { files: Record<string, unknown>[] }).files;
+    const byPath = new Map(listed.map((f) => [f.file_path as string, f]));
+    expect([...byPath.keys()].sort()).toEqual(files.map((f) => `s3://${bucket}/tables/events/files/${f.dataFileId}.parquet`).sort());
+    const offsetId = files[0]!.columns.find((c) => c.columnName === '_offset')!.columnId;
+    const timestampId = files[0]!.columns.find((c) => c.columnName === '_timestamp')!.columnId;
+    for (const file of files) {
+      const seen = byPath.get(`s3://${bucket}/tables/events/files/${file.dataFileId}.parquet`)!;
+      expect(seen.record_count).toBe(Number(file.recordCount));
+      expect(seen.file_size_in_bytes).toBe(Number(file.fileSizeBytes));
+      expect(seen.file_format).toBe('PARQUET');
+      expect(seen.partition).toEqual({ _timestamp_hour: Math.floor(file.bucket.getTime() / hour) });
+      // Arrow maps come as [key, value] pairs
+      const pairs = (list: unknown) => Object.fromEntries(list as [number, unknown][]);
+      expect(pairs(seen.value_counts)).toEqual(Object.fromEntries(file.columns.map((c) => [c.columnId, Number(c.valueCount)])));
+      expect(pairs(seen.null_value_counts)).toEqual(Object.fromEntries(file.columns.map((c) => [c.columnId, Number(c.nullCount)])));
+      expect(Object.keys(pairs(seen.column_sizes)).length).toBe(file.columns.length);
+      const metrics = seen.readable_metrics as Record<string, { lower_bound: unknown; upper_bound: unknown; value_count: number; null_value_count: number }>;
+      const offset = file.columns.find((c) => c.columnId === offsetId)!;
+      expect(metrics._offset).toMatchObject({ lower_bound: Number(offset.min), upper_bound: Number(offset.max), value_count: Number(offset.valueCount), null_value_count: 0 });
+      const timestamp = file.columns.find((c) => c.columnId === timestampId)!;
+      expect(metrics._timestamp).toMatchObject({ lower_bound: Number(timestamp.min), upper_bound: Number(timestamp.max) });
+      const errors = file.columns.find((c) => c.columnName === '_error')!;
+      if (errors.min !== null) expect(metrics._error).toMatchObject({ lower_bound: errors.min, upper_bound: errors.max });
+      // split offsets: where each row group starts (one per granule)
+      const granules = await engine.catalog.query<{ n: number }>('SELECT count(*)::int AS n FROM offsetlake.granule WHERE data_file_id = $1', [file.dataFileId]);
+      expect((seen.split_offsets as number[]).length).toBe(granules.rows[0]!.n);
+      expect((seen.split_offsets as number[])[0]).toBe(4);
+    }
+  });
+
+  it('pyiceberg prunes by the hour partition: a scan from the third hour on plans only its files and reads only its rows', () => {
+    const py = answers.pyiceberg as { plannedAll: number; plannedSince: number; rowsSince: number; rows: { timestamp: number }[] };
+    expect(py.plannedAll).toBe(files.length);
+    const since = t0 + 2 * hour - 30 * 60_000;
+    expect(py.plannedSince).toBe(files.filter((f) => f.bucket.getTime() + hour > since).length);
+    expect(py.plannedSince).toBeLessThan(py.plannedAll);
+    expect(py.rowsSince).toBe(py.rows.filter((r) => r.timestamp >= since).length);
+  });
+
+  it('DuckDB 1.4.4 attaches the catalog (TYPE iceberg) and answers count, sums and predicate queries as DuckDB does over the same files read as plain Parquet', () => {
+    const duck = answers.duckdb as { iceberg: Record<string, unknown[]>; plain: Record<string, unknown[]>; tables: string[] };
+    expect(duck.iceberg).toEqual(duck.plain);
+    expect(duck.iceberg.count).toEqual([120]);
+    expect(duck.tables.sort()).toEqual(['events', 'events_by_day']);
+  });
+
+  it("fastavro reads the manifest list and manifests: Iceberg's field ids, and per file what the catalog says; two LoadTable calls give the same bytes, and the ETag a 304", () => {
+    const raw = answers.raw as {
+      sameBytes: boolean; notModified: number; headStatus: number; config: Record<string, unknown>;
+      manifestList: { records: Record<string, unknown>[]; metadata: Record<string, string>; schema: { fields: { name: string; 'field-id': number }[] } };
+      manifests: { path: string; length: number; records: { status: number; data_file: Record<string, unknown> }[]; metadata: Record<string, string>; schema: { fields: { name: string; 'field-id': number }[] } }[];
+      manifestsTwice: boolean[];
+      loaded: { metadata: Record<string, unknown>; 'metadata-location': string; config: Record<string, string> };
+    };
+    expect(raw.sameBytes).toBe(true);
+    expect(raw.notModified).toBe(304);
+    expect(raw.headStatus).toBe(204);
+    expect(raw.manifestsTwice.every(Boolean)).toBe(true);
+    expect(raw.config).toMatchObject({ overrides: { prefix: 'offsetlake' } });
+    expect((raw.config.endpoints as string[]).every((e) => /^(GET|HEAD) /.test(e))).toBe(true);
+    expect(raw.loaded.config).toMatchObject({ 's3.endpoint': endpoint, 's3.path-style-access': 'true', 's3.access-key-id': keys.accessKeyId });
+    const metadata = raw.loaded.metadata;
+    expect(metadata['format-version']).toBe(2);
+    expect(metadata['partition-specs']).toEqual([{ 'spec-id': 0, fields: [{ 'source-id': files[0]!.columns.find((c) => c.columnName === '_timestamp')!.columnId, 'field-id': 1000, name: '_timestamp_hour', transform: 'hour' }] }]);
+    expect(raw.manifestList.schema.fields.map((f) => [f.name, f['field-id']])).toContainEqual(['manifest_path', 500]);
+    expect(raw.manifestList.metadata['format-version']).toBe('2');
+    // one manifest per hour with files, each the length the list says
+    expect(raw.manifests.length).toBe(new Set(files.map((f) => f.bucket.getTime())).size);
+    raw.manifests.forEach((manifest, i) => {
+      expect(raw.manifestList.records[i]!.manifest_length).toBe(manifest.length);
+      expect(manifest.metadata).toMatchObject({ 'format-version': '2', content: 'data', 'partition-spec-id': '0' });
+    });
+    const entries = raw.manifests.flatMap((m) => m.records);
+    expect(entries.length).toBe(files.length);
+    expect(entries.every((e) => e.status === 1)).toBe(true); // all added by the one snapshot
+    for (const file of files) {
+      const entry = entries.find((e) => e.data_file.file_path === `s3://${bucket}/tables/events/files/${file.dataFileId}.parquet`)!.data_file;
+      expect(entry.record_count).toBe(Number(file.recordCount));
+      expect(entry.file_size_in_bytes).toBe(Number(file.fileSizeBytes));
+      const asMap = (list: unknown) => Object.fromEntries((list as { key: number; value: unknown }[]).map((kv) => [kv.key, kv.value]));
+      expect(asMap(entry.value_counts)).toEqual(Object.fromEntries(file.columns.map((c) => [c.columnId, Number(c.valueCount)])));
+      expect(asMap(entry.null_value_counts)).toEqual(Object.fromEntries(file.columns.map((c) => [c.columnId, Number(c.nullCount)])));
+      // _offset's bounds: 8-byte little-endian longs (appendix D)
+      const offset = file.columns.find((c) => c.columnName === '_offset')!;
+      const le = (value: bigint) => { const b = Buffer.alloc(8); b.writeBigInt64LE(value); return b.toString('hex'); };
+      expect(asMap(entry.lower_bounds)[offset.columnId]).toBe(le(BigInt(offset.min!)));
+      expect(asMap(entry.upper_bounds)[offset.columnId]).toBe(le(BigInt(offset.max!)));
+    }
+  });
+
+  it('refuses what a read-only catalog must: unknown table and namespace (404 with their exception types), writes (403 ForbiddenException), a wrong or missing token (401 NotAuthorizedException), a bad page size (400)', () => {
+    const raw = answers.raw as { refusals: Record<string, { status: number; type?: string; message?: string }>; pages: string[][]; namespaces: unknown; namespaceHead: number };
+    expect(raw.refusals.noTable).toMatchObject({ status: 404, type: 'NoSuchTableException', code: 404 });
+    expect(raw.refusals.noTableHead).toBe(404);
+    expect(raw.refusals.noNamespace).toMatchObject({ status: 404, type: 'NoSuchNamespaceException' });
+    expect(raw.refusals.create).toMatchObject({ status: 403, type: 'ForbiddenException' });
+    expect(raw.refusals.create!.message).toMatch(/read only/);
+    expect(raw.refusals.drop).toMatchObject({ status: 403, type: 'ForbiddenException' });
+    expect(raw.refusals.wrongToken).toMatchObject({ status: 401, type: 'NotAuthorizedException' });
+    expect(raw.refusals.noToken).toMatchObject({ status: 401, type: 'NotAuthorizedException' });
+    expect(raw.refusals.badPageSize).toMatchObject({ status: 400, type: 'BadRequestException' });
+    expect(raw.refusals.noPrefix!.message).toMatch(/prefix offsetlake/);
+    expect(raw.pages).toEqual([['events'], ['events_by_day']]);
+    expect(raw.namespaces).toEqual({ namespaces: [['main']], 'next-page-token': null });
+    expect(raw.namespaceHead).toBe(204);
+  });
+});

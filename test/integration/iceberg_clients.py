@@ -1,0 +1,187 @@
+"""Reads serve's Iceberg REST catalog with clients no one here wrote: pyiceberg 0.12
+(RestCatalog, its own S3 FileIO through pyarrow), DuckDB 1.4.4 with its iceberg extension
+(ATTACH ... TYPE iceberg), fastavro (the manifest list and manifests as bytes), requests
+(the REST answers themselves).
+
+stdin: {"uri": "http://127.0.0.1:PORT/iceberg", "endpoint": "http://127.0.0.1:PORT",
+        "token", "table", "bucket", "key", "secret", "files": ["s3://…parquet", …],
+        "timestampFrom": ms, "offsetFrom": n}
+stdout: one JSON document, per client its answers or {"error", "trace"}; bytes as hex.
+"""
+import io
+import json
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "helpers"))
+
+
+def run(name, results, work):
+    try:
+        results[name] = work()
+    except Exception as error:  # reported per client; the test names which failed and why
+        results[name] = {"error": f"{type(error).__name__}: {error}", "trace": traceback.format_exc()[-3000:]}
+
+
+def plain(value):
+    """JSON-able: bytes as hex, datetimes as epoch ms, dicts and lists inside."""
+    import datetime
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    if isinstance(value, datetime.datetime):
+        return round(value.timestamp() * 1000)
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def main():
+    job = json.loads(sys.stdin.read())
+    uri, token, table = job["uri"], job["token"], job["table"]
+    results = {}
+
+    def pyiceberg_client():
+        from pyiceberg.catalog.rest import RestCatalog
+        from pyiceberg.expressions import GreaterThanOrEqual
+        catalog = RestCatalog("lake", uri=uri, token=token, warehouse="offsetlake")
+        loaded = catalog.load_table(("main", table))
+        arrow = loaded.scan().to_arrow()
+        rows = sorted(
+            ({"partition": r["_partition"], "offset": r["_offset"], "timestamp": plain(r["_timestamp"]), "key": plain(r["_key"]),
+              "value": r["_value"], "headers": [[h["key"], plain(h["value"])] for h in r["_headers"]]}
+             for r in arrow.to_pylist()),
+            key=lambda r: (r["partition"], r["offset"]))
+        files = [plain(f) for f in loaded.inspect.files().to_pylist()]
+        since = GreaterThanOrEqual("_timestamp", job["timestampFrom"] * 1000)
+        planned_all = len(list(loaded.scan().plan_files()))
+        planned_since = len(list(loaded.scan(row_filter=since).plan_files()))
+        rows_since = loaded.scan(row_filter=since).to_arrow().num_rows
+        snapshots = [plain(s) for s in loaded.inspect.snapshots().to_pylist()]
+        return {
+            "namespaces": [list(n) for n in catalog.list_namespaces()],
+            "tables": [list(t) for t in catalog.list_tables("main")],
+            "schema": str(loaded.schema()),
+            "fieldIds": {f.name: f.field_id for f in loaded.schema().fields},
+            "spec": str(loaded.spec()),
+            "rows": rows,
+            "files": files,
+            "plannedAll": planned_all,
+            "plannedSince": planned_since,
+            "rowsSince": rows_since,
+            "snapshots": snapshots,
+            "currentSnapshot": loaded.metadata.current_snapshot_id,
+        }
+
+    def duckdb_client():
+        import duckdb
+        from duckdb_session import extension_directory
+        con = duckdb.connect()
+        con.execute(f"SET extension_directory = '{extension_directory()}'")
+        con.execute("LOAD httpfs")
+        con.execute("LOAD iceberg")
+        con.execute(f"CREATE SECRET ice (TYPE iceberg, TOKEN '{token}')")
+        con.execute(f"ATTACH 'offsetlake' AS ice (TYPE iceberg, ENDPOINT '{uri}', SECRET ice)")
+        since = job["timestampFrom"]
+        queries = {
+            "count": "SELECT count(*) FROM {t}",
+            "sums": "SELECT sum(_offset)::BIGINT, sum(_partition)::BIGINT, sum(length(_value))::BIGINT FROM {t}",
+            "since": f"SELECT count(*), sum(_offset)::BIGINT FROM {{t}} WHERE _timestamp >= make_timestamptz({since}::BIGINT * 1000)",
+            "offsets": f"SELECT count(*), min(_offset), max(_offset) FROM {{t}} WHERE _offset >= {job['offsetFrom']} AND _partition = 1",
+        }
+        through_iceberg = {name: list(con.execute(sql.format(t=f"ice.main.{table}")).fetchone()) for name, sql in queries.items()}
+        # the same queries over the data files as plain Parquet, read straight from serve's S3 face
+        host = job["endpoint"].split("://", 1)[1]
+        con.execute(f"CREATE SECRET face (TYPE s3, KEY_ID '{job['key']}', SECRET '{job['secret']}', ENDPOINT '{host}', URL_STYLE 'path', USE_SSL false, REGION 'us-east-1')")
+        files = ", ".join(f"'{f}'" for f in job["files"])
+        plain_files = {name: list(con.execute(sql.format(t=f"read_parquet([{files}])")).fetchone()) for name, sql in queries.items()}
+        tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'ice'").fetchall()]
+        return {"iceberg": through_iceberg, "plain": plain_files, "tables": tables}
+
+    def raw_client():
+        import requests
+        import fastavro
+        headers = {"Authorization": f"Bearer {token}"}
+        config = requests.get(f"{uri}/v1/config", params={"warehouse": "offsetlake"}, headers=headers).json()
+        prefix = config["overrides"]["prefix"]
+        base = f"{uri}/v1/{prefix}/namespaces/main/tables/{table}"
+        first = requests.get(base, headers=headers)
+        if first.status_code != 200:
+            raise RuntimeError(f"LoadTable answered {first.status_code}: {first.text}")
+        second = requests.get(base, headers=headers)
+        again = requests.get(base, headers={**headers, "If-None-Match": first.headers["ETag"]})
+        head = requests.head(base, headers=headers)
+        loaded = first.json()
+        metadata = loaded["metadata"]
+        current = next(s for s in metadata["snapshots"] if s["snapshot-id"] == metadata["current-snapshot-id"])
+
+        def fetch(location):
+            # locations are s3://bucket/tables/...: the same keys on the HTTP face, with the bearer token
+            key = location.split("://", 1)[1].split("/", 1)[1]
+            response = requests.get(f"{job['endpoint']}/{key}", headers=headers)
+            response.raise_for_status()
+            return response.content
+
+        def avro(location):
+            data = fetch(location)
+            reader = fastavro.reader(io.BytesIO(data))
+            return {"length": len(data), "schema": reader.writer_schema, "metadata": {k: v for k, v in reader.metadata.items() if k != "avro.schema"},
+                    "records": [plain(r) for r in reader]}
+
+        manifest_list = avro(current["manifest-list"])
+        manifests = [dict(avro(m["manifest_path"]), path=m["manifest_path"]) for m in manifest_list["records"]]
+        twice = [fetch(m["manifest_path"]) == fetch(m["manifest_path"]) for m in manifest_list["records"]]
+
+        def refusal(method, url, **kwargs):
+            response = requests.request(method, url, **kwargs)
+            return {"status": response.status_code, **response.json()["error"]} if response.content else {"status": response.status_code}
+
+        refusals = {
+            "noTable": refusal("GET", f"{uri}/v1/{prefix}/namespaces/main/tables/nope", headers=headers),
+            "noTableHead": requests.head(f"{uri}/v1/{prefix}/namespaces/main/tables/nope", headers=headers).status_code,
+            "noNamespace": refusal("GET", f"{uri}/v1/{prefix}/namespaces/other/tables", headers=headers),
+            "create": refusal("POST", f"{uri}/v1/{prefix}/namespaces/main/tables", headers=headers, json={"name": "x", "schema": {"type": "struct", "fields": []}}),
+            "drop": refusal("DELETE", base, headers=headers),
+            "wrongToken": refusal("GET", f"{uri}/v1/config", headers={"Authorization": "Bearer wrong"}),
+            "noToken": refusal("GET", f"{uri}/v1/config"),
+            "badPageSize": refusal("GET", f"{uri}/v1/{prefix}/namespaces/main/tables", headers=headers, params={"pageSize": "0"}),
+            "noPrefix": refusal("GET", f"{uri}/v1/namespaces", headers=headers),
+        }
+        pages = []
+        token_ = None
+        while True:
+            params = {"pageSize": "1", **({"pageToken": token_} if token_ else {})}
+            page = requests.get(f"{uri}/v1/{prefix}/namespaces/main/tables", headers=headers, params=params).json()
+            pages.append([i["name"] for i in page["identifiers"]])
+            token_ = page.get("next-page-token")
+            if not token_:
+                break
+        namespaces = requests.get(f"{uri}/v1/{prefix}/namespaces", headers=headers).json()
+        namespace_head = requests.head(f"{uri}/v1/{prefix}/namespaces/main", headers=headers).status_code
+        return {
+            "config": config,
+            "sameBytes": first.content == second.content,
+            "etag": first.headers.get("ETag"),
+            "notModified": again.status_code,
+            "headStatus": head.status_code,
+            "loaded": loaded,
+            "manifestList": manifest_list,
+            "manifests": manifests,
+            "manifestsTwice": twice,
+            "refusals": refusals,
+            "pages": pages,
+            "namespaces": namespaces,
+            "namespaceHead": namespace_head,
+        }
+
+    run("raw", results, raw_client)
+    run("pyiceberg", results, pyiceberg_client)
+    run("duckdb", results, duckdb_client)
+    json.dump(results, sys.stdout)
+
+
+main()
