@@ -25,7 +25,10 @@ import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
-import { readCommittedIndependently } from '../helpers/independent-kafka.js';
+import { committedOffsetsIndependently, readCommittedIndependently } from '../helpers/independent-kafka.js';
+import { deleteRecords } from '../../src/kafka/topics.js';
+import { checkRetention } from '../../src/retention/check.js';
+import { cutSnapshotIfChanged } from '../../src/iceberg/snapshots.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
@@ -78,14 +81,14 @@ afterAll(async () => {
 
 type Answers = Record<string, Record<string, unknown> & { error?: string; trace?: string }>;
 
-async function clients(): Promise<Answers> {
+async function clients(extra: Record<string, unknown> = {}): Promise<Answers> {
   const script = fileURLToPath(new URL('./iceberg_clients.py', import.meta.url));
   const stdout = await new Promise<string>((resolve, reject) => {
     const child = execFile('python3', [script], { maxBuffer: 256 * 1024 * 1024, timeout: 300_000 }, (error, out, err) => (error ? reject(new Error(`iceberg_clients.py failed: ${err || error.message}`)) : resolve(out)));
     child.stdin!.end(JSON.stringify({
       uri: `${endpoint}/iceberg`, endpoint, token, table: table.name, bucket, key: keys.accessKeyId, secret: keys.secretAccessKey,
       files: files.map((f) => `s3://${bucket}/tables/${table.name}/files/${f.dataFileId}.parquet`),
-      timestampFrom: t0 + 2 * hour - 30 * 60_000, offsetFrom: 20,
+      timestampFrom: t0 + 2 * hour - 30 * 60_000, offsetFrom: 20, ...extra,
     }));
   });
   return JSON.parse(stdout) as Answers;
@@ -229,4 +232,66 @@ describe("serve's Iceberg REST catalog", () => {
     expect(raw.namespaces).toEqual({ namespaces: [['main']], 'next-page-token': null });
     expect(raw.namespaceHead).toBe(204);
   });
+});
+
+type HistorySnapshot = { id: number; sequence: number; parent: number | null; operation: string; summary: Record<string, string>; rows: [number, number][]; manifests: { path: string; addedSnapshot: number; sequence: number; entries: { status: number; path: string; snapshot: number; sequence: number }[] }[] };
+type History = { current: number; snapshots: HistorySnapshot[]; snapshotLog: { 'snapshot-id'?: number; snapshot_id?: number }[]; metadataLog: string[]; droppedScan: string | null };
+
+/** The committed records [indexed_start, indexed_end) of each partition, as [partition, offset], by a consumer we did not write. */
+async function committedRows(): Promise<[number, number][]> {
+  const indexed = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
+    'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
+  const offsets = await committedOffsetsIndependently(engine.config.kafkaBrokers, indexed.rows.map((p) => ({ topic: table.topic, partition: p.partition_id, start: BigInt(p.indexed_start), end: BigInt(p.indexed_end) })));
+  return offsets.flatMap((list, i) => list.map((offset) => [indexed.rows[i]!.partition_id, Number(offset)] as [number, number]));
+}
+
+describe('Iceberg snapshots', () => {
+  it('a snapshot id keeps naming the same files: after more records a new snapshot is cut, pyiceberg scans the old one to its old rows (time travel), and hours without new files keep their manifest', async () => {
+    const before = (await clients({ mode: 'history' })).history as unknown as History;
+    expect(before.snapshots.length).toBe(1);
+    const first = before.snapshots[0]!;
+    const rowsBefore = await committedRows();
+    expect(first.rows).toEqual(rowsBefore.sort((a, b) => a[0] - b[0] || a[1] - b[1]));
+
+    // a fifth hour of records, committed
+    await produce(engine.kafka, table.topic, Array.from({ length: 10 }, (_, j) => ({ key: `late${j}`, value: JSON.stringify({ j }), partition: j % 2, timestamp: t0 + 4 * hour + j })), { transactionalId: `iceberg-more-${table.topic}` });
+    await indexAll();
+    const after = (await clients({ mode: 'history' })).history as unknown as History;
+    expect(after.snapshots.map((s) => s.id)).toEqual([first.id, after.current]);
+    const [old, current] = after.snapshots as [HistorySnapshot, HistorySnapshot];
+    expect(old).toEqual(first); // the same files, manifests and rows as before
+    expect(current.parent).toBe(first.id);
+    expect(current.operation).toBe('append');
+    expect(current.summary).toMatchObject({ 'added-data-files': '2', 'deleted-data-files': '0', 'added-records': '10' });
+    expect(current.rows).toEqual((await committedRows()).sort((a, b) => a[0] - b[0] || a[1] - b[1]));
+    expect(current.rows.length).toBe(old.rows.length + 10);
+    // the old hours' manifests are the first snapshot's, byte for byte under the same name; the new hour's is the new snapshot's
+    expect(current.manifests.slice(0, -1)).toEqual(old.manifests);
+    const added = current.manifests.at(-1)!;
+    expect(added).toMatchObject({ addedSnapshot: current.id, sequence: 2 });
+    expect(added.entries.every((e) => e.status === 1 && e.snapshot === current.id && e.sequence === 2)).toBe(true);
+    expect(after.metadataLog.length).toBe(1);
+    expect(after.metadataLog[0]).toMatch(new RegExp(`/tables/events/metadata/00001-${first.id}\\.metadata\\.json$`));
+  }, 300_000);
+
+  it('retention that expires a file cuts a snapshot at once, whatever the interval, and drops from the history every snapshot that named the file', async () => {
+    const before = (await clients({ mode: 'history' })).history as unknown as History;
+    const [first] = await listFiles(engine.catalog, table.tableId);
+    await deleteRecords(engine.kafka, table.topic, first!.partition, first!.endOffset);
+    await checkRetention(engine.catalog, engine.kafka, { table: table.name });
+    expect((await listFiles(engine.catalog, table.tableId)).some((f) => f.dataFileId === first!.dataFileId)).toBe(false);
+    // a day between cuts does not hold back a cut that removes an expired file
+    const sequence = await cutSnapshotIfChanged(engine.catalog, table.tableId, { intervalMs: 86_400_000, maxSnapshots: 100 });
+    expect(sequence).toBe(3n);
+    const after = (await clients({ mode: 'history', droppedSnapshots: before.snapshots.map((s) => s.id) })).history as unknown as History;
+    expect(after.snapshots.length).toBe(1);
+    const [current] = after.snapshots as [HistorySnapshot];
+    expect(current.operation).toBe('delete');
+    expect(Number(current.summary['deleted-data-files'])).toBeGreaterThanOrEqual(1);
+    expect(current.rows).toEqual((await committedRows()).sort((a, b) => a[0] - b[0] || a[1] - b[1]));
+    expect(current.manifests.flatMap((m) => m.entries).some((e) => e.path.endsWith(`/${first!.dataFileId}.parquet`))).toBe(false);
+    expect(after.droppedScan).toMatch(/snapshot/i);
+    const dropped = await engine.catalog.query<{ dropped_reason: string }>('SELECT dropped_reason FROM offsetlake.iceberg_snapshot WHERE table_id = $1 AND dropped_sequence IS NOT NULL', [table.tableId]);
+    expect(dropped.rows.map((r) => r.dropped_reason)).toEqual([expect.stringMatching(/^retention expired file/), expect.stringMatching(/^retention expired file/)]);
+  }, 300_000);
 });
