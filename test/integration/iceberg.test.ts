@@ -52,8 +52,9 @@ beforeAll(async () => {
   engine = await testEngine('iceberg');
   const topic = await newTopic(engine, 2, 'iceberg');
   const created = await createTableFromTopic(engine, { name: 'events', topic, format: 'json', settings: resolveSettings({ file_bytes: '3000' }) });
-  // a second table, so that listing tables has pages to turn
+  // more tables, so that listing tables has pages to turn; one on a topic without records has no snapshot
   await createTableFromTopic(engine, { name: 'events_by_day', topic, format: 'json', settings: resolveSettings({ granularity: 'day' }) });
+  await createTableFromTopic(engine, { name: 'nothing_yet', topic: await newTopic(engine, 1, 'iceberg-empty'), format: 'raw', settings: resolveSettings({}) });
   // four transactions over three hours; the second is aborted and must be nowhere
   for (let i = 0; i < 4; i += 1) {
     await produce(engine.kafka, topic, Array.from({ length: 40 }, (_, j) => ({
@@ -88,7 +89,7 @@ async function clients(extra: Record<string, unknown> = {}): Promise<Answers> {
     child.stdin!.end(JSON.stringify({
       uri: `${endpoint}/iceberg`, endpoint, token, table: table.name, bucket, key: keys.accessKeyId, secret: keys.secretAccessKey,
       files: files.map((f) => `s3://${bucket}/tables/${table.name}/files/${f.dataFileId}.parquet`),
-      timestampFrom: t0 + 2 * hour - 30 * 60_000, offsetFrom: 20, ...extra,
+      timestampFrom: t0 + 2 * hour - 30 * 60_000, offsetFrom: 20, emptyTable: 'nothing_yet', ...extra,
     }));
   });
   return JSON.parse(stdout) as Answers;
@@ -116,10 +117,12 @@ describe("serve's Iceberg REST catalog", () => {
       };
     }));
     expect(expected.length).toBe(120);
-    const py = answers.pyiceberg as { rows: unknown[]; namespaces: string[][]; tables: string[][]; fieldIds: Record<string, number> };
+    const py = answers.pyiceberg as { rows: unknown[]; namespaces: string[][]; tables: string[][]; fieldIds: Record<string, number>; empty: unknown };
     expect(py.rows).toEqual(expected);
     expect(py.namespaces).toEqual([['main']]);
-    expect(py.tables).toEqual([['main', 'events'], ['main', 'events_by_day']]);
+    // a table without files yet: no snapshot, its schema, no rows
+    expect(py.empty).toEqual({ rows: 0, snapshot: null, fields: ['_partition', '_offset', '_timestamp', '_key', '_headers', '_value'] });
+    expect(py.tables).toEqual([['main', 'events'], ['main', 'events_by_day'], ['main', 'nothing_yet']]);
     // the schema's field ids are the catalog's column ids (the Parquet field_ids)
     const columns = await engine.catalog.query<{ column_name: string; column_id: number }>('SELECT column_name, column_id FROM offsetlake.table_column WHERE table_id = $1 AND parent_column IS NULL', [table.tableId]);
     expect(py.fieldIds).toEqual(Object.fromEntries(columns.rows.map((c) => [c.column_name, c.column_id])));
@@ -166,10 +169,11 @@ describe("serve's Iceberg REST catalog", () => {
   });
 
   it('DuckDB 1.4.4 attaches the catalog (TYPE iceberg) and answers count, sums and predicate queries as DuckDB does over the same files read as plain Parquet', () => {
-    const duck = answers.duckdb as { iceberg: Record<string, unknown[]>; plain: Record<string, unknown[]>; tables: string[] };
+    const duck = answers.duckdb as { iceberg: Record<string, unknown[]>; plain: Record<string, unknown[]>; tables: string[]; empty: unknown[] };
     expect(duck.iceberg).toEqual(duck.plain);
     expect(duck.iceberg.count).toEqual([120]);
-    expect(duck.tables.sort()).toEqual(['events', 'events_by_day']);
+    expect(duck.tables.sort()).toEqual(['events', 'events_by_day', 'nothing_yet']);
+    expect(duck.empty).toEqual([0]);
   });
 
   it("fastavro reads the manifest list and manifests: Iceberg's field ids, and per file what the catalog says; two LoadTable calls give the same bytes, and the ETag a 304", () => {
@@ -228,7 +232,7 @@ describe("serve's Iceberg REST catalog", () => {
     expect(raw.refusals.noToken).toMatchObject({ status: 401, type: 'NotAuthorizedException' });
     expect(raw.refusals.badPageSize).toMatchObject({ status: 400, type: 'BadRequestException' });
     expect(raw.refusals.noPrefix!.message).toMatch(/prefix offsetlake/);
-    expect(raw.pages).toEqual([['events'], ['events_by_day']]);
+    expect(raw.pages).toEqual([['events'], ['events_by_day'], ['nothing_yet']]);
     expect(raw.namespaces).toEqual({ namespaces: [['main']], 'next-page-token': null });
     expect(raw.namespaceHead).toBe(204);
   });
@@ -244,6 +248,29 @@ async function committedRows(): Promise<[number, number][]> {
   const offsets = await committedOffsetsIndependently(engine.config.kafkaBrokers, indexed.rows.map((p) => ({ topic: table.topic, partition: p.partition_id, start: BigInt(p.indexed_start), end: BigInt(p.indexed_end) })));
   return offsets.flatMap((list, i) => list.map((offset) => [indexed.rows[i]!.partition_id, Number(offset)] as [number, number]));
 }
+
+describe('the Iceberg catalog of a serve without the S3 face', () => {
+  it("names files by the HTTP face's URLs: DuckDB reads them with the bearer token and answers as over the same files read as plain Parquet", async () => {
+    const plainServer = readerServer(readerHandler(service, { token, iceberg: { snapshotIntervalMs: 0 } })).listen(0, '127.0.0.1');
+    await once(plainServer, 'listening');
+    const address = `http://127.0.0.1:${(plainServer.address() as AddressInfo).port}`;
+    try {
+      const script = fileURLToPath(new URL('./iceberg_clients.py', import.meta.url));
+      const stdout = await new Promise<string>((resolve, reject) => {
+        const child = execFile('python3', [script], { maxBuffer: 64 * 1024 * 1024, timeout: 300_000 }, (error, out, err) => (error ? reject(new Error(`iceberg_clients.py failed: ${err || error.message}`)) : resolve(out)));
+        child.stdin!.end(JSON.stringify({ mode: 'http', uri: `${address}/iceberg`, endpoint: address, token, table: table.name, emptyTable: 'nothing_yet', files: files.map((f) => `${address}/tables/${table.name}/files/${f.dataFileId}.parquet`) }));
+      });
+      const duck = (JSON.parse(stdout) as Answers).duckdb as { iceberg: unknown[]; plain: unknown[]; empty: unknown[]; error?: string; trace?: string };
+      expect(duck.error, duck.trace).toBeUndefined();
+      expect(duck.iceberg).toEqual(duck.plain);
+      expect(duck.iceberg[0]).toBe(120);
+      expect(duck.empty).toEqual([0]);
+    } finally {
+      plainServer.closeAllConnections();
+      await new Promise((resolve) => plainServer.close(resolve));
+    }
+  }, 300_000);
+});
 
 describe('Iceberg snapshots', () => {
   it('a snapshot id keeps naming the same files: after more records a new snapshot is cut, pyiceberg scans the old one to its old rows (time travel), and hours without new files keep their manifest', async () => {

@@ -62,6 +62,7 @@ def main():
         planned_since = len(list(loaded.scan(row_filter=since).plan_files()))
         rows_since = loaded.scan(row_filter=since).to_arrow().num_rows
         snapshots = [plain(s) for s in loaded.inspect.snapshots().to_pylist()]
+        empty = catalog.load_table(("main", job["emptyTable"]))
         return {
             "namespaces": [list(n) for n in catalog.list_namespaces()],
             "tables": [list(t) for t in catalog.list_tables("main")],
@@ -75,6 +76,7 @@ def main():
             "rowsSince": rows_since,
             "snapshots": snapshots,
             "currentSnapshot": loaded.metadata.current_snapshot_id,
+            "empty": {"rows": empty.scan().to_arrow().num_rows, "snapshot": empty.metadata.current_snapshot_id, "fields": [f.name for f in empty.schema().fields]},
         }
 
     def duckdb_client():
@@ -100,7 +102,8 @@ def main():
         files = ", ".join(f"'{f}'" for f in job["files"])
         plain_files = {name: list(con.execute(sql.format(t=f"read_parquet([{files}])")).fetchone()) for name, sql in queries.items()}
         tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'ice'").fetchall()]
-        return {"iceberg": through_iceberg, "plain": plain_files, "tables": tables}
+        empty = list(con.execute(f"SELECT count(*) FROM ice.main.{job['emptyTable']}").fetchone())
+        return {"iceberg": through_iceberg, "plain": plain_files, "tables": tables, "empty": empty}
 
     def raw_client():
         import requests
@@ -217,7 +220,26 @@ def main():
         return {"current": loaded.metadata.current_snapshot_id, "snapshots": snapshots, "snapshotLog": [plain(e.model_dump()) for e in loaded.metadata.snapshot_log],
                 "metadataLog": [e.metadata_file for e in loaded.metadata.metadata_log], "droppedScan": missing}
 
-    if job.get("mode") == "history":
+    def http_face_client():
+        """DuckDB through a serve without the S3 face: locations are the HTTP face's URLs, read with the bearer token."""
+        import duckdb
+        from duckdb_session import extension_directory
+        con = duckdb.connect()
+        con.execute(f"SET extension_directory = '{extension_directory()}'")
+        con.execute("LOAD httpfs")
+        con.execute("LOAD iceberg")
+        con.execute(f"CREATE SECRET ice (TYPE iceberg, TOKEN '{token}')")
+        con.execute(f"CREATE SECRET face (TYPE http, BEARER_TOKEN '{token}')")
+        con.execute(f"ATTACH 'offsetlake' AS ice (TYPE iceberg, ENDPOINT '{uri}', SECRET ice, ACCESS_DELEGATION_MODE 'none')")
+        through_iceberg = list(con.execute(f"SELECT count(*), sum(_offset)::BIGINT FROM ice.main.{table}").fetchone())
+        files = ", ".join(f"'{f}'" for f in job["files"])
+        plain_files = list(con.execute(f"SELECT count(*), sum(_offset)::BIGINT FROM read_parquet([{files}])").fetchone())
+        empty = list(con.execute(f"SELECT count(*) FROM ice.main.{job['emptyTable']}").fetchone())
+        return {"iceberg": through_iceberg, "plain": plain_files, "empty": empty}
+
+    if job.get("mode") == "http":
+        run("duckdb", results, http_face_client)
+    elif job.get("mode") == "history":
         run("history", results, history_client)
     else:
         run("raw", results, raw_client)
