@@ -12,6 +12,7 @@ import { parseCommandArgs, secretValue } from './args.js';
 import { bucketProblem, type S3FaceOptions } from '../reader/s3.js';
 import { defaultS3Region } from '../reader/sigv4.js';
 import { defaultSnapshotIntervalMs } from '../iceberg/snapshots.js';
+import { IcebergCatalog } from '../iceberg/rest.js';
 
 export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--build-threads N] [--write-timeout 30s] [--queue-timeout 10s] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake] [--s3-region us-east-1] [--iceberg-snapshot-interval 60s]`;
 
@@ -50,7 +51,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const s3 = s3Face(values, Boolean(values['no-auth']));
   await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes, responseWaitMs, buildThreads });
-    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), iceberg: { snapshotIntervalMs } }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
+    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs }, s3) }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
     server.listen(port, host);
     try {
       await once(server, 'listening');

@@ -1,6 +1,7 @@
 /**
- * A read-only Iceberg REST catalog (apache/iceberg, open-api/rest-catalog-open-api.yaml)
- * on serve's HTTP face, under /iceberg, so the catalog URI is http://HOST:PORT/iceberg:
+ * A read-only Iceberg REST catalog (apache/iceberg, open-api/rest-catalog-open-api.yaml),
+ * mounted on the read API (readerHandler's `catalog`: serve, the Lambda reader) under
+ * /iceberg, so the catalog URI is http://HOST:PORT/iceberg:
  *
  *   GET       /iceberg/v1/config                                  defaults, overrides (prefix), endpoints
  *   GET       /iceberg/v1/{prefix}/namespaces                     one namespace, main (pageToken, pageSize)
@@ -25,6 +26,7 @@ import { createHash } from 'node:crypto';
 import { TableError, type TableRecord } from '../catalog/tables.js';
 import { bytesResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';
+import type { MountedCatalog } from '../reader/http.js';
 import type { S3Credentials } from '../reader/sigv4.js';
 import { IcebergFiles, type Root } from './files.js';
 import { defaultMaxSnapshots, defaultSnapshotIntervalMs } from './snapshots.js';
@@ -115,7 +117,7 @@ function page(names: readonly string[], request: ReaderRequest): { names: string
   return { names: taken, next: rest.length > taken.length ? Buffer.from(`after:${taken.at(-1)}`).toString('base64url') : null };
 }
 
-export class IcebergCatalog {
+export class IcebergCatalog implements MountedCatalog {
   readonly files: IcebergFiles;
 
   constructor(private readonly service: ReaderService, options: IcebergOptions = {}, private readonly s3?: IcebergS3Face) {
@@ -173,16 +175,26 @@ export class IcebergCatalog {
     }
   }
 
-  /** A request whose path starts with /iceberg (authenticated already). */
-  async route(request: ReaderRequest): Promise<ReaderResponse> {
+  /** Requests whose path starts with /iceberg. */
+  claims(request: ReaderRequest): boolean {
+    return /^\/iceberg(\/|\?|$)/.test(request.path);
+  }
+
+  /** Iceberg clients read a refused token as Iceberg's error JSON too. */
+  refusal(request: ReaderRequest, error: HttpError): ReaderResponse {
+    return icebergErrorResponse(request, error);
+  }
+
+  /** A request it claims (authenticated already). */
+  async answer(request: ReaderRequest): Promise<ReaderResponse> {
     try {
-      return await this.answer(request);
+      return await this.respond(request);
     } catch (error) {
       return icebergErrorResponse(request, error);
     }
   }
 
-  private async answer(request: ReaderRequest): Promise<ReaderResponse> {
+  private async respond(request: ReaderRequest): Promise<ReaderResponse> {
     const path = request.path.split('?')[0]!;
     const parts = path.split('/').slice(2);
     const read = request.method === 'GET' || request.method === 'HEAD';

@@ -8,8 +8,8 @@
  *   GET  /tables/:t/files/:id.parquet    the bytes; one Range (first-last, first-, -suffix);
  *                                        another unit, an unparsable header or several ranges: the whole file
  *   GET  /metrics                        the read path's counters
- *   GET  /tables/:t/metadata/:name       Iceberg metadata, manifest lists and manifests (src/iceberg/files.ts)
- *   /iceberg/v1/…                        the read-only Iceberg REST catalog (src/iceberg/rest.ts)
+ *   GET  /tables/:t/metadata/:name       a mounted catalog's files (Iceberg: metadata, manifest lists, manifests)
+ *   /iceberg/v1/…                        a mounted catalog (the read-only Iceberg REST catalog, src/iceberg/rest.ts)
  *
  * A range inside the file's footer (its last footer_size bytes: FileMetaData, its length
  * and PAR1) is answered from the catalog without touching Kafka: that is what engines
@@ -25,8 +25,6 @@ import { GranuleMismatchError } from './granules.js';
 import type { ReaderService } from './service.js';
 import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
-import { IcebergCatalog, icebergErrorResponse, type IcebergOptions } from '../iceberg/rest.js';
-import { defaultS3Region } from './sigv4.js';
 
 export type { ReaderRequest, ReaderResponse, ResponseBody } from './file-response.js';
 export { bodyBytes } from './file-response.js';
@@ -44,8 +42,21 @@ export interface ReaderHandlerOptions {
   maxBodyReason?: string;
   /** The S3-compatible face (src/reader/s3.ts): requests under /<bucket>/ or signed for S3 go there. */
   s3?: S3FaceOptions;
-  /** The Iceberg REST catalog under /iceberg (src/iceberg/rest.ts): when snapshots are cut, how many are kept. */
-  iceberg?: IcebergOptions;
+  /** A table catalog served under a path of its own, such as the Iceberg REST catalog under /iceberg (src/iceberg/rest.ts). */
+  catalog?: MountedCatalog;
+}
+
+/**
+ * A catalog for engines beside the files (src/iceberg/rest.ts implements it): it answers
+ * the requests it claims, after the bearer token is checked, and renders their errors,
+ * the token's refusal too, in its clients' own form; and it serves the files its tables'
+ * metadata names, below tables/<table>/metadata/ on both faces.
+ */
+export interface MountedCatalog {
+  claims(request: ReaderRequest): boolean;
+  answer(request: ReaderRequest): Promise<ReaderResponse>;
+  refusal(request: ReaderRequest, error: HttpError): ReaderResponse;
+  metadataFile(request: ReaderRequest, table: TableRecord, name: string): Promise<ReaderResponse>;
 }
 
 export type ReaderHandler = (request: ReaderRequest) => Promise<ReaderResponse>;
@@ -158,7 +169,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     return fileResponse(service, request, table, file, maxBody, options.maxBodyReason);
   }
 
-  const iceberg = new IcebergCatalog(service, options.iceberg, options.s3 && { bucket: options.s3.bucket, region: options.s3.region ?? defaultS3Region, credentials: options.s3.credentials });
+  const mounted = options.catalog;
 
   async function route(request: ReaderRequest): Promise<ReaderResponse> {
     const path = request.path.split('?')[0]!;
@@ -176,9 +187,9 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       const metrics = service.metrics;
       return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, memory: processMemory(), lostOffsets: await service.lostOffsets(), indexes: await service.indexes() });
     }
-    if (parts[0] === 'tables' && parts[2] === 'metadata' && parts.length === 4) {
+    if (mounted && parts[0] === 'tables' && parts[2] === 'metadata' && parts.length === 4) {
       allow('GET, HEAD');
-      return iceberg.metadataFile(request, await tableNamed(decodeSegment(parts[1]!)), decodeSegment(parts[3]!));
+      return mounted.metadataFile(request, await tableNamed(decodeSegment(parts[1]!)), decodeSegment(parts[3]!));
     }
     if (parts[0] === 'tables' && parts[2] === 'files' && (parts.length === 3 || parts.length === 4)) {
       const table = await tableNamed(decodeSegment(parts[1]!));
@@ -190,22 +201,22 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       allow('GET, HEAD');
       return fileNamed(request, table, decodeSegment(parts[3]!));
     }
-    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /tables/:table/metadata/:name, /metrics, /iceberg/v1/config)`);
+    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics${mounted ? ', /tables/:table/metadata/:name, /iceberg/v1/config' : ''})`);
   }
 
-  const s3 = options.s3 ? s3Handler(service, options.s3, maxBody, (request, table, name) => iceberg.metadataFile(request, table, name)) : undefined;
+  const s3 = options.s3 ? s3Handler(service, options.s3, maxBody, mounted && ((request, table, name) => mounted.metadataFile(request, table, name))) : undefined;
 
   return async (request) => {
     service.count('requests');
     if (s3 && isS3Request(request, options.s3!.bucket)) return s3(request);
-    if (/^\/iceberg(\/|\?|$)/.test(request.path)) {
-      // Iceberg clients read errors as Iceberg's JSON, the refused token's too.
+    if (mounted?.claims(request)) {
       try {
         if (options.token !== null) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
       } catch (error) {
-        return icebergErrorResponse(request, error);
+        if (error instanceof HttpError) return mounted.refusal(request, error);
+        throw error;
       }
-      return iceberg.route(request);
+      return mounted.answer(request);
     }
     try {
       if (options.token !== null) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);

@@ -23,6 +23,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
 import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
+import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { committedOffsetsIndependently, readCommittedIndependently } from '../helpers/independent-kafka.js';
@@ -69,7 +70,7 @@ beforeAll(async () => {
   table = await findTable(engine.catalog, created.name);
   files = await listFiles(engine.catalog, table.tableId);
   service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
-  server = readerServer(readerHandler(service, { token, s3: { bucket, credentials: keys }, iceberg: { snapshotIntervalMs: 0 } })).listen(0, '127.0.0.1');
+  server = readerServer(readerHandler(service, { token, s3: { bucket, credentials: keys }, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }, { bucket, region: 'us-east-1', credentials: keys }) })).listen(0, '127.0.0.1');
   await once(server, 'listening');
   endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }, 180_000);
@@ -251,7 +252,7 @@ async function committedRows(): Promise<[number, number][]> {
 
 describe('the Iceberg catalog of a serve without the S3 face', () => {
   it("names files by the HTTP face's URLs: DuckDB reads them with the bearer token and answers as over the same files read as plain Parquet", async () => {
-    const plainServer = readerServer(readerHandler(service, { token, iceberg: { snapshotIntervalMs: 0 } })).listen(0, '127.0.0.1');
+    const plainServer = readerServer(readerHandler(service, { token, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }) })).listen(0, '127.0.0.1');
     await once(plainServer, 'listening');
     const address = `http://127.0.0.1:${(plainServer.address() as AddressInfo).port}`;
     try {

@@ -19,6 +19,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
 import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
+import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { findTable } from '../../src/catalog/tables.js';
@@ -55,7 +56,7 @@ beforeAll(async () => {
   expected = (await indexedRowsIndependently(engine, table)).rows;
   const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka));
   // as the README starts it: token "secret", S3 key pair reader / s3cret, bucket offsetlake
-  server = readerServer(readerHandler(service, { token: 'secret', s3: { bucket: 'offsetlake', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } } })).listen(0, '127.0.0.1');
+  server = readerServer(readerHandler(service, { token: 'secret', s3: { bucket: 'offsetlake', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }, catalog: new IcebergCatalog(service, {}, { bucket: 'offsetlake', region: 'us-east-1', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }) })).listen(0, '127.0.0.1');
   await once(server, 'listening');
   address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }, 120_000);
