@@ -237,7 +237,30 @@ def main():
         empty = list(con.execute(f"SELECT count(*) FROM ice.main.{job['emptyTable']}").fetchone())
         return {"iceberg": through_iceberg, "plain": plain_files, "empty": empty}
 
-    if job.get("mode") == "http":
+    def evolution_client():
+        """A table whose schema evolved: pyiceberg's view of its schemas and rows, DuckDB's sums through the catalog."""
+        import duckdb
+        from duckdb_session import extension_directory
+        from pyiceberg.catalog.rest import RestCatalog
+        catalog = RestCatalog("lake", uri=uri, token=token)
+        loaded = catalog.load_table(("main", table))
+        rows = sorted(({k: plain(v) for k, v in r.items() if not k.startswith("_") or k == "_offset"} for r in loaded.scan().to_arrow().to_pylist()), key=lambda r: r["_offset"])
+        con = duckdb.connect()
+        con.execute(f"SET extension_directory = '{extension_directory()}'")
+        con.execute(f"CREATE SECRET ice (TYPE iceberg, TOKEN '{token}')")
+        con.execute(f"ATTACH 'offsetlake' AS ice (TYPE iceberg, ENDPOINT '{uri}', SECRET ice)")
+        sums = list(con.execute(f"SELECT count(*), sum(id)::HUGEINT::VARCHAR, sum(price), count(note), count(address.zip) FROM ice.main.{table}").fetchone())
+        return {
+            "schemas": [{"id": s.schema_id, "fields": str(s)} for s in loaded.schemas().values()],
+            "currentSchemaId": loaded.metadata.current_schema_id,
+            "types": {f.name: str(f.field_type) for f in loaded.schema().fields},
+            "rows": rows,
+            "duckdb": sums,
+        }
+
+    if job.get("mode") == "evolution":
+        run("evolution", results, evolution_client)
+    elif job.get("mode") == "http":
         run("duckdb", results, http_face_client)
     elif job.get("mode") == "history":
         run("history", results, history_client)
