@@ -165,7 +165,10 @@ export function bytesResponse(request: ReaderRequest, bytes: Uint8Array, content
   if (rangeHeader !== undefined) {
     const range = parseRange(rangeHeader, bytes.byteLength);
     if (range.kind === 'unsatisfiable') throw new HttpError(416, range.reason, { 'content-range': `bytes */${bytes.byteLength}` });
-    if (range.kind === 'range') ({ start, end, partial } = { ...range, partial: true });
+    if (range.kind === 'range') {
+      ({ start, end } = range);
+      partial = true;
+    }
   }
   const headers: Record<string, string> = { ...common, 'content-length': String(end - start) };
   if (partial) headers['content-range'] = `bytes ${start}-${end - 1}/${bytes.byteLength}`;
