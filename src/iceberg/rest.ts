@@ -221,6 +221,12 @@ export class IcebergCatalog implements MountedCatalog {
       const listed = page(parent ? [] : [namespaceName], request);
       return json(200, { namespaces: listed.names.map((name) => [name]), 'next-page-token': listed.next });
     }
+    if (rest.length === 4 && decode(rest[1]!) !== namespaceName) {
+      // A table in a namespace that does not exist does not exist: engines resolve metadata
+      // tables (Spark: main.events.files) by loading main.events as a namespace's table
+      // first, and fall back only when told there is no such table.
+      throw new IcebergError(404, 'NoSuchTableException', `there is no table ${decode(rest[3]!)} in namespace ${JSON.stringify(decode(rest[1]!).split('\u001f'))}: this catalog has one namespace, ${namespaceName}, holding every table`);
+    }
     this.namespace(rest[1]!);
     if (rest.length === 2) {
       return request.method === 'HEAD' ? { status: 204, headers: {}, body: new Uint8Array(0) } : json(200, { namespace: [namespaceName], properties: {} });

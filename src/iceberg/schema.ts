@@ -12,6 +12,11 @@
  * so their bounds are left out (src/iceberg/bounds.ts). A decimal above precision 38 has
  * no Iceberg type: it is given as the fixed bytes it is stored in, without bounds.
  *
+ * One column is named otherwise: Kafka's `_partition` is `_kafka_partition`, since
+ * Iceberg reserves `_partition` for a metadata column (Spark refuses a table that has
+ * one). Engines read columns by field id (or the name mapping, which knows both names),
+ * so the files stay as they are.
+ *
  * The name mapping (`schema.name-mapping.default`) is what engines fall back on for a
  * file without field ids: files of encoder v1 have none, and no file has them on a
  * list's element node. Columns are never removed nor renamed, so the newest version's
@@ -95,12 +100,15 @@ function structField(schema: TableSchema, path: string, column: Column): Iceberg
   return { id: nestedId(schema, path), name: column.name, required: !column.nullable, type: fieldType(schema, path, column.type) };
 }
 
+/** Top-level columns whose Iceberg name is not their own: Iceberg's reserved metadata column names. */
+export const icebergNames: Readonly<Record<string, string>> = { _partition: '_kafka_partition' };
+
 /** The Iceberg schema of one table-schema version; its schema-id is the version. */
 export function icebergSchema(schema: TableSchema, version: number): IcebergSchema {
   return {
     type: 'struct',
     'schema-id': version,
-    fields: schema.columns.map((column) => ({ id: column.id, name: column.name, required: !column.nullable, type: fieldType(schema, column.name, column.type) })),
+    fields: schema.columns.map((column) => ({ id: column.id, name: ownValue(icebergNames, column.name) ?? column.name, required: !column.nullable, type: fieldType(schema, column.name, column.type) })),
   };
 }
 
@@ -133,9 +141,11 @@ export function nameMapping(schema: IcebergStruct): NameMappingField[] {
     }
     return nameMapping(type);
   };
+  const fileNames = new Map(Object.entries(icebergNames).map(([file, iceberg]) => [iceberg, file]));
   return schema.fields.map((field) => {
     const fields = nested(field.type);
-    return { 'field-id': field.id, names: [field.name], ...(fields ? { fields } : {}) };
+    const fileName = fileNames.get(field.name);
+    return { 'field-id': field.id, names: fileName ? [field.name, fileName] : [field.name], ...(fields ? { fields } : {}) };
   });
 }
 

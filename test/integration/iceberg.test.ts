@@ -33,6 +33,7 @@ import { deleteRecords } from '../../src/kafka/topics.js';
 import { checkRetention } from '../../src/retention/check.js';
 import { cutSnapshotIfChanged } from '../../src/iceberg/snapshots.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
+import { sparkIcebergJars } from '../helpers/spark.js';
 
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
 const bucket = 'offsetlake';
@@ -124,11 +125,12 @@ describe("serve's Iceberg REST catalog", () => {
     expect(py.rows).toEqual(expected);
     expect(py.namespaces).toEqual([['main']]);
     // a table without files yet: no snapshot, its schema, no rows
-    expect(py.empty).toEqual({ rows: 0, snapshot: null, fields: ['_partition', '_offset', '_timestamp', '_key', '_headers', '_value'] });
+    expect(py.empty).toEqual({ rows: 0, snapshot: null, fields: ['_kafka_partition', '_offset', '_timestamp', '_key', '_headers', '_value'] });
     expect(py.tables).toEqual([['main', 'events'], ['main', 'events_by_day'], ['main', 'nothing_yet']]);
-    // the schema's field ids are the catalog's column ids (the Parquet field_ids)
+    // the schema's field ids are the catalog's column ids (the Parquet field_ids); Kafka's
+    // partition is _kafka_partition, since Iceberg reserves _partition for a metadata column
     const columns = await engine.catalog.query<{ column_name: string; column_id: number }>('SELECT column_name, column_id FROM offsetlake.table_column WHERE table_id = $1 AND parent_column IS NULL', [table.tableId]);
-    expect(py.fieldIds).toEqual(Object.fromEntries(columns.rows.map((c) => [c.column_name, c.column_id])));
+    expect(py.fieldIds).toEqual(Object.fromEntries(columns.rows.map((c) => [c.column_name === '_partition' ? '_kafka_partition' : c.column_name, c.column_id])));
   });
 
   it("pyiceberg's inspect.files lists the catalog's files with their sizes, counts, partition hours, split offsets and exact bounds", async () => {
@@ -273,6 +275,31 @@ describe('the Iceberg catalog of a serve without the S3 face', () => {
       await new Promise((resolve) => plainServer.close(resolve));
     }
   }, 300_000);
+});
+
+describe('Spark 4.1 through the Iceberg catalog', () => {
+  it("reads the table with Iceberg's Java REST client and S3FileIO: count and sums as pyiceberg's rows, the .files and .snapshots tables as the catalog, VERSION AS OF, and a time filter that plans only the later hours' files", async () => {
+    const since = t0 + 2 * hour - 30 * 60_000;
+    const script = fileURLToPath(new URL('./iceberg_spark.py', import.meta.url));
+    const stdout = await new Promise<string>((resolve, reject) => {
+      const child = execFile('python3', [script], { maxBuffer: 64 * 1024 * 1024, timeout: 400_000 }, (error, out, err) => (error ? reject(new Error(`iceberg_spark.py failed: ${err.slice(-4000) || error.message}`)) : resolve(out)));
+      child.stdin!.end(JSON.stringify({ uri: `${endpoint}/iceberg`, token, table: table.name, jars: sparkIcebergJars(), since: new Date(since).toISOString().replace('T', ' ').replace('.000Z', ''), sinceMicros: since * 1000 }));
+    });
+    const spark = JSON.parse(stdout.trim().split('\n').at(-1)!) as { error?: string; trace?: string; count: number; sums: number[]; files: [string, number, number][]; snapshots: [number, string][]; versionAsOf: number; since: number; sinceRows: number; plannedSince: number; plan: string; countPlan: string };
+    expect(spark.error, spark.trace).toBeUndefined();
+    const rows = (answers.pyiceberg as { rows: { offset: number; partition: number; timestamp: number }[] }).rows;
+    expect(spark.count).toBe(120);
+    expect(spark.sums).toEqual([rows.reduce((sum, r) => sum + r.offset, 0), rows.reduce((sum, r) => sum + r.partition, 0)]);
+    expect(spark.files).toEqual(files.map((f) => [`s3://${bucket}/tables/events/files/${f.dataFileId}.parquet`, Number(f.recordCount), Number(f.fileSizeBytes)]).sort());
+    expect(spark.snapshots).toEqual([[(answers.pyiceberg as { currentSnapshot: number }).currentSnapshot, 'append']]);
+    expect(spark.versionAsOf).toBe(120);
+    expect(spark.since).toBe(rows.filter((r) => r.timestamp >= since).length);
+    expect(spark.plannedSince).toBe(files.filter((f) => f.bucket.getTime() + hour > since).length);
+    expect(spark.sinceRows).toBe(spark.since);
+    // the filter reaches Iceberg's scan; the count is answered from the manifests alone (aggregate push-down)
+    expect(spark.plan).toMatch(new RegExp(`BatchScan lake\\.main\\.events\\[.*\\] IcebergScan\\(table=lake\\.main\\.events, .*filters=_timestamp >= ${since * 1000}`));
+    expect(spark.countPlan).toMatch(/LocalTableScan/);
+  }, 420_000);
 });
 
 describe('Iceberg snapshots', () => {

@@ -52,7 +52,7 @@ def main():
         loaded = catalog.load_table(("main", table))
         arrow = loaded.scan().to_arrow()
         rows = sorted(
-            ({"partition": r["_partition"], "offset": r["_offset"], "timestamp": plain(r["_timestamp"]), "key": plain(r["_key"]),
+            ({"partition": r["_kafka_partition"], "offset": r["_offset"], "timestamp": plain(r["_timestamp"]), "key": plain(r["_key"]),
               "value": r["_value"], "headers": [[h["key"], plain(h["value"])] for h in r["_headers"]]}
              for r in arrow.to_pylist()),
             key=lambda r: (r["partition"], r["offset"]))
@@ -91,16 +91,17 @@ def main():
         since = job["timestampFrom"]
         queries = {
             "count": "SELECT count(*) FROM {t}",
-            "sums": "SELECT sum(_offset)::BIGINT, sum(_partition)::BIGINT, sum(length(_value))::BIGINT FROM {t}",
+            "sums": "SELECT sum(_offset)::BIGINT, sum({p})::BIGINT, sum(length(_value))::BIGINT FROM {t}",
             "since": f"SELECT count(*), sum(_offset)::BIGINT FROM {{t}} WHERE _timestamp >= make_timestamptz({since}::BIGINT * 1000)",
-            "offsets": f"SELECT count(*), min(_offset), max(_offset) FROM {{t}} WHERE _offset >= {job['offsetFrom']} AND _partition = 1",
+            "offsets": f"SELECT count(*), min(_offset), max(_offset) FROM {{t}} WHERE _offset >= {job['offsetFrom']} AND {{p}} = 1",
         }
-        through_iceberg = {name: list(con.execute(sql.format(t=f"ice.main.{table}")).fetchone()) for name, sql in queries.items()}
+        # Kafka's partition is _kafka_partition in Iceberg (Iceberg reserves _partition), _partition in the files
+        through_iceberg = {name: list(con.execute(sql.format(t=f"ice.main.{table}", p="_kafka_partition")).fetchone()) for name, sql in queries.items()}
         # the same queries over the data files as plain Parquet, read straight from serve's S3 face
         host = job["endpoint"].split("://", 1)[1]
         con.execute(f"CREATE SECRET face (TYPE s3, KEY_ID '{job['key']}', SECRET '{job['secret']}', ENDPOINT '{host}', URL_STYLE 'path', USE_SSL false, REGION 'us-east-1')")
         files = ", ".join(f"'{f}'" for f in job["files"])
-        plain_files = {name: list(con.execute(sql.format(t=f"read_parquet([{files}])")).fetchone()) for name, sql in queries.items()}
+        plain_files = {name: list(con.execute(sql.format(t=f"read_parquet([{files}])", p="_partition")).fetchone()) for name, sql in queries.items()}
         tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'ice'").fetchall()]
         empty = list(con.execute(f"SELECT count(*) FROM ice.main.{job['emptyTable']}").fetchone())
         return {"iceberg": through_iceberg, "plain": plain_files, "tables": tables, "empty": empty}
@@ -209,7 +210,7 @@ def main():
                 "manifests": [{"path": m["manifest_path"], "addedSnapshot": m["added_snapshot_id"], "sequence": m["sequence_number"],
                                "entries": [{"status": e["status"], "path": e["data_file"]["file_path"], "snapshot": e["snapshot_id"], "sequence": e["sequence_number"]} for e in avro(m["manifest_path"])]}
                               for m in manifests],
-                "rows": sorted([r["_partition"], r["_offset"]] for r in scanned.select(["_partition", "_offset"]).to_pylist()),
+                "rows": sorted([r["_kafka_partition"], r["_offset"]] for r in scanned.select(["_kafka_partition", "_offset"]).to_pylist()),
             })
         missing = None
         for wanted in job.get("droppedSnapshots", []):
