@@ -18,7 +18,7 @@
  * small map beside it.
  */
 import { createHash } from 'node:crypto';
-import { findFiles } from '../catalog/file-reads.js';
+import { findFiles, type DataFile } from '../catalog/file-reads.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { HttpError } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';
@@ -43,6 +43,14 @@ export interface IcebergFile {
 const metadataName = /^(\d{5,19})-([0-9a-f-]{1,36})\.metadata\.json$/;
 const manifestListName = /^snap-(\d{1,19})\.avro$/;
 const manifestName = /^m-(-?\d{1,12})-(\d{1,19})-([0-9a-f]{16})\.avro$/;
+
+/** Files read from the catalog in one query when manifests are built. */
+const filesPerQuery = 5_000;
+
+interface ManifestContext {
+  snapshots: Map<bigint, { snapshotId: bigint; cutAt: Date; schemaVersion: number }>;
+  schemas: Map<number, VersionedSchema>;
+}
 
 /** What the service remembers of manifests it built (name, length, counts) at most. */
 const manifestInfos = 10_000;
@@ -113,7 +121,7 @@ export class IcebergFiles {
     }
     match = manifestName.exec(name);
     if (match) {
-      const built = await this.manifest(table, Number(match[1]), BigInt(match[2]!), root);
+      const built = await this.manifest(table, await this.context(table), Number(match[1]), BigInt(match[2]!), root);
       if (!built || built.info.name !== name) throw gone('no snapshot has that manifest (its content hash differs)');
       return built.file;
     }
@@ -122,14 +130,16 @@ export class IcebergFiles {
 
   /** Snapshot `sequence`'s manifest list: one manifest per partition value with live files. */
   private async manifestList(table: TableRecord, sequence: bigint, ids: Map<bigint, bigint>, root: Root): Promise<IcebergFile> {
-    const history = await historyAsOf(this.catalog, table.tableId, sequence);
-    const snapshot = history.at(-1)!;
+    const context = await this.context(table);
+    const snapshot = context.snapshots.get(sequence)!;
     const byPartition = new Map<number, Membership[]>();
     for (const member of await membershipsUpTo(this.catalog, table.tableId, sequence)) {
       const p = partitionValue(member.bucket.getTime(), table.settings.granularity);
-      byPartition.set(p, [...(byPartition.get(p) ?? []), member]);
+      const list = byPartition.get(p);
+      if (list) list.push(member);
+      else byPartition.set(p, [member]);
     }
-    const listed: ListedManifest[] = [];
+    const wanted: { p: number; written: bigint; members: Membership[] }[] = [];
     for (const [p, members] of [...byPartition].sort(([a], [b]) => a - b)) {
       if (!members.some((m) => live(m, sequence))) continue;
       // the latest cut up to this snapshot that added or removed a file of p
@@ -137,22 +147,69 @@ export class IcebergFiles {
         const events = [m.addedSequence, ...(m.removedSequence !== null && m.removedSequence <= sequence ? [m.removedSequence] : [])];
         return events.reduce((a, b) => (b > a ? b : a), latest);
       }, 0n);
-      const built = await this.manifest(table, p, written, root, members);
-      if (built) listed.push(built.info);
+      wanted.push({ p, written, members });
     }
-    const spec = partitionSpec((await schemaVersionsUpTo(this.catalog, table.tableId, snapshot.schemaVersion)).at(-1)!.schema, table.settings.granularity);
+    // Manifests not built yet are built in batches whose files are read in one query each:
+    // a round trip per manifest was most of a cold list's time, and all files at once would
+    // hold every footer of the table in memory.
+    const built = new Map<number, ListedManifest>();
+    let batch: typeof wanted = [];
+    let batchFiles = 0;
+    const flush = async () => {
+      const files = await findFiles(this.catalog, table.tableId, batch.flatMap((w) => w.members.filter((m) => live(m, w.written)).map((m) => m.dataFileId)));
+      const byId = new Map(files.map((file) => [file.dataFileId, file]));
+      for (const w of batch) {
+        const manifest = await this.manifest(table, context, w.p, w.written, root, w.members, byId);
+        if (manifest) built.set(w.p, manifest.info);
+      }
+      batch = [];
+      batchFiles = 0;
+    };
+    for (const w of wanted) {
+      const cached = this.cachedManifest(table, w.p, w.written, root);
+      if (cached) {
+        built.set(w.p, cached);
+        continue;
+      }
+      batch.push(w);
+      batchFiles += w.members.length;
+      if (batchFiles >= filesPerQuery) await flush();
+    }
+    if (batch.length > 0) await flush();
+    const listed = wanted.flatMap((w) => (built.has(w.p) ? [built.get(w.p)!] : []));
+    const spec = partitionSpec(context.schemas.get(snapshot.schemaVersion)!.schema, table.settings.granularity);
     const parent = ids.get(sequence - 1n) ?? null;
     return { bytes: manifestListBytes(listed, { snapshotId: snapshot.snapshotId, parentSnapshotId: parent, sequenceNumber: sequence }, spec), contentType: 'application/octet-stream', modified: snapshot.cutAt };
+  }
+
+  /** What building manifests of the table needs of every snapshot and schema version, read once per request. */
+  private async context(table: TableRecord): Promise<ManifestContext> {
+    const result = await this.catalog.query<{ sequence_number: string; snapshot_id: string; cut_at: Date; schema_version: number }>(
+      'SELECT sequence_number, snapshot_id, cut_at, schema_version FROM offsetlake.iceberg_snapshot WHERE table_id = $1', [table.tableId]);
+    const snapshots = new Map(result.rows.map((row) => [BigInt(row.sequence_number), { snapshotId: BigInt(row.snapshot_id), cutAt: row.cut_at, schemaVersion: row.schema_version }]));
+    const schemas = await schemaVersionsUpTo(this.catalog, table.tableId, 2 ** 31 - 1);
+    return { snapshots, schemas: new Map(schemas.map((s) => [s.version, s])) };
+  }
+
+  private manifestKey(table: TableRecord, p: number, written: bigint, root: Root): string {
+    return `iceberg:${table.tableId}:${root.base}:${p}:${written}`;
+  }
+
+  /** A manifest built before whose bytes are still cached. */
+  private cachedManifest(table: TableRecord, p: number, written: bigint, root: Root): (ListedManifest & { name: string }) | undefined {
+    const key = this.manifestKey(table, p, written, root);
+    const info = this.infos.get(key);
+    return info && this.service.cache.get(key) instanceof Uint8Array ? info : undefined;
   }
 
   /**
    * The manifest of partition value `p` as snapshot `written` left it (its live files of
    * p then), with its name; null when it holds no file. `members`: the memberships up to
-   * some snapshot at or after `written`, when the caller has them.
+   * some snapshot at or after `written`, and `files` the data files, when the caller has them.
    */
-  private async manifest(table: TableRecord, p: number, written: bigint, root: Root, members?: readonly Membership[]): Promise<{ info: ListedManifest & { name: string }; file: IcebergFile } | null> {
-    const key = `iceberg:${table.tableId}:${root.base}:${p}:${written}`;
-    const writer = await this.snapshotNumbered(table, written);
+  private async manifest(table: TableRecord, context: ManifestContext, p: number, written: bigint, root: Root, members?: readonly Membership[], files?: ReadonlyMap<bigint, DataFile>): Promise<{ info: ListedManifest & { name: string }; file: IcebergFile } | null> {
+    const key = this.manifestKey(table, p, written, root);
+    const writer = context.snapshots.get(written);
     if (!writer) return null;
     const modified = writer.cutAt;
     const cachedInfo = this.infos.get(key);
@@ -161,19 +218,17 @@ export class IcebergFiles {
     const all = members ?? (await membershipsUpTo(this.catalog, table.tableId, written));
     const inManifest = all.filter((m) => live(m, written) && partitionValue(m.bucket.getTime(), table.settings.granularity) === p);
     if (inManifest.length === 0) return null;
-    const ids = await snapshotIds(this.catalog, table.tableId);
-    const schemas = await schemaVersionsUpTo(this.catalog, table.tableId, writer.schemaVersion);
-    const byVersion = new Map<number, VersionedSchema>(schemas.map((s) => [s.version, s]));
-    const current = schemas.at(-1)!;
+    const ids = new Map([...context.snapshots].map(([sequence, s]) => [sequence, s.snapshotId]));
+    const current = context.schemas.get(writer.schemaVersion)!;
     const spec = partitionSpec(current.schema, table.settings.granularity);
     const added = new Map(inManifest.map((m) => [m.dataFileId, m.addedSequence]));
-    const files = await findFiles(this.catalog, table.tableId, inManifest.map((m) => m.dataFileId));
-    const entries: ManifestFile[] = files.map((file) => {
+    const dataFiles = files ? inManifest.map((m) => files.get(m.dataFileId)!) : await findFiles(this.catalog, table.tableId, inManifest.map((m) => m.dataFileId));
+    const entries: ManifestFile[] = dataFiles.map((file) => {
       const sequenceNumber = added.get(file.dataFileId)!;
       return {
         file,
         location: `${this.location(table, root)}/files/${file.dataFileId}.parquet`,
-        schema: byVersion.get(file.schemaVersion)!.schema,
+        schema: context.schemas.get(file.schemaVersion)!.schema,
         partition: p,
         status: sequenceNumber === written ? entryStatus.added : entryStatus.existing,
         snapshotId: ids.get(sequenceNumber)!,
@@ -202,13 +257,6 @@ export class IcebergFiles {
     this.infos.set(key, info);
     this.service.cache.set(key, bytes);
     return { info, file: { bytes, contentType: 'application/octet-stream', modified } };
-  }
-
-  /** The snapshot with this sequence number (in the history or not), or undefined. */
-  private async snapshotNumbered(table: TableRecord, sequence: bigint): Promise<{ cutAt: Date; schemaVersion: number } | undefined> {
-    const result = await this.catalog.query<{ cut_at: Date; schema_version: number }>('SELECT cut_at, schema_version FROM offsetlake.iceberg_snapshot WHERE table_id = $1 AND sequence_number = $2', [table.tableId, sequence]);
-    const row = result.rows[0];
-    return row && { cutAt: row.cut_at, schemaVersion: row.schema_version };
   }
 }
 

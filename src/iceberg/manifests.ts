@@ -146,13 +146,31 @@ export function footerSizes(footer: Uint8Array): { columnBytes: Map<string, numb
 
 type IntMap<V> = { key: number; value: V }[] | null;
 
+/** primitiveFields of a schema, worked out once per schema object (every file of a manifest asks). */
+const primitiveFieldsOf = new WeakMap<TableSchema, ReturnType<typeof primitiveFields>>();
+function fieldsOf(schema: TableSchema): ReturnType<typeof primitiveFields> {
+  let fields = primitiveFieldsOf.get(schema);
+  if (!fields) primitiveFieldsOf.set(schema, (fields = primitiveFields(schema)));
+  return fields;
+}
+
+/** Writers by partition spec (avsc compiles a schema once; every manifest of a table shares its spec). */
+const entryWriters = new Map<string, ReturnType<typeof avroWriter>>();
+function entryWriter(spec: PartitionSpec): ReturnType<typeof avroWriter> {
+  const key = JSON.stringify(spec.fields);
+  let writer = entryWriters.get(key);
+  if (!writer) entryWriters.set(key, (writer = avroWriter(manifestEntrySchema(spec))));
+  return writer;
+}
+const manifestListWriter = avroWriter(manifestFileSchema);
+
 const entries = <V>(map: Map<number, V>): IntMap<V> => (map.size === 0 ? null : [...map].sort(([a], [b]) => a - b).map(([key, value]) => ({ key, value })));
 
 /** A manifest entry's record (avsc's plain form of manifestEntrySchema) for one file, bounds typed by `manifestSchema`. */
 export function manifestEntry(entry: ManifestFile, manifestSchema: TableSchema, spec: PartitionSpec): Record<string, unknown> {
   const { file } = entry;
-  const stored = primitiveFields(entry.schema);
-  const wanted = primitiveFields(manifestSchema);
+  const stored = fieldsOf(entry.schema);
+  const wanted = fieldsOf(manifestSchema);
   const sizes = footerSizes(file.footer);
   const columnSizes = new Map<number, number>();
   for (const [path, bytes] of sizes.columnBytes) {
@@ -206,8 +224,7 @@ export function manifestEntry(entry: ManifestFile, manifestSchema: TableSchema, 
 
 /** A manifest's bytes: its files (in the order given) and the file metadata Iceberg readers expect. */
 export function manifestBytes(files: readonly ManifestFile[], manifestSchema: { table: TableSchema; iceberg: IcebergSchema }, spec: PartitionSpec): Buffer {
-  const writer = avroWriter(manifestEntrySchema(spec));
-  return writer.file(files.map((file) => manifestEntry(file, manifestSchema.table, spec)), {
+  return entryWriter(spec).file(files.map((file) => manifestEntry(file, manifestSchema.table, spec)), {
     schema: JSON.stringify(manifestSchema.iceberg),
     'schema-id': String(manifestSchema.iceberg['schema-id']),
     'partition-spec': JSON.stringify(specJson(spec).fields),
@@ -242,8 +259,7 @@ const intBytes = (value: number): Buffer => {
 
 /** A manifest list's bytes. */
 export function manifestListBytes(manifests: readonly ListedManifest[], snapshot: { snapshotId: bigint; parentSnapshotId: bigint | null; sequenceNumber: bigint }, spec: PartitionSpec): Buffer {
-  const writer = avroWriter(manifestFileSchema);
-  return writer.file(
+  return manifestListWriter.file(
     manifests.map((m) => ({
       manifest_path: m.path,
       manifest_length: m.length,
