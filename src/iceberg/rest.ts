@@ -12,7 +12,9 @@
  * and, on both faces, the files table metadata names, computed on request and never
  * stored (src/iceberg/files.ts): tables/{t}/metadata/{name} below the table's location.
  * Every write is refused (403 ForbiddenException) and none is advertised, so clients
- * refuse writes before sending them. Errors are Iceberg's JSON, {"error": {message,
+ * refuse writes before sending them. A missing table or namespace is said as Iceberg's own
+ * catalogs say it ("Table does not exist: ns.t", which clients and the REST Compatibility
+ * Kit match on), then what there is. Errors are Iceberg's JSON, {"error": {message,
  * type, code}}, with the types clients map (NoSuchTableException,
  * NoSuchNamespaceException, ForbiddenException, NotAuthorizedException,
  * BadRequestException).
@@ -162,7 +164,7 @@ export class IcebergCatalog implements MountedCatalog {
       return await this.service.table(name);
     } catch (error) {
       if (error instanceof TableError) {
-        throw new IcebergError(404, 'NoSuchTableException', `namespace ${namespaceName} has no table ${name}; GET /iceberg/v1/${catalogPrefix}/namespaces/${namespaceName}/tables lists them`);
+        throw new IcebergError(404, 'NoSuchTableException', `Table does not exist: ${namespaceName}.${name} (GET /iceberg/v1/${catalogPrefix}/namespaces/${namespaceName}/tables lists the tables)`);
       }
       throw error;
     }
@@ -171,7 +173,7 @@ export class IcebergCatalog implements MountedCatalog {
   private namespace(segment: string): void {
     const name = decode(segment);
     if (name !== namespaceName) {
-      throw new IcebergError(404, 'NoSuchNamespaceException', `there is no namespace ${JSON.stringify(name.split('\u001f'))}: this catalog has one namespace, ${namespaceName}, holding every table`);
+      throw new IcebergError(404, 'NoSuchNamespaceException', `Namespace does not exist: ${name.split('\u001f').join('.')} (this catalog has one namespace, ${namespaceName}, holding every table)`);
     }
   }
 
@@ -225,7 +227,7 @@ export class IcebergCatalog implements MountedCatalog {
       // A table in a namespace that does not exist does not exist: engines resolve metadata
       // tables (Spark: main.events.files) by loading main.events as a namespace's table
       // first, and fall back only when told there is no such table.
-      throw new IcebergError(404, 'NoSuchTableException', `there is no table ${decode(rest[3]!)} in namespace ${JSON.stringify(decode(rest[1]!).split('\u001f'))}: this catalog has one namespace, ${namespaceName}, holding every table`);
+      throw new IcebergError(404, 'NoSuchTableException', `Table does not exist: ${[...decode(rest[1]!).split('\u001f'), decode(rest[3]!)].join('.')} (this catalog has one namespace, ${namespaceName}, holding every table)`);
     }
     this.namespace(rest[1]!);
     if (rest.length === 2) {
