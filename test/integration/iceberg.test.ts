@@ -33,7 +33,7 @@ import { deleteRecords } from '../../src/kafka/topics.js';
 import { checkRetention } from '../../src/retention/check.js';
 import { cutSnapshotIfChanged } from '../../src/iceberg/snapshots.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
-import { sparkIcebergJars } from '../helpers/spark.js';
+import { sparkIcebergJars } from '../helpers/iceberg-jars.js';
 
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
 const bucket = 'offsetlake';
