@@ -278,14 +278,14 @@ describe('the Iceberg catalog of a serve without the S3 face', () => {
 });
 
 describe('Spark 4.1 through the Iceberg catalog', () => {
-  it("reads the table with Iceberg's Java REST client and S3FileIO: count and sums as pyiceberg's rows, the .files and .snapshots tables as the catalog, VERSION AS OF, and a time filter that plans only the later hours' files", async () => {
+  it("reads the table with Iceberg's Java REST client and S3FileIO: count and sums as pyiceberg's rows, the .files table (Iceberg's Java manifest reader) with the catalog's files, counts, bounds, split offsets and partitions, .snapshots, VERSION AS OF and TIMESTAMP AS OF, and a time filter that plans only the later hours' files", async () => {
     const since = t0 + 2 * hour - 30 * 60_000;
     const script = fileURLToPath(new URL('./iceberg_spark.py', import.meta.url));
     const stdout = await new Promise<string>((resolve, reject) => {
       const child = execFile('python3', [script], { maxBuffer: 64 * 1024 * 1024, timeout: 400_000 }, (error, out, err) => (error ? reject(new Error(`iceberg_spark.py failed: ${err.slice(-4000) || error.message}`)) : resolve(out)));
       child.stdin!.end(JSON.stringify({ uri: `${endpoint}/iceberg`, token, table: table.name, jars: sparkIcebergJars(), since: new Date(since).toISOString().replace('T', ' ').replace('.000Z', ''), sinceMicros: since * 1000 }));
     });
-    const spark = JSON.parse(stdout.trim().split('\n').at(-1)!) as { error?: string; trace?: string; count: number; sums: number[]; files: [string, number, number][]; snapshots: [number, string][]; versionAsOf: number; since: number; sinceRows: number; plannedSince: number; plan: string; countPlan: string };
+    const spark = JSON.parse(stdout.trim().split('\n').at(-1)!) as { error?: string; trace?: string; count: number; sums: number[]; files: [string, number, number][]; snapshots: [number, string][]; versionAsOf: number; timestampAsOf: number; stats: Record<string, { valueCounts: Record<string, number>; nullCounts: Record<string, number>; lower: Record<string, string>; upper: Record<string, string>; splitOffsets: number[]; partition: Record<string, number> }>; since: number; sinceRows: number; plannedSince: number; plan: string; countPlan: string };
     expect(spark.error, spark.trace).toBeUndefined();
     const rows = (answers.pyiceberg as { rows: { offset: number; partition: number; timestamp: number }[] }).rows;
     expect(spark.count).toBe(120);
@@ -293,6 +293,19 @@ describe('Spark 4.1 through the Iceberg catalog', () => {
     expect(spark.files).toEqual(files.map((f) => [`s3://${bucket}/tables/events/files/${f.dataFileId}.parquet`, Number(f.recordCount), Number(f.fileSizeBytes)]).sort());
     expect(spark.snapshots).toEqual([[(answers.pyiceberg as { currentSnapshot: number }).currentSnapshot, 'append']]);
     expect(spark.versionAsOf).toBe(120);
+    expect(spark.timestampAsOf).toBe(120);
+    // Iceberg's Java manifest reader: each file's counts, bounds (_offset's: 8-byte little-endian longs), split offsets and partition hour
+    const le = (value: bigint) => { const b = Buffer.alloc(8); b.writeBigInt64LE(value); return b.toString('hex'); };
+    for (const file of files) {
+      const seen = spark.stats[`s3://${bucket}/tables/events/files/${file.dataFileId}.parquet`]!;
+      expect(seen.valueCounts).toEqual(Object.fromEntries(file.columns.map((c) => [String(c.columnId), Number(c.valueCount)])));
+      expect(seen.nullCounts).toEqual(Object.fromEntries(file.columns.map((c) => [String(c.columnId), Number(c.nullCount)])));
+      const offset = file.columns.find((c) => c.columnName === '_offset')!;
+      expect(seen.lower[String(offset.columnId)]).toBe(le(BigInt(offset.min!)));
+      expect(seen.upper[String(offset.columnId)]).toBe(le(BigInt(offset.max!)));
+      expect(seen.splitOffsets).toEqual([4]);
+      expect(seen.partition).toEqual({ _timestamp_hour: Math.floor(file.bucket.getTime() / hour) });
+    }
     expect(spark.since).toBe(rows.filter((r) => r.timestamp >= since).length);
     expect(spark.plannedSince).toBe(files.filter((f) => f.bucket.getTime() + hour > since).length);
     expect(spark.sinceRows).toBe(spark.since);

@@ -32,10 +32,17 @@ def main():
         row = spark.sql(f"SELECT sum(_offset) AS o, sum(_kafka_partition) AS p FROM {t}").collect()[0]
         out["sums"] = [row["o"], row["p"]]
         out["files"] = sorted([r["file_path"], r["record_count"], r["file_size_in_bytes"]] for r in spark.sql(f"SELECT file_path, record_count, file_size_in_bytes FROM {t}.files").collect())
+        # what Iceberg's Java manifest reader makes of each file's statistics (file_size_in_bytes
+        # is selected too: Iceberg drops split offsets it cannot check against the file's size)
+        out["stats"] = {r["file_path"]: {"valueCounts": {str(k): v for k, v in r["value_counts"].items()}, "nullCounts": {str(k): v for k, v in r["null_value_counts"].items()},
+                                         "lower": {str(k): bytes(v).hex() for k, v in r["lower_bounds"].items()}, "upper": {str(k): bytes(v).hex() for k, v in r["upper_bounds"].items()},
+                                         "splitOffsets": None if r["split_offsets"] is None else list(r["split_offsets"]), "partition": r["partition"].asDict()}
+                        for r in spark.sql(f"SELECT file_path, file_size_in_bytes, value_counts, null_value_counts, lower_bounds, upper_bounds, split_offsets, partition FROM {t}.files").collect()}
         snapshots = spark.sql(f"SELECT snapshot_id, operation FROM {t}.snapshots ORDER BY committed_at").collect()
         out["snapshots"] = [[r["snapshot_id"], r["operation"]] for r in snapshots]
         first = snapshots[0]["snapshot_id"]
         out["versionAsOf"] = spark.sql(f"SELECT count(*) AS n FROM {t} VERSION AS OF {first}").collect()[0]["n"]
+        out["timestampAsOf"] = spark.sql(f"SELECT count(*) AS n FROM {t} TIMESTAMP AS OF current_timestamp()").collect()[0]["n"]
         since = f"SELECT count(*) AS n FROM {t} WHERE _timestamp >= TIMESTAMP '{job['since']}'"
         df = spark.sql(since)
         out["since"] = df.collect()[0]["n"]
