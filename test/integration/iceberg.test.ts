@@ -86,17 +86,24 @@ afterAll(async () => {
 
 type Answers = Record<string, Record<string, unknown> & { error?: string; trace?: string }>;
 
-async function clients(extra: Record<string, unknown> = {}): Promise<Answers> {
-  const script = fileURLToPath(new URL('./iceberg_clients.py', import.meta.url));
-  const stdout = await new Promise<string>((resolve, reject) => {
-    const child = execFile('python3', [script], { maxBuffer: 256 * 1024 * 1024, timeout: 300_000 }, (error, out, err) => (error ? reject(new Error(`iceberg_clients.py failed: ${err || error.message}`)) : resolve(out)));
-    child.stdin!.end(JSON.stringify({
-      uri: `${endpoint}/iceberg`, endpoint, token, table: table.name, bucket, key: keys.accessKeyId, secret: keys.secretAccessKey,
-      files: files.map((f) => `s3://${bucket}/tables/${table.name}/files/${f.dataFileId}.parquet`),
-      timestampFrom: t0 + 2 * hour - 30 * 60_000, offsetFrom: 20, emptyTable: 'nothing_yet', ...extra,
-    }));
+/**
+ * A Python script of this folder run on `job` (its stdin, JSON); its last stdout line
+ * parsed. Spark prints its own lines before, the scripts their one JSON document last.
+ */
+function python<T>(script: string, job: unknown, timeoutMs = 300_000): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const child = execFile('python3', [fileURLToPath(new URL(`./${script}`, import.meta.url))], { maxBuffer: 256 * 1024 * 1024, timeout: timeoutMs }, (error, out, err) =>
+      (error ? reject(new Error(`${script} failed: ${err.slice(-4000) || error.message}`)) : resolve(JSON.parse(out.trim().split('\n').at(-1)!) as T)));
+    child.stdin!.end(JSON.stringify(job));
   });
-  return JSON.parse(stdout) as Answers;
+}
+
+function clients(extra: Record<string, unknown> = {}): Promise<Answers> {
+  return python<Answers>('iceberg_clients.py', {
+    uri: `${endpoint}/iceberg`, endpoint, token, table: table.name, bucket, key: keys.accessKeyId, secret: keys.secretAccessKey,
+    files: files.map((f) => `s3://${bucket}/tables/${table.name}/files/${f.dataFileId}.parquet`),
+    timestampFrom: t0 + 2 * hour - 30 * 60_000, offsetFrom: 20, emptyTable: 'nothing_yet', ...extra,
+  });
 }
 
 let answers: Answers;
@@ -260,12 +267,8 @@ describe('the Iceberg catalog of a serve without the S3 face', () => {
     await once(plainServer, 'listening');
     const address = `http://127.0.0.1:${(plainServer.address() as AddressInfo).port}`;
     try {
-      const script = fileURLToPath(new URL('./iceberg_clients.py', import.meta.url));
-      const stdout = await new Promise<string>((resolve, reject) => {
-        const child = execFile('python3', [script], { maxBuffer: 64 * 1024 * 1024, timeout: 300_000 }, (error, out, err) => (error ? reject(new Error(`iceberg_clients.py failed: ${err || error.message}`)) : resolve(out)));
-        child.stdin!.end(JSON.stringify({ mode: 'http', uri: `${address}/iceberg`, endpoint: address, token, table: table.name, emptyTable: 'nothing_yet', files: files.map((f) => `${address}/tables/${table.name}/files/${f.dataFileId}.parquet`) }));
-      });
-      const duck = (JSON.parse(stdout) as Answers).duckdb as { iceberg: unknown[]; plain: unknown[]; empty: unknown[]; error?: string; trace?: string };
+      const answer = await python<Answers>('iceberg_clients.py', { mode: 'http', uri: `${address}/iceberg`, endpoint: address, token, table: table.name, emptyTable: 'nothing_yet', files: files.map((f) => `${address}/tables/${table.name}/files/${f.dataFileId}.parquet`) });
+      const duck = answer.duckdb as { iceberg: unknown[]; plain: unknown[]; empty: unknown[]; error?: string; trace?: string };
       expect(duck.error, duck.trace).toBeUndefined();
       expect(duck.iceberg).toEqual(duck.plain);
       expect(duck.iceberg[0]).toBe(120);
@@ -280,12 +283,8 @@ describe('the Iceberg catalog of a serve without the S3 face', () => {
 describe('Spark 4.1 through the Iceberg catalog', () => {
   it("reads the table with Iceberg's Java REST client and S3FileIO: count and sums as pyiceberg's rows, the .files table (Iceberg's Java manifest reader) with the catalog's files, counts, bounds, split offsets and partitions, .snapshots, VERSION AS OF and TIMESTAMP AS OF, and a time filter that plans only the later hours' files", async () => {
     const since = t0 + 2 * hour - 30 * 60_000;
-    const script = fileURLToPath(new URL('./iceberg_spark.py', import.meta.url));
-    const stdout = await new Promise<string>((resolve, reject) => {
-      const child = execFile('python3', [script], { maxBuffer: 64 * 1024 * 1024, timeout: 400_000 }, (error, out, err) => (error ? reject(new Error(`iceberg_spark.py failed: ${err.slice(-4000) || error.message}`)) : resolve(out)));
-      child.stdin!.end(JSON.stringify({ uri: `${endpoint}/iceberg`, token, table: table.name, jars: sparkIcebergJars(), since: new Date(since).toISOString().replace('T', ' ').replace('.000Z', ''), sinceMicros: since * 1000 }));
-    });
-    const spark = JSON.parse(stdout.trim().split('\n').at(-1)!) as { error?: string; trace?: string; count: number; sums: number[]; files: [string, number, number][]; snapshots: [number, string][]; versionAsOf: number; timestampAsOf: number; stats: Record<string, { valueCounts: Record<string, number>; nullCounts: Record<string, number>; lower: Record<string, string>; upper: Record<string, string>; splitOffsets: number[]; partition: Record<string, number> }>; since: number; sinceRows: number; plannedSince: number; plan: string; countPlan: string };
+    const spark = await python<{ error?: string; trace?: string; count: number; sums: number[]; files: [string, number, number][]; snapshots: [number, string][]; versionAsOf: number; timestampAsOf: number; stats: Record<string, { valueCounts: Record<string, number>; nullCounts: Record<string, number>; lower: Record<string, string>; upper: Record<string, string>; splitOffsets: number[]; partition: Record<string, number> }>; since: number; sinceRows: number; plannedSince: number; plan: string; countPlan: string }>(
+      'iceberg_spark.py', { uri: `${endpoint}/iceberg`, token, table: table.name, jars: sparkIcebergJars(), since: new Date(since).toISOString().replace('T', ' ').replace('.000Z', ''), sinceMicros: since * 1000 }, 400_000);
     expect(spark.error, spark.trace).toBeUndefined();
     const rows = (answers.pyiceberg as { rows: { offset: number; partition: number; timestamp: number }[] }).rows;
     expect(spark.count).toBe(120);
@@ -380,12 +379,7 @@ describe('an Iceberg table whose schema evolved (avro, Schema Registry)', () => 
     const orderFiles = await listFiles(engine.catalog, orders.tableId);
     expect(new Set(orderFiles.map((f) => f.schemaVersion)).size).toBe(2);
 
-    const script = fileURLToPath(new URL('./iceberg_clients.py', import.meta.url));
-    const stdout = await new Promise<string>((resolve, reject) => {
-      const child = execFile('python3', [script], { maxBuffer: 64 * 1024 * 1024, timeout: 300_000 }, (error, out, err) => (error ? reject(new Error(`iceberg_clients.py failed: ${err || error.message}`)) : resolve(out)));
-      child.stdin!.end(JSON.stringify({ mode: 'evolution', uri: `${endpoint}/iceberg`, endpoint, token, table: 'orders' }));
-    });
-    const seen = (JSON.parse(stdout) as Answers).evolution as { error?: string; trace?: string; schemas: { id: number }[]; currentSchemaId: number; types: Record<string, string>; rows: Record<string, unknown>[]; duckdb: unknown[] };
+    const seen = (await python<Answers>('iceberg_clients.py', { mode: 'evolution', uri: `${endpoint}/iceberg`, endpoint, token, table: 'orders' })).evolution as { error?: string; trace?: string; schemas: { id: number }[]; currentSchemaId: number; types: Record<string, string>; rows: Record<string, unknown>[]; duckdb: unknown[] };
     expect(seen.error, seen.trace).toBeUndefined();
     const versions = await engine.catalog.query<{ v: number }>('SELECT max(schema_version)::int AS v FROM offsetlake.table_schema WHERE table_id = $1', [orders.tableId]);
     expect(seen.schemas.map((s) => s.id)).toEqual(Array.from({ length: versions.rows[0]!.v }, (_, i) => i + 1));
