@@ -280,6 +280,23 @@ describe('the Iceberg catalog of a serve without the S3 face', () => {
   }, 300_000);
 });
 
+describe('the Iceberg catalog of a serve without authentication (--no-auth)', () => {
+  it('lets pyiceberg in without a token and read the files through the unauthenticated S3 face with the placeholder key pair LoadTable gives', async () => {
+    const s3 = { bucket, region: 'us-east-1', credentials: null };
+    const open = readerServer(readerHandler(service, { token: null, s3, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }, s3) })).listen(0, '127.0.0.1');
+    await once(open, 'listening');
+    const address = `http://127.0.0.1:${(open.address() as AddressInfo).port}`;
+    try {
+      const seen = (await python<Answers>('iceberg_clients.py', { mode: 'no-auth', uri: `${address}/iceberg`, table: table.name })).pyiceberg as { rows: number; config: string; error?: string; trace?: string };
+      expect(seen.error, seen.trace).toBeUndefined();
+      expect(seen).toEqual({ rows: 120, config: 'offsetlake' });
+    } finally {
+      open.closeAllConnections();
+      await new Promise((resolve) => open.close(resolve));
+    }
+  });
+});
+
 describe('Spark 4.1 through the Iceberg catalog', () => {
   it("reads the table with Iceberg's Java REST client and S3FileIO: count and sums as pyiceberg's rows, the .files table (Iceberg's Java manifest reader) with the catalog's files, counts, bounds, split offsets and partitions, .snapshots, VERSION AS OF and TIMESTAMP AS OF, and a time filter that plans only the later hours' files", async () => {
     const since = t0 + 2 * hour - 30 * 60_000;
