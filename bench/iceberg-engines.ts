@@ -31,7 +31,7 @@ import { createTableFromTopic } from '../src/catalog/create-table.js';
 import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
 import { libpqConnectionString } from '../src/cli/attach.js';
 import { IcebergCatalog } from '../src/iceberg/rest.js';
-import { sparkIcebergJars } from '../test/helpers/iceberg-jars.js';
+import { sparkIcebergJars, sparkJavaHome } from '../test/helpers/iceberg-jars.js';
 
 const hours = Number(process.argv[2] ?? 24);
 const perHour = Number(process.argv[3] ?? 2000);
@@ -77,7 +77,7 @@ print(json.dumps({"count": count, "hour": hour}))
 
 function python(job: unknown): Promise<{ count: { ms: number; answer: unknown }[]; hour: { ms: number; answer: unknown }[] }> {
   return new Promise((resolve, reject) => {
-    const child = execFile('python3', ['-c', script], { maxBuffer: 1 << 26, timeout: 1_800_000 }, (error, stdout, stderr) => (error ? reject(new Error(stderr.slice(-3000) || error.message)) : resolve(JSON.parse(stdout.trim().split('\n').at(-1)!))));
+    const child = execFile('python3', ['-c', script], { maxBuffer: 1 << 26, timeout: 1_800_000, env: { ...process.env, JAVA_HOME: sparkJavaHome() } }, (error, stdout, stderr) => (error ? reject(new Error(stderr.slice(-3000) || error.message)) : resolve(JSON.parse(stdout.trim().split('\n').at(-1)!))));
     child.stdin!.end(JSON.stringify(job));
   });
 }

@@ -4,10 +4,11 @@
  * the REST Compatibility Kit (iceberg-open-api's tests and test fixtures, iceberg-core's
  * CatalogTests, run by the JUnit console launcher) for test/integration/iceberg-rck.test.ts.
  */
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
-import { fetchMavenLibs } from '../../src/stack/java.js';
+import { dirname, join } from 'node:path';
+import { fetchMavenLibs, javaMajor } from '../../src/stack/java.js';
 
 export const icebergVersion = '1.11.0';
 
@@ -68,4 +69,27 @@ export function sparkIcebergJars(): string[] {
 /** The REST Compatibility Kit's class path. */
 export function rckJars(): string[] {
   return fetched(`iceberg-rck-${icebergVersion}`, rckPom, `Iceberg ${icebergVersion}'s REST Compatibility Kit`);
+}
+
+/**
+ * A JAVA_HOME Spark 4.1 runs on (Java 17 or 21: the machine's default `java` may be
+ * another, such as the 25 the registry may use): JAVA_HOME's, PATH's, then any under /usr/lib/jvm.
+ */
+export function sparkJavaHome(): string {
+  const jvmRoot = '/usr/lib/jvm';
+  const onPath = (() => {
+    try {
+      return realpathSync(execFileSync('which', ['java'], { encoding: 'utf8' }).trim());
+    } catch {
+      return undefined;
+    }
+  })();
+  const candidates = [
+    ...(process.env.JAVA_HOME ? [join(process.env.JAVA_HOME, 'bin', 'java')] : []),
+    ...(onPath ? [onPath] : []),
+    ...(existsSync(jvmRoot) ? readdirSync(jvmRoot).sort().map((dir) => join(jvmRoot, dir, 'bin', 'java')) : []),
+  ];
+  const found = candidates.find((command) => [17, 21].includes(javaMajor(command)));
+  if (!found) throw new Error('Spark 4.1 needs Java 17 or 21 (apt-get install openjdk-17-jre-headless)');
+  return dirname(dirname(found));
 }
