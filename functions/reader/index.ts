@@ -16,6 +16,7 @@
  */
 import { kafkaSource } from '../../src/kafka/source.js';
 import { authorizationRefusal, bodyBytes, readerHandler, type ReaderHandler, type ReaderResponse } from '../../src/reader/http.js';
+import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { writeBody } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { readerTokenGraceMs } from '../../src/reader/token-rotation.js';
@@ -81,7 +82,8 @@ async function start(): Promise<ReaderHandler> {
   const service = new ReaderService(catalog, kafkaSource(kafka), { cacheBytes });
   const tokens = await instanceTokens();
   const limit = lambdaMaxBody[invokeMode];
-  return readerHandler(service, { token: tokens === null ? null : () => acceptedTokens, maxBodyBytes: limit.bytes, maxBodyReason: limit.reason });
+  // The Iceberg REST catalog under /iceberg: without an S3 face here, its files are this URL's own.
+  return readerHandler(service, { token: tokens === null ? null : () => acceptedTokens, maxBodyBytes: limit.bytes, maxBodyReason: limit.reason, catalog: new IcebergCatalog(service) });
 }
 
 /**

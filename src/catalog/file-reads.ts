@@ -118,6 +118,12 @@ export async function listFiles(catalog: Catalog | CatalogClient, tableId: bigin
   return result.rows.map(toDataFile);
 }
 
+/** Files of the table by id (expired ones too), in id order. */
+export async function findFiles(catalog: Catalog | CatalogClient, tableId: bigint, dataFileIds: readonly bigint[]): Promise<DataFile[]> {
+  const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id = ANY($2::bigint[]) ORDER BY f.data_file_id`, [tableId, dataFileIds]);
+  return result.rows.map(toDataFile);
+}
+
 export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint, dataFileId: bigint): Promise<DataFile | undefined> {
   const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id = $2`, [tableId, dataFileId]);
   return result.rows[0] ? toDataFile(result.rows[0]) : undefined;

@@ -682,6 +682,57 @@ END
 $do$;
 `,
   },
+  {
+    version: 13,
+    name: 'Iceberg snapshots: which files each snapshot names, cut by the read path',
+    sql: `
+-- The Iceberg REST catalog (src/iceberg/) hands out snapshots whose ids always name the
+-- same files. A snapshot is cut by serve when a client loads a table whose live files
+-- differ from its newest snapshot's (at most once per interval, at once when retention
+-- expired one of its files); each cut has the next sequence number of its table.
+-- iceberg_table is the row a cut locks: writers never touch it, so they wait on nothing
+-- a cut holds.
+CREATE TABLE iceberg_table (
+  table_id       bigint PRIMARY KEY REFERENCES lake_table ON DELETE CASCADE,
+  last_sequence  bigint NOT NULL DEFAULT 0
+);
+
+-- summary: Iceberg's snapshot summary (counts and totals), fixed when cut. A snapshot
+-- leaves the history (dropped_sequence: the cut that dropped it) when retention expired
+-- one of its files, or when the history holds more than its bound (oldest first).
+CREATE TABLE iceberg_snapshot (
+  table_id          bigint NOT NULL REFERENCES lake_table ON DELETE CASCADE,
+  sequence_number   bigint NOT NULL CHECK (sequence_number >= 1),
+  snapshot_id       bigint NOT NULL UNIQUE CHECK (snapshot_id > 0),
+  cut_at            timestamptz NOT NULL,
+  schema_version    integer NOT NULL,
+  summary           jsonb NOT NULL,
+  dropped_sequence  bigint CHECK (dropped_sequence > sequence_number),
+  dropped_reason    text,
+  PRIMARY KEY (table_id, sequence_number)
+);
+
+-- A data file is in the snapshots numbered [added_sequence, removed_sequence) of its
+-- table: added by the first cut that saw it live, removed by the first that saw it expired.
+CREATE TABLE iceberg_file (
+  data_file_id      bigint PRIMARY KEY REFERENCES data_file ON DELETE CASCADE,
+  table_id          bigint NOT NULL,
+  added_sequence    bigint NOT NULL CHECK (added_sequence >= 1),
+  removed_sequence  bigint CHECK (removed_sequence > added_sequence)
+);
+CREATE INDEX iceberg_file_by_table ON iceberg_file (table_id, added_sequence);
+
+-- The reader cuts snapshots: it may write these three tables (and read them, by the
+-- default privileges of version 11).
+DO $do$
+BEGIN
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'offsetlake_catalog_reader') THEN
+    GRANT INSERT, UPDATE ON offsetlake.iceberg_table, offsetlake.iceberg_snapshot, offsetlake.iceberg_file TO offsetlake_catalog_reader;
+  END IF;
+END
+$do$;
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

@@ -12,6 +12,8 @@ import { buildThreadsFlag, parseCommandArgs, secretValue } from './args.js';
 import type { S3FaceOptions } from '../reader/s3.js';
 import { bucketProblem } from '../reader/s3-bucket.js';
 import { defaultS3Region } from '../reader/sigv4.js';
+import { defaultSnapshotIntervalMs } from '../iceberg/snapshots.js';
+import { IcebergCatalog } from '../iceberg/rest.js';
 
 export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('serve', args, {
@@ -29,6 +31,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     's3-secret-access-key': { type: 'string' },
     's3-bucket': { type: 'string' },
     's3-region': { type: 'string' },
+    'iceberg-snapshot-interval': { type: 'string' },
   }, false);
   const port = Number(values.port ?? 8642);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number from 0 to 65535, got "${values.port}"`);
@@ -39,11 +42,12 @@ export async function serveCommand(args: string[]): Promise<number> {
   const buildThreads = buildThreadsFlag(values['build-threads'], defaultBuildThreads, 'build on the serving thread');
   const writeTimeoutMs = values['write-timeout'] ? parseDuration('--write-timeout', values['write-timeout']) : defaultWriteTimeoutMs;
   const responseWaitMs = values['queue-timeout'] ? parseDuration('--queue-timeout', values['queue-timeout']) : defaultResponseWaitMs;
+  const snapshotIntervalMs = values['iceberg-snapshot-interval'] ? parseDuration('--iceberg-snapshot-interval', values['iceberg-snapshot-interval']) : defaultSnapshotIntervalMs;
   const host = values.host ?? '127.0.0.1';
   const s3 = s3Face(values, Boolean(values['no-auth']));
   await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes, responseWaitMs, buildThreads });
-    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}) }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
+    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs }, s3) }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
     server.listen(port, host);
     try {
       await once(server, 'listening');
@@ -56,7 +60,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     }
     const address = server.address();
     const bound = typeof address === 'object' && address ? address.port : port;
-    progress(`serving http://${host}:${bound}/tables (cache ${formatBytes(cacheBytes)}, ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
+    progress(`serving http://${host}:${bound}/tables and the Iceberg catalog http://${host}:${bound}/iceberg (snapshots at most every ${formatDuration(snapshotIntervalMs)}; cache ${formatBytes(cacheBytes)}, ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
       (s3 ? `, and S3 at endpoint http://${host}:${bound} bucket ${s3.bucket}${s3.region === defaultS3Region ? '' : ` region ${s3.region}`} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
     const stop = new AbortController();
     const onSignal = () => stop.abort();

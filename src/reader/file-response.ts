@@ -3,6 +3,7 @@
  * request gets wrong, and a file's bytes for GET or HEAD with one Range (src/reader/http.ts
  * and src/reader/s3.ts answer with it, so both count, cache and verify alike).
  */
+import { createHash } from 'node:crypto';
 import type { DataFile } from '../catalog/file-reads.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { FileExpiredError } from '../build/rebuild.js';
@@ -144,6 +145,34 @@ function failedPrecondition(request: ReaderRequest, etag: string, modified: Date
 export function header(request: ReaderRequest, name: string): string | undefined {
   for (const [key, value] of Object.entries(request.headers)) if (key.toLowerCase() === name) return value;
   return undefined;
+}
+
+/**
+ * Bytes held in memory that never change under their name (Iceberg's metadata files,
+ * manifest lists and manifests: src/iceberg/), for GET or HEAD with the same
+ * preconditions and one Range as a data file's: the ETag is their sha256.
+ */
+export function bytesResponse(request: ReaderRequest, bytes: Uint8Array, contentType: string, modified: Date): ReaderResponse {
+  const etag = `"${createHash('sha256').update(bytes).digest('hex')}"`;
+  const common = { 'accept-ranges': 'bytes', etag, 'last-modified': modified.toUTCString(), 'content-type': contentType, 'cache-control': 'public, max-age=31536000, immutable' };
+  const failed = failedPrecondition(request, etag, modified);
+  if (failed === 304) return { status: 304, headers: { etag, 'last-modified': common['last-modified'] }, body: empty };
+  if (failed) throw new PreconditionFailedError(failed);
+  let start = 0;
+  let end = bytes.byteLength;
+  let partial = false;
+  const rangeHeader = header(request, 'range');
+  if (rangeHeader !== undefined) {
+    const range = parseRange(rangeHeader, bytes.byteLength);
+    if (range.kind === 'unsatisfiable') throw new HttpError(416, range.reason, { 'content-range': `bytes */${bytes.byteLength}` });
+    if (range.kind === 'range') {
+      ({ start, end } = range);
+      partial = true;
+    }
+  }
+  const headers: Record<string, string> = { ...common, 'content-length': String(end - start) };
+  if (partial) headers['content-range'] = `bytes ${start}-${end - 1}/${bytes.byteLength}`;
+  return { status: partial ? 206 : 200, headers, body: request.method === 'HEAD' ? empty : bytes.subarray(start, end) };
 }
 
 /**

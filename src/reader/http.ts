@@ -8,6 +8,8 @@
  *   GET  /tables/:t/files/:id.parquet    the bytes; one Range (first-last, first-, -suffix);
  *                                        another unit, an unparsable header or several ranges: the whole file
  *   GET  /metrics                        the read path's counters
+ *   GET  /tables/:t/metadata/:name       a mounted catalog's files (Iceberg: metadata, manifest lists, manifests)
+ *   /iceberg/v1/…                        a mounted catalog (the read-only Iceberg REST catalog, src/iceberg/rest.ts)
  *
  * A range inside the file's footer (its last footer_size bytes: FileMetaData, its length
  * and PAR1) is answered from the catalog without touching Kafka: that is what engines
@@ -41,6 +43,21 @@ export interface ReaderHandlerOptions {
   maxBodyReason?: string;
   /** The S3-compatible face (src/reader/s3.ts): requests under /<bucket>/ or signed for S3 go there. */
   s3?: S3FaceOptions;
+  /** A table catalog served under a path of its own, such as the Iceberg REST catalog under /iceberg (src/iceberg/rest.ts). */
+  catalog?: MountedCatalog;
+}
+
+/**
+ * A catalog for engines beside the files (src/iceberg/rest.ts implements it): it answers
+ * the requests it claims, after the bearer token is checked, and renders their errors,
+ * the token's refusal too, in its clients' own form; and it serves the files its tables'
+ * metadata names, below tables/<table>/metadata/ on both faces.
+ */
+export interface MountedCatalog {
+  claims(request: ReaderRequest): boolean;
+  answer(request: ReaderRequest): Promise<ReaderResponse>;
+  refusal(request: ReaderRequest, error: HttpError): ReaderResponse;
+  metadataFile(request: ReaderRequest, table: TableRecord, name: string): Promise<ReaderResponse>;
 }
 
 export type ReaderHandler = (request: ReaderRequest) => Promise<ReaderResponse>;
@@ -153,6 +170,8 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     return fileResponse(service, request, table, file, maxBody, options.maxBodyReason);
   }
 
+  const mounted = options.catalog;
+
   async function route(request: ReaderRequest): Promise<ReaderResponse> {
     const path = request.path.split('?')[0]!;
     const parts = path.split('/').slice(1);
@@ -169,6 +188,10 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       const metrics = service.metrics;
       return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, memory: processMemory(), lostOffsets: await service.lostOffsets(), indexes: await service.indexes() });
     }
+    if (mounted && parts[0] === 'tables' && parts[2] === 'metadata' && parts.length === 4) {
+      allow('GET, HEAD');
+      return mounted.metadataFile(request, await tableNamed(decodeSegment(parts[1]!)), decodeSegment(parts[3]!));
+    }
     if (parts[0] === 'tables' && parts[2] === 'files' && (parts.length === 3 || parts.length === 4)) {
       const table = await tableNamed(decodeSegment(parts[1]!));
       if (parts.length === 3) {
@@ -179,14 +202,23 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       allow('GET, HEAD');
       return fileNamed(request, table, decodeSegment(parts[3]!));
     }
-    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics)`);
+    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics${mounted ? ', /tables/:table/metadata/:name, /iceberg/v1/config' : ''})`);
   }
 
-  const s3 = options.s3 ? s3Handler(service, options.s3, maxBody) : undefined;
+  const s3 = options.s3 ? s3Handler(service, options.s3, maxBody, mounted && ((request, table, name) => mounted.metadataFile(request, table, name))) : undefined;
 
   return async (request) => {
     service.count('requests');
     if (s3 && isS3Request(request, options.s3!.bucket)) return s3(request);
+    if (mounted?.claims(request)) {
+      try {
+        if (options.token !== null) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
+      } catch (error) {
+        if (error instanceof HttpError) return mounted.refusal(request, error);
+        throw error;
+      }
+      return mounted.answer(request);
+    }
     try {
       if (options.token !== null) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
       const response = await route(request);

@@ -8,6 +8,7 @@
  *                                                    ListObjectsV2 (encoding-type=url honoured)
  *   HEAD /<bucket>/tables/<table>/files/<id>.parquet HeadObject
  *   GET  /<bucket>/tables/<table>/files/<id>.parquet GetObject, one Range
+ *   GET  /<bucket>/tables/<table>/metadata/<name>    GetObject of an Iceberg metadata file (HEAD too)
  *
  * Keys are the HTTP face's paths without the leading slash, so a DuckLake whose data path
  * is s3://<bucket>/ finds every file. Objects are served by the HTTP face's own file
@@ -102,7 +103,12 @@ function tableOfPrefix(prefix: string): string | undefined {
 
 const compareKeys = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
-export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBody: number): (request: ReaderRequest) => Promise<ReaderResponse> {
+/** Answers for objects below a table's metadata/ (the Iceberg catalog's files, src/iceberg/files.ts). */
+export type MetadataObjects = (request: ReaderRequest, table: TableRecord, name: string) => Promise<ReaderResponse>;
+
+const metadataKey = /^tables\/([a-z_][a-z0-9_]{0,62})\/metadata\/([^/]{1,200})$/;
+
+export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBody: number, metadataObjects?: MetadataObjects): (request: ReaderRequest) => Promise<ReaderResponse> {
   const now = options.now ?? Date.now;
   const region = options.region ?? defaultS3Region;
 
@@ -162,16 +168,29 @@ export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBod
     return xml(200, parts.join(''));
   }
 
-  async function getObject(request: ReaderRequest, key: string): Promise<ReaderResponse> {
-    const match = objectKey.exec(key);
-    if (!match) throw new S3Error(404, 'NoSuchKey', `no object ${key}: keys are tables/<table>/files/<id>.parquet`);
-    let table: TableRecord;
+  async function tableOfKey(key: string, name: string): Promise<TableRecord> {
     try {
-      table = await service.table(match[1]!);
+      return await service.table(name);
     } catch (error) {
       if (error instanceof TableError) throw new S3Error(404, 'NoSuchKey', `no object ${key}: ${error.message}`);
       throw error;
     }
+  }
+
+  async function getObject(request: ReaderRequest, key: string): Promise<ReaderResponse> {
+    const metadata = metadataObjects && metadataKey.exec(key);
+    if (metadata) {
+      const table = await tableOfKey(key, metadata[1]!);
+      try {
+        return await metadataObjects(request, table, metadata[2]!);
+      } catch (error) {
+        if (error instanceof HttpError) throw fromHttp(error);
+        throw error;
+      }
+    }
+    const match = objectKey.exec(key);
+    if (!match) throw new S3Error(404, 'NoSuchKey', `no object ${key}: keys are tables/<table>/files/<id>.parquet${metadataObjects ? ' and tables/<table>/metadata/<name> (Iceberg)' : ''}`);
+    const table = await tableOfKey(key, match[1]!);
     const file = await service.file(table, BigInt(match[2]!));
     if (!file) throw new S3Error(404, 'NoSuchKey', `no object ${key}: table ${table.name} has no file ${match[2]}`);
     try {

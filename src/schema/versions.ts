@@ -24,3 +24,12 @@ export async function schemaVersion(catalog: Catalog | CatalogClient, tableId: b
   if (!row) throw new Error(`table ${tableId} has no schema version ${version}`);
   return row.schema;
 }
+
+/** Every schema version of the table up to `version`, oldest first. */
+export async function schemaVersionsUpTo(catalog: Catalog | CatalogClient, tableId: bigint, version: number): Promise<VersionedSchema[]> {
+  const result = await catalog.query<{ schema_version: number; schema: TableSchema }>(
+    'SELECT schema_version, schema FROM offsetlake.table_schema WHERE table_id = $1 AND schema_version <= $2 ORDER BY schema_version',
+    [tableId, version],
+  );
+  return result.rows.map((row) => ({ version: row.schema_version, schema: row.schema }));
+}

@@ -11,6 +11,7 @@ import { defaultSettings } from '../../src/catalog/settings.js';
 import { createTable, dropTable } from '../../src/catalog/tables.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { freshDatabase } from '../helpers/database.js';
+import { cutSnapshotIfChanged } from '../../src/iceberg/snapshots.js';
 import { stackConfig } from '../../src/stack/config.js';
 
 // Logins belong to the server: one of this run's own, so parallel runs do not share it.
@@ -65,6 +66,15 @@ describe('the reader\'s own login (AWS: the ReaderDatabaseLogin secret, made by 
     await expect(insertGranules(reader, 1n, { granules: [{ rowGroup: 0, startOffset: 0n, endOffset: 1n, rowCount: 1n, kafkaBytes: 1n, chunkSha256: new Uint8Array(32) }], pageIndex: new Uint8Array() } as never))
       .rejects.toMatchObject({ code: '23503' });
     await reader.query('UPDATE offsetlake.data_file SET page_index = $1 WHERE data_file_id = 1 AND page_index IS NULL', [Buffer.alloc(0)]);
+  });
+
+  it('cuts Iceberg snapshots (the catalog on serve\'s HTTP face does, on LoadTable): the snapshot and its files\' memberships', async () => {
+    const table = await createTable(owner, { name: 'iceberg_cut', topic: 'iceberg_cut', topicId: null, format: 'json', settings: { ...defaultSettings }, partitionStarts: new Map([[0, 0n]]) }, initialSchema('json'));
+    await owner.query(
+      `INSERT INTO offsetlake.data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes, footer_size, footer, sha256, seal_reason, schema_version, encoder_version, source, lease_epoch)
+       VALUES ($1, 0, 0, 1, now(), 1, 100, 8, '\\x0000000050415231', $2, 'flush', 1, 'test', 'live', 0)`, [table.tableId, Buffer.alloc(32)]);
+    expect(await cutSnapshotIfChanged(reader, table.tableId, { intervalMs: 0, maxSnapshots: 10 })).toBe(1n);
+    expect((await reader.query('SELECT count(*)::int AS n FROM offsetlake.iceberg_file WHERE table_id = $1', [table.tableId])).rows).toEqual([{ n: 1 }]);
   });
 
   it('may change nothing else: tables, partitions, leases, files\' other columns, indexes, migrations, and may create no table', async () => {

@@ -2,7 +2,8 @@
  * README "Reading from your engine": every snippet marked `<!-- tested: NAME -->` is run
  * as written, with two strings changed: serve's address (127.0.0.1:8642) and the
  * catalog's connection string become the test's. Each must count the rows a
- * read_committed consumer we did not write sees.
+ * read_committed consumer we did not write sees (the Iceberg snippets read through serve's
+ * Iceberg REST catalog, which hands out the S3 face's settings).
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
@@ -18,6 +19,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
 import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
+import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { findTable } from '../../src/catalog/tables.js';
@@ -54,7 +56,7 @@ beforeAll(async () => {
   expected = (await indexedRowsIndependently(engine, table)).rows;
   const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka));
   // as the README starts it: token "secret", S3 key pair reader / s3cret, bucket offsetlake
-  server = readerServer(readerHandler(service, { token: 'secret', s3: { bucket: 'offsetlake', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } } })).listen(0, '127.0.0.1');
+  server = readerServer(readerHandler(service, { token: 'secret', s3: { bucket: 'offsetlake', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }, catalog: new IcebergCatalog(service, {}, { bucket: 'offsetlake', region: 'us-east-1', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }) })).listen(0, '127.0.0.1');
   await once(server, 'listening');
   address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }, 120_000);
@@ -81,11 +83,11 @@ function python(code: string): Promise<string> {
 
 describe('README "Reading from your engine", as written', () => {
   it('marks the snippets of every engine it documents', () => {
-    expect([...snippets().keys()].sort()).toEqual(['datafusion', 'duckdb-ducklake-http', 'duckdb-ducklake-s3', 'duckdb-s3', 'polars', 'pyarrow']);
+    expect([...snippets().keys()].sort()).toEqual(['datafusion', 'duckdb-ducklake-http', 'duckdb-ducklake-s3', 'duckdb-iceberg', 'duckdb-s3', 'polars', 'pyarrow', 'pyiceberg']);
     expect(expected).toBe(90);
   });
 
-  for (const name of ['duckdb-ducklake-http', 'duckdb-ducklake-s3', 'duckdb-s3']) {
+  for (const name of ['duckdb-ducklake-http', 'duckdb-ducklake-s3', 'duckdb-s3', 'duckdb-iceberg']) {
     it(`${name}: a new DuckDB session (extensions from PyPI) runs the SQL and counts the committed rows`, async () => {
       const session = await DuckdbSession.open();
       try {
@@ -96,7 +98,7 @@ describe('README "Reading from your engine", as written', () => {
     });
   }
 
-  for (const name of ['polars', 'pyarrow', 'datafusion']) {
+  for (const name of ['polars', 'pyarrow', 'datafusion', 'pyiceberg']) {
     it(`${name}: the Python runs and prints the count of committed rows`, async () => {
       expect(await python(asRun(snippets().get(name)!.code))).toBe(String(expected));
     });

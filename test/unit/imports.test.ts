@@ -106,6 +106,11 @@ describe('layers', () => {
     expect(reachable(jobs).filter((file) => file.startsWith('src/reader/'))).toEqual([]);
   });
 
+  it('the Iceberg catalog sits on the read path: neither the catalog nor the read API reaches src/iceberg (serve mounts it)', () => {
+    const below = sources(join(root, 'src/catalog')).concat(sources(join(root, 'src/reader'))).map((file) => relative(root, file));
+    expect(reachable(below).filter((file) => file.startsWith('src/iceberg/'))).toEqual([]);
+  });
+
   it('src/ has no loose modules: every module is in the folder of its stage or job', () => {
     expect(readdirSync(join(root, 'src')).filter((name) => name.endsWith('.ts'))).toEqual([]);
   });

@@ -1,0 +1,266 @@
+/**
+ * The files an Iceberg table's metadata names, computed on request from the catalog and
+ * never stored, each immutable under its name (below `<location>/metadata/`):
+ *
+ *   NNNNN-<snapshot id>.metadata.json   the table metadata as of snapshot NNNNN (its
+ *                                       sequence number; 00000-<table uuid> before any)
+ *   snap-<snapshot id>.avro             the snapshot's manifest list
+ *   m-<p>-<r>-<sha256, 16 hex>.avro     the manifest of partition value p as snapshot r
+ *                                       left it: named by its content's hash
+ *
+ * A snapshot's files are grouped by partition value (hour or day), one manifest each, so
+ * engines prune whole manifests by time. The manifest of a partition value changes only
+ * when a cut adds or removes one of its files (r is the latest such cut up to the
+ * snapshot): older hours keep their manifest from snapshot to snapshot, as Iceberg's own
+ * writers keep manifests they do not touch. Its entries: ADDED for files r added,
+ * EXISTING for earlier ones (with the snapshot and sequence number that added them).
+ * Manifests are kept in the service's byte-bounded cache; their names and lengths in a
+ * small map beside it.
+ */
+import { createHash } from 'node:crypto';
+import { findFiles, type DataFile } from '../catalog/file-reads.js';
+import type { TableRecord } from '../catalog/tables.js';
+import { HttpError } from '../reader/file-response.js';
+import type { ReaderService } from '../reader/service.js';
+import { schemaVersionsUpTo, type VersionedSchema } from '../schema/versions.js';
+import { entryStatus, manifestBytes, manifestListBytes, type ListedManifest, type ManifestFile } from './manifests.js';
+import { tableMetadata, type SnapshotRecord, type TableMetadata } from './metadata.js';
+import { partitionSpec, partitionValue } from './partition.js';
+import { icebergSchema } from './schema.js';
+import { cutSnapshotIfChanged, historyAsOf, membershipsUpTo, snapshotIds, tableUuid, type CutOptions, type Membership } from './snapshots.js';
+
+/** Where files are named: s3://<bucket> or the HTTP face's address. */
+export interface Root {
+  base: string;
+}
+
+export interface IcebergFile {
+  bytes: Uint8Array;
+  contentType: string;
+  modified: Date;
+}
+
+const metadataName = /^(\d{5,19})-([0-9a-f-]{1,36})\.metadata\.json$/;
+const manifestListName = /^snap-(\d{1,19})\.avro$/;
+const manifestName = /^m-(-?\d{1,12})-(\d{1,19})-([0-9a-f]{16})\.avro$/;
+
+/** Files read from the catalog in one query when manifests are built. */
+const filesPerQuery = 5_000;
+
+interface ManifestContext {
+  snapshots: Map<bigint, { snapshotId: bigint; cutAt: Date; schemaVersion: number }>;
+  schemas: Map<number, VersionedSchema>;
+}
+
+/** What the service remembers of manifests it built (name, length, counts) at most. */
+const manifestInfos = 10_000;
+
+export class IcebergFiles {
+  private readonly infos = new Map<string, ListedManifest & { name: string }>();
+
+  constructor(private readonly service: ReaderService, private readonly cut: CutOptions) {}
+
+  private get catalog() {
+    return this.service.catalog;
+  }
+
+  private location(table: TableRecord, root: Root): string {
+    return `${root.base}/tables/${table.name}`;
+  }
+
+  /** Cuts a snapshot if one is due (src/iceberg/snapshots.ts) and gives the metadata as of the newest. */
+  async loadTable(table: TableRecord, root: Root): Promise<{ metadata: TableMetadata; location: string }> {
+    const sequence = await cutSnapshotIfChanged(this.catalog, table.tableId, this.cut);
+    return this.metadataAsOf(table, sequence, root);
+  }
+
+  private async metadataAsOf(table: TableRecord, sequence: bigint, root: Root): Promise<{ metadata: TableMetadata; location: string; modified: Date }> {
+    const location = this.location(table, root);
+    const history = sequence === 0n ? [] : await historyAsOf(this.catalog, table.tableId, sequence);
+    const current = history.at(-1);
+    const uuid = await tableUuid(this.catalog, table.tableId);
+    const schemas = await schemaVersionsUpTo(this.catalog, table.tableId, current?.schemaVersion ?? 2 ** 31 - 1);
+    const name = (s: SnapshotRecord | undefined) => (s ? `${String(s.sequenceNumber).padStart(5, '0')}-${s.snapshotId}` : `00000-${uuid}`) + '.metadata.json';
+    const metadata = tableMetadata({
+      tableUuid: uuid,
+      location,
+      createdAt: table.createdAt,
+      schemas,
+      spec: partitionSpec(schemas.at(-1)!.schema, table.settings.granularity),
+      properties: {
+        'offsetlake.topic': table.topic,
+        'offsetlake.format': table.format,
+        'offsetlake.granularity': table.settings.granularity,
+        'write.format.default': 'parquet',
+      },
+      snapshots: history.map((s) => ({ ...s, manifestList: `${location}/metadata/snap-${s.snapshotId}.avro` })),
+      metadataLog: history.slice(0, -1).map((s) => ({ timestampMs: s.cutAt.getTime(), file: `${location}/metadata/${name(s)}` })),
+    });
+    return { metadata, location: `${location}/metadata/${name(current)}`, modified: current?.cutAt ?? table.createdAt };
+  }
+
+  /** A file below the table's metadata/, by name; HttpError 404 for a name that is not one (or no longer is). */
+  async file(table: TableRecord, name: string, root: Root): Promise<IcebergFile> {
+    const gone = (why: string) => new HttpError(404, `table ${table.name} has no metadata file ${name}: ${why}`);
+    let match = metadataName.exec(name);
+    if (match) {
+      const sequence = BigInt(match[1]!);
+      const ids = await snapshotIds(this.catalog, table.tableId);
+      if (sequence !== 0n && String(ids.get(sequence)) !== match[2]) throw gone(`no snapshot ${match[2]} has sequence number ${sequence}`);
+      const built = await this.metadataAsOf(table, sequence, root);
+      if (!built.location.endsWith(`/${name}`)) throw gone('that is not the name of its metadata before its first snapshot');
+      return { bytes: Buffer.from(JSON.stringify(built.metadata)), contentType: 'application/json', modified: built.modified };
+    }
+    match = manifestListName.exec(name);
+    if (match) {
+      const snapshotId = BigInt(match[1]!);
+      const ids = await snapshotIds(this.catalog, table.tableId);
+      const sequence = [...ids].find(([, id]) => id === snapshotId)?.[0];
+      if (sequence === undefined) throw gone(`it has no snapshot ${snapshotId}`);
+      return this.manifestList(table, sequence, ids, root);
+    }
+    match = manifestName.exec(name);
+    if (match) {
+      const built = await this.manifest(table, await this.context(table), Number(match[1]), BigInt(match[2]!), root);
+      if (!built || built.info.name !== name) throw gone('no snapshot has that manifest (its content hash differs)');
+      return built.file;
+    }
+    throw gone('names are NNNNN-<snapshot id>.metadata.json, snap-<snapshot id>.avro and m-<partition>-<sequence>-<hash>.avro, as the table metadata gives them');
+  }
+
+  /** Snapshot `sequence`'s manifest list: one manifest per partition value with live files. */
+  private async manifestList(table: TableRecord, sequence: bigint, ids: Map<bigint, bigint>, root: Root): Promise<IcebergFile> {
+    const context = await this.context(table);
+    const snapshot = context.snapshots.get(sequence)!;
+    const byPartition = new Map<number, Membership[]>();
+    for (const member of await membershipsUpTo(this.catalog, table.tableId, sequence)) {
+      const p = partitionValue(member.bucket.getTime(), table.settings.granularity);
+      const list = byPartition.get(p);
+      if (list) list.push(member);
+      else byPartition.set(p, [member]);
+    }
+    const wanted: { p: number; written: bigint; members: Membership[] }[] = [];
+    for (const [p, members] of [...byPartition].sort(([a], [b]) => a - b)) {
+      if (!members.some((m) => live(m, sequence))) continue;
+      // the latest cut up to this snapshot that added or removed a file of p
+      const written = members.reduce((latest, m) => {
+        const events = [m.addedSequence, ...(m.removedSequence !== null && m.removedSequence <= sequence ? [m.removedSequence] : [])];
+        return events.reduce((a, b) => (b > a ? b : a), latest);
+      }, 0n);
+      wanted.push({ p, written, members });
+    }
+    // Manifests not built yet are built in batches whose files are read in one query each:
+    // a round trip per manifest was most of a cold list's time, and all files at once would
+    // hold every footer of the table in memory.
+    const built = new Map<number, ListedManifest>();
+    let batch: typeof wanted = [];
+    let batchFiles = 0;
+    const flush = async () => {
+      const files = await findFiles(this.catalog, table.tableId, batch.flatMap((w) => w.members.filter((m) => live(m, w.written)).map((m) => m.dataFileId)));
+      const byId = new Map(files.map((file) => [file.dataFileId, file]));
+      for (const w of batch) {
+        const manifest = await this.manifest(table, context, w.p, w.written, root, w.members, byId);
+        if (manifest) built.set(w.p, manifest.info);
+      }
+      batch = [];
+      batchFiles = 0;
+    };
+    for (const w of wanted) {
+      const cached = this.cachedManifest(table, w.p, w.written, root);
+      if (cached) {
+        built.set(w.p, cached);
+        continue;
+      }
+      batch.push(w);
+      batchFiles += w.members.length;
+      if (batchFiles >= filesPerQuery) await flush();
+    }
+    if (batch.length > 0) await flush();
+    const listed = wanted.flatMap((w) => (built.has(w.p) ? [built.get(w.p)!] : []));
+    const spec = partitionSpec(context.schemas.get(snapshot.schemaVersion)!.schema, table.settings.granularity);
+    const parent = ids.get(sequence - 1n) ?? null;
+    return { bytes: manifestListBytes(listed, { snapshotId: snapshot.snapshotId, parentSnapshotId: parent, sequenceNumber: sequence }, spec), contentType: 'application/octet-stream', modified: snapshot.cutAt };
+  }
+
+  /** What building manifests of the table needs of every snapshot and schema version, read once per request. */
+  private async context(table: TableRecord): Promise<ManifestContext> {
+    const result = await this.catalog.query<{ sequence_number: string; snapshot_id: string; cut_at: Date; schema_version: number }>(
+      'SELECT sequence_number, snapshot_id, cut_at, schema_version FROM offsetlake.iceberg_snapshot WHERE table_id = $1', [table.tableId]);
+    const snapshots = new Map(result.rows.map((row) => [BigInt(row.sequence_number), { snapshotId: BigInt(row.snapshot_id), cutAt: row.cut_at, schemaVersion: row.schema_version }]));
+    const schemas = await schemaVersionsUpTo(this.catalog, table.tableId, 2 ** 31 - 1);
+    return { snapshots, schemas: new Map(schemas.map((s) => [s.version, s])) };
+  }
+
+  private manifestKey(table: TableRecord, p: number, written: bigint, root: Root): string {
+    return `iceberg:${table.tableId}:${root.base}:${p}:${written}`;
+  }
+
+  /** A manifest built before whose bytes are still cached. */
+  private cachedManifest(table: TableRecord, p: number, written: bigint, root: Root): (ListedManifest & { name: string }) | undefined {
+    const key = this.manifestKey(table, p, written, root);
+    const info = this.infos.get(key);
+    return info && this.service.cache.get(key) instanceof Uint8Array ? info : undefined;
+  }
+
+  /**
+   * The manifest of partition value `p` as snapshot `written` left it (its live files of
+   * p then), with its name; null when it holds no file. `members`: the memberships up to
+   * some snapshot at or after `written`, and `files` the data files, when the caller has them.
+   */
+  private async manifest(table: TableRecord, context: ManifestContext, p: number, written: bigint, root: Root, members?: readonly Membership[], files?: ReadonlyMap<bigint, DataFile>): Promise<{ info: ListedManifest & { name: string }; file: IcebergFile } | null> {
+    const key = this.manifestKey(table, p, written, root);
+    const writer = context.snapshots.get(written);
+    if (!writer) return null;
+    const modified = writer.cutAt;
+    const cachedInfo = this.infos.get(key);
+    const cachedBytes = this.service.cache.get(key);
+    if (cachedInfo && cachedBytes instanceof Uint8Array) return { info: cachedInfo, file: { bytes: cachedBytes, contentType: 'application/octet-stream', modified } };
+    const all = members ?? (await membershipsUpTo(this.catalog, table.tableId, written));
+    const inManifest = all.filter((m) => live(m, written) && partitionValue(m.bucket.getTime(), table.settings.granularity) === p);
+    if (inManifest.length === 0) return null;
+    const ids = new Map([...context.snapshots].map(([sequence, s]) => [sequence, s.snapshotId]));
+    const current = context.schemas.get(writer.schemaVersion)!;
+    const spec = partitionSpec(current.schema, table.settings.granularity);
+    const added = new Map(inManifest.map((m) => [m.dataFileId, m.addedSequence]));
+    const dataFiles = files ? inManifest.map((m) => files.get(m.dataFileId)!) : await findFiles(this.catalog, table.tableId, inManifest.map((m) => m.dataFileId));
+    const entries: ManifestFile[] = dataFiles.map((file) => {
+      const sequenceNumber = added.get(file.dataFileId)!;
+      return {
+        file,
+        location: `${this.location(table, root)}/files/${file.dataFileId}.parquet`,
+        schema: context.schemas.get(file.schemaVersion)!.schema,
+        partition: p,
+        status: sequenceNumber === written ? entryStatus.added : entryStatus.existing,
+        snapshotId: ids.get(sequenceNumber)!,
+        sequenceNumber,
+      };
+    });
+    const bytes = manifestBytes(entries, { table: current.schema, iceberg: icebergSchema(current.schema, current.version) }, spec);
+    const name = `m-${p}-${written}-${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}.avro`;
+    const addedEntries = entries.filter((e) => e.status === entryStatus.added);
+    const rows = (list: ManifestFile[]) => list.reduce((sum, e) => sum + e.file.recordCount, 0n);
+    const info: ListedManifest & { name: string } = {
+      name,
+      path: `${this.location(table, root)}/metadata/${name}`,
+      length: bytes.byteLength,
+      addedSnapshotId: ids.get(written)!,
+      sequenceNumber: written,
+      minSequenceNumber: entries.reduce((least, e) => (e.sequenceNumber < least ? e.sequenceNumber : least), written),
+      addedFiles: addedEntries.length,
+      existingFiles: entries.length - addedEntries.length,
+      addedRows: rows(addedEntries),
+      existingRows: rows(entries) - rows(addedEntries),
+      partitionLower: p,
+      partitionUpper: p,
+    };
+    if (this.infos.size >= manifestInfos) this.infos.delete(this.infos.keys().next().value!);
+    this.infos.set(key, info);
+    this.service.cache.set(key, bytes);
+    return { info, file: { bytes, contentType: 'application/octet-stream', modified } };
+  }
+}
+
+/** Whether the file is in snapshot `sequence`. */
+function live(member: Membership, sequence: bigint): boolean {
+  return member.addedSequence <= sequence && (member.removedSequence === null || member.removedSequence > sequence);
+}
