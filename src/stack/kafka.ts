@@ -191,6 +191,13 @@ export const kafkaService: Service = {
       if (port !== config.kafkaPort) {
         throw new DaemonStartError(`Kafka (pid ${already}) already runs on port ${port}; run \`offsetlake stack down\` before moving it to ${config.kafkaPort}`);
       }
+      // A broker started without settings this `up` asks for (the tests' infinite retention)
+      // would act otherwise than its caller expects: said, not silently reused.
+      const startedWith = new Set(readFileSync(propertiesFile(config), 'utf8').split('\n').map((line) => line.trim()));
+      const missing = Object.entries(config.brokerSettings ?? {}).filter(([key, value]) => !startedWith.has(`${key}=${value}`));
+      if (missing.length > 0) {
+        throw new DaemonStartError(`Kafka (pid ${already}) runs without ${missing.map(([key, value]) => `${key}=${value}`).join(', ')}, which this start asks for (the tests need it); run \`offsetlake stack down\` and start again`);
+      }
       // Cheap, and covers an earlier `up` that was interrupted while the broker started.
       await waitReady(config, port, already);
       return running(config, already, port);

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isAlive, isZombie } from '../../src/stack/process.js';
+import { stackConfig } from '../../src/stack/config.js';
+import { kafkaService } from '../../src/stack/kafka.js';
 
 const run = promisify(execFile);
 // Its own home and ports: this stack must not disturb the one the other tests use. The ports
@@ -67,6 +69,9 @@ describe('offsetlake stack', () => {
 
     const second = JSON.parse(await offsetlake('stack', 'up', '--json'));
     expect(second.services.map((s: { pid: number }) => s.pid)).toEqual(pids);
+    // the tests' start asks for infinite retention: a broker started without it is not silently reused
+    const asTheTestsAsk = { ...stackConfig({}, env), brokerSettings: { 'log.retention.ms': '-1' } };
+    await expect(kafkaService.up(asTheTestsAsk, () => {})).rejects.toThrow(`Kafka (pid ${pids[0]}) runs without log.retention.ms=-1, which this start asks for (the tests need it); run \`offsetlake stack down\` and start again`);
     // a third time, as text: nothing to migrate, so no line says it migrated
     expect(await offsetlake('stack', 'up')).not.toContain('catalog migrated');
 
