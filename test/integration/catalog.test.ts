@@ -38,7 +38,7 @@ async function appliedVersions(url: string): Promise<number[]> {
   }
 }
 
-const expectedTables = ['backfill_step', 'current_column', 'data_file', 'file_column_stats', 'granule', 'index_entry', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'mapping_id_turn', 'reader_counters', 'schema_migration', 'secondary_index', 'table_column', 'table_schema'];
+const expectedTables = ['backfill_step', 'current_column', 'data_file', 'file_column_stats', 'granule', 'iceberg_file', 'iceberg_snapshot', 'iceberg_table', 'index_entry', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'mapping_id_turn', 'reader_counters', 'schema_migration', 'secondary_index', 'table_column', 'table_schema'];
 // The DuckLake 0.3 catalog's relations, as DuckDB 1.4.4 creates them (shared/ducklake-0.3-ddl.sql): views here.
 const ducklakeTables = ['column', 'column_mapping', 'column_tag', 'data_file', 'delete_file', 'file_column_stats', 'file_partition_value',
   'files_scheduled_for_deletion', 'inlined_data_tables', 'metadata', 'name_mapping', 'partition_column', 'partition_info', 'schema',
@@ -186,7 +186,7 @@ describe('catalog migrations', () => {
       await catalog.query("INSERT INTO offsetlake.lake_table (table_name, topic, format, settings) VALUES ('old', 'old', 'json', '{}')");
       await catalog.query('INSERT INTO offsetlake.table_schema (table_id, schema_version, schema) VALUES (1, 1, $1), (1, 2, $2)', [JSON.stringify(v1), JSON.stringify(v2)]);
 
-      expect((await migrateCatalog(catalog)).applied).toEqual([6, 7, 8, 9, 10, 11, 12]);
+      expect((await migrateCatalog(catalog)).applied).toEqual([6, 7, 8, 9, 10, 11, 12, 13]);
       const versions = await catalog.query<{ schema_version: number; mapping_id: bigint; node_ids: Record<string, number> }>(
         "SELECT schema_version, mapping_id, schema->'nodeIds' AS node_ids FROM offsetlake.table_schema ORDER BY schema_version");
       expect(versions.rows).toEqual([
