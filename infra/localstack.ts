@@ -24,7 +24,7 @@ import { ArnFormat, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import type { Construct } from 'constructs';
-import { BackfillStateMachine } from './backfill.js';
+import { BackfillStateMachine } from './state-machines.js';
 import { stackScopedName } from './names.js';
 import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import type { OffsetlakeStackProps } from './stack.js';

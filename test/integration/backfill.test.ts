@@ -13,7 +13,7 @@ import { readCommittedRange } from '../../src/kafka/read.js';
 import { sealRange } from '../../src/ranges/sealer.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
-import { runBackfillStateMachine } from '../../infra/local-execution.js';
+import { runBackfillStateMachine } from '../../src/backfill/local-execution.js';
 import { backfillSlotStep } from '../../src/backfill/slot.js';
 
 let engine: Engine;

@@ -16,7 +16,7 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { IndexBackfillTaskError, type IndexBackfillStart, type IndexBackfillTaskResult } from '../../src/index-backfill/tasks.js';
 import { scheduledCheck } from '../../src/retention/scheduled.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { runIndexBackfillStateMachine } from '../../infra/local-index-execution.js';
+import { runIndexBackfillStateMachine } from '../../src/index-backfill/local-execution.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 
 let engine: Engine;
