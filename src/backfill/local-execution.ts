@@ -22,12 +22,6 @@ export interface LocalBackfillOptions extends Omit<LocalChainOptions<BackfillSta
   chunksPerExecution?: number;
   /** Chunk options (claim TTL, build, history source) passed to the engine. */
   chunk?: BackfillTaskDeps['chunk'];
-  /**
-   * Called after every Lambda task ran, with its state's name, the payload it was invoked
-   * with and what it returned. An error it throws is the task's error, as when Lambda's
-   * answer is lost after the work was done (the state's Retry then runs the task again).
-   */
-  afterTask?: (state: string, payload: unknown, result: unknown) => void | Promise<void>;
   /** The executions started so far (names are used once); default: one registry per process, as one account's. */
   executions?: LocalExecutions;
 }
@@ -106,16 +100,11 @@ async function runChain(
   const started = performance.now();
   const deps: BackfillTaskDeps = { catalog: engine.catalog, kafka: engine.kafka, ...(options.chunk ? { chunk: options.chunk } : {}) };
   const summary: LocalBackfillSummary = { table: first.input.table, partitions: [], chunks: 0, records: 0, bytes: 0, files: 0, elapsedMs: 0, executions: 0, executionNames: [] };
-  const task = (state: string, run: LocalTask): LocalTask => async (payload) => {
-    const result = await run(payload);
-    await options.afterTask?.(state, payload, result);
-    return result;
-  };
   const plan: LocalTask = (payload) => planTask(deps, payload);
   const names = await runLocalChain(backfillMachine(), options.executions, first, {
-    [backfillStates.plan]: task(backfillStates.plan, plan),
-    [backfillStates.replan]: task(backfillStates.replan, plan),
-    [backfillStates.chunk]: task(backfillStates.chunk, async (payload) => {
+    [backfillStates.plan]: plan,
+    [backfillStates.replan]: plan,
+    [backfillStates.chunk]: async (payload) => {
       const step = await chunkTask(deps, payload);
       if (step.result) {
         summary.chunks += 1;
@@ -125,10 +114,11 @@ async function runChain(
         progress(step.result);
       }
       return step;
-    }),
+    },
   }, {
     ...(options.onExecution ? { onExecution: options.onExecution } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    ...(options.afterTask ? { afterTask: options.afterTask } : {}),
     ...(options.retryIntervalOverrides ? { retryIntervalOverrides: options.retryIntervalOverrides } : {}),
   });
   summary.executions = names.length;

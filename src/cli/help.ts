@@ -96,7 +96,7 @@ export const commandHelp: Record<string, Help> = {
   },
   rebuild: { about: "One file rebuilt from Kafka; its size, footer and sha256 are compared with the catalog's, and a difference is an error.", usage: line(indexUsage, 'rebuild'), flags: [['-o, --output PATH', 'write the bytes there'], json, ...engine], example: 'offsetlake rebuild orders 12 -o /tmp/12.parquet' },
   check: { about: 'Every live file rebuilt from Kafka; each one that does not match the catalog is named. Exit 1 if any.', usage: line(indexUsage, 'check'), flags: [json, ...engine], example: 'offsetlake check orders' },
-  backfill: { about: 'The backfill state machine that CDK synthesizes, run locally: history below each partition\'s indexed range, chunk by chunk, with progress.', usage: line(backfillUsage, 'backfill'), flags: [['--chunks-per-execution N', 'chunks before the machine continues as a new execution'], json, ...engine], example: 'offsetlake backfill orders' },
+  backfill: { about: 'The backfill state machine (the definition that deploys), run locally: history below each partition\'s indexed range, chunk by chunk, with progress.', usage: line(backfillUsage, 'backfill'), flags: [['--chunks-per-execution N', 'chunks before the machine continues as a new execution'], json, ...engine], example: 'offsetlake backfill orders' },
   retention: { about: "One retention check (files below Kafka's earliest offset expire) and partition discovery.", usage: line(backfillUsage, 'retention'), flags: [json, ...engine], example: 'offsetlake retention' },
   serve: {
     about: 'The HTTP read API for engines: tables, manifests, files rebuilt from Kafka and verified, Range requests, /metrics.',

@@ -44,10 +44,10 @@ export async function runIndexBackfillStateMachine(deps: IndexBackfillTaskDeps, 
       const result = await indexBackfillTask(deps, event);
       steps += 1;
       options.onStep?.(event, result);
-      await options.afterStep?.(event, result);
       return result;
     },
   }, {
+    ...(options.afterStep ? { afterTask: (state: string, event: unknown, result: unknown) => (state === indexBackfillStates.step ? options.afterStep!(event, result as IndexBackfillTaskResult) : undefined) } : {}),
     ...(options.retryIntervalOverrides ? { retryIntervalOverrides: options.retryIntervalOverrides } : {}),
     ...(options.waitTimeOverrides ? { waitTimeOverrides: options.waitTimeOverrides } : {}),
   });

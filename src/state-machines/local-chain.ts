@@ -22,6 +22,13 @@ export interface LocalChainOptions<Input> {
   onExecution?: (execution: number, input: Input, name: string) => void;
   /** Every event of every execution (states entered and exited, with their input and output). */
   onEvent?: (event: LocalExecutionEvent, executionName: string) => void;
+  /**
+   * Called after every Task state's handler ran (ContinueAsNew's included), with the
+   * state's name, the payload and the result. An error it throws is the task's error, as
+   * when Lambda's (or StartExecution's) answer is lost after the work was done: the
+   * state's Retry then runs the task again.
+   */
+  afterTask?: (state: string, payload: unknown, result: unknown) => void | Promise<void>;
   /** Milliseconds before a state's retry, by state name, instead of the definition's intervals. */
   retryIntervalOverrides?: Record<string, number>;
   /** Milliseconds a Wait state waits, by state name, instead of the definition's. */
@@ -59,8 +66,16 @@ export async function runLocalChain<Input>(
       if (started) continued = { name: String(request.Name), input: request.Input! };
       return { ExecutionArn: executionArn, StartDate: new Date().toISOString() };
     };
-    // The library types task payloads and results as JSON values; ours are plain JSON objects.
-    const handlers = Object.fromEntries(Object.entries({ ...tasks, [continueAsNewState]: continueAsNew }).map(([state, task]) => [state, task as (payload: unknown) => Promise<never>]));
+    const afterTask = options.afterTask;
+    const handlers = Object.fromEntries(Object.entries({ ...tasks, [continueAsNewState]: continueAsNew }).map(([state, task]) => {
+      const handler = async (payload: unknown): Promise<never> => {
+        const result = await task(payload);
+        await afterTask?.(state, payload, result);
+        // The library types task results as JSON values; ours are plain JSON objects.
+        return result as never;
+      };
+      return [state, handler];
+    }));
     const execution = local.run(input as never, {
       overrides: {
         taskResourceLocalHandlers: handlers,

@@ -1,5 +1,5 @@
 /**
- * The backfill state machine that CDK synthesizes, executed locally with
+ * The backfill state machine's definition (the one that deploys), executed locally with
  * aws-local-stepfunctions against the real broker and Postgres: its Task states run the
  * Lambda's task code, ContinueAsNew starts the next local execution.
  */
@@ -51,7 +51,7 @@ async function fileRanges(tableId: bigint): Promise<string[]> {
   return (await listFiles(engine.catalog, tableId)).map((f) => `${f.partition}:${f.startOffset}-${f.endOffset}/${f.recordCount}/${f.source}`).sort();
 }
 
-describe('the synthesized backfill state machine, executed locally', () => {
+describe('the backfill state machine, executed locally', () => {
   it('backfills two partitions in 500-offset chunks to Kafka\'s earliest in two executions while live indexing commits between its chunks; backfilled and live files together tile [target, indexed_end) with every record in one file', async () => {
     // Prepare: 1,500 records in each of two partitions, then the table (its indexed ranges start at the LSO, 1,500).
     const topic = await newTopic(engine, 2, 'sm-backfill');

@@ -118,7 +118,7 @@ async function backfill(partitions: number, chunksEach: number, chunksPerExecuti
   return run;
 }
 
-/** The bound infra/backfill.ts states: 30 + 9 per step + 4 per slot. */
+/** The bound src/backfill/definition.ts states: 30 + 9 per step + 4 per slot. */
 const bound = (e: { steps: number; slots: number }) => 30 + 9 * e.steps + 4 * e.slots;
 
 describe('the backfill definition and the 25,000-event history limit', () => {
