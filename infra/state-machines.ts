@@ -19,55 +19,46 @@ import { backfillDefinition, backfillMachineSuffix } from '../src/backfill/defin
 import { indexBackfillDefinition, indexBackfillMachineSuffix } from '../src/index-backfill/definition.js';
 import type { AslDefinition } from '../src/state-machines/asl.js';
 
-/**
- * The machine named `<stack>-<suffix>` running `definition` (its tokens, the functions'
- * ARNs and the partition, resolved by CloudFormation), allowed to invoke `functions` and
- * StartExecution on itself only (continue-as-new).
- */
-function selfContinuingMachine(scope: Construct, suffix: string, definition: AslDefinition, functions: lambda.IFunction[]): sfn.StateMachine {
-  const name = stackScopedName(scope, suffix, 80);
-  const machine = new sfn.StateMachine(scope, 'StateMachine', {
-    stateMachineName: name,
-    stateMachineType: sfn.StateMachineType.STANDARD,
-    // The definition's own TimeoutSeconds bounds an execution (a week).
-    definitionBody: sfn.DefinitionBody.fromString(Stack.of(scope).toJsonString(definition)),
-    logs: {
-      destination: new logs.LogGroup(scope, 'Logs', { retention: logs.RetentionDays.ONE_MONTH }),
-      level: sfn.LogLevel.ERROR,
-    },
-  });
-  for (const fn of functions) fn.grantInvoke(machine);
-  const selfArn = Stack.of(scope).formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
-  machine.addToRolePolicy(new iam.PolicyStatement({ actions: ['states:StartExecution'], resources: [selfArn] }));
-  return machine;
+export interface SelfContinuingStateMachineProps {
+  /** The machine is named `<stack>-<suffix>`. */
+  suffix: string;
+  /** Its definition, the functions' ARNs and the partition as tokens that CloudFormation resolves. */
+  definition: AslDefinition;
+  /** The functions its Task states invoke. */
+  invokes: lambda.IFunction[];
 }
 
-export interface BackfillStateMachineProps {
-  /** The function behind Plan, Replan and Chunk (functions/backfill). */
-  backfill: lambda.IFunction;
-}
-
-export class BackfillStateMachine extends Construct {
+/** A state machine allowed to invoke its functions and StartExecution on itself only (continue-as-new). */
+export class SelfContinuingStateMachine extends Construct {
   readonly stateMachine: sfn.StateMachine;
 
-  constructor(scope: Construct, id: string, props: BackfillStateMachineProps) {
+  constructor(scope: Construct, id: string, props: SelfContinuingStateMachineProps) {
     super(scope, id);
-    const definition = backfillDefinition({ partition: Aws.PARTITION, functionArns: { backfill: props.backfill.functionArn } });
-    this.stateMachine = selfContinuingMachine(this, backfillMachineSuffix, definition, [props.backfill]);
+    const name = stackScopedName(this, props.suffix, 80);
+    this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
+      stateMachineName: name,
+      stateMachineType: sfn.StateMachineType.STANDARD,
+      // The definition's own TimeoutSeconds bounds an execution (a week).
+      definitionBody: sfn.DefinitionBody.fromString(Stack.of(this).toJsonString(props.definition)),
+      logs: {
+        destination: new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.ONE_MONTH }),
+        level: sfn.LogLevel.ERROR,
+      },
+    });
+    for (const fn of props.invokes) fn.grantInvoke(this.stateMachine);
+    const selfArn = Stack.of(this).formatArn({ service: 'states', resource: 'stateMachine', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    this.stateMachine.addToRolePolicy(new iam.PolicyStatement({ actions: ['states:StartExecution'], resources: [selfArn] }));
   }
 }
 
-export interface IndexBackfillStateMachineProps {
-  /** The function behind Step (functions/index-backfill). */
-  step: lambda.IFunction;
+/** The backfill state machine, its Plan, Replan and Chunk states invoking `backfill` (functions/backfill). */
+export function backfillStateMachine(scope: Construct, id: string, backfill: lambda.IFunction): SelfContinuingStateMachine {
+  const definition = backfillDefinition({ partition: Aws.PARTITION, functionArns: { backfill: backfill.functionArn } });
+  return new SelfContinuingStateMachine(scope, id, { suffix: backfillMachineSuffix, definition, invokes: [backfill] });
 }
 
-export class IndexBackfillStateMachine extends Construct {
-  readonly stateMachine: sfn.StateMachine;
-
-  constructor(scope: Construct, id: string, props: IndexBackfillStateMachineProps) {
-    super(scope, id);
-    const definition = indexBackfillDefinition({ partition: Aws.PARTITION, functionArns: { indexBackfill: props.step.functionArn } });
-    this.stateMachine = selfContinuingMachine(this, indexBackfillMachineSuffix, definition, [props.step]);
-  }
+/** The index backfill state machine, its Step state invoking `step` (functions/index-backfill). */
+export function indexBackfillStateMachine(scope: Construct, id: string, step: lambda.IFunction): SelfContinuingStateMachine {
+  const definition = indexBackfillDefinition({ partition: Aws.PARTITION, functionArns: { indexBackfill: step.functionArn } });
+  return new SelfContinuingStateMachine(scope, id, { suffix: indexBackfillMachineSuffix, definition, invokes: [step] });
 }

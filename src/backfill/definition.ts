@@ -50,7 +50,7 @@
  * A step is idempotent (a retried step finds the record its first attempt committed with
  * its chunk, and changes nothing), so every task retries on any error.
  */
-import { continueAsNewState, continueAsNewStates, executionTimeoutSeconds, localMachine, localTargets, taskRetries, type AslDefinition, type LocalMachine, type StateMachineTargets } from '../state-machines/asl.js';
+import { continueAsNewState, localMachine, localTargets, selfContinuingDefinition, taskRetries, type AslDefinition, type LocalMachine, type StateMachineTargets } from '../state-machines/asl.js';
 import { defaultSlots, maxSlots } from './limits.js';
 
 /** State names the local runner maps to the engine (taskResourceLocalHandlers is keyed by state name). */
@@ -85,87 +85,82 @@ export function backfillDefinition(targets: StateMachineTargets<BackfillFunction
   const retries = taskRetries(badRequestErrors);
   // The execution input (Replan: the state), so the plan keeps its budget and number.
   const planRequest = { action: 'plan', 'table.$': '$.table', 'input.$': '$', slots: maxConcurrency };
-  return {
-    StartAt: backfillStates.plan,
-    States: {
-      // No ResultPath: the plan replaces the state (aws-local-stepfunctions 3.0.0 would nest an explicit "$" under a key "$").
-      [backfillStates.plan]: { Type: 'Task', Resource: backfill, Parameters: planRequest, Retry: retries, Next: 'HasWork' },
-      HasWork: { Type: 'Choice', Choices: [{ Variable: '$.slots[0]', IsPresent: true, Next: 'Slots' }], Default: 'Done' },
-      Slots: {
-        Type: 'Map',
-        ItemsPath: '$.slots',
-        MaxConcurrency: maxConcurrency,
-        ItemSelector: {
-          'table.$': '$.table',
-          'tableId.$': '$.tableId',
-          // With the slot's number, the owner of the slot's claims and the key of its step records.
-          'executionName.$': '$$.Execution.Name',
-          'slot.$': '$$.Map.Item.Value',
-          'budget.$': '$.chunksPerSlot',
-          chunks: 0,
-        },
-        ItemProcessor: {
-          ProcessorConfig: { Mode: 'INLINE' },
-          StartAt: backfillStates.chunk,
-          States: {
-            [backfillStates.chunk]: {
-              Type: 'Task',
-              Resource: backfill,
-              Parameters: {
-                action: 'chunk',
-                'table.$': '$.table',
-                'tableId.$': '$.tableId',
-                'executionName.$': '$.executionName',
-                'slot.$': '$.slot',
-                'step.$': '$.chunks',
-                'budget.$': '$.budget',
-              },
-              ResultPath: '$.step',
-              Retry: retries,
-              Next: 'Count',
-            },
-            // The step counter lives in the state: it is what bounds one execution's history.
-            // The step's result is dropped here; only whether the slot found work goes on.
-            Count: {
-              Type: 'Pass',
-              Parameters: {
-                'table.$': '$.table',
-                'tableId.$': '$.tableId',
-                'executionName.$': '$.executionName',
-                'slot.$': '$.slot',
-                'budget.$': '$.budget',
-                'chunks.$': 'States.MathAdd($.chunks, 1)',
-                'idle.$': '$.step.idle',
-              },
-              Next: 'MoreChunks',
-            },
-            MoreChunks: {
-              Type: 'Choice',
-              Choices: [
-                { Variable: '$.idle', BooleanEquals: true, Next: 'SlotIdle' },
-                { Variable: '$.chunks', NumericGreaterThanEqualsPath: '$.budget', Next: 'BudgetSpent' },
-              ],
-              Default: backfillStates.chunk,
-            },
-            SlotIdle: { Type: 'Succeed' },
-            BudgetSpent: { Type: 'Succeed' },
-          },
-        },
-        ResultPath: null,
-        Next: backfillStates.replan,
-      },
-      // The catalog, not the Map's results, says what is left: Replan reads it again.
-      [backfillStates.replan]: { Type: 'Task', Resource: backfill, Parameters: planRequest, ResultPath: '$.replan', Retry: retries, Next: 'Unfinished' },
-      Unfinished: { Type: 'Choice', Choices: [{ Variable: '$.replan.slots[0]', IsPresent: true, Next: backfillStates.continueAsNew }], Default: 'Done' },
-      ...continueAsNewStates(targets.partition, {
+  return selfContinuingDefinition(targets.partition, backfillStates.plan, {
+    // No ResultPath: the plan replaces the state (aws-local-stepfunctions 3.0.0 would nest an explicit "$" under a key "$").
+    [backfillStates.plan]: { Type: 'Task', Resource: backfill, Parameters: planRequest, Retry: retries, Next: 'HasWork' },
+    HasWork: { Type: 'Choice', Choices: [{ Variable: '$.slots[0]', IsPresent: true, Next: 'Slots' }], Default: 'Done' },
+    Slots: {
+      Type: 'Map',
+      ItemsPath: '$.slots',
+      MaxConcurrency: maxConcurrency,
+      ItemSelector: {
         'table.$': '$.table',
-        'chunksPerExecution.$': '$.chunksPerExecution',
-        'execution.$': '$.continuation.execution',
-      }),
-      Done: { Type: 'Succeed' },
+        'tableId.$': '$.tableId',
+        // With the slot's number, the owner of the slot's claims and the key of its step records.
+        'executionName.$': '$$.Execution.Name',
+        'slot.$': '$$.Map.Item.Value',
+        'budget.$': '$.chunksPerSlot',
+        chunks: 0,
+      },
+      ItemProcessor: {
+        ProcessorConfig: { Mode: 'INLINE' },
+        StartAt: backfillStates.chunk,
+        States: {
+          [backfillStates.chunk]: {
+            Type: 'Task',
+            Resource: backfill,
+            Parameters: {
+              action: 'chunk',
+              'table.$': '$.table',
+              'tableId.$': '$.tableId',
+              'executionName.$': '$.executionName',
+              'slot.$': '$.slot',
+              'step.$': '$.chunks',
+              'budget.$': '$.budget',
+            },
+            ResultPath: '$.step',
+            Retry: retries,
+            Next: 'Count',
+          },
+          // The step counter lives in the state: it is what bounds one execution's history.
+          // The step's result is dropped here; only whether the slot found work goes on.
+          Count: {
+            Type: 'Pass',
+            Parameters: {
+              'table.$': '$.table',
+              'tableId.$': '$.tableId',
+              'executionName.$': '$.executionName',
+              'slot.$': '$.slot',
+              'budget.$': '$.budget',
+              'chunks.$': 'States.MathAdd($.chunks, 1)',
+              'idle.$': '$.step.idle',
+            },
+            Next: 'MoreChunks',
+          },
+          MoreChunks: {
+            Type: 'Choice',
+            Choices: [
+              { Variable: '$.idle', BooleanEquals: true, Next: 'SlotIdle' },
+              { Variable: '$.chunks', NumericGreaterThanEqualsPath: '$.budget', Next: 'BudgetSpent' },
+            ],
+            Default: backfillStates.chunk,
+          },
+          SlotIdle: { Type: 'Succeed' },
+          BudgetSpent: { Type: 'Succeed' },
+        },
+      },
+      ResultPath: null,
+      Next: backfillStates.replan,
     },
-    TimeoutSeconds: executionTimeoutSeconds,
-  };
+    // The catalog, not the Map's results, says what is left: Replan reads it again.
+    [backfillStates.replan]: { Type: 'Task', Resource: backfill, Parameters: planRequest, ResultPath: '$.replan', Retry: retries, Next: 'Unfinished' },
+    Unfinished: { Type: 'Choice', Choices: [{ Variable: '$.replan.slots[0]', IsPresent: true, Next: backfillStates.continueAsNew }], Default: 'Done' },
+    Done: { Type: 'Succeed' },
+  }, {
+    'table.$': '$.table',
+    'chunksPerExecution.$': '$.chunksPerExecution',
+    'execution.$': '$.continuation.execution',
+  });
 }
 
 /** What a local run executes: the default definition, placeholder ARNs (the runner overrides every Task). */

@@ -24,7 +24,7 @@
  * Input: {indexId, execution, stepsPerExecution} (indexBackfillStart(id, n) gives execution n; the
  * scheduled check starts one for every index not active that no driver holds: src/index-backfill/resume.ts).
  */
-import { continueAsNewState, continueAsNewStates, executionTimeoutSeconds, localMachine, localTargets, taskRetries, type AslDefinition, type LocalMachine, type StateMachineTargets } from '../state-machines/asl.js';
+import { continueAsNewState, localMachine, localTargets, selfContinuingDefinition, taskRetries, type AslDefinition, type LocalMachine, type StateMachineTargets } from '../state-machines/asl.js';
 
 /** State names the local runner maps to the engine (taskResourceLocalHandlers is keyed by state name). */
 export const indexBackfillStates = {
@@ -46,57 +46,52 @@ const leaseWaitSeconds = 30;
 
 /** The index backfill state machine's definition, its Task pointing at `targets`. */
 export function indexBackfillDefinition(targets: StateMachineTargets<IndexBackfillFunctions>): AslDefinition {
-  return {
-    StartAt: 'Start',
-    States: {
-      // The execution's input has no counter: Start adds it.
-      Start: {
-        Type: 'Pass',
-        Parameters: { 'indexId.$': '$.indexId', 'execution.$': '$.execution', 'stepsPerExecution.$': '$.stepsPerExecution', steps: 0 },
-        Next: indexBackfillStates.step,
-      },
-      // A bad request fails at once; anything else (Kafka, Postgres, a lost lease) is retried: nothing of a failed step was committed.
-      [indexBackfillStates.step]: {
-        Type: 'Task',
-        Resource: targets.functionArns.indexBackfill,
-        Parameters: { action: 'step', 'indexId.$': '$.indexId', 'execution.$': '$.execution', 'step.$': '$.steps' },
-        ResultPath: '$.result',
-        Retry: taskRetries(indexBadRequestErrors),
-        Next: 'Count',
-      },
-      // The counter lives in the state (it bounds the execution's history); the step's result is dropped here.
-      Count: {
-        Type: 'Pass',
-        Parameters: {
-          'indexId.$': '$.indexId',
-          'execution.$': '$.execution',
-          'stepsPerExecution.$': '$.stepsPerExecution',
-          'steps.$': 'States.MathAdd($.steps, 1)',
-          'done.$': '$.result.done',
-          'held.$': '$.result.held',
-          'continuation.$': '$.result.continuation',
-        },
-        Next: 'More',
-      },
-      More: {
-        Type: 'Choice',
-        Choices: [
-          { Variable: '$.done', BooleanEquals: true, Next: 'Done' },
-          { Variable: '$.steps', NumericGreaterThanEqualsPath: '$.stepsPerExecution', Next: indexBackfillStates.continueAsNew },
-          { Variable: '$.held', BooleanEquals: true, Next: 'WaitForLease' },
-        ],
-        Default: indexBackfillStates.step,
-      },
-      WaitForLease: { Type: 'Wait', Seconds: leaseWaitSeconds, Next: indexBackfillStates.step },
-      ...continueAsNewStates(targets.partition, {
-        'indexId.$': '$.indexId',
-        'execution.$': '$.continuation.execution',
-        'stepsPerExecution.$': '$.stepsPerExecution',
-      }),
-      Done: { Type: 'Succeed' },
+  return selfContinuingDefinition(targets.partition, 'Start', {
+    // The execution's input has no counter: Start adds it.
+    Start: {
+      Type: 'Pass',
+      Parameters: { 'indexId.$': '$.indexId', 'execution.$': '$.execution', 'stepsPerExecution.$': '$.stepsPerExecution', steps: 0 },
+      Next: indexBackfillStates.step,
     },
-    TimeoutSeconds: executionTimeoutSeconds,
-  };
+    // A bad request fails at once; anything else (Kafka, Postgres, a lost lease) is retried: nothing of a failed step was committed.
+    [indexBackfillStates.step]: {
+      Type: 'Task',
+      Resource: targets.functionArns.indexBackfill,
+      Parameters: { action: 'step', 'indexId.$': '$.indexId', 'execution.$': '$.execution', 'step.$': '$.steps' },
+      ResultPath: '$.result',
+      Retry: taskRetries(indexBadRequestErrors),
+      Next: 'Count',
+    },
+    // The counter lives in the state (it bounds the execution's history); the step's result is dropped here.
+    Count: {
+      Type: 'Pass',
+      Parameters: {
+        'indexId.$': '$.indexId',
+        'execution.$': '$.execution',
+        'stepsPerExecution.$': '$.stepsPerExecution',
+        'steps.$': 'States.MathAdd($.steps, 1)',
+        'done.$': '$.result.done',
+        'held.$': '$.result.held',
+        'continuation.$': '$.result.continuation',
+      },
+      Next: 'More',
+    },
+    More: {
+      Type: 'Choice',
+      Choices: [
+        { Variable: '$.done', BooleanEquals: true, Next: 'Done' },
+        { Variable: '$.steps', NumericGreaterThanEqualsPath: '$.stepsPerExecution', Next: indexBackfillStates.continueAsNew },
+        { Variable: '$.held', BooleanEquals: true, Next: 'WaitForLease' },
+      ],
+      Default: indexBackfillStates.step,
+    },
+    WaitForLease: { Type: 'Wait', Seconds: leaseWaitSeconds, Next: indexBackfillStates.step },
+    Done: { Type: 'Succeed' },
+  }, {
+    'indexId.$': '$.indexId',
+    'execution.$': '$.continuation.execution',
+    'stepsPerExecution.$': '$.stepsPerExecution',
+  });
 }
 
 /** What a local run executes: the default definition, a placeholder ARN (the runner overrides every Task). */

@@ -56,7 +56,7 @@ export function localMachine(suffix: string, definition: AslDefinition): LocalMa
 }
 
 /** An execution may run a week at most: a backfill chain goes on in the next one long before. */
-export const executionTimeoutSeconds = 7 * 24 * 60 * 60;
+const executionTimeoutSeconds = 7 * 24 * 60 * 60;
 
 /** StartExecution's error for a name already used (Step Functions' service integration names it so). */
 export const executionAlreadyExists = 'StepFunctions.ExecutionAlreadyExistsException';
@@ -83,7 +83,7 @@ export const continueAsNewState = 'ContinueAsNew';
  * already (a retried StartExecution whose answer was lost, or the scheduled check): it goes
  * on, this one ends.
  */
-export function continueAsNewStates(partition: string, input: Record<string, string>): Record<string, AslState> {
+function continueAsNewStates(partition: string, input: Record<string, string>): Record<string, AslState> {
   return {
     [continueAsNewState]: {
       Type: 'Task',
@@ -104,4 +104,13 @@ export function continueAsNewStates(partition: string, input: Record<string, str
     },
     AlreadyContinued: { Type: 'Succeed' },
   };
+}
+
+/**
+ * A machine that starts at `startAt` and runs `states`, one of which goes on to
+ * ContinueAsNew (added here, with AlreadyContinued), which starts the next execution with
+ * `continueInput`; an execution times out after a week.
+ */
+export function selfContinuingDefinition(partition: string, startAt: string, states: Record<string, AslState>, continueInput: Record<string, string>): AslDefinition {
+  return { StartAt: startAt, States: { ...states, ...continueAsNewStates(partition, continueInput) }, TimeoutSeconds: executionTimeoutSeconds };
 }
