@@ -30,8 +30,8 @@ export interface StateMachineTargets<Functions extends string> {
 }
 
 /** The region and account of local runs' placeholder ARNs (the runner overrides every Task: they are never called). */
-export const localRegion = 'us-east-1';
-export const localAccount = '000000000000';
+const localRegion = 'us-east-1';
+const localAccount = '000000000000';
 
 /** Placeholder targets for a local run: `arn:aws:lambda:<local region>:<local account>:function:<role>`. */
 export function localTargets<Functions extends string>(functions: readonly Functions[]): StateMachineTargets<Functions> {
