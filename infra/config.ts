@@ -73,7 +73,7 @@ export interface OffsetlakeSettings {
   /** Minutes between idle ticks, and between retention checks (with partition discovery). */
   tickMinutes: number;
   retentionMinutes: number;
-  /** Default chunk budget of one backfill execution (see infra/backfill.ts for the arithmetic). */
+  /** Default chunk budget of one backfill execution (see src/backfill/definition.ts for the arithmetic). */
   chunksPerExecution: number;
   /**
    * The reader's reserved concurrency: its public URL can then never take the concurrency

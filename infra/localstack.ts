@@ -24,13 +24,13 @@ import { ArnFormat, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import type { Construct } from 'constructs';
-import { BackfillStateMachine } from './backfill.js';
+import { backfillStateMachine, type SelfContinuingStateMachine } from './state-machines.js';
 import { stackScopedName } from './names.js';
 import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import type { OffsetlakeStackProps } from './stack.js';
 
 export class LocalstackCoreStack extends Stack {
-  readonly backfillStateMachine: BackfillStateMachine;
+  readonly backfillStateMachine: SelfContinuingStateMachine;
 
   constructor(scope: Construct, id: string, props: OffsetlakeStackProps) {
     super(scope, id, props);
@@ -43,7 +43,7 @@ export class LocalstackCoreStack extends Stack {
       skipPermissions: true,
     });
 
-    this.backfillStateMachine = new BackfillStateMachine(this, 'BackfillMachine', { backfill: uncreatedFunction('Backfill', 'backfill') });
+    this.backfillStateMachine = backfillStateMachine(this, 'BackfillMachine', uncreatedFunction('Backfill', 'backfill'));
 
     // The same secrets as infra/stack.ts: the reader's token, the functions' logins and, for a database the stack
     // creates, its generated credentials (there RDS makes this secret; here nothing uses it).

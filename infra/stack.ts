@@ -28,8 +28,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import type { Construct } from 'constructs';
 import { join } from 'node:path';
-import { BackfillStateMachine } from './backfill.js';
-import { IndexBackfillStateMachine } from './index-backfill.js';
+import { backfillStateMachine, indexBackfillStateMachine, type SelfContinuingStateMachine } from './state-machines.js';
 import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
 import { installedNativeBindings, nativeBindings, nativePlatformPackages, type LambdaCpu } from './lambda-native.js';
 import { projectRoot } from './root.js';
@@ -80,9 +79,9 @@ export class OffsetlakeStack extends Stack {
   readonly migrate: nodejs.NodejsFunction;
   readonly readerTokenRotation: nodejs.NodejsFunction;
   readonly readerUrl: lambda.FunctionUrl;
-  readonly backfillStateMachine: BackfillStateMachine;
+  readonly backfillStateMachine: SelfContinuingStateMachine;
   readonly indexBackfill: nodejs.NodejsFunction;
-  readonly indexBackfillStateMachine: IndexBackfillStateMachine;
+  readonly indexBackfillStateMachine: SelfContinuingStateMachine;
   readonly alarms: sns.Topic;
   readonly asyncFailures: sqs.Queue;
   private endpointsGroup: ec2.SecurityGroup | undefined;
@@ -296,13 +295,13 @@ export class OffsetlakeStack extends Stack {
     this.addKafkaTrigger(settings, kafkaSecret, vpc, subnets, functionsGroup);
     if (settings.kafka.kind === 'msk' && settings.kafka.auth === 'iam') this.grantMskIam(settings.kafka.clusterArn, settings.topics);
 
-    this.backfillStateMachine = new BackfillStateMachine(this, 'BackfillMachine', { backfill: this.backfill });
+    this.backfillStateMachine = backfillStateMachine(this, 'BackfillMachine', this.backfill);
     // Discovery: a partition added to a topic is indexed from its LSO and backfilled as
     // its table's history says, so retention may start a backfill execution.
     this.retention.addEnvironment('BACKFILL_STATE_MACHINE_ARN', this.backfillStateMachine.stateMachine.stateMachineArn);
     this.backfillStateMachine.stateMachine.grantStartExecution(this.retention);
     this.retention.addEnvironment('CHUNKS_PER_EXECUTION', String(settings.chunksPerExecution));
-    this.indexBackfillStateMachine = new IndexBackfillStateMachine(this, 'IndexBackfillMachine', { step: this.indexBackfill });
+    this.indexBackfillStateMachine = indexBackfillStateMachine(this, 'IndexBackfillMachine', this.indexBackfill);
     // The scheduled check starts it for every index not active that no execution drives (a new one, or one whose execution died).
     this.retention.addEnvironment('INDEX_BACKFILL_STATE_MACHINE_ARN', this.indexBackfillStateMachine.stateMachine.stateMachineArn);
     this.indexBackfillStateMachine.stateMachine.grantStartExecution(this.retention);

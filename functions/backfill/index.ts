@@ -1,5 +1,5 @@
 /**
- * The backfill state machine's Lambda (Plan, Replan and Chunk states; infra/backfill.ts):
+ * The backfill state machine's Lambda (Plan, Replan and Chunk states; src/backfill/definition.ts):
  * parses the task's event, runs the engine's step, returns its JSON. A thrown error is
  * retried by the state's Retry; a slot's step run twice changes nothing. A step's claims
  * are owned by its slot (named after the execution), not by this instance.

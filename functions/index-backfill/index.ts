@@ -1,5 +1,5 @@
 /**
- * The index backfill state machine's Lambda (its Step state; infra/index-backfill.ts):
+ * The index backfill state machine's Lambda (its Step state; src/index-backfill/definition.ts):
  * one state move or one chunk of a standalone index's backfill per invocation. A thrown
  * error is retried by the state's Retry; nothing of a failed step was committed.
  */

@@ -5,7 +5,8 @@
  * each table whose backfill no execution is working on, and an index backfill execution
  * for each index not active that no driver holds (src/retention/scheduled.ts).
  */
-import type { BackfillStarter, StartOutcome } from '../../src/backfill/resume.js';
+import type { BackfillStarter } from '../../src/backfill/resume.js';
+import type { StartOutcome } from '../../src/state-machines/chain.js';
 import type { BackfillStart } from '../../src/backfill/executions.js';
 import type { IndexBackfillStarter } from '../../src/index-backfill/resume.js';
 import type { IndexBackfillStart } from '../../src/index-backfill/tasks.js';

@@ -1,27 +1,16 @@
 /**
- * Names of backfill executions. Step Functions uses an execution name once (a Standard
- * workflow's name for 90 days): StartExecution with a name already used succeeds while
- * that execution runs with the same input, and fails with ExecutionAlreadyExists
- * otherwise. Naming each execution of a table's backfill after the table and its number
- * makes starting execution n + 1 idempotent, whoever starts it: ContinueAsNew and its
- * retries, two scheduled checks, or a scheduled check and a ContinueAsNew at once start
- * one execution between them. The table id makes a name unique across a table dropped
- * and made again under the same name.
+ * A table's backfill as a chain of executions (src/state-machines/chain.ts): execution n
+ * is named `<table>-<table id>-<n>`. The table id makes a name unique across a table
+ * dropped and made again under the same name.
  */
 import { lastBackfillExecution } from '../catalog/backfill-executions.js';
 import type { Catalog } from '../catalog/db.js';
 import { findTable } from '../catalog/tables.js';
+import { chainExecutionName, type ExecutionStart } from '../state-machines/chain.js';
 
-/** Step Functions' rule for execution names (the subset we use): 1–80 letters, digits, - and _. */
-export const executionNamePattern = /^[A-Za-z0-9_-]{1,80}$/;
-
-/**
- * `<table>-<table id>-<execution>`; the table's name is cut to fit 80 characters (the id
- * and the number never are, so names stay distinct). Table names hold no '-'.
- */
+/** `<table>-<table id>-<execution>`; the table's name is cut to fit 80 characters. */
 export function backfillExecutionName(table: string, tableId: bigint | string, execution: number): string {
-  const suffix = `-${tableId}-${execution}`;
-  return `${table.replace(/[^A-Za-z0-9_]/g, '_').slice(0, 80 - suffix.length)}${suffix}`;
+  return chainExecutionName(table, tableId, execution);
 }
 
 /** What a backfill execution is started with (ContinueAsNew adds AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID). */
@@ -32,16 +21,12 @@ export interface BackfillExecutionInput {
   chunksPerExecution?: number;
 }
 
-export interface BackfillStart {
-  name: string;
-  input: BackfillExecutionInput;
-}
+export type BackfillStart = ExecutionStart<BackfillExecutionInput>;
 
 /**
  * The execution that comes next for a table's backfill: one above the last that ran or was
  * started. Whoever starts it records its number once StartExecution answered
- * (recordBackfillExecution), so that an execution that dies before its plan ran is not
- * named again.
+ * (recordBackfillExecution).
  */
 export async function nextBackfillExecution(catalog: Catalog, tableName: string, chunksPerExecution?: number): Promise<BackfillStart & { tableId: bigint; execution: number }> {
   const table = await findTable(catalog, tableName);

@@ -47,7 +47,7 @@ export interface BackfillRunner {
 /**
  * Backfills one table to its targets in this process: plan, then each partition's chunks
  * in turn until done. `progress` gets every chunk's result. This is the seam a local
- * execution of the synthesized state machine replaces.
+ * execution of the state machine (local-execution.ts) replaces.
  */
 export async function runBackfill(
   engine: BackfillRunner,

@@ -1,5 +1,5 @@
 /**
- * One step of a slot of the backfill state machine (infra/backfill.ts). An execution runs
+ * One step of a slot of the backfill state machine (src/backfill/definition.ts). An execution runs
  * a few slots at once (the Map's items, at most its concurrency); each slot loops over
  * steps, and each step:
  *   - if this very step ran before (its answer was lost and Step Functions retried it),

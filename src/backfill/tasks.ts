@@ -1,6 +1,6 @@
 /**
- * The backfill state machine's task contract (infra/backfill.ts), shared by the Lambda
- * entry (functions/backfill) and the local execution (infra/local-execution.ts), so
+ * The backfill state machine's task contract (src/backfill/definition.ts), shared by the Lambda
+ * entry (functions/backfill) and the local execution (src/backfill/local-execution.ts), so
  * both run the same code behind the same state names:
  *
  *   plan  {action: 'plan', table, input, slots} → BackfillPlanState

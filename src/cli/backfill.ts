@@ -30,8 +30,8 @@ export async function backfillCommand(args: string[]): Promise<number> {
   const budget = values['chunks-per-execution'];
   const chunksPerExecution = budget === undefined ? undefined : wholeNumberFlag('chunks-per-execution', budget, 0, maxChunksPerExecution);
   const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
-    // The state machine CDK synthesizes, executed locally (loads aws-cdk-lib: imported only here).
-    const { runBackfillStateMachine } = await import('../../infra/local-execution.js');
+    // The state machine's definition, executed locally (loads aws-local-stepfunctions: imported only here).
+    const { runBackfillStateMachine } = await import('../backfill/local-execution.js');
     return runBackfillStateMachine(engine, name, (chunk) => progress(describeChunk(chunk)), {
       ...(chunksPerExecution !== undefined ? { chunksPerExecution } : {}),
       onExecution: (execution, _input, executionName) => progress(`${name}: state machine execution ${executionName}${execution > 1 ? ' (continued from the last)' : ''}`),

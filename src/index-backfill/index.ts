@@ -3,7 +3,7 @@
  * backfilling → catching_up → active while the table stays readable and writable.
  * `indexBackfillStep` does one step (step.ts); `runIndexBackfill` runs steps in this
  * process until the index is active (the local runner, tests); the state machine
- * (infra/index-backfill.ts) runs the same step per Lambda task (tasks.ts). No deadline:
+ * (src/index-backfill/definition.ts) runs the same step per Lambda task (tasks.ts). No deadline:
  * progress is in the catalog after every step, and a new driver goes on from there.
  */
 import { setIndexError } from '../catalog/indexes.js';

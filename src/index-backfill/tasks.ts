@@ -1,7 +1,7 @@
 /**
- * The index backfill state machine's task contract (infra/index-backfill.ts), shared by
+ * The index backfill state machine's task contract (definition.ts), shared by
  * the Lambda entry (functions/index-backfill) and the local execution
- * (infra/local-index-execution.ts):
+ * (local-execution.ts):
  *
  *   step {action: 'step', indexId, execution, step} → IndexBackfillTaskResult
  *
@@ -13,12 +13,12 @@
  */
 import type { Catalog } from '../catalog/db.js';
 import type { CommittedSource } from '../kafka/source.js';
-import { executionNamePattern } from '../backfill/executions.js';
+import { chainExecutionName, type ExecutionStart } from '../state-machines/chain.js';
 import { recordIndexExecution } from '../catalog/index-backfill.js';
 import { indexBackfillStep } from './step.js';
 import type { IndexBackfillOptions, IndexBackfillStep } from './types.js';
 
-/** Steps one execution runs before it continues as a new one (each costs 9 history events, 11 when it waits: infra/index-backfill.ts). */
+/** Steps one execution runs before it continues as a new one (each costs 9 history events, 11 when it waits: definition.ts). */
 export const defaultStepsPerExecution = 1_500;
 export const maxStepsPerExecution = 2_000;
 
@@ -52,16 +52,12 @@ export class IndexBackfillTaskError extends Error {
   override name = 'IndexBackfillTaskError';
 }
 
+/** `index-<id>-<execution>`: an index's backfill as a chain of executions (src/state-machines/chain.ts). */
 export function indexBackfillExecutionName(indexId: bigint | string, execution: number): string {
-  const name = `index-${indexId}-${execution}`;
-  if (!executionNamePattern.test(name)) throw new IndexBackfillTaskError(`index backfill: ${name} is not an execution name`);
-  return name;
+  return chainExecutionName('index', indexId, execution);
 }
 
-export interface IndexBackfillStart {
-  name: string;
-  input: IndexBackfillExecutionInput;
-}
+export type IndexBackfillStart = ExecutionStart<IndexBackfillExecutionInput>;
 
 /** Execution n of an index's backfill (the first: what CREATE INDEX may start; the scheduled check starts the others). */
 export function indexBackfillStart(indexId: bigint, execution = 1, stepsPerExecution = defaultStepsPerExecution): IndexBackfillStart {

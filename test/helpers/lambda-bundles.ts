@@ -12,6 +12,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import type { LambdaCpu } from '../../infra/lambda-native.js';
 import { projectRoot } from '../../infra/root.js';
+import { cdkSynth } from './template-definitions.js';
 
 const run = promisify(execFile);
 const root = projectRoot();
@@ -41,21 +42,7 @@ interface TemplateResource {
 
 /** `cdk synth` of the app in cdk.json (plus `context`, as `-c key=value`) into `outDir` (bundling with the local esbuild); the functions by construct id. */
 export async function synthesizeFunctions(outDir: string, context: Record<string, string> = {}): Promise<Map<DeployedFunction, SynthesizedFunction>> {
-  const contextArgs = Object.entries(context).flatMap(([key, value]) => ['-c', `${key}=${value}`]);
-  await run(node22, [join(root, 'node_modules', 'aws-cdk', 'bin', 'cdk'), 'synth', '--quiet', '--no-notices', ...contextArgs, '-o', outDir], {
-    cwd: root,
-    // cdk.json's app is `npx tsx infra/main.ts`: Node 22 and tsx come from node_modules/.bin.
-    env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true', PATH: `${dirname(node22)}:${process.env.PATH ?? ''}` },
-    maxBuffer: 64 * 1024 * 1024,
-    timeout: 240_000,
-  }).catch((error: Error & { stderr?: string }) => {
-    throw new Error(`cdk synth failed: ${error.stderr || error.message}`);
-  });
-  const manifest = JSON.parse(readFileSync(join(outDir, 'manifest.json'), 'utf8')) as { artifacts: Record<string, { type: string; properties?: { templateFile?: string } }> };
-  const stacks = Object.entries(manifest.artifacts).filter(([, artifact]) => artifact.type === 'aws:cloudformation:stack');
-  if (stacks.length !== 1) throw new Error(`the cloud assembly holds ${stacks.length} stacks, expected one`);
-  const [stackName, stack] = stacks[0]!;
-  const template = JSON.parse(readFileSync(join(outDir, stack.properties!.templateFile!), 'utf8')) as { Resources: Record<string, TemplateResource> };
+  const { stackName, template } = await cdkSynth<TemplateResource>(outDir, context);
   const found = new Map<DeployedFunction, SynthesizedFunction>();
   for (const resource of Object.values(template.Resources)) {
     if (resource.Type !== 'AWS::Lambda::Function') continue;

@@ -13,7 +13,7 @@ import { readCommittedRange } from '../../src/kafka/read.js';
 import { sealRange } from '../../src/ranges/sealer.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
-import { runBackfillStateMachine } from '../../infra/local-execution.js';
+import { runBackfillStateMachine } from '../../src/backfill/local-execution.js';
 import { backfillSlotStep } from '../../src/backfill/slot.js';
 
 let engine: Engine;
@@ -39,7 +39,7 @@ async function fileRanges(tableId: bigint): Promise<string[]> {
 }
 
 describe('backfill against the real broker and Postgres', () => {
-  it('the synthesized state machine, run locally: 350,000 offsets in 100,000-offset chunks tile from Kafka\'s earliest up to where live indexing started, while live indexing goes on', async () => {
+  it('the state machine that deploys, run locally: 350,000 offsets in 100,000-offset chunks tile from Kafka\'s earliest up to where live indexing started, while live indexing goes on', async () => {
     const topic = await newTopic(engine, 1, 'backfill-big');
     const loadStarted = performance.now();
     // 249,990 plain records, an aborted transaction of 30 (+ its marker) across the chunk boundary at 250,000, then the rest.
@@ -68,7 +68,7 @@ describe('backfill against the real broker and Postgres', () => {
       }
     })();
 
-    // The state machine CDK synthesizes, executed locally, its tasks mapped to the same engine.
+    // The state machine's definition, executed locally, its tasks mapped to the same engine.
     const chunks: ChunkResult[] = [];
     const summary = await runBackfillStateMachine(engine, created.name, (chunk) => chunks.push(chunk));
     stopLive = true;

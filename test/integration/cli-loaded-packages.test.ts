@@ -9,7 +9,9 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
 import { commandHelp, ownHelp } from '../../src/cli/help.js';
-import { testEngine } from '../helpers/engine.js';
+import { produce } from '../../src/kafka/produce.js';
+import { listFiles } from '../../src/catalog/file-reads.js';
+import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { runCli } from '../helpers/cli.js';
 import { closedPort } from '../helpers/ports.js';
 
@@ -56,5 +58,19 @@ describe('the packages a command loads', () => {
     const asked: [string[], number][] = [[['table', 'list'], 0], [['files', 'none'], 1], [['attach', '--no-auth', '--url', `http://127.0.0.1:${await closedPort()}`], 1]];
     for (const [args, code] of asked) expect((await packagesLoadedBy(args, code)).filter(isHeavy), args.join(' ')).toEqual(['pg']);
     expect(await packagesLoadedBy(['status'])).toContain('@platformatic/kafka');
+  });
+
+  it('backfill (--help, and a run on a table with history) loads no CDK: it runs the state machine\'s definition from src with aws-local-stepfunctions', async () => {
+    const cdk = (name: string) => name === 'aws-cdk-lib' || name === 'constructs' || name === 'aws-cdk';
+    expect((await packagesLoadedBy(['backfill', '--help'])).filter(cdk)).toEqual([]);
+    const topic = await newTopic(engine, 1, 'loaded-backfill');
+    await produce(engine.kafka, topic, Array.from({ length: 50 }, (_, i) => ({ key: null, value: `{"n":${i}}`, timestamp: Date.UTC(2026, 10, 29, 9, 30) + i })));
+    // Created after the records: they are its history, below the indexed range.
+    const table = await testTable(engine, topic, {});
+    const loaded = await packagesLoadedBy(['backfill', table.name]);
+    expect(loaded.filter(cdk)).toEqual([]);
+    expect(loaded).toContain('aws-local-stepfunctions');
+    const files = await listFiles(engine.catalog, table.tableId);
+    expect(files.reduce((sum, file) => sum + BigInt(file.recordCount), 0n)).toBe(50n);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The index backfill state machine that CDK synthesizes, executed locally with
+ * The index backfill state machine's definition (the one that deploys), executed locally with
  * aws-local-stepfunctions against the real broker and Postgres: its Step state runs the
  * Lambda's task code, ContinueAsNew starts the next local execution.
  */
@@ -16,7 +16,7 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { IndexBackfillTaskError, type IndexBackfillStart, type IndexBackfillTaskResult } from '../../src/index-backfill/tasks.js';
 import { scheduledCheck } from '../../src/retention/scheduled.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { runIndexBackfillStateMachine } from '../../infra/local-index-execution.js';
+import { runIndexBackfillStateMachine } from '../../src/index-backfill/local-execution.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 
 let engine: Engine;
@@ -55,7 +55,7 @@ function declaredIndex(table: TableRecord) {
   }));
 }
 
-describe('the synthesized index backfill state machine, executed locally', () => {
+describe('the index backfill state machine, executed locally', () => {
   it('drives a declared index to active one step per Lambda task, in executions of 3 steps each started by the last (ContinueAsNew); a step whose answer is lost is retried and counts nothing twice', async () => {
     const table = await tableWithFiles(4);
     const files = (await listFiles(engine.catalog, table.tableId)).length;

@@ -289,7 +289,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     await produce(engine.kafka, topic, Array.from({ length: 250 }, (_, i) => ({ value: json(i), partition: 0 })));
     const table = await testTable(engine, topic, { backfill_offsets: '1000' });
 
-    // The Step Functions task payloads of infra/backfill.ts: Plan, then the Chunk steps of a slot.
+    // The Step Functions task payloads of src/backfill/definition.ts: Plan, then the Chunk steps of a slot.
     const [plan] = await invokeDeployed('Backfill', [{ action: 'plan', table: table.name, input: { table: table.name }, slots: 10 }], stackEnv());
     const state = (plan as { result: BackfillPlanState }).result;
     expect([state.left, state.claimable, state.slots, state.execution]).toEqual([1, 1, [0], 1]);
@@ -311,7 +311,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     expect(files.length).toBeGreaterThan(2);
     const { index } = await createIndex(engine.catalog, table.name, parseInlineIndex('by_key (_key) USING POSTINGS'));
     expect(index.state).toBe('declared');
-    // The Step task payloads of infra/index-backfill.ts: one state move or one chunk each.
+    // The Step task payloads of src/index-backfill/definition.ts: one state move or one chunk each.
     const steps = Array.from({ length: 8 }, (_, step) => ({ action: 'step', indexId: String(index.indexId), execution: 1, step }));
     const results = (await invokeDeployed('IndexBackfill', steps, stackEnv())) as { result: { done: boolean; state: string } }[];
     expect(results.map((r) => r.result.state).filter((state, i, all) => state !== all[i - 1])).toEqual(['building', 'backfilling', 'catching_up', 'active']);

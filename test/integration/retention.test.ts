@@ -20,9 +20,9 @@ import type { ChunkResult } from '../../src/backfill/index.js';
 import { backfillStates } from '../../src/catalog/backfill.js';
 import { pause } from '../../src/common/retry.js';
 import { scheduledCheck, type ScheduledCheckResult } from '../../src/retention/scheduled.js';
-import { synthesizeBackfillDefinition } from '../../infra/definition.js';
-import { localBackfillStarter, runBackfillStateMachine, type LocalBackfillSummary } from '../../infra/local-execution.js';
-import { LocalExecutions } from '../../infra/local-executions.js';
+import { localBackfillMachine } from '../../src/backfill/definition.js';
+import { localBackfillStarter, runBackfillStateMachine, type LocalBackfillSummary } from '../../src/backfill/local-execution.js';
+import { LocalExecutions } from '../../src/state-machines/local-executions.js';
 import { checkTable } from '../helpers/verify.js';
 
 let engine: Engine;
@@ -182,7 +182,7 @@ describe('the scheduled check resumes a backfill no execution is working on', ()
     await produce(engine.kafka, topic, records(900, 0));
     // lease_ttl is also how long a backfill claim lives unrenewed: how long a dead execution keeps its partitions.
     const created = await table(topic, { backfill_offsets: '300', lease_ttl: '5s' });
-    const executions = new LocalExecutions(synthesizeBackfillDefinition().stateMachineArn);
+    const executions = new LocalExecutions(localBackfillMachine().stateMachineArn);
     const runs: Promise<LocalBackfillSummary>[] = [];
     const resumedChunks: ChunkResult[] = [];
     const startBackfill = localBackfillStarter(engine, (_start, run) => runs.push(run()), { executions, progress: (chunk) => resumedChunks.push(chunk) });

@@ -1,5 +1,5 @@
 /**
- * The backfill state machine that CDK synthesizes, executed locally with
+ * The backfill state machine's definition (the one that deploys), executed locally with
  * aws-local-stepfunctions against the real broker and Postgres: its Task states run the
  * Lambda's task code, ContinueAsNew starts the next local execution.
  */
@@ -16,9 +16,9 @@ import { indexerFor } from '../../src/indexer/handler.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { StateMachine } from 'aws-local-stepfunctions';
-import { synthesizeBackfillDefinition } from '../../infra/definition.js';
-import { localBackfillStarter, runBackfillStateMachine, type LocalBackfillSummary } from '../../infra/local-execution.js';
-import { LocalExecutions } from '../../infra/local-executions.js';
+import { localBackfillMachine } from '../../src/backfill/definition.js';
+import { localBackfillStarter, runBackfillStateMachine, type LocalBackfillSummary } from '../../src/backfill/local-execution.js';
+import { LocalExecutions } from '../../src/state-machines/local-executions.js';
 import { resumeBackfills, type ResumedBackfill } from '../../src/backfill/resume.js';
 import { chunkTask, planTask } from '../../src/backfill/tasks.js';
 import type { SlotStepResult } from '../../src/backfill/slot.js';
@@ -51,7 +51,7 @@ async function fileRanges(tableId: bigint): Promise<string[]> {
   return (await listFiles(engine.catalog, tableId)).map((f) => `${f.partition}:${f.startOffset}-${f.endOffset}/${f.recordCount}/${f.source}`).sort();
 }
 
-describe('the synthesized backfill state machine, executed locally', () => {
+describe('the backfill state machine, executed locally', () => {
   it('backfills two partitions in 500-offset chunks to Kafka\'s earliest in two executions while live indexing commits between its chunks; backfilled and live files together tile [target, indexed_end) with every record in one file', async () => {
     // Prepare: 1,500 records in each of two partitions, then the table (its indexed ranges start at the LSO, 1,500).
     const topic = await newTopic(engine, 2, 'sm-backfill');
@@ -195,7 +195,7 @@ describe('the synthesized backfill state machine, executed locally', () => {
 
   it('an unknown table fails the execution with the engine\'s message, after one attempt (a bad request is not retried)', async () => {
     await expect(runBackfillStateMachine(engine, 'no_such_table')).rejects.toThrow('no table named "no_such_table"');
-    const { definition, stateMachineArn } = synthesizeBackfillDefinition();
+    const { definition, stateMachineArn } = localBackfillMachine();
     let attempts = 0;
     const execution = new StateMachine(definition as never).run({ table: 'no_such_table' } as never, {
       overrides: {
@@ -241,7 +241,7 @@ describe('the synthesized backfill state machine, executed locally', () => {
     const topic = await newTopic(engine, 1, 'sm-retry');
     await produce(engine.kafka, topic, records(1, 900));
     const table = await tableOf(topic, { backfill_offsets: '300' });
-    const { definition, stateMachineArn } = synthesizeBackfillDefinition();
+    const { definition, stateMachineArn } = localBackfillMachine();
     const deps = { catalog: engine.catalog, kafka: engine.kafka };
     const steps: SlotStepResult[] = [];
     let calls = 0;
@@ -293,7 +293,7 @@ describe('ContinueAsNew by name', () => {
 
   it('names the next execution <table>-<table id>-<number>; a StartExecution retried after its answer was lost starts it once', async () => {
     const table = await threeExecutions('sm-names');
-    const executions = new LocalExecutions(synthesizeBackfillDefinition().stateMachineArn);
+    const executions = new LocalExecutions(localBackfillMachine().stateMachineArn);
     const starts: string[] = [];
     const chunks: ChunkResult[] = [];
     const summary = await runBackfillStateMachine(engine, table.name, (chunk) => chunks.push(chunk), {
@@ -318,7 +318,7 @@ describe('ContinueAsNew by name', () => {
 
   it('a name the scheduled check took first ends the chain at AlreadyContinued: the check\'s execution goes on, one chain', async () => {
     const table = await threeExecutions('sm-taken');
-    const executions = new LocalExecutions(synthesizeBackfillDefinition().stateMachineArn);
+    const executions = new LocalExecutions(localBackfillMachine().stateMachineArn);
     const resumed: (() => Promise<LocalBackfillSummary>)[] = [];
     const chunks: ChunkResult[] = [];
     const startBackfill = localBackfillStarter(engine, (_start, run) => resumed.push(run), { executions, progress: (chunk) => chunks.push(chunk) });

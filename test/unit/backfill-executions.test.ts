@@ -4,10 +4,11 @@
  * an answer; locally, a name is used once, as in a Standard workflow.
  */
 import { describe, expect, it } from 'vitest';
-import { backfillExecutionName, executionNamePattern } from '../../src/backfill/executions.js';
+import { backfillExecutionName } from '../../src/backfill/executions.js';
+import { executionNamePattern } from '../../src/state-machines/chain.js';
 import { stepFunctionsStarter, type StartExecutionRequest } from '../../functions/retention/index.js';
-import { LocalExecutions } from '../../infra/local-executions.js';
-import { localBackfillStarter } from '../../infra/local-execution.js';
+import { LocalExecutions } from '../../src/state-machines/local-executions.js';
+import { localBackfillStarter } from '../../src/backfill/local-execution.js';
 import type { BackfillRunner } from '../../src/backfill/index.js';
 
 describe('backfill execution names', () => {

@@ -1,5 +1,5 @@
 /**
- * The synthesized backfill definition keeps every execution under Step Functions' 25,000
+ * The backfillMachine backfill definition keeps every execution under Step Functions' 25,000
  * history events. Executed locally with stand-in tasks (no I/O: a partition is a count of
  * chunks left, and a slot claims partitions from an in-memory table as the catalog's
  * claimNextBackfill does), each local event is counted as the history events AWS writes
@@ -7,13 +7,14 @@
  */
 import { StateMachine } from 'aws-local-stepfunctions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { synthesizeBackfillDefinition, type SynthesizedBackfill } from '../../infra/definition.js';
+import { localBackfillMachine } from '../../src/backfill/definition.js';
+import type { LocalMachine } from '../../src/state-machines/asl.js';
 import { parsePlanRequest, planState } from '../../src/backfill/tasks.js';
 import type { SlotStepResult } from '../../src/backfill/slot.js';
 
-let synthesized: SynthesizedBackfill;
+let backfillMachine: LocalMachine;
 beforeAll(() => {
-  synthesized = synthesizeBackfillDefinition();
+  backfillMachine = localBackfillMachine();
 });
 
 /**
@@ -71,7 +72,7 @@ async function backfill(partitions: number, chunksEach: number, chunksPerExecuti
   };
   const run: Run = { executions: [] };
   let input: unknown = { table: 't', ...(chunksPerExecution ? { chunksPerExecution } : {}) };
-  const machine = new StateMachine(synthesized.definition as never);
+  const machine = new StateMachine(backfillMachine.definition as never);
   while (input) {
     let next: unknown;
     let chunks = 0;
@@ -102,7 +103,7 @@ async function backfill(partitions: number, chunksEach: number, chunksPerExecuti
           },
         },
       },
-      context: { StateMachine: { Id: synthesized.stateMachineArn }, Execution: { Id: 'local', Name: `local-${run.executions.length + 1}` } } as never,
+      context: { StateMachine: { Id: backfillMachine.stateMachineArn }, Execution: { Id: 'local', Name: `local-${run.executions.length + 1}` } } as never,
     });
     let history = 0;
     const counted = (async () => {
@@ -117,7 +118,7 @@ async function backfill(partitions: number, chunksEach: number, chunksPerExecuti
   return run;
 }
 
-/** The bound infra/backfill.ts states: 30 + 9 per step + 4 per slot. */
+/** The bound src/backfill/definition.ts states: 30 + 9 per step + 4 per slot. */
 const bound = (e: { steps: number; slots: number }) => 30 + 9 * e.steps + 4 * e.slots;
 
 describe('the backfill definition and the 25,000-event history limit', () => {

@@ -8,7 +8,7 @@ import { stackScopedName } from '../../infra/names.js';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { offsetlakeApp } from '../../infra/app.js';
-import { resolveDefinitionString } from '../../infra/definition.js';
+import { resolveDefinitionString } from '../helpers/template-definitions.js';
 import { localstackCoreFromContext, memoryForFileBytes, settingsFromContext, type OffsetlakeSettings } from '../../infra/config.js';
 import { OffsetlakeStack } from '../../infra/stack.js';
 import { latestCatalogVersion } from '../../src/catalog/migrations.js';

@@ -1,12 +1,12 @@
 /**
- * Step Functions' execution names, as far as local runs of the backfill machine need them
+ * Step Functions' execution names, as far as local runs of the state machines need them
  * (StartExecution, from ContinueAsNew or from the scheduled check): a name must be 1–80
  * letters, digits, - and _, and is used once. StartExecution with the name of a running
  * execution and the same input returns that execution; any other reuse of a name fails
  * with ExecutionAlreadyExists, as a Standard workflow's StartExecution does.
  */
-import { executionNamePattern } from '../src/backfill/executions.js';
-import { executionAlreadyExists } from './backfill.js';
+import { executionAlreadyExists } from './asl.js';
+import { executionNamePattern } from './chain.js';
 
 export class LocalExecutions {
   private readonly byName = new Map<string, { input: string; running: boolean }>();
