@@ -7,11 +7,8 @@
  * consumer we did not write.
  */
 import { execFile } from 'node:child_process';
-import { once } from 'node:events';
 import { promisify } from 'node:util';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +20,6 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
-import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
@@ -38,6 +34,7 @@ import { newTopic, testEngine } from '../helpers/engine.js';
 import { stackConfig } from '../../src/stack/config.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
 import pg from 'pg';
+import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
 const token = 'ducklake-test-token';
 const s3Keys = { accessKeyId: 'ducklake-reader', secretAccessKey: 'ducklake-s3-secret' };
@@ -45,7 +42,7 @@ const run = promisify(execFile);
 
 let engine: Engine;
 let service: ReaderService;
-let server: Server;
+let reader: ListeningReader | undefined;
 let serveUrl: string;
 let duck: DuckdbSession;
 let plainDir: string;
@@ -76,17 +73,15 @@ beforeAll(async () => {
   engine = await testEngine('ducklake');
   plainDir = mkdtempSync(join(tmpdir(), 'ducklake-plain-'));
   service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
-  server = readerServer(readerHandler(service, { token, s3: { bucket: 'offsetlake', credentials: s3Keys } })).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  serveUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  reader = await listeningReader(readerHandler(service, { token, s3: { bucket: 'offsetlake', credentials: s3Keys } }));
+  serveUrl = reader.url;
   duck = await DuckdbSession.open();
   await duck.query(`CREATE SECRET serve (TYPE http, BEARER_TOKEN '${token}', SCOPE '${serveUrl}/')`);
 }, 60_000);
 
 afterAll(async () => {
   await duck?.close();
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await reader?.stop();
   await engine?.close();
   if (plainDir) rmSync(plainDir, { recursive: true, force: true });
 });
@@ -141,9 +136,8 @@ describe('DuckDB attaches the catalog as a DuckLake', () => {
   it('pruning by our statistics: a predicate that matches one row of one file reads only granules that may hold it; a predicate on an hour reads only that hour\'s files', async () => {
     // A read API of its own (empty cache) under a URL DuckDB has not seen: its counters count this query alone.
     const own = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
-    const ownServer = readerServer(readerHandler(own, { token })).listen(0, '127.0.0.1');
-    await once(ownServer, 'listening');
-    const ownUrl = `http://127.0.0.1:${(ownServer.address() as AddressInfo).port}`;
+    const ownReader = await listeningReader(readerHandler(own, { token }));
+    const ownUrl = ownReader.url;
     try {
       await duck.query(`CREATE SECRET pruned (TYPE http, BEARER_TOKEN '${token}', SCOPE '${ownUrl}/')`);
       await duck.query(`ATTACH 'ducklake:postgres:${libpqConnectionString(engine.config.databaseUrl)}' AS pruned (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '${ownUrl}/', OVERRIDE_DATA_PATH TRUE)`);
@@ -176,8 +170,7 @@ describe('DuckDB attaches the catalog as a DuckLake', () => {
       expect(own.metrics.rebuilds).toBe(0);
     } finally {
       await duck.query('DETACH pruned');
-      ownServer.closeAllConnections();
-      await new Promise((resolve) => ownServer.close(resolve));
+      await ownReader.stop();
     }
   });
 });

@@ -7,37 +7,32 @@
  * one fails on a write the catalog does not serve (or on one of the reasons listed here).
  */
 import { execFile } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { readerHandler } from '../../src/reader/http.js';
-import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { testEngine } from '../helpers/engine.js';
 import { rckJars } from '../helpers/iceberg-jars.js';
+import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
 let engine: Engine;
-let server: Server;
+let reader: ListeningReader | undefined;
 let endpoint: string;
 
 beforeAll(async () => {
   engine = await testEngine('iceberg_rck');
   const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka));
-  server = readerServer(readerHandler(service, { token: null, catalog: new IcebergCatalog(service) })).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  reader = await listeningReader(readerHandler(service, { token: null, catalog: new IcebergCatalog(service) }));
+  endpoint = reader.url;
 }, 120_000);
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await reader?.stop();
   await engine?.close();
 });
 

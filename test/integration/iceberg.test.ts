@@ -10,7 +10,6 @@
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
@@ -34,6 +33,7 @@ import { checkRetention } from '../../src/retention/check.js';
 import { cutSnapshotIfChanged } from '../../src/iceberg/snapshots.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { sparkIcebergJars, sparkJavaHome } from '../helpers/iceberg-jars.js';
+import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
 const bucket = 'offsetlake';
@@ -45,7 +45,7 @@ let engine: Engine;
 let table: TableRecord;
 let files: DataFile[];
 let service: ReaderService;
-let server: Server;
+let reader: ListeningReader | undefined;
 let endpoint: string;
 
 async function indexAll(): Promise<void> {
@@ -73,14 +73,12 @@ beforeAll(async () => {
   table = await findTable(engine.catalog, created.name);
   files = await listFiles(engine.catalog, table.tableId);
   service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
-  server = readerServer(readerHandler(service, { token, s3: { bucket, credentials: keys }, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }, { bucket, region: 'us-east-1', credentials: keys }) })).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  reader = await listeningReader(readerHandler(service, { token, s3: { bucket, credentials: keys }, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }, { bucket, region: 'us-east-1', credentials: keys }) }));
+  endpoint = reader.url;
 }, 180_000);
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await reader?.stop();
   await engine?.close();
 });
 
@@ -263,9 +261,8 @@ async function committedRows(): Promise<[number, number][]> {
 
 describe('the Iceberg catalog of a serve without the S3 face', () => {
   it("names files by the HTTP face's URLs: DuckDB reads them with the bearer token and answers as over the same files read as plain Parquet", async () => {
-    const plainServer = readerServer(readerHandler(service, { token, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }) })).listen(0, '127.0.0.1');
-    await once(plainServer, 'listening');
-    const address = `http://127.0.0.1:${(plainServer.address() as AddressInfo).port}`;
+    const plain = await listeningReader(readerHandler(service, { token, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }) }));
+    const address = plain.url;
     try {
       const answer = await python<Answers>('iceberg_clients.py', { mode: 'http', uri: `${address}/iceberg`, endpoint: address, token, table: table.name, emptyTable: 'nothing_yet', files: files.map((f) => `${address}/tables/${table.name}/files/${f.dataFileId}.parquet`) });
       const duck = answer.duckdb as { iceberg: unknown[]; plain: unknown[]; empty: unknown[]; error?: string; trace?: string };
@@ -274,8 +271,7 @@ describe('the Iceberg catalog of a serve without the S3 face', () => {
       expect(duck.iceberg[0]).toBe(120);
       expect(duck.empty).toEqual([0]);
     } finally {
-      plainServer.closeAllConnections();
-      await new Promise((resolve) => plainServer.close(resolve));
+      await plain.stop();
     }
   }, 300_000);
 });

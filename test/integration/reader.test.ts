@@ -4,9 +4,6 @@
  * files; HEAD, ranges, 410, 416, auth, bad input and rebuild mismatches each tested.
  */
 import { execFile } from 'node:child_process';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,12 +17,12 @@ import { produce } from '../../src/kafka/produce.js';
 import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { bodyBytes, readerHandler, type ReaderHandler } from '../../src/reader/http.js';
-import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { rebuildFile } from '../../src/build/rebuild.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
+import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
 const run = promisify(execFile);
 const token = 'reader-test-token';
@@ -36,7 +33,7 @@ let table: TableRecord;
 let files: DataFile[];
 let service: ReaderService;
 let handler: ReaderHandler;
-let server: Server;
+let reader: ListeningReader | undefined;
 let base: string;
 
 beforeAll(async () => {
@@ -61,14 +58,12 @@ beforeAll(async () => {
   // this service asks it every time instead of remembering records for a few seconds.
   service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024, records: { ttlMs: 0 } });
   handler = readerHandler(service, { token });
-  server = readerServer(handler).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  reader = await listeningReader(handler);
+  base = reader.url;
 }, 120_000);
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await reader?.stop();
   await engine?.close();
 });
 

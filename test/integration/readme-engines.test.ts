@@ -6,10 +6,7 @@
  * Iceberg REST catalog, which hands out the S3 face's settings).
  */
 import { execFile } from 'node:child_process';
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
@@ -17,7 +14,6 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
-import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
@@ -28,6 +24,7 @@ import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { DuckdbSession } from '../helpers/duckdb-session.js';
 import { asStackReader } from '../helpers/database.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
+import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 
@@ -39,7 +36,7 @@ function snippets(): Map<string, { language: string; code: string }> {
 }
 
 let engine: Engine;
-let server: Server;
+let reader: ListeningReader | undefined;
 let address: string;
 let expected: number;
 
@@ -56,14 +53,12 @@ beforeAll(async () => {
   expected = (await indexedRowsIndependently(engine, table)).rows;
   const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka));
   // as the README starts it: token "secret", S3 key pair reader / s3cret, bucket offsetlake
-  server = readerServer(readerHandler(service, { token: 'secret', s3: { bucket: 'offsetlake', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }, catalog: new IcebergCatalog(service, {}, { bucket: 'offsetlake', region: 'us-east-1', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }) })).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  reader = await listeningReader(readerHandler(service, { token: 'secret', s3: { bucket: 'offsetlake', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }, catalog: new IcebergCatalog(service, {}, { bucket: 'offsetlake', region: 'us-east-1', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }) }));
+  address = `127.0.0.1:${reader.port}`;
 }, 120_000);
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await reader?.stop();
   await engine?.close();
 });
 

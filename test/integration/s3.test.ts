@@ -6,9 +6,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
-import { request as httpRequest, type Server } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { fileURLToPath } from 'node:url';
@@ -21,13 +19,13 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
-import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { libpqConnectionString } from '../../src/cli/attach.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
+import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
 const run = promisify(execFile);
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
@@ -38,7 +36,7 @@ let table: TableRecord;
 let files: DataFile[];
 let rawFiles: DataFile[];
 let service: ReaderService;
-let server: Server;
+let reader: ListeningReader | undefined;
 let endpoint: string;
 
 beforeAll(async () => {
@@ -58,14 +56,12 @@ beforeAll(async () => {
   files = await listFiles(engine.catalog, table.tableId);
   rawFiles = await listFiles(engine.catalog, raw.tableId);
   service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
-  server = readerServer(readerHandler(service, { token: 'http-face-token', s3: { bucket, credentials: keys } })).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  reader = await listeningReader(readerHandler(service, { token: 'http-face-token', s3: { bucket, credentials: keys } }));
+  endpoint = reader.url;
 }, 120_000);
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await reader?.stop();
   await engine?.close();
 });
 

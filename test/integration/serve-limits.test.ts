@@ -6,8 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { connect, type AddressInfo, type Socket } from 'node:net';
-import type { Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
 import { findTable, type TableRecord } from '../../src/catalog/tables.js';
@@ -17,16 +16,16 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
-import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
+import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
 const token = 'limits-token';
 let engine: Engine;
 let table: TableRecord;
 let files: DataFile[];
 let service: ReaderService;
-let server: Server;
+let reader: ListeningReader | undefined;
 let port: number;
 
 // Two files of ~8 MB of random hex (it does not compress), one per hour: larger than what
@@ -46,14 +45,12 @@ beforeAll(async () => {
   files = await listFiles(engine.catalog, table.tableId);
   // Room for one file's response at a time: one stalled client is enough to block the rest.
   service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024, responseBytes: 10 * 1024 * 1024, responseWaitMs: 3_000, publishEveryMs: 0 });
-  server = readerServer(readerHandler(service, { token }), { writeTimeoutMs: 2_000, onWriteTimeout: () => service.count('writeTimeouts') }).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  port = (server.address() as AddressInfo).port;
+  reader = await listeningReader(readerHandler(service, { token }), { writeTimeoutMs: 2_000, onWriteTimeout: () => service.count('writeTimeouts') });
+  port = reader.port;
 }, 180_000);
 
 afterAll(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  await reader?.stop();
   await engine?.close();
 });
 
