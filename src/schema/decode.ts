@@ -107,11 +107,14 @@ interface Route {
   targets: [number, string | undefined, Convert][];
 }
 
+/** Per side, the route of each schema id (or why it cannot decode). */
+type Routes = Record<Side, Map<number, Route | string>>;
+
 /** Decodes records for one table-schema version; make one per version and reuse it. */
 export class TableDecoder {
-  private readonly routes = { key: new Map<number, Route | string>(), value: new Map<number, Route | string>() };
-  /** Routes that fill only some columns, by the columns' names and the side. */
-  private readonly projections = new Map<string, Map<number, Route | string>>();
+  private readonly routes: Routes = { key: new Map(), value: new Map() };
+  /** Routes that fill only some columns, by the columns' names. */
+  private readonly projections = new Map<string, Routes>();
   /** The decoded columns: everything after Kafka's own. */
   readonly columns: Column[];
 
@@ -120,17 +123,21 @@ export class TableDecoder {
     this.columns = schema.columns.filter((c) => !kafka.has(c.name));
   }
 
-  private route(id: number, side: Side, only?: ReadonlySet<string>): Route | string {
-    let routes = this.routes[side];
-    if (only) {
-      const key = `${side}:${[...only].sort().join(',')}`;
-      routes = this.projections.get(key) ?? this.projections.set(key, new Map()).get(key)!;
-    }
-    let route = routes.get(id);
+  /** The routes of a decode: every column's, or those filling only the columns in `only`. */
+  private routesFor(only?: ReadonlySet<string>): Routes {
+    if (!only) return this.routes;
+    const key = [...only].sort().join(',');
+    let routes = this.projections.get(key);
+    if (!routes) this.projections.set(key, (routes = { key: new Map(), value: new Map() }));
+    return routes;
+  }
+
+  private route(id: number, side: Side, routes: Routes, only?: ReadonlySet<string>): Route | string {
+    let route = routes[side].get(id);
     if (route === undefined) {
       route = this.makeRoute(id, side);
       if (only && typeof route !== 'string') route = this.projected(route, only);
-      routes.set(id, route);
+      routes[side].set(id, route);
     }
     return route;
   }
@@ -169,6 +176,7 @@ export class TableDecoder {
    */
   decode(records: readonly KafkaRecord[], only?: ReadonlySet<string>): Record<string, unknown[]> {
     const n = records.length;
+    const routes = this.routesFor(only);
     const arrays = this.columns.map(() => new Array<unknown>(n).fill(null));
     const values = new Array<Uint8Array | null>(n);
     const errors = new Array<string | null>(n);
@@ -177,14 +185,14 @@ export class TableDecoder {
       const problems: string[] = [];
       values[i] = null;
       if (record.value !== null) {
-        const problem = this.decodeSide(record.value, 'value', arrays, i, false, only);
+        const problem = this.decodeSide(record.value, 'value', arrays, i, false, routes, only);
         if (problem) {
           problems.push(`value: ${problem}`);
           values[i] = record.value;
         }
       }
       if (record.key !== null) {
-        const problem = this.decodeSide(record.key, 'key', arrays, i, true, only);
+        const problem = this.decodeSide(record.key, 'key', arrays, i, true, routes, only);
         if (problem) problems.push(`key: ${problem}`);
       }
       // toWellFormed: a message may quote a key that holds a lone surrogate
@@ -198,10 +206,10 @@ export class TableDecoder {
   }
 
   /** Fills the record's columns for one side; the reason when it cannot. */
-  private decodeSide(bytes: Uint8Array, side: Side, arrays: unknown[][], row: number, optional: boolean, only?: ReadonlySet<string>): string | undefined {
+  private decodeSide(bytes: Uint8Array, side: Side, arrays: unknown[][], row: number, optional: boolean, routes: Routes, only?: ReadonlySet<string>): string | undefined {
     const header = readWireHeader(bytes);
     if (typeof header === 'string') return optional ? undefined : header;
-    const route = this.route(header.schemaId, side, only);
+    const route = this.route(header.schemaId, side, routes, only);
     if (typeof route === 'string') return route;
     if (route.targets.length === 0) return undefined;
     let decoded: unknown;
