@@ -733,6 +733,36 @@ END
 $do$;
 `,
   },
+  {
+    version: 14,
+    name: 'DuckLake table statistics: the row count and size of each table\'s live files',
+    sql: `
+-- DuckDB's DuckLake reads every table's global statistics (ducklake_table_stats LEFT JOIN
+-- ducklake_table_column_stats) for its planner's estimates; both views were empty, so a
+-- scan of any table was estimated at a few dozen rows and a join built its hash table on
+-- the Kafka table, however large. The row count and size are exact: the sums over the
+-- same live files ducklake_data_file lists. A table in ducklake_table_stats must have a
+-- row per column in ducklake_table_column_stats (DuckLake reads the join's columns as
+-- values); column bounds are left unknown (NULL) and every column may hold nulls: a
+-- bound here would be trusted for the whole table, and the per-file bounds already prune.
+-- NaN is possible in float and double columns only. Both are sums and counts over rows
+-- of data_file and current_column alone (no per-file statistics), since DuckLake asks
+-- for every table's statistics whenever a new file appears.
+CREATE OR REPLACE VIEW ducklake.ducklake_table_stats AS
+SELECT f.table_id, sum(f.record_count)::bigint AS record_count, sum(f.record_count)::bigint AS next_row_id,
+       sum(f.file_size_bytes)::bigint AS file_size_bytes
+FROM offsetlake.data_file f
+JOIN offsetlake.lake_table t ON t.table_id = f.table_id AND t.dropped_at IS NULL
+WHERE f.expired_at IS NULL
+GROUP BY f.table_id;
+
+CREATE OR REPLACE VIEW ducklake.ducklake_table_column_stats AS
+SELECT c.table_id, c.column_id, true AS contains_null, c.type->>'kind' IN ('float', 'double') AS contains_nan,
+       NULL::varchar AS min_value, NULL::varchar AS max_value, NULL::varchar AS extra_stats
+FROM offsetlake.current_column c
+WHERE EXISTS (SELECT FROM ducklake.ducklake_table_stats s WHERE s.table_id = c.table_id);
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

@@ -86,6 +86,17 @@ afterAll(async () => {
   if (plainDir) rmSync(plainDir, { recursive: true, force: true });
 });
 
+/** A node of DuckDB's EXPLAIN (FORMAT JSON) plan, found depth first by its operator name. */
+interface PlanNode { name: string; children: PlanNode[]; extra_info: Record<string, string> }
+function findPlanNode(plan: PlanNode | PlanNode[], name: string): PlanNode | undefined {
+  for (const node of Array.isArray(plan) ? plan : [plan]) {
+    if (node.name.trim() === name) return node;
+    const found = findPlanNode(node.children, name);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 const attach = (alias: string, databaseUrl = engine.config.databaseUrl) =>
   duck.query(`ATTACH 'ducklake:postgres:${libpqConnectionString(databaseUrl)}' AS ${alias} (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '${serveUrl}/', OVERRIDE_DATA_PATH TRUE)`);
 
@@ -122,6 +133,19 @@ describe('DuckDB attaches the catalog as a DuckLake', () => {
     expect(viaLake.n).toBe((await indexedRowsIndependently(engine, json)).rows);
     expect(viaLake.n).toBe(150);
     expect(viaLake.first_header_keys).toBe(50);
+  });
+
+  it('the planner estimates a table at the rows its live files hold, so a join builds its hash table on the smaller side, not on the Kafka table', async () => {
+    const { files, glob } = await plainCopies(json);
+    const { n } = await duck.row(`SELECT count(*) AS n FROM read_parquet('${glob}')`);
+    // More rows than the table has files (what DuckDB estimated a scan at without table statistics), fewer than its rows.
+    const small = files.length + 20;
+    expect(small).toBeLessThan(n as number);
+    const { explain_value: text } = await duck.row(`EXPLAIN (FORMAT JSON) SELECT t._offset, d.x FROM lake.clicks t JOIN (SELECT range AS x FROM range(${small})) d ON d.x = t._offset`);
+    const join = findPlanNode(JSON.parse(text as string), 'HASH_JOIN')!;
+    const [probe, build] = join.children.map((child) => child.name.trim());
+    expect([probe, build]).toEqual(['DUCKLAKE_SCAN', 'RANGE']);
+    expect(Number(findPlanNode(join, 'DUCKLAKE_SCAN')!.extra_info['Estimated Cardinality'])).toBe(n);
   });
 
   /** Kafka bytes of the json table's granules that match `where` (over granule g of file f; $1 is the table). */
@@ -272,7 +296,7 @@ describe('an Avro table with nested columns, evolving while a session is attache
 });
 
 describe('retention and the attached session', () => {
-  it('files that expire leave the attached session: the same session then counts what the live files hold', async () => {
+  it('files that expire leave the attached session: the same session then counts what the live files hold, and a new session estimates the table at their rows', async () => {
     const topic = await newTopic(engine, 1, 'ducklake-expiry');
     const created = await createTableFromTopic(engine, { name: 'short', topic, format: 'json', settings: resolveSettings({ file_bytes: '600' }) });
     await produce(engine.kafka, topic, Array.from({ length: 300 }, (_, i) => ({ key: null, value: `{"n":${i}}`, partition: 0, timestamp: t0 + i })));
@@ -287,6 +311,11 @@ describe('retention and the attached session', () => {
     expect(plain.first as number).toBeGreaterThanOrEqual(140);
     expect(files.every((f) => f.startOffset >= 140n)).toBe(true);
     expect(await duck.row('SELECT count(*) AS n, sum(_offset) AS offsets, min(_offset) AS first FROM lake.short')).toEqual(plain);
+    // A session attached now estimates the table at its live files' rows (one attached before keeps its statistics until a new file appears).
+    await attach('after_expiry');
+    const { explain_value: text } = await duck.row('EXPLAIN (FORMAT JSON) SELECT _offset FROM after_expiry.short');
+    expect(Number(findPlanNode(JSON.parse(text as string), 'DUCKLAKE_SCAN')!.extra_info['Estimated Cardinality'])).toBe(plain.n);
+    await duck.query('DETACH after_expiry');
   });
 });
 
