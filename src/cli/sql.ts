@@ -10,10 +10,8 @@ import { findTable } from '../catalog/tables.js';
 import { IndexDdlError, parseIndexStatement } from '../indexes/ddl.js';
 import { IndexDefinitionError } from '../indexes/definition.js';
 import { parseCommandArgs } from './args.js';
-import { runIndexBackfill } from '../index-backfill/index.js';
-import { kafkaSource } from '../kafka/source.js';
 import { ownerName } from '../runtime/engine.js';
-import { withEngine } from './engine.js';
+import { withCatalog, withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
 import { sqlUsage } from './help.js';
 
@@ -57,20 +55,27 @@ export async function sqlCommand(args: string[]): Promise<number> {
     throw error;
   }
   const engineFlags = { databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] };
-  return withEngine(engineFlags, async (engine) => {
-    if (statement.kind === 'show') {
-      const tableId = statement.table === null ? undefined : (await findTable(engine.catalog, statement.table)).tableId;
+  // SHOW and DROP read and write the catalog only: they start without the Kafka client.
+  if (statement.kind === 'show') {
+    const { table } = statement;
+    return withCatalog(engineFlags, async (engine) => {
+      const tableId = table === null ? undefined : (await findTable(engine.catalog, table)).tableId;
       const reports = await indexReports(engine.catalog, tableId);
       if (values.json) printJson(reports.map((r) => ({ ...r, ddl: indexDdlText(r.table, r) })));
       else printTable(indexRows(reports));
       return 0;
-    }
-    if (statement.kind === 'drop') {
-      const dropped = await dropIndex(engine.catalog, statement.table, statement.name, { ifExists: statement.ifExists });
+    });
+  }
+  if (statement.kind === 'drop') {
+    const { table, name, ifExists } = statement;
+    return withCatalog(engineFlags, async (engine) => {
+      const dropped = await dropIndex(engine.catalog, table, name, { ifExists });
       if (values.json) printJson({ dropped });
-      else process.stdout.write(dropped ? `dropped index ${statement.name} on ${statement.table} and all its entries\n` : `no index ${statement.name} on ${statement.table}\n`);
+      else process.stdout.write(dropped ? `dropped index ${name} on ${table} and all its entries\n` : `no index ${name} on ${table}\n`);
       return 0;
-    }
+    });
+  }
+  return withEngine(engineFlags, async (engine) => {
     let created: Awaited<ReturnType<typeof createIndex>>;
     try {
       created = await createIndex(engine.catalog, statement.table, statement.index, { ifNotExists: statement.ifNotExists });
@@ -98,6 +103,7 @@ export async function sqlCommand(args: string[]): Promise<number> {
     let bytes = 0;
     const say = (line: string): void => void process.stderr.write(`${line}\n`);
     say(`declared index ${index.name} on ${statement.table}: giving ${total} files their entries from Kafka (the table stays readable and writable)`);
+    const [{ runIndexBackfill }, { kafkaSource }] = await Promise.all([import('../index-backfill/index.js'), import('../kafka/source.js')]);
     const summary = await runIndexBackfill({
       catalog: engine.catalog,
       source: kafkaSource(engine.kafka),

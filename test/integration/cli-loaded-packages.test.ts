@@ -60,6 +60,19 @@ describe('the packages a command loads', () => {
     expect(await packagesLoadedBy(['status'])).toContain('@platformatic/kafka');
   });
 
+  it('sql SHOW INDEXES and DROP INDEX load pg and nothing else heavy; a CREATE INDEX that backfills from Kafka loads the client', async () => {
+    const topic = await newTopic(engine, 1, 'loaded-sql');
+    await produce(engine.kafka, topic, Array.from({ length: 20 }, (_, i) => ({ key: `k${i}`, value: `{"n":${i}}`, timestamp: Date.UTC(2026, 10, 29, 9, 30) + i })));
+    const table = await testTable(engine, topic, {});
+    for (const statement of ['SHOW INDEXES', `SHOW INDEXES ON ${table.name}`, `DROP INDEX IF EXISTS nothing ON ${table.name}`]) {
+      expect((await packagesLoadedBy(['sql', statement])).filter(isHeavy), statement).toEqual(['pg']);
+    }
+    // the records are the table's history: backfilled, they are files an index must be given entries for from Kafka
+    await packagesLoadedBy(['backfill', table.name]);
+    expect((await listFiles(engine.catalog, table.tableId)).length).toBeGreaterThan(0);
+    expect(await packagesLoadedBy(['sql', `CREATE INDEX by_key ON ${table.name} (_key) USING POSTINGS`])).toContain('@platformatic/kafka');
+  });
+
   it('backfill (--help, and a run on a table with history) loads no CDK: it runs the state machine\'s definition from src with aws-local-stepfunctions', async () => {
     const cdk = (name: string) => name === 'aws-cdk-lib' || name === 'constructs' || name === 'aws-cdk';
     expect((await packagesLoadedBy(['backfill', '--help'])).filter(cdk)).toEqual([]);
