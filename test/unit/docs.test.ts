@@ -2,7 +2,8 @@
  * The docs as a reader meets them: a short README, pages that say what they are for and
  * are all listed in docs/README.md, links between them that lead somewhere, and no file of
  * the project pointing outside the repository (a path that works on one machine only).
- * The commands in the pages are run by the tests that read them (docs-engines.test.ts).
+ * The commands in the pages are run by the tests that read them (test/integration/
+ * docs-engines.test.ts, readme-own-topic.test.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
