@@ -107,7 +107,7 @@ describe('the docs', () => {
     expect(broken).toEqual([]);
   });
 
-  it('no tracked file names a path outside the repository (the parent folder\'s shared/, or /work/)', () => {
+  it('no tracked file names a path outside the repository: neither the parent folder\'s shared folder nor the machine\'s work folder', () => {
     // Spelled in pieces so that this file does not name them itself.
     const outside = [['..', 'shared'].join('/'), ['', 'work', ''].join('/')];
     const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter(Boolean);
