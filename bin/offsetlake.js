@@ -25,7 +25,7 @@ function newestSource(dir) {
 /**
  * Packages stay external (loaded from node_modules as they are), except the Kafka client
  * and the JavaScript it imports, which go into the bundle: loading its ~330 modules and
- * ajv's one by one costs about as much CPU as running them (README, "Start-up"). Kept
+ * ajv's one by one costs about as much CPU as running them (docs/measurements.md, "Start-up"). Kept
  * external among those: packages that read files beside their own (wasm-utils reads its
  * .wasm), native code, and the schema libraries our own modules import as well.
  */

@@ -1,6 +1,6 @@
 /**
  * The CDK app (`cdk synth`, `cdk deploy` run infra/main.ts through tsx). Settings come from
- * context: see infra/config.ts and the README's "Deploying to AWS". With
+ * context: see infra/config.ts and docs/aws.md, "Deploying to AWS". With
  * `-c localstackCore=true` the app is the part LocalStack runs without Docker or its paid
  * tier (infra/localstack.ts), under the same stack name.
  */

@@ -84,7 +84,7 @@ export interface OffsetlakeSettings {
   /**
    * The reader's function URL invoke mode. RESPONSE_STREAM (the default) streams a body of
    * up to 200 MB, a whole file included; BUFFERED returns at most 6 MB at once, so reads
-   * over 4 MiB must come as Range requests. README, "The reader on Lambda", says when to
+   * over 4 MiB must come as Range requests. docs/aws.md, "The reader on Lambda", says when to
    * choose BUFFERED.
    */
   readerInvokeMode: 'RESPONSE_STREAM' | 'BUFFERED';

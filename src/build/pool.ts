@@ -46,7 +46,7 @@ interface PoolWorker {
 /**
  * Build threads `serve` uses unless told: a core is kept for the serving thread (Kafka
  * reads, responses), and below 4 cores none, since an engine reading on the same machine
- * takes the others (measured on 2 cores beside DuckDB: no faster, 10 % more CPU; README).
+ * takes the others (measured on 2 cores beside DuckDB: no faster, 10 % more CPU; docs/querying.md, "Builds on every core").
  */
 export const defaultBuildThreads = availableParallelism() >= 4 ? availableParallelism() - 1 : 0;
 

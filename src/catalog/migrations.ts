@@ -532,6 +532,8 @@ CREATE TABLE reader_counters (
 );
 `,
   },
+  // Its SQL cites "DESIGN.md": that design is docs/design.md now. The SQL stays as released:
+  // every catalog keeps the sha256 of the text it applied (src/catalog/migrate.ts).
   {
     version: 8,
     name: 'secondary indexes and their entries per data file',

@@ -8,7 +8,7 @@ export type Granularity = 'minute' | 'hour' | 'day';
 export type History = { kind: 'all' } | { kind: 'none' } | { kind: 'since'; since: string };
 /** json: `_value` is checked JSON text; raw: bytes as they are; the rest: decoded with the Schema Registry. */
 export type TableFormat = 'json' | 'raw' | 'avro' | 'protobuf' | 'json-schema';
-/** Page compression of a table's new files (README, "Encoder v2"). */
+/** Page compression of a table's new files (docs/formats.md, "Encoder v2"). */
 export type Compression = 'lz4_raw' | 'snappy';
 
 export interface TableSettings {

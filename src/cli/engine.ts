@@ -5,7 +5,7 @@ import { useLocalStackDefaults } from '../stack/index.js';
 
 /**
  * Opens the engine for one command and closes it whatever happens. Flags, then the
- * environment, then the local stack (README, "Configuration"); only commands that use
+ * environment, then the local stack (README and docs/operations.md, "Configuration"); only commands that use
  * the engine take the local defaults: `stack` must see the environment as the user set it.
  */
 export async function withEngine<T>(flags: EngineFlags, work: (engine: Engine) => Promise<T>, wait?: CatalogWait): Promise<T> {

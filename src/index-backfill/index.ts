@@ -1,5 +1,5 @@
 /**
- * A standalone index's backfill (DESIGN.md, "Secondary indexes"): declared → building →
+ * A standalone index's backfill (docs/design.md, "Secondary indexes"): declared → building →
  * backfilling → catching_up → active while the table stays readable and writable.
  * `indexBackfillStep` does one step (step.ts); `runIndexBackfill` runs steps in this
  * process until the index is active (the local runner, tests); the state machine

@@ -5,7 +5,7 @@
  * which partition has new records and how far they go; the records themselves are read
  * from Kafka with read_committed. An event's own records only size those Fetches: the
  * event cannot tell an aborted record from a committed one, nor vouch for its bytes
- * (README, "MSK handler: the second read"). Redelivered, overlapping and gapped events
+ * (docs/measurements.md, "MSK handler: the second read"). Redelivered, overlapping and gapped events
  * all end the same way: each partition is read from its position (`indexed_end`, or the
  * end of what it holds) up to the delivery's end.
  *

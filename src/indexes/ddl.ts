@@ -1,5 +1,5 @@
 /**
- * The index DDL of the specification (DESIGN.md, "Secondary indexes"), parsed. Pure.
+ * The index DDL of the specification (docs/design.md, "Secondary indexes"), parsed. Pure.
  *
  *   CREATE INDEX [IF NOT EXISTS] <index> ON <table> (<column>, …)
  *     USING MINMAX | BLOOM | POSTINGS [SCOPE CURRENT | HISTORY | BOTH] [GRANULE <rows>]

@@ -1,5 +1,5 @@
 /**
- * What a secondary index is (DESIGN.md, "Secondary indexes"): a kind, the expressions it
+ * What a secondary index is (docs/design.md, "Secondary indexes"): a kind, the expressions it
  * indexes, a scope and a granule size. Pure: no I/O. The catalog keeps definitions in
  * `secondary_index` (migration 8), the DDL (src/indexes/ddl.ts) makes them, the builder
  * (src/indexes/entries.ts) takes keys with them, and the query matches predicates on them.

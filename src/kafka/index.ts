@@ -1,4 +1,4 @@
-/** offsetlake's Kafka access: committed reads of offset ranges, offsets, topics; see DESIGN.md. */
+/** offsetlake's Kafka access: committed reads of offset ranges, offsets, topics; see docs/design.md. */
 export * from './connect.js';
 export * from './errors.js';
 export * from './offsets.js';

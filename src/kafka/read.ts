@@ -14,7 +14,7 @@
  * read where they lie, checked against their CRC-32C, decompressed by native code, and a
  * record's key, value and header values are views into those bytes. The library's decoder
  * made a JavaScript object and Buffers per record and decompressed LZ4 in WebAssembly;
- * bench/kafka-read.ts compares the two (README, "The committed read").
+ * bench/kafka-read.ts compares the two (docs/measurements.md, "The committed read's Fetch decoding").
  *
  * The reader stops at `untilOffset` exactly, or at the partition's last stable offset as
  * the last fetch reported it, whichever comes first (it never waits for a transaction to

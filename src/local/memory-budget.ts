@@ -32,7 +32,7 @@ export interface MemoryCosts {
 const MiB = 1024 * 1024;
 
 /**
- * Measured on the 2-core development machine (README, "Load"): idle `run` RSS 128–135
+ * Measured on the 2-core development machine (docs/operations.md, "Load"): idle `run` RSS 128–135
  * MiB; under 12 MiB/s over 3 partitions, 406 MiB at peak of which ranges and builds
  * explain ~150, so ~40 MiB per partition (then: its emulator read, the MSK event of up
  * to 6 MB of base64, the handler's read of the same span, and the heap's slack over them;

@@ -39,7 +39,7 @@
  * v2 (below, the default for new files) is our own writer (writer.ts) around a native
  * compressor: LZ4_RAW (lz4-napi) unless a table asks for Snappy (snappy). bench/encoders.ts,
  * same run: JSON 180 vs v1 85 MB/s cpu, Avro shape 724 vs 145, small records 97 vs 43
- * (README "Measured", "Encoder v2", with the profile).
+ * (docs/measurements.md, "Encoder v2: the figures", with the profile).
  */
 import { createHash } from 'node:crypto';
 import { parquetWrite, type ColumnSource, type SchemaElement } from 'hyparquet-writer';

@@ -2,8 +2,8 @@
  * Our own Parquet writer (encoders v2 and v3; v3 is v2 with cut bounds that are copies,
  * see `WriterSettings.boundsRaisedInPlace`). v1's hyparquet-writer spent over half of its
  * encode time outside compression: per-page statistics on every value, a dictionary
- * attempt per column, and copies through a doubling buffer (profile in the README,
- * "Encoder v2"). Our files need much less than a general writer offers, so this one
+ * attempt per column, and copies through a doubling buffer (profile in docs/measurements.md,
+ * "Encoder v2: the figures"). Our files need much less than a general writer offers, so this one
  * does only that, in one pass per column chunk into one reused page buffer:
  *
  * - data pages v1 (the kind every reader takes), PLAIN values, levels as RLE runs

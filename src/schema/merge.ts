@@ -1,6 +1,6 @@
 /**
  * Folding a registry schema's shape into the table schema, and routing decoded values to
- * the table's columns. Pure. The rules (README, "Schema Registry"):
+ * the table's columns. Pure. The rules (docs/formats.md, "Schema Registry formats"):
  *
  * - a field the table has no column for becomes a new nullable column, appended (inside
  *   a struct: a new struct field, appended);

@@ -1,5 +1,5 @@
 /**
- * The range rules of DESIGN.md ("A range ends at the first of"), written as plainly as
+ * The range rules of docs/design.md ("When a range ends"), written as plainly as
  * possible and without src/ranges/sealer.ts (only its types are named here), for the
  * property tests of test/unit/ranges.test.ts:
  *

@@ -39,7 +39,7 @@ async function appliedVersions(url: string): Promise<number[]> {
 }
 
 const expectedTables = ['backfill_step', 'current_column', 'data_file', 'file_column_stats', 'granule', 'iceberg_file', 'iceberg_snapshot', 'iceberg_table', 'index_entry', 'job', 'lake_partition', 'lake_table', 'lost_interval', 'mapping_id_turn', 'reader_counters', 'schema_migration', 'secondary_index', 'table_column', 'table_schema'];
-// The DuckLake 0.3 catalog's relations, as DuckDB 1.4.4 creates them (shared/ducklake-0.3-ddl.sql): views here.
+// The DuckLake 0.3 catalog's relations, as DuckDB 1.4.4's ducklake extension creates them in a new DuckLake catalog: views here.
 const ducklakeTables = ['column', 'column_mapping', 'column_tag', 'data_file', 'delete_file', 'file_column_stats', 'file_partition_value',
   'files_scheduled_for_deletion', 'inlined_data_tables', 'metadata', 'name_mapping', 'partition_column', 'partition_info', 'schema',
   'schema_versions', 'snapshot', 'snapshot_changes', 'table', 'table_column_stats', 'table_stats', 'tag', 'view'].map((name) => `ducklake_${name}`);

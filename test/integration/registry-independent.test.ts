@@ -14,7 +14,7 @@
  * Protobuf bytes, negative int64 map keys), `plain` has none, so that the type mapping is
  * still checked on its own should a hazard ever stop the full tables' partitions again.
  *
- * Expected values come from those tools and the README's "Type mapping" table, never from
+ * Expected values come from those tools and the "Type mapping" table of docs/formats.md, never from
  * src/. Needs: pip install -r test/integration/requirements-reader.txt (npm's pretest does).
  * Diagnosis: REGIND_WITHOUT=names,nul,... (see registry_independent.py) leaves hazards out of
  * the full data set, to see what fails behind a failure that stops a partition.
@@ -159,7 +159,7 @@ describe('registry-format tables against independent producers, decoders and pya
   }, 90_000);
 
   for (const target of targets) {
-    it(`${target.format} ${describeVariant[target.variant]}: every read_committed record is in exactly one rebuilt file, bad records are rows with _error and the raw _value, and pyarrow's column types and values equal ${decoderOf[target.format]}'s decoding mapped by the README type table`, async () => {
+    it(`${target.format} ${describeVariant[target.variant]}: every read_committed record is in exactly one rebuilt file, bad records are rows with _error and the raw _value, and pyarrow's column types and values equal ${decoderOf[target.format]}'s decoding mapped by the type table of docs/formats.md`, async () => {
       const verified = await python(['verify', '--format', target.format, '--variant', target.variant]);
       expect(verified.code, explain(`registry_independent.py verify --format ${target.format} --variant ${target.variant}`, verified)).toBe(0);
     }, 30_000);

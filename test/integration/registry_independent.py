@@ -4,7 +4,7 @@ Producers, schemas and expected values come only from third-party code: confluen
 (librdkafka) produces and consumes, fastavro encodes and decodes Avro, Google's protobuf
 runtime (with protoc from grpcio-tools) encodes and decodes Protobuf, the standard json
 module encodes and decodes JSON, and pyarrow reads the rebuilt Parquet files. Nothing here
-imports or imitates offsetlake's decoders: the expected column values follow the README's
+imports or imitates offsetlake's decoders: the expected column values follow docs/formats.md's
 "Type mapping" table, applied to what the independent decoder returns.
 
 Two data sets ("variants"), each in one topic per format: `full` has every hazard (fields,
@@ -95,7 +95,7 @@ class Variant:
 
 VARIANTS = {"full": Variant(h for h in os.environ.get("REGIND_WITHOUT", "").split(",") if h), "plain": Variant(HAZARDS)}
 
-# The first columns of every registry-format table (README, "Rows").
+# The first columns of every registry-format table (docs/formats.md, "Rows").
 KAFKA_COLUMNS = ["_partition", "_offset", "_timestamp", "_key", "_headers", "_value", "_error"]
 RESERVED = set(KAFKA_COLUMNS) | {"_key_decoded"}
 UNKNOWN_SCHEMA_ID = 2147480000
@@ -366,7 +366,7 @@ def independent_decode(fmt, registry, value):
 
 
 # ---------------------------------------------------------------------------------------
-# Expected columns: the README's "Type mapping", applied to the independent decoding
+# Expected columns: the "Type mapping" of docs/formats.md, applied to the independent decoding
 # ---------------------------------------------------------------------------------------
 # Type specs: "bool", "int32", "int64", "float32", "float64", "binary", "string", "date32",
 # ("ts", unit, utc), ("decimal", p, s), ("list", spec), ("map", value spec),
@@ -622,7 +622,7 @@ class JsonMapping:
         if t == "number":
             return float(v)
         if t == "string" and node.get("format") == "date-time":
-            return dt.datetime.fromisoformat(v).astimezone(UTC)  # microseconds, exactly (README)
+            return dt.datetime.fromisoformat(v).astimezone(UTC)  # microseconds, exactly (docs/formats.md)
         if t == "string" and node.get("format") == "date":
             return dt.date.fromisoformat(v)
         if t == "string":
@@ -644,7 +644,7 @@ MAPPINGS = {"avro": AvroMapping, "protobuf": ProtobufMapping, "json-schema": Jso
 
 
 def column_name(field):
-    """README: a field named like a Kafka column (`_offset`) becomes `value__offset`."""
+    """docs/formats.md: a field named like a Kafka column (`_offset`) becomes `value__offset`."""
     return f"value_{field}" if field in RESERVED else field
 
 
@@ -954,7 +954,7 @@ def committed_records(brokers, topic):
 
 
 def type_problem(spec, t, path):
-    """Why the pyarrow type `t` is not the README's mapping `spec`, or None."""
+    """Why the pyarrow type `t` is not docs/formats.md's mapping `spec`, or None."""
     def bad(expected):
         return f"{path}: expected {expected}, the file has {t}"
     if spec == "bool":
@@ -1103,7 +1103,7 @@ def verify(args):
     if bad_seen != sent["bad"] or tombstones != sent["tombstones"] or len(committed) != sent["good"] + sent["bad"] + sent["tombstones"]:
         failures["test itself"].append(f"the consumer read {len(committed)} committed records ({bad_seen} bad, {tombstones} tombstones); the producer committed {sent}")
 
-    # Column specs for each schema version, from the README's type mapping over the registered schemas.
+    # Column specs for each schema version, from docs/formats.md's type mapping over the registered schemas.
     specs = {}
     for version in ("1", "2"):
         schema_id = state["schema_ids"][variant][fmt][version]
@@ -1146,7 +1146,7 @@ def verify(args):
                 problem = type_problem(file_specs[name], table.schema.field(name).type, name)
                 if problem:
                     failures["column types"].append(f"{label}: {problem}")
-        # README: "Each file's statistics count them (`_error` non-null)".
+        # docs/formats.md: "Each file's statistics count them (`_error` non-null)".
         error_stats = next((c for c in file.get("columns", []) if c["columnName"] == "_error"), None)
         file_keys = list(zip(table.column("_partition").to_pylist(), table.column("_offset").to_pylist())) if "_offset" in names else []
         expected_errors = sum(1 for key in file_keys if key in expected_rows and expected_rows[key]["_error"] is not None)

@@ -172,7 +172,7 @@ function violations(property: Property): string[] {
   return scenarios().flatMap(({ violations: found }) => found.filter((v) => v.property === property).map((v) => v.message)).slice(0, 5);
 }
 
-describe('RangeSealer on seeded out-of-order input (500 seeds), checked against the rules of DESIGN.md', () => {
+describe('RangeSealer on seeded out-of-order input (500 seeds), checked against the rules of docs/design.md', () => {
   it('every record read is in exactly one file, or in the open range when no flush ends the input', () => {
     expect(violations('one-file')).toEqual([]);
   });

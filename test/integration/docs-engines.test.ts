@@ -1,5 +1,5 @@
 /**
- * README "Reading from your engine": every snippet marked `<!-- tested: NAME -->` is run
+ * docs/engines.md, "Reading from your engine": every snippet marked `<!-- tested: NAME -->` is run
  * as written, with two strings changed: serve's address (127.0.0.1:8642) and the
  * catalog's connection string become the test's. Each must count the rows a
  * read_committed consumer we did not write sees (the Iceberg snippets read through serve's
@@ -26,12 +26,12 @@ import { asStackReader } from '../helpers/database.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const enginesPage = readFileSync(new URL('../../docs/engines.md', import.meta.url), 'utf8');
 
 /** The snippets marked as tested, by name: the fenced block after each marker. */
 function snippets(): Map<string, { language: string; code: string }> {
   const found = new Map<string, { language: string; code: string }>();
-  for (const match of readme.matchAll(/<!-- tested: ([a-z0-9-]+) -->\n```(\w+)\n([\s\S]*?)\n```/g)) found.set(match[1]!, { language: match[2]!, code: match[3]! });
+  for (const match of enginesPage.matchAll(/<!-- tested: ([a-z0-9-]+) -->\n```(\w+)\n([\s\S]*?)\n```/g)) found.set(match[1]!, { language: match[2]!, code: match[3]! });
   return found;
 }
 
@@ -41,8 +41,8 @@ let address: string;
 let expected: number;
 
 beforeAll(async () => {
-  engine = await testEngine('readme');
-  const topic = await newTopic(engine, 2, 'readme');
+  engine = await testEngine('engines_doc');
+  const topic = await newTopic(engine, 2, 'engines-doc');
   for (const [name, format] of [['clicks', 'json'], ['clicks_raw', 'raw']] as const) {
     await createTableFromTopic(engine, { name, topic, format, settings: resolveSettings({ file_bytes: '3000' }) });
   }
@@ -52,7 +52,7 @@ beforeAll(async () => {
   const table = await findTable(engine.catalog, 'clicks');
   expected = (await indexedRowsIndependently(engine, table)).rows;
   const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka));
-  // as the README starts it: token "secret", S3 key pair reader / s3cret, bucket offsetlake
+  // as docs/engines.md starts it: token "secret", S3 key pair reader / s3cret, bucket offsetlake
   reader = await listeningReader(readerHandler(service, { token: 'secret', s3: { bucket: 'offsetlake', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }, catalog: new IcebergCatalog(service, {}, { bucket: 'offsetlake', region: 'us-east-1', credentials: { accessKeyId: 'reader', secretAccessKey: 's3cret' } }) }));
   address = `127.0.0.1:${reader.port}`;
 }, 120_000);
@@ -76,7 +76,7 @@ function python(code: string): Promise<string> {
   });
 }
 
-describe('README "Reading from your engine", as written', () => {
+describe('docs/engines.md "Reading from your engine", as written', () => {
   it('marks the snippets of every engine it documents', () => {
     expect([...snippets().keys()].sort()).toEqual(['datafusion', 'duckdb-ducklake-http', 'duckdb-ducklake-s3', 'duckdb-iceberg', 'duckdb-s3', 'polars', 'pyarrow', 'pyiceberg']);
     expect(expected).toBe(90);
