@@ -80,6 +80,12 @@ function bothShapes(config: StackConfig): { single: KafkaNode[]; cluster: KafkaN
   return { single: kafkaNodes({ ...config, brokers: 1 }), cluster: kafkaNodes({ ...config, brokers: clusterSize, brokerPorts }) };
 }
 
+/** The shape whose nodes run here (one broker, or a cluster, whatever `config` says); with none running, the one `config` asks for. */
+function runningShape(config: StackConfig): KafkaNode[] {
+  const { single, cluster } = bothShapes(config);
+  return [single, cluster].find((shape) => shape.some((node) => runningPid(config.paths, node.name) !== undefined)) ?? kafkaNodes(config);
+}
+
 function dataDir(node: KafkaNode): string {
   return join(node.home, 'data');
 }
@@ -390,17 +396,14 @@ export const kafkaService: Service = {
 
   async down(config) {
     // Whatever runs here, of either shape: the brokers side by side, then the controller they report to.
-    const { single, cluster } = bothShapes(config);
-    const brokers = [...single, ...cluster.filter((node) => node.roles === 'broker')];
-    await Promise.all(brokers.map((node) => stopKafkaNode(config, node)));
-    await Promise.all(cluster.filter((node) => node.roles === 'controller').map((node) => stopKafkaNode(config, node)));
-    return kafkaNodes(config).map((node) => stopped(config, node));
+    const nodes = runningShape(config);
+    await Promise.all(nodes.filter((node) => node.roles !== 'controller').map((node) => stopKafkaNode(config, node)));
+    await Promise.all(nodes.filter((node) => node.roles === 'controller').map((node) => stopKafkaNode(config, node)));
+    return nodes.map((node) => stopped(config, node));
   },
 
   async status(config) {
-    // What runs, of either shape; with nothing running, the shape this config asks for.
-    const { single, cluster } = bothShapes(config);
-    const nodes = [single, cluster].find((shape) => shape.some((node) => runningPid(config.paths, node.name) !== undefined)) ?? kafkaNodes(config);
+    const nodes = runningShape(config);
     return nodes.map((node) => {
       const pid = runningPid(config.paths, node.name);
       return pid === undefined ? stopped(config, node) : running(config, node, pid, nodes.length === 1 ? 1 : nodes.length - 1);
