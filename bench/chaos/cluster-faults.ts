@@ -1,13 +1,10 @@
 /**
- * The faults of a three-broker cluster that the cluster scenarios inject, through Kafka's
- * own tools where Kafka has one (a reassignment, a preferred-leader election: what an
- * operator or MSK itself does), and the waits between them that an operator makes (every
- * replica back in sync before the next broker goes down, as MSK's rolling patch waits).
+ * The faults of a three-broker cluster that the cluster scenarios inject (a reassignment
+ * and the preferred-leader election Kafka runs after it: what an operator or MSK itself
+ * does), and the waits between them that an operator makes (every replica back in sync
+ * before the next broker goes down, as MSK's rolling patch waits).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Admin, type ClusterPartitionMetadata } from '@platformatic/kafka';
+import { Admin, kGetApi, kGetBootstrapConnection, type API, type ClusterPartitionMetadata, type Connection } from '@platformatic/kafka';
 import { sleep } from '../../src/stack/process.js';
 import type { ChaosStack } from './stack.js';
 
@@ -35,39 +32,43 @@ export async function waitForPartitions(stack: ChaosStack, topics: string[], che
   return false;
 }
 
-/** The internal topic the transactional producer's commits go through: it must be in sync too before the next fault. */
-const transactionLog = '__transaction_state';
-
-/** Waits until every replica of `topic` (and of the transaction log) is in sync again, as MSK waits before it restarts the next broker. */
+/** Waits until every replica of `topic` is in sync again, as MSK waits before it restarts the next broker. */
 export async function waitInSync(stack: ChaosStack, topic: string, timeoutMs = 120_000): Promise<void> {
-  const ok = await waitForPartitions(stack, [topic, transactionLog], (p) => p.leader >= 0 && p.isr.length === p.replicas.length, timeoutMs);
-  if (!ok) throw new Error(`the replicas of ${topic} and ${transactionLog} were not all in sync ${timeoutMs / 1000} s after the fault was repaired`);
+  const ok = await waitForPartitions(stack, [topic], (p) => p.leader >= 0 && p.isr.length === p.replicas.length, timeoutMs);
+  if (!ok) throw new Error(`the replicas of ${topic} were not all in sync ${timeoutMs / 1000} s after the fault was repaired`);
+}
+
+type ReassignArgs = [timeoutMs: number, allowReplicationFactorChange: boolean, topics: { name: string; partitions: { partitionIndex: number; replicas: number[] | null }[] }[]];
+interface ReassignResponse { errorCode: number; errorMessage: string | null; responses: { name: string; partitions: { partitionIndex: number; errorCode: number; errorMessage: string | null }[] }[] }
+
+/** AlterPartitionReassignments (which the admin client has no method for), sent to any broker: it forwards it to the controller. */
+async function reassign(stack: ChaosStack, topic: string, replicas: number[][]): Promise<void> {
+  const admin = stack.engine.kafka.admin();
+  const [api, connection] = await Promise.all([
+    new Promise<API<ReassignArgs, ReassignResponse>>((done, fail) => admin[kGetApi]<ReassignArgs, ReassignResponse>('AlterPartitionReassignments', (error, found) => (error || !found ? fail(error) : done(found)))),
+    new Promise<Connection>((done, fail) => admin[kGetBootstrapConnection]((error, found) => (error || !found ? fail(error) : done(found)))),
+  ]);
+  const response = await api.async(connection, 30_000, false, [{ name: topic, partitions: replicas.map((list, partitionIndex) => ({ partitionIndex, replicas: list })) }]);
+  const failed = response.responses.flatMap((t) => t.partitions).filter((p) => p.errorCode !== 0);
+  if (response.errorCode !== 0 || failed.length > 0) throw new Error(`the reassignment of ${topic} failed: ${response.errorMessage ?? failed.map((p) => `partition ${p.partitionIndex}: ${p.errorMessage ?? p.errorCode}`).join('; ')}`);
 }
 
 /**
  * Moves the leader of every partition of `topic`: a reassignment that rotates each
- * replica list by one (its first replica is the preferred leader), then a preferred-leader
- * election of those partitions, both by Kafka's own tools. Returns how many leaders moved.
+ * replica list by one, whose new first replica (the preferred leader) the controller then
+ * makes the leader by a preferred-leader election of its own (the chaos cluster checks
+ * leader imbalance every second: auto.leader.rebalance.enable, as on MSK, only sooner).
+ * Returns how many leaders moved.
  */
 export async function moveLeaders(stack: ChaosStack, topic: string): Promise<number> {
   const before = (await partitionStates(stack, [topic])).get(topic)!;
-  const folder = mkdtempSync(join(tmpdir(), 'chaos-reassign-'));
-  try {
-    const reassignment = join(folder, 'reassignment.json');
-    const rotated = before.map((p) => [...p.replicas.slice(1), p.replicas[0]!]);
-    writeFileSync(reassignment, JSON.stringify({ version: 1, partitions: rotated.map((replicas, partition) => ({ topic, partition, replicas })) }));
-    await stack.kafkaTool('org.apache.kafka.tools.reassign.ReassignPartitionsCommand', ['--reassignment-json-file', reassignment, '--execute']);
-    // Only the order changed, so no data moves: the reassignment ends at once, and the election can follow.
-    const reordered = await waitForPartitions(stack, [topic], (p) => p.replicas.length === rotated[0]!.length && p.isr.length === p.replicas.length, 30_000);
-    if (!reordered) throw new Error(`the reassignment of ${topic} did not complete within 30 s`);
-    const election = join(folder, 'election.json');
-    writeFileSync(election, JSON.stringify({ partitions: before.map((_, partition) => ({ topic, partition })) }));
-    await stack.kafkaTool('org.apache.kafka.tools.LeaderElectionCommand', ['--election-type', 'PREFERRED', '--path-to-json-file', election]);
-    const after = (await partitionStates(stack, [topic])).get(topic)!;
-    return after.filter((p, i) => p.leader !== before[i]!.leader).length;
-  } finally {
-    rmSync(folder, { recursive: true, force: true });
-  }
+  const rotated = before.map((p) => [...p.replicas.slice(1), p.replicas[0]!]);
+  await reassign(stack, topic, rotated);
+  // Only the order changed, so no data moves: the election follows within the imbalance check's second.
+  const elected = await waitForPartitions(stack, [topic], (p) => p.replicas[0] === p.leader && p.isr.length === p.replicas.length, 30_000);
+  const after = (await partitionStates(stack, [topic])).get(topic)!;
+  if (!elected) throw new Error(`30 s after the reassignment of ${topic}, its leaders are not its preferred replicas: ${after.map((p, i) => `partition ${i} leader ${p.leader}, replicas ${p.replicas.join(',')}`).join('; ')}`);
+  return after.filter((p, i) => p.leader !== before[i]!.leader).length;
 }
 
 /** The broker that leads `partition` of `topic` now. */

@@ -539,7 +539,7 @@ export const scenarios: Scenario[] = [
   },
   {
     name: 'leader-move',
-    does: 'three brokers: every partition\'s leader moved by a reassignment that rotates its replicas and a preferred-leader election (Kafka\'s own tools), again and again, while `run` indexes and `serve` answers a client reading whole files',
+    does: 'three brokers: every partition\'s leader moved by a reassignment that rotates its replicas and the controller\'s preferred-leader election after it, again and again, while `run` indexes and `serve` answers a client reading whole files',
     format: 'json',
     ci: true,
     brokers: 3,
@@ -549,7 +549,9 @@ export const scenarios: Scenario[] = [
       const reads = await context.startServeReads();
       let moved = 0;
       const repairedAt = await repeatedly(context, moves, 1000, context.short ? 2000 : 5000, async () => {
+        const began = Date.now();
         moved += await moveLeaders(context.stack, context.table.topic);
+        context.log(`  leader-move: leaders moved in ${((Date.now() - began) / 1000).toFixed(1)} s`);
       });
       await waitBetween(context, 500, 1500);
       return { faults: `${times(moves, 'reassignment + preferred election')}, ${moved} partition leaders moved${moved === 0 ? ' (no fault met)' : ''}`, repairedAt, indexers: [indexer], reads: await reads.stop() };
@@ -562,7 +564,7 @@ export const scenarios: Scenario[] = [
     ci: true,
     brokers: 3,
     async inject(context) {
-      const kills = context.short ? 2 : 5;
+      const kills = context.short ? 1 : 5;
       const indexer = context.startIndexer();
       const reads = await context.startServeReads();
       const killed: number[] = [];
@@ -841,7 +843,7 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
     },
     schemas,
     table,
-    startServeReads: () => startServeReads(stack, table, seededRandom(options.seed + 2), (watch, args) => context.startIndexer({}, watch, args)),
+    startServeReads: () => startServeReads(stack, table, seededRandom(options.seed + 2), (watch, args) => context.startIndexer({}, watch, args), options.log),
     producerCounts: () => ({ ...producer.counts }),
   };
   const began = Date.now();

@@ -41,7 +41,8 @@ function get(port: number, path: string): Promise<{ status: number; body: Buffer
 }
 
 /** Starts serve (`start` makes the child) and reads until `stop()`; the counts. */
-export async function startServeReads(stack: ChaosStack, table: TableRecord, random: () => number, start: (watch: RegExp, args: string[]) => IndexerProcess): Promise<{ stop(): Promise<ServeReadCounts> }> {
+export async function startServeReads(stack: ChaosStack, table: TableRecord, random: () => number, start: (watch: RegExp, args: string[]) => IndexerProcess, log: (line: string) => void): Promise<{ stop(): Promise<ServeReadCounts> }> {
+  const began = Date.now();
   const server = start(/serving http:\/\/[^:]+:\d+\//, ['serve', '--no-auth', '--port', '0']);
   const deadline = Date.now() + 60_000;
   while (server.matched.length === 0) {
@@ -49,6 +50,7 @@ export async function startServeReads(stack: ChaosStack, table: TableRecord, ran
     await sleep(100);
   }
   const port = Number(/serving http:\/\/[^:]+:(\d+)\//.exec(server.matched[0]!)![1]);
+  log(`  serve answers on port ${port} after ${((Date.now() - began) / 1000).toFixed(1)} s`);
   const counts: ServeReadCounts = { served: 0, errors: 0, wrong: 0, said: [] };
   let stopping = false;
   const loop = (async () => {

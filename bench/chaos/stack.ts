@@ -6,13 +6,11 @@
  * fresh home, on loopback ports of its own (`OFFSETLAKE_CHAOS_PORTS=N` takes N … N+3, and
  * the cluster N+10 … N+15).
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { openEngine, type Engine } from '../../src/runtime/engine.js';
 import { stackConfig } from '../../src/stack/config.js';
-import { findJava } from '../../src/stack/java.js';
-import { kafkaBootstrap, kafkaBrokers, kafkaClasspath, kafkaService, stopKafkaNode, type KafkaNode } from '../../src/stack/kafka.js';
+import { kafkaBootstrap, kafkaBrokers, kafkaService, stopKafkaNode, type KafkaNode } from '../../src/stack/kafka.js';
 import { catalogDatabaseUrl, postgresService } from '../../src/stack/postgres.js';
 import { isAlive, isZombie, runningPid, sleep } from '../../src/stack/process.js';
 import { registryService, registryUrl } from '../../src/stack/registry.js';
@@ -44,8 +42,6 @@ export interface ChaosStack {
   /** SIGSTOP of one broker: it holds its sockets and answers nothing, until `resumeBroker` (SIGCONT). */
   pauseBroker(nodeId: number): void;
   resumeBroker(nodeId: number): void;
-  /** Runs one of Kafka's own command-line tools (a main class of kafka-tools) against this stack's brokers; its output. */
-  kafkaTool(mainClass: string, args: string[]): Promise<string>;
   /** Waits until the registry, started in the background (or, on a cluster, only now), answers. */
   registryReady(): Promise<void>;
   stopRegistry(): Promise<void>;
@@ -76,7 +72,12 @@ export async function startChaosStack(progress: (line: string) => void, options:
   // Postgres runs as an unprivileged user, who must be able to reach its data folder.
   chmodSync(home, 0o755);
   // An environment of its own: DATABASE_URL (a test's pooled catalog) must not make Postgres external.
-  const config = stackConfig({ home, brokers, ...chaosPorts(brokers) }, {});
+  const config = {
+    ...stackConfig({ home, brokers, ...chaosPorts(brokers) }, {}),
+    // The controller's preferred-leader election follows a reassignment (leader-move) within
+    // a second instead of MSK's 5 minutes, on any imbalance, so that it happens within a scenario.
+    ...(brokers > 1 ? { brokerSettings: { 'leader.imbalance.check.interval.seconds': '1', 'leader.imbalance.per.broker.percentage': '0' } } : {}),
+  };
   const say = (line: string) => progress(`[chaos stack] ${line}`);
   await Promise.all([kafkaService.up(config, say), postgresService.up(config, say)]);
   // The registry takes the longest to start and only the Avro scenarios need it: on one
@@ -152,15 +153,6 @@ export async function startChaosStack(progress: (line: string) => void, options:
     },
     resumeBroker(nodeId) {
       process.kill(brokerPid(nodeId), 'SIGCONT');
-    },
-    async kafkaTool(mainClass, args) {
-      const child = spawn(findJava(17, 'apt-get install openjdk-17-jre-headless'), ['-Xmx128m', '-XX:TieredStopAtLevel=1', '-cp', kafkaClasspath(config, say), mainClass, '--bootstrap-server', env.KAFKA_BROKERS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      const code = await new Promise<number | null>((done) => child.on('exit', done));
-      if (code !== 0) throw new Error(`${mainClass} ${args.join(' ')} exited ${code}: ${output.trim().split('\n').slice(-3).join(' / ')}`);
-      return output;
     },
     async registryReady() {
       registryStarting ??= startRegistry();

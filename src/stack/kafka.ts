@@ -127,10 +127,6 @@ function fetchJars(config: StackConfig, progress: (line: string) => void): strin
   return fetchMavenLibs(libsDir(config), pom(), `Apache Kafka ${kafkaVersion}`, { log: logFile(config.paths, `${name}-fetch`), say: (line) => progress(`kafka: ${line}`) });
 }
 
-/** The classpath of the fetched jars: also what runs Kafka's own tools (leader elections, reassignments). */
-export function kafkaClasspath(config: StackConfig, progress: (line: string) => void): string {
-  return join(fetchJars(config, progress), '*');
-}
 
 /** Topic and internal-topic defaults: what every topic gets unless it says otherwise. */
 function replicationSettings(config: StackConfig): string[] {
@@ -376,7 +372,7 @@ export const kafkaService: Service = {
     const missing = nodes.filter((node) => !pids.has(node.name));
     if (missing.length > 0) {
       const javaCommand = findJava(17, javaHint);
-      const classpath = kafkaClasspath(config, progress);
+      const classpath = join(fetchJars(config, progress), '*');
       for (const node of missing) {
         const ports: [number, string][] = node.roles === 'controller' ? [[node.port, 'OFFSETLAKE_CONTROLLER_PORT']] : [[node.port, node.nodeId === 1 ? 'OFFSETLAKE_KAFKA_PORT' : 'OFFSETLAKE_BROKER_PORTS']];
         if (node.roles === 'broker,controller') ports.push([config.controllerPort, 'OFFSETLAKE_CONTROLLER_PORT']);
