@@ -26,7 +26,7 @@ import { auditTable } from '../../test/helpers/table-audit.js';
 import { leaderOf, moveLeaders, partitionStates, waitForPartitions, waitInSync } from './cluster-faults.js';
 import { IndexerProcess } from './indexer-process.js';
 import { ChaosProducer, type ProducerCounts } from './producer.js';
-import { startServeReads, type ServeReadCounts } from './serve-reads.js';
+import { startServeReads, type ServeReadCounts, type ServeReads } from './serve-reads.js';
 import type { ChaosStack } from './stack.js';
 
 const partitions = 3;
@@ -59,7 +59,7 @@ export interface ScenarioContext {
   schemas: RegistrySchema[];
   table: TableRecord;
   /** `offsetlake serve` started, and a client reading whole files of the table from it until `stop()`. */
-  startServeReads(): Promise<{ stop(): Promise<ServeReadCounts> }>;
+  startServeReads(): Promise<ServeReads>;
   /** The producer's counts so far (a transaction refused while the ISR is short is a failed one). */
   producerCounts(): ProducerCounts;
 }
@@ -552,6 +552,8 @@ export const scenarios: Scenario[] = [
         const began = Date.now();
         moved += await moveLeaders(context.stack, context.table.topic);
         context.log(`  leader-move: leaders moved in ${((Date.now() - began) / 1000).toFixed(1)} s`);
+        // Files read from the new leaders before the next move.
+        await reads.answered(2);
       });
       await waitBetween(context, 500, 1500);
       return { faults: `${times(moves, 'reassignment + preferred election')}, ${moved} partition leaders moved${moved === 0 ? ' (no fault met)' : ''}`, repairedAt, indexers: [indexer], reads: await reads.stop() };

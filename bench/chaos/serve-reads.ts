@@ -40,8 +40,14 @@ function get(port: number, path: string): Promise<{ status: number; body: Buffer
   });
 }
 
-/** Starts serve (`start` makes the child) and reads until `stop()`; the counts. */
-export async function startServeReads(stack: ChaosStack, table: TableRecord, random: () => number, start: (watch: RegExp, args: string[]) => IndexerProcess, log: (line: string) => void): Promise<{ stop(): Promise<ServeReadCounts> }> {
+export interface ServeReads {
+  /** Waits until `more` files more than now were answered (served, wrong or failed), or `timeoutMs`: a fault between two reads is met by the second. */
+  answered(more: number, timeoutMs?: number): Promise<void>;
+  stop(): Promise<ServeReadCounts>;
+}
+
+/** Starts serve (`start` makes the child) and reads until `stop()`, once a first file was answered (so the faults that follow meet a reader). */
+export async function startServeReads(stack: ChaosStack, table: TableRecord, random: () => number, start: (watch: RegExp, args: string[]) => IndexerProcess, log: (line: string) => void): Promise<ServeReads> {
   const began = Date.now();
   const server = start(/serving http:\/\/[^:]+:\d+\//, ['serve', '--no-auth', '--port', '0']);
   const deadline = Date.now() + 60_000;
@@ -72,7 +78,15 @@ export async function startServeReads(stack: ChaosStack, table: TableRecord, ran
       }
     }
   })();
+  const total = () => counts.served + counts.errors + counts.wrong;
+  const answered = async (more: number, timeoutMs = 30_000) => {
+    const until = total() + more;
+    const deadline = Date.now() + timeoutMs;
+    while (total() < until && Date.now() < deadline) await sleep(50);
+  };
+  await answered(1, 60_000);
   return {
+    answered,
     async stop() {
       stopping = true;
       await loop;

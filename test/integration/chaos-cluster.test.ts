@@ -7,10 +7,14 @@
  * wrong byte. Times (lag recovery) are reported by `npm run chaos`, never asserted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { partitionStates } from '../../bench/chaos/cluster-faults.js';
+import { moveLeaders, partitionStates } from '../../bench/chaos/cluster-faults.js';
 import { runScenario, scenarios } from '../../bench/chaos/scenarios.js';
 import { startChaosStack, type ChaosStack } from '../../bench/chaos/stack.js';
+import { lastStableOffset } from '../../src/kafka/offsets.js';
+import { produce } from '../../src/kafka/produce.js';
+import { readCommitted } from '../../src/kafka/read.js';
 import { createTopic } from '../../src/kafka/topics.js';
+import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 
 let stack: ChaosStack;
 beforeAll(async () => {
@@ -31,6 +35,34 @@ describe('the three-broker stack', () => {
     const { ConfigResourceTypes } = await import('@platformatic/kafka');
     const described = await stack.engine.kafka.admin().describeConfigs({ resources: [{ resourceType: ConfigResourceTypes.TOPIC, resourceName: topic, configurationKeys: ['min.insync.replicas'] }] });
     expect(described[0]?.configs.find((c) => c.name === 'min.insync.replicas')?.value).toBe('2');
+  });
+});
+
+describe('a committed read whose leader moves', () => {
+  it('meets the old leader\'s refusal (NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH), looks the leader up again, says the retry, and returns exactly the committed records confluent-kafka finds', async () => {
+    const { kafka } = stack.engine;
+    const topic = `cluster-read-${Date.now()}`;
+    await createTopic(kafka, topic, 1);
+    // Five transactions: five batches, so that a read of one batch per Fetch has Fetches left after the move.
+    for (let t = 0; t < 5; t += 1) {
+      await produce(kafka, topic, Array.from({ length: 20 }, (_, i) => ({ partition: 0, key: `k${t}-${i}`, value: `value ${t}-${i}`, timestamp: 1_700_000_000_000 + i })), { transactionalId: `${topic}-tx` });
+    }
+    const said: string[] = [];
+    kafka.onRetry = (line) => said.push(line);
+    try {
+      const end = await lastStableOffset(kafka, topic, 0);
+      const reader = readCommitted(kafka, topic, 0, 0n, end, { maxBytes: 1, prefetch: false });
+      const first = await reader.next();
+      expect(first?.records.length).toBeGreaterThan(0);
+      expect(await moveLeaders(stack, topic)).toBe(1);
+      const records = [...first!.records];
+      for await (const batch of reader) records.push(...batch.records);
+      const [independent] = await readCommittedIndependently(stack.env.KAFKA_BROKERS.split(','), [{ topic, partition: 0, start: 0n, end }]);
+      expect(records.map((r) => [r.offset, r.key?.toString(), r.value?.toString()])).toEqual(independent!.map((r) => [r.offset, r.key?.toString(), r.value?.toString()]));
+      expect(said.some((line) => /NOT_LEADER_OR_FOLLOWER|FENCED_LEADER_EPOCH/.test(line) && line.includes(`${topic}-0`) && /try 2 of \d+/.test(line))).toBe(true);
+    } finally {
+      kafka.onRetry = undefined;
+    }
   });
 });
 
