@@ -6,6 +6,9 @@
  * read_committed reader and a rebuild of every file, and that `serve` never answered a
  * wrong byte. Times (lag recovery) are reported by `npm run chaos`, never asserted.
  */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { moveLeaders, partitionStates } from '../../bench/chaos/cluster-faults.js';
 import { runScenario, scenarios } from '../../bench/chaos/scenarios.js';
@@ -37,6 +40,46 @@ describe('the three-broker stack', () => {
     expect(described[0]?.configs.find((c) => c.name === 'min.insync.replicas')?.value).toBe('2');
   });
 });
+
+describe('docs/cluster.md', () => {
+  it('`stack up --brokers 3` and `stack status` as the page shows them, on this stack: the running nodes are kept (same pids), and status lists the controller and each broker', async () => {
+    const page = readFileSync(new URL('../../docs/cluster.md', import.meta.url), 'utf8');
+    const block = /<!-- tested: cluster-stack -->\n```sh\n([\s\S]*?)\n```/.exec(page)?.[1];
+    expect(block).toBeDefined();
+    const { config } = stack;
+    // This stack's home and ports, as a user moves them; no DATABASE_URL (the tests' catalog is another).
+    const { DATABASE_URL: _shared, ...inherited } = process.env;
+    const env = {
+      ...inherited,
+      OFFSETLAKE_HOME: config.paths.home,
+      OFFSETLAKE_KAFKA_PORT: String(config.kafkaPort),
+      OFFSETLAKE_CONTROLLER_PORT: String(config.controllerPort),
+      OFFSETLAKE_REGISTRY_PORT: String(config.registryPort),
+      OFFSETLAKE_POSTGRES_PORT: String(config.postgresPort),
+      OFFSETLAKE_BROKER_PORTS: config.brokerPorts.join(','),
+    };
+    const before = await stack.startBrokers().then(() => kafkaPids());
+    const outputs: string[] = [];
+    for (const line of block!.split('\n')) {
+      const [command, ...args] = line.trim().split(/\s+/);
+      expect([command, args[0]]).toEqual(['npx', 'offsetlake']);
+      outputs.push((await promisify(execFile)(process.execPath, ['bin/offsetlake.js', ...args.slice(1)], { env, timeout: 240_000 })).stdout);
+    }
+    expect(kafkaPids()).toEqual(before);
+    const status = outputs.at(-1)!.split('\n').filter((line) => line.startsWith('kafka')).map((line) => line.split(/\s+/).slice(0, 3));
+    expect(status).toEqual([
+      ['kafka-controller', 'running', String(before[0])],
+      ['kafka-1', 'running', String(before[1])],
+      ['kafka-2', 'running', String(before[2])],
+      ['kafka-3', 'running', String(before[3])],
+    ]);
+  });
+});
+
+/** The pids of the stack's controller and brokers 1-3, from their pid files. */
+function kafkaPids(): number[] {
+  return ['kafka-controller', 'kafka-1', 'kafka-2', 'kafka-3'].map((name) => Number(readFileSync(`${stack.config.paths.run}/${name}.pid`, 'utf8').trim()));
+}
 
 describe('a committed read whose leader moves', () => {
   it('meets the old leader\'s refusal (NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH), looks the leader up again, says the retry, and returns exactly the committed records confluent-kafka finds', async () => {
