@@ -162,6 +162,18 @@ async function someoneWaits(stack: ChaosStack, table: TableRecord, prefix: strin
   return false;
 }
 
+/**
+ * A cluster fault repeated `count` times, each after a random wait, while one `run`
+ * indexes and a client reads whole files through `serve`; what the reader saw.
+ */
+async function whileServing(context: ScenarioContext, count: number, fault: (reads: ServeReads) => Promise<void>): Promise<Omit<FaultsDone, 'faults'>> {
+  const indexer = context.startIndexer();
+  const reads = await context.startServeReads();
+  const repairedAt = await repeatedly(context, count, 1000, context.short ? 2000 : 5000, () => fault(reads));
+  await waitBetween(context, 500, 1500);
+  return { repairedAt, indexers: [indexer], reads: await reads.stop() };
+}
+
 /** A registry-format table; the Schema Registry stopped while the producer moves to a schema version the runner has not seen. */
 function registryDown(name: string, format: 'avro' | 'protobuf', ci: boolean): Scenario {
   return {
@@ -545,18 +557,15 @@ export const scenarios: Scenario[] = [
     brokers: 3,
     async inject(context) {
       const moves = context.short ? 2 : 6;
-      const indexer = context.startIndexer();
-      const reads = await context.startServeReads();
       let moved = 0;
-      const repairedAt = await repeatedly(context, moves, 1000, context.short ? 2000 : 5000, async () => {
+      const done = await whileServing(context, moves, async (reads) => {
         const began = Date.now();
         moved += await moveLeaders(context.stack, context.table.topic);
         context.log(`  leader-move: leaders moved in ${((Date.now() - began) / 1000).toFixed(1)} s`);
         // Files read from the new leaders before the next move.
         await reads.answered(2);
       });
-      await waitBetween(context, 500, 1500);
-      return { faults: `${times(moves, 'reassignment + preferred election')}, ${moved} partition leaders moved${moved === 0 ? ' (no fault met)' : ''}`, repairedAt, indexers: [indexer], reads: await reads.stop() };
+      return { ...done, faults: `${times(moves, 'reassignment + preferred election')}, ${moved} partition leaders moved${moved === 0 ? ' (no fault met)' : ''}` };
     },
   },
   {
@@ -566,11 +575,8 @@ export const scenarios: Scenario[] = [
     ci: true,
     brokers: 3,
     async inject(context) {
-      const kills = context.short ? 1 : 5;
-      const indexer = context.startIndexer();
-      const reads = await context.startServeReads();
       const killed: number[] = [];
-      const repairedAt = await repeatedly(context, kills, 1000, context.short ? 2000 : 5000, async () => {
+      const done = await whileServing(context, context.short ? 1 : 5, async () => {
         const broker = context.stack.brokers[Math.floor(context.random() * context.stack.brokers.length)]!.nodeId;
         await context.stack.killBroker(broker);
         killed.push(broker);
@@ -578,8 +584,7 @@ export const scenarios: Scenario[] = [
         await context.stack.startBrokers();
         await waitInSync(context.stack, context.table.topic);
       });
-      await waitBetween(context, 500, 1500);
-      return { faults: `SIGKILL of broker ${killed.join(', ')}`, repairedAt, indexers: [indexer], reads: await reads.stop() };
+      return { ...done, faults: `SIGKILL of broker ${killed.join(', ')}` };
     },
   },
   {

@@ -17,6 +17,7 @@ import { lastStableOffset } from '../../src/kafka/offsets.js';
 import { produce } from '../../src/kafka/produce.js';
 import { readCommitted } from '../../src/kafka/read.js';
 import { createTopic } from '../../src/kafka/topics.js';
+import { expectScenarioHeld } from '../helpers/chaos-expectations.js';
 import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 
 let stack: ChaosStack;
@@ -113,13 +114,9 @@ describe('cluster faults (npm run chaos -- --short)', () => {
   for (const scenario of scenarios.filter((s) => s.ci && s.brokers === 3)) {
     it(`${scenario.name}: ${scenario.does}; nothing lost or duplicated, every partition tiles, every file rebuilds, serve answers no wrong byte`, async () => {
       const result = await runScenario(stack, scenario, { seed: 17, short: true, log: () => {} });
-      expect(result.problems).toEqual([]);
-      expect(result.produced).toBeGreaterThan(0);
-      expect([result.indexed, result.lost, result.duplicated]).toEqual([result.produced, 0, 0]);
-      expect(result.filesRebuilt).toBe(result.files);
-      expect(result.faults).not.toMatch(/no fault met/);
-      expect(result.reads?.served).toBeGreaterThan(0);
-      expect(result.reads?.wrong).toBe(0);
+      expectScenarioHeld(scenario, result);
+      // every cluster scenario of CI reads through serve
+      expect(result.reads).toBeDefined();
     });
   }
 });
