@@ -6,8 +6,13 @@
  *
  *   npm run load-run -- [--duration 10m] [--memory 512MiB] [--share 0.75]
  *        [--calibrate 30s] [--partitions 3] [--record-bytes 1024] [--sample 5s] [--rate MiB/s]
+ *        [--brokers 3]
  *
  * On the local stack (`offsetlake stack up`; the OFFSETLAKE_*_PORT variables pick its ports).
+ * `--brokers 3`: on a three-broker stack of its own (bench/chaos/stack.ts, replication
+ * factor 3, min.insync.replicas 2), with a rolling restart in the middle of the held phase
+ * (each broker in turn: controlled shutdown, start, every replica back in sync), as MSK
+ * patches; the producer replaces a transactional producer whose transaction failed.
  * 1. Calibration: a table of its own, the producer as fast as it goes for --calibrate while
  *    a runner indexes; then the producer stops and the runner catches up. The rate the
  *    machine indexes while producing = offsets / (time to catch up − file_window), capped
@@ -35,7 +40,10 @@ import { readCommittedRange } from '../src/kafka/read.js';
 import { transactionalProducer, type RecordToProduce } from '../src/kafka/produce.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { openEngine } from '../src/runtime/engine.js';
+import { parseBrokerCount } from '../src/stack/config.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
+import { waitInSync } from './chaos/cluster-faults.js';
+import { startChaosStack } from './chaos/stack.js';
 import { sleep } from '../src/stack/process.js';
 import { auditTable } from '../test/helpers/table-audit.js';
 
@@ -52,6 +60,7 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     'keep-table': { type: 'boolean' },
     audit: { type: 'string' },
+    brokers: { type: 'string', default: '1' },
   },
 });
 const durationMs = parseDuration('--duration', values.duration);
@@ -69,6 +78,10 @@ const fileWindowMs = 5000;
 const log = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 const cli = fileURLToPath(new URL('../bin/offsetlake.js', import.meta.url));
 
+const brokers = parseBrokerCount('--brokers', values.brokers);
+const cluster = brokers === 1 ? undefined : await startChaosStack(log, { brokers });
+// The runner (a child process) and this process's engine reach the cluster's stack.
+if (cluster) Object.assign(process.env, cluster.env);
 useLocalStackDefaults();
 const engine = await openEngine();
 
@@ -119,6 +132,8 @@ class Runner {
  */
 class Producer {
   sent = 0;
+  /** Transactions that failed (--brokers 3, a broker restarting). */
+  failed = 0;
   bytes = 0;
   private stopping = false;
   private loop: Promise<void> | undefined;
@@ -127,7 +142,7 @@ class Producer {
     this.pad = 'x'.repeat(Math.max(0, recordBytes - 100));
   }
   start(): void {
-    const producer = transactionalProducer(engine.kafka, `load-${this.topic}`, { compression: 'none' });
+    let producer = transactionalProducer(engine.kafka, `load-${this.topic}`, { compression: 'none' });
     const began = Date.now();
     const batch = Number.isFinite(this.recordsPerSecond) ? Math.max(partitions, Math.round(this.recordsPerSecond / 10)) : 1000;
     this.loop = (async () => {
@@ -145,9 +160,20 @@ class Producer {
             const n = this.sent + i;
             return { partition: n % partitions, key: `customer-${n % 1000}`, value: `{"order":${n},"customer":${n % 1000},"total":${(n % 9973) / 100},"pad":"${this.pad}"}`, timestamp: now };
           });
-          const tx = await producer.begin();
-          await tx.send(this.topic, records);
-          await tx.commit();
+          try {
+            const tx = await producer.begin();
+            await tx.send(this.topic, records);
+            await tx.commit();
+          } catch (error) {
+            // A broker restarting (--brokers 3): its outcome is Kafka's (the next producer
+            // fences and aborts it); the audit counts what was committed.
+            if (!cluster) throw error;
+            this.failed += 1;
+            await producer.close().catch(() => {});
+            producer = transactionalProducer(engine.kafka, `load-${this.topic}`, { compression: 'none' });
+            await sleep(200);
+            continue;
+          }
           this.sent += batch;
           this.bytes += records.reduce((sum, r) => sum + (r.value as string).length + (r.key as string).length, 0);
         }
@@ -251,6 +277,22 @@ try {
   const producer = new Producer(table.topic, rate);
   const began = Date.now();
   producer.start();
+  // --brokers 3: every broker restarted in turn, from the middle of the held phase on.
+  let restarted = '';
+  const rolling = cluster
+    ? (async () => {
+        await sleep(durationMs / 2);
+        const from = Date.now();
+        for (const broker of cluster.brokers) {
+          log(`rolling restart: broker ${broker.nodeId}`);
+          await cluster.stopBroker(broker.nodeId);
+          await cluster.startBrokers();
+          await waitInSync(cluster, table.topic);
+        }
+        restarted = `${cluster.brokers.length} brokers in ${((Date.now() - from) / 1000).toFixed(0)} s, from t=${((from - began) / 1000).toFixed(0)}s`;
+      })()
+    : undefined;
+  rolling?.catch(() => {});
   const samples: { t: number; lag: number; rss: number; open: number; sent: number }[] = [];
   let lastSent = 0;
   while (Date.now() - began < durationMs) {
@@ -269,6 +311,7 @@ try {
     log(`t=${t.toFixed(0)}s produced ${producer.sent} (${perSecond.toFixed(0)} records/s), lag ${lag} offsets, open ranges ${(open / MiB).toFixed(0)} MiB, run RSS ${(rss / MiB).toFixed(0)} MiB`);
     if (runner.child.exitCode !== null) throw new Error(`the runner exited (${runner.child.exitCode}):\n${runner.tail.join('\n')}`);
   }
+  await rolling;
   const heldMs = Date.now() - began;
   const producedEnd = await producer.stop(table);
   const stopAt = Date.now();
@@ -298,6 +341,7 @@ try {
   const lagSeconds = (offsets: number) => offsets / offsetsPerRecord / rate;
   const report = [
     ['held', `${(heldMs / 1000).toFixed(0)} s`],
+    ...(cluster ? [['brokers; rolling restart', `3; ${restarted}; producer transactions failed ${producer.failed}`]] : []),
     ['records produced (sent)', String(producer.sent)],
     ['MiB/s held (key + value)', mibs.toFixed(2)],
     ['records/s held', (producer.sent / (heldMs / 1000)).toFixed(0)],
@@ -317,11 +361,14 @@ try {
   ];
   process.stdout.write(report.map(([k, v]) => `| ${k} | ${v} |`).join('\n') + '\n');
   for (const problem of audit.problems) log(`problem: ${problem}`);
-  failed = audit.problems.length > 0 || audit.committed !== producer.sent;
-  if (audit.committed !== producer.sent) log(`problem: the producer committed ${producer.sent} records, the independent reader found ${audit.committed}`);
+  // A failed transaction's outcome is Kafka's (usually aborted): with failures, the independent reader is the count.
+  const sentMatters = producer.failed === 0;
+  failed = audit.problems.length > 0 || (sentMatters && audit.committed !== producer.sent);
+  if (sentMatters && audit.committed !== producer.sent) log(`problem: the producer committed ${producer.sent} records, the independent reader found ${audit.committed}`);
   if (!values['keep-table']) await dropTable(engine.catalog, table.name).catch(() => {});
   else log(`table kept: ${table.name}`);
 } finally {
   await engine.close();
+  await cluster?.down();
 }
 process.exit(failed ? 1 : 0);

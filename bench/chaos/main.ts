@@ -1,7 +1,8 @@
 /**
  * `npm run chaos [-- --short] [--seed N] [--only name,name]`: every fault scenario
- * (bench/chaos/scenarios.ts) against a stack of its own, then a table of what each
- * found. Exit 1 if any scenario lost, duplicated or could not rebuild anything.
+ * (bench/chaos/scenarios.ts) against a stack of its own (one broker; the cluster
+ * scenarios then on a three-broker stack, started only for them), then a table of what
+ * each found. Exit 1 if any scenario lost, duplicated or could not rebuild anything.
  */
 import { parseArgs } from 'node:util';
 import { runScenario, scenarios, type ScenarioResult } from './scenarios.js';
@@ -17,32 +18,48 @@ if (!Number.isInteger(seed) || unknown.length > 0) {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const stack = await startChaosStack(log);
-// Interrupted: the stack's daemons go down with the run.
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => void stack.down().finally(() => process.exit(130)));
-}
 const results: ScenarioResult[] = [];
 let failed = false;
-try {
-  for (const scenario of scenarios.filter((s) => chosen.includes(s.name))) {
-    log(`${scenario.name}: ${scenario.does}`);
-    try {
-      const result = await runScenario(stack, scenario, { seed, short: values.short ?? false, log });
-      results.push(result);
-      for (const problem of result.problems) log(`  ${problem}`);
-      failed ||= result.problems.length > 0;
-    } catch (error) {
-      log(`  failed: ${(error as Error).message}`);
-      failed = true;
+// One stack at a time, each only if a chosen scenario needs it: a cluster is four JVMs.
+for (const brokers of [1, 3]) {
+  const here = scenarios.filter((s) => chosen.includes(s.name) && (s.brokers ?? 1) === brokers);
+  if (here.length === 0) continue;
+  const stack = await startChaosStack(log, { brokers });
+  // Interrupted: the stack's daemons go down with the run.
+  const interrupted = () => void stack.down().finally(() => process.exit(130));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, interrupted);
+  try {
+    for (const scenario of here) {
+      log(`${scenario.name}: ${scenario.does}`);
+      try {
+        const result = await runScenario(stack, scenario, { seed, short: values.short ?? false, log });
+        results.push(result);
+        for (const problem of result.problems) log(`  ${problem}`);
+        failed ||= result.problems.length > 0;
+      } catch (error) {
+        log(`  failed: ${(error as Error).message}`);
+        failed = true;
+      }
     }
+  } finally {
+    await stack.down();
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, interrupted);
   }
-} finally {
-  await stack.down();
 }
 
-const header = ['scenario', 'faults injected', 'produced (committed)', 'indexed', 'lost', 'duplicated', 'files rebuilt', 'recovery'];
-const rows = results.map((r) => [r.scenario, `${r.faults}${r.cleanPass ? `; vs one clean pass: ${r.cleanPass.differing === 0 ? `all ${r.cleanPass.files} files equal` : `${r.cleanPass.differing} files differ`}` : ''}`, String(r.produced), String(r.indexed), String(r.lost), String(r.duplicated), `${r.filesRebuilt}/${r.files}${r.expired ? ` (+${r.expired} expired)` : ''}`, `${(r.recoveryMs / 1000).toFixed(1)} s`]);
+const header = ['scenario', 'brokers', 'faults injected', 'produced (committed)', 'indexed', 'lost', 'duplicated', 'files rebuilt', 'recovery', 'serve: files read, errors, wrong'];
+const rows = results.map((r) => [
+  r.scenario,
+  String(scenarios.find((s) => s.name === r.scenario)?.brokers ?? 1),
+  `${r.faults}${r.cleanPass ? `; vs one clean pass: ${r.cleanPass.differing === 0 ? `all ${r.cleanPass.files} files equal` : `${r.cleanPass.differing} files differ`}` : ''}`,
+  String(r.produced),
+  String(r.indexed),
+  String(r.lost),
+  String(r.duplicated),
+  `${r.filesRebuilt}/${r.files}${r.expired ? ` (+${r.expired} expired)` : ''}`,
+  `${(r.recoveryMs / 1000).toFixed(1)} s`,
+  r.reads ? `${r.reads.served}, ${r.reads.errors}, ${r.reads.wrong}${r.reads.said.length ? ` (${r.reads.said[0]})` : ''}` : '-',
+]);
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
 const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`;
 process.stdout.write([line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n') + '\n');

@@ -23,8 +23,10 @@ import { sleep } from '../../src/stack/process.js';
 import { seededRandom } from '../../test/helpers/random.js';
 import { registerSchema } from '../../test/helpers/registry.js';
 import { auditTable } from '../../test/helpers/table-audit.js';
+import { leaderOf, moveLeaders, partitionStates, waitForPartitions, waitInSync } from './cluster-faults.js';
 import { IndexerProcess } from './indexer-process.js';
-import { ChaosProducer } from './producer.js';
+import { ChaosProducer, type ProducerCounts } from './producer.js';
+import { startServeReads, type ServeReadCounts, type ServeReads } from './serve-reads.js';
 import type { ChaosStack } from './stack.js';
 
 const partitions = 3;
@@ -56,6 +58,10 @@ export interface ScenarioContext {
   /** Avro scenarios: the schemas registered for the topic before production began. */
   schemas: RegistrySchema[];
   table: TableRecord;
+  /** `offsetlake serve` started, and a client reading whole files of the table from it until `stop()`. */
+  startServeReads(): Promise<ServeReads>;
+  /** The producer's counts so far (a transaction refused while the ISR is short is a failed one). */
+  producerCounts(): ProducerCounts;
 }
 
 export interface FaultsDone {
@@ -69,6 +75,8 @@ export interface FaultsDone {
   problems?: string[];
   /** Retention deleted records: files below Kafka's earliest offset are expired, not rebuilt. */
   retention?: boolean;
+  /** What a client of `serve` saw while the faults went on. */
+  reads?: ServeReadCounts;
 }
 
 export interface Scenario {
@@ -76,8 +84,10 @@ export interface Scenario {
   /** What it does, for the README and the report. */
   does: string;
   format: TableFormat;
-  /** Its short version is in test/integration/chaos.test.ts (`npm test`, which must stay quick); the others only in `npm run chaos`. */
+  /** Its short version is in test/integration/chaos.test.ts (chaos-cluster.test.ts with `brokers`; `npm test`, which must stay quick); the others only in `npm run chaos`. */
   ci: boolean;
+  /** 3: runs on a cluster of three brokers (replication factor 3, min.insync.replicas 2) instead of the one broker. */
+  brokers?: number;
   /** Table settings beside tableSettings' (a scenario whose ranges must seal deterministically). */
   settings?: Record<string, string>;
   /**
@@ -108,6 +118,8 @@ export interface ScenarioResult {
   /** cleanPassTwin: files compared with the clean pass, and how many of either side had no equal in the other. */
   cleanPass?: { files: number; differing: number };
   transactions: { committed: number; aborted: number; failed: number };
+  /** What a client of `serve` saw during the faults, for scenarios that read through it. */
+  reads?: ServeReadCounts;
   problems: string[];
 }
 
@@ -148,6 +160,18 @@ async function someoneWaits(stack: ChaosStack, table: TableRecord, prefix: strin
     await sleep(100);
   }
   return false;
+}
+
+/**
+ * A cluster fault repeated `count` times, each after a random wait, while one `run`
+ * indexes and a client reads whole files through `serve`; what the reader saw.
+ */
+async function whileServing(context: ScenarioContext, count: number, fault: (reads: ServeReads) => Promise<void>): Promise<Omit<FaultsDone, 'faults'>> {
+  const indexer = context.startIndexer();
+  const reads = await context.startServeReads();
+  const repairedAt = await repeatedly(context, count, 1000, context.short ? 2000 : 5000, () => fault(reads));
+  await waitBetween(context, 500, 1500);
+  return { repairedAt, indexers: [indexer], reads: await reads.stop() };
 }
 
 /** A registry-format table; the Schema Registry stopped while the producer moves to a schema version the runner has not seen. */
@@ -477,36 +501,7 @@ export const scenarios: Scenario[] = [
     // and whenever an invocation died, the catalog must equal one clean pass file by file.
     settings: { file_window: '1h' },
     cleanPassTwin: true,
-    async inject(context) {
-      const kills = context.short ? 4 : 12;
-      const met: string[] = [];
-      let plain = 0;
-      let missed = 0;
-      let fault: string | undefined;
-      let handler = context.startHandler();
-      /** Ends the current handler: by its own fault point if it has one, else by a SIGKILL now. */
-      const end = async () => {
-        if (fault && (await handler.exitedWithin(30_000)) && handler.signal === 'SIGKILL') met.push(fault.split(':')[0]!);
-        else if (fault) missed += 1;
-        else plain += 1;
-        await handler.kill();
-      };
-      await repeatedly(context, kills - 1, 500, context.short ? 1500 : 4000, async () => {
-        await end();
-        fault = context.random() < 0.5 ? `${commitFaultPoints[Math.floor(context.random() * commitFaultPoints.length)]}:${1 + Math.floor(context.random() * 3)}` : undefined;
-        handler = context.startHandler(fault ? { OFFSETLAKE_FAULT: fault } : {});
-      });
-      await waitBetween(context, 500, context.short ? 1500 : 4000);
-      await end();
-      handler = context.startHandler();
-      const repairedAt = Date.now();
-      await waitBetween(context, 500, 1500);
-      return {
-        faults: `SIGKILL mid-batch ×${plain}, self-SIGKILL at ${commitFaultPoints.map((p) => `${p} ×${met.filter((m) => m === p).length}`).join(', ')}${missed ? ` (no fault met at ${missed} fault points)` : ''}`,
-        repairedAt,
-        indexers: [handler],
-      };
-    },
+    inject: (context) => feedTheHandler(context, context.short ? 4 : 12),
   },
   {
     name: 'retention-gap',
@@ -554,7 +549,165 @@ export const scenarios: Scenario[] = [
       };
     },
   },
+  {
+    name: 'leader-move',
+    does: 'three brokers: every partition\'s leader moved by a reassignment that rotates its replicas and the controller\'s preferred-leader election after it, again and again, while `run` indexes and `serve` answers a client reading whole files',
+    format: 'json',
+    ci: true,
+    brokers: 3,
+    async inject(context) {
+      const moves = context.short ? 2 : 6;
+      let moved = 0;
+      const done = await whileServing(context, moves, async (reads) => {
+        const began = Date.now();
+        moved += await moveLeaders(context.stack, context.table.topic);
+        context.log(`  leader-move: leaders moved in ${((Date.now() - began) / 1000).toFixed(1)} s`);
+        // Files read from the new leaders before the next move.
+        await reads.answered(2);
+      });
+      return { ...done, faults: `${times(moves, 'reassignment + preferred election')}, ${moved} partition leaders moved${moved === 0 ? ' (no fault met)' : ''}` };
+    },
+  },
+  {
+    name: 'broker-kill',
+    does: 'three brokers: one (seeded) SIGKILLed, no controlled shutdown, its leaders without a leader until the controller\'s session with it times out; started again after 1-3 s, and the next kill only once every replica is back in sync',
+    format: 'json',
+    ci: true,
+    brokers: 3,
+    async inject(context) {
+      const killed: number[] = [];
+      const done = await whileServing(context, context.short ? 1 : 5, async () => {
+        const broker = context.stack.brokers[Math.floor(context.random() * context.stack.brokers.length)]!.nodeId;
+        await context.stack.killBroker(broker);
+        killed.push(broker);
+        await waitBetween(context, 1000, 3000);
+        await context.stack.startBrokers();
+        await waitInSync(context.stack, context.table.topic);
+      });
+      return { ...done, faults: `SIGKILL of broker ${killed.join(', ')}` };
+    },
+  },
+  {
+    name: 'rolling-restart',
+    does: 'three brokers restarted in turn as MSK patches them: a controlled shutdown, a start, and the next broker once every replica is back in sync (full: two rounds)',
+    format: 'json',
+    ci: false,
+    brokers: 3,
+    async inject(context) {
+      const rounds = context.short ? 1 : 2;
+      const indexer = context.startIndexer();
+      const reads = await context.startServeReads();
+      let repairedAt = Date.now();
+      for (let round = 0; round < rounds; round += 1) {
+        for (const broker of context.stack.brokers) {
+          await waitBetween(context, 500, context.short ? 1500 : 4000);
+          await context.stack.stopBroker(broker.nodeId);
+          await context.stack.startBrokers();
+          await waitInSync(context.stack, context.table.topic);
+          repairedAt = Date.now();
+        }
+      }
+      await waitBetween(context, 500, 1500);
+      return { faults: `${times(rounds * context.stack.brokers.length, 'broker restart')} (${rounds} rolling round${rounds === 1 ? '' : 's'})`, repairedAt, indexers: [indexer], reads: await reads.stop() };
+    },
+  },
+  {
+    name: 'isr-shrink',
+    does: 'three brokers: two (seeded) stopped with SIGSTOP until the controller fences them and the ISR falls below min.insync.replicas (2), so the producer is refused, held 10 s (full: 30 s), then SIGCONT; the indexer must neither lose nor invent records and resume by itself',
+    format: 'json',
+    ci: false,
+    brokers: 3,
+    async inject(context) {
+      const indexer = context.startIndexer();
+      await waitBetween(context, 1000, context.short ? 2000 : 5000);
+      const brokers = context.stack.brokers.map((b) => b.nodeId);
+      const left = brokers.splice(Math.floor(context.random() * brokers.length), 1)[0]!;
+      const failedBefore = context.producerCounts().failedTransactions;
+      for (const broker of brokers) context.stack.pauseBroker(broker);
+      // The controller fences a broker whose heartbeats stop (broker.session.timeout.ms, 9 s) and takes it out of every ISR.
+      const shrank = await waitForPartitions(context.stack, [context.table.topic], (p) => p.isr.length < 2, 60_000, left);
+      await sleep(context.short ? 10_000 : 30_000);
+      const refused = context.producerCounts().failedTransactions - failedBefore;
+      for (const broker of brokers) context.stack.resumeBroker(broker);
+      await waitInSync(context.stack, context.table.topic);
+      const repairedAt = Date.now();
+      await waitBetween(context, 500, 1500);
+      return {
+        faults: `brokers ${brokers.join(' and ')} stopped, ${shrank ? `ISR down to broker ${left} alone` : 'ISR never shrank (no fault met)'}, ${refused} producer transactions refused`,
+        repairedAt,
+        indexers: [indexer],
+      };
+    },
+  },
+  {
+    name: 'slow-broker',
+    does: 'three brokers: the leader of partition 0 stopped with SIGSTOP for 30 s (short: 12 s) while the indexer fetches from it: its connections hang, the controller fences it and its leaders move; then SIGCONT',
+    format: 'json',
+    ci: false,
+    brokers: 3,
+    async inject(context) {
+      const indexer = context.startIndexer();
+      const reads = await context.startServeReads();
+      await waitBetween(context, 1000, context.short ? 2000 : 5000);
+      const broker = await leaderOf(context.stack, context.table.topic, 0);
+      context.stack.pauseBroker(broker);
+      await sleep(context.short ? 12_000 : 30_000);
+      const moved = (await partitionStates(context.stack, [context.table.topic], context.stack.brokers.find((b) => b.nodeId !== broker)!.nodeId)).get(context.table.topic)!.filter((p) => p.leader !== broker).length;
+      context.stack.resumeBroker(broker);
+      await waitInSync(context.stack, context.table.topic);
+      const repairedAt = Date.now();
+      await waitBetween(context, 500, 1500);
+      return { faults: `broker ${broker} paused ${context.short ? 12 : 30} s, ${moved} partitions led elsewhere meanwhile`, repairedAt, indexers: [indexer], reads: await reads.stop() };
+    },
+  },
+  {
+    name: 'msk-handler-leader-move',
+    does: 'three brokers: the msk-handler scenario (messy events to handleKafkaEvent, invocations killed mid-batch) with every partition\'s leader moved before each kill',
+    format: 'json',
+    ci: false,
+    brokers: 3,
+    settings: { file_window: '1h' },
+    cleanPassTwin: true,
+    inject: (context) => feedTheHandler(context, context.short ? 3 : 8, true),
+  },
 ];
+
+/**
+ * The msk-handler scenarios: handler processes (bench/chaos/handler-process.ts) fed messy
+ * events and ended `kills` times, by a SIGKILL or at a fault point of the commit path;
+ * `moveLeadersToo` (a cluster): before each end, every partition's leader moved.
+ */
+async function feedTheHandler(context: ScenarioContext, kills: number, moveLeadersToo = false): Promise<FaultsDone> {
+  const met: string[] = [];
+  let plain = 0;
+  let missed = 0;
+  let fault: string | undefined;
+  let handler = context.startHandler();
+  /** Ends the current handler: by its own fault point if it has one, else by a SIGKILL now. */
+  const end = async () => {
+    if (fault && (await handler.exitedWithin(30_000)) && handler.signal === 'SIGKILL') met.push(fault.split(':')[0]!);
+    else if (fault) missed += 1;
+    else plain += 1;
+    await handler.kill();
+  };
+  let moved = 0;
+  await repeatedly(context, kills - 1, 500, context.short ? 1500 : 4000, async () => {
+    if (moveLeadersToo) moved += await moveLeaders(context.stack, context.table.topic);
+    await end();
+    fault = context.random() < 0.5 ? `${commitFaultPoints[Math.floor(context.random() * commitFaultPoints.length)]}:${1 + Math.floor(context.random() * 3)}` : undefined;
+    handler = context.startHandler(fault ? { OFFSETLAKE_FAULT: fault } : {});
+  });
+  await waitBetween(context, 500, context.short ? 1500 : 4000);
+  await end();
+  handler = context.startHandler();
+  const repairedAt = Date.now();
+  await waitBetween(context, 500, 1500);
+  return {
+    faults: `${moveLeadersToo ? `${moved} partition leaders moved, ` : ''}SIGKILL mid-batch ×${plain}, self-SIGKILL at ${commitFaultPoints.map((p) => `${p} ×${met.filter((m) => m === p).length}`).join(', ')}${missed ? ` (no fault met at ${missed} fault points)` : ''}`,
+    repairedAt,
+    indexers: [handler],
+  };
+}
 
 /**
  * Opens connections to the catalog's Postgres until it refuses one, then terminates every
@@ -697,6 +850,8 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
     },
     schemas,
     table,
+    startServeReads: () => startServeReads(stack, table, seededRandom(options.seed + 2), (watch, args) => context.startIndexer({}, watch, args), options.log),
+    producerCounts: () => ({ ...producer.counts }),
   };
   const began = Date.now();
   producer.start();
@@ -731,8 +886,9 @@ export async function runScenario(stack: ChaosStack, scenario: Scenario, options
       expired: audit.expired,
       recoveryMs: recoveredAt - done.repairedAt,
       ...(cleanPass ? { cleanPass: { files: cleanPass.files, differing: cleanPass.differing } } : {}),
+      ...(done.reads ? { reads: done.reads } : {}),
       transactions: { committed: producer.counts.committedTransactions, aborted: producer.counts.abortedTransactions, failed: producer.counts.failedTransactions },
-      problems: [...(done.problems ?? []), ...audit.problems, ...(cleanPass?.problems ?? [])],
+      problems: [...(done.problems ?? []), ...audit.problems, ...(cleanPass?.problems ?? []), ...(done.reads?.wrong ? [`serve answered ${done.reads.wrong} files whose bytes are not the catalog's`] : [])],
     };
   } catch (error) {
     const said = started.map((indexer) => `${indexer.label}: ${indexer.output}`).join('\n');

@@ -1,15 +1,16 @@
 /**
- * A stack of its own for the fault scenarios: a Kafka broker, a Schema Registry and a
- * Postgres that the scenarios kill and restart, so that nothing else using the
- * checkout's stack (a `run`, other test files) is cut off with them. Started with the
- * stack's own daemon handling (src/stack), in a fresh home, on free loopback ports
- * (`OFFSETLAKE_CHAOS_PORTS=N` takes N … N+3 instead).
+ * A stack of its own for the fault scenarios: a Kafka broker (or, `brokers: 3`, a cluster
+ * of three and their controller), a Schema Registry and a Postgres that the scenarios kill
+ * and restart, so that nothing else using the checkout's stack (a `run`, other test files)
+ * is cut off with them. Started with the stack's own daemon handling (src/stack), in a
+ * fresh home, on loopback ports of its own (`OFFSETLAKE_CHAOS_PORTS=N` takes N … N+3, and
+ * the cluster N+10 … N+15).
  */
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { openEngine, type Engine } from '../../src/runtime/engine.js';
 import { stackConfig } from '../../src/stack/config.js';
-import { kafkaService } from '../../src/stack/kafka.js';
+import { kafkaBootstrap, kafkaBrokers, kafkaService, stopKafkaNode, type KafkaNode } from '../../src/stack/kafka.js';
 import { catalogDatabaseUrl, postgresService } from '../../src/stack/postgres.js';
 import { isAlive, isZombie, runningPid, sleep } from '../../src/stack/process.js';
 import { registryService, registryUrl } from '../../src/stack/registry.js';
@@ -30,7 +31,18 @@ export interface ChaosStack {
   /** The broker stopped (controlled shutdown), and started again: Kafka unreachable in between. */
   stopKafka(): Promise<void>;
   startKafka(): Promise<void>;
-  /** Waits until the registry, started in the background, answers. */
+  /** The brokers (a cluster's three; the one broker otherwise). */
+  brokers: KafkaNode[];
+  /** Cluster: SIGKILL of one broker (no controlled shutdown; its leaders move only once the controller's session with it times out). */
+  killBroker(nodeId: number): Promise<void>;
+  /** Cluster: a controlled shutdown of one broker (its leaders moved away first). */
+  stopBroker(nodeId: number): Promise<void>;
+  /** Cluster: starts the brokers that do not run, and waits until every one is registered with the controller. */
+  startBrokers(): Promise<void>;
+  /** SIGSTOP of one broker: it holds its sockets and answers nothing, until `resumeBroker` (SIGCONT). */
+  pauseBroker(nodeId: number): void;
+  resumeBroker(nodeId: number): void;
+  /** Waits until the registry, started in the background (or, on a cluster, only now), answers. */
   registryReady(): Promise<void>;
   stopRegistry(): Promise<void>;
   startRegistry(): Promise<void>;
@@ -42,28 +54,48 @@ export interface ChaosStack {
  * port the system hands out free comes from that range, where an outgoing connection's
  * source port can take it between a broker stop and its restart.
  */
-function chaosPorts(): Pick<StackConfig, 'kafkaPort' | 'controllerPort' | 'registryPort' | 'postgresPort'> {
+function chaosPorts(brokers: number): Pick<StackConfig, 'kafkaPort' | 'controllerPort' | 'registryPort' | 'postgresPort' | 'brokerPorts'> {
   // by default 2,592 below the shared stack's Kafka port (29092: 26500), so that a CI run
   // beside this one, on ports of its own, moves these with its own
   const text = process.env.OFFSETLAKE_CHAOS_PORTS ?? String(Number(process.env.OFFSETLAKE_KAFKA_PORT ?? 29092) - 2592);
   const base = Number(text);
-  if (!Number.isInteger(base) || base < 1 || base > 65532) throw new Error(`OFFSETLAKE_CHAOS_PORTS must be a port number N (N to N+3 are used), got "${text}"`);
-  return { kafkaPort: base, controllerPort: base + 1, registryPort: base + 2, postgresPort: base + 3 };
+  if (!Number.isInteger(base) || base < 1 || base > 65520) throw new Error(`OFFSETLAKE_CHAOS_PORTS must be a port number N (N to N+3 are used, and N+10 to N+15 by a cluster), got "${text}"`);
+  // A cluster's stack runs beside the one-broker stack (two test files at once): 10 ports higher.
+  const at = brokers === 1 ? base : base + 10;
+  return { kafkaPort: at, controllerPort: at + 1, registryPort: at + 2, postgresPort: at + 3, brokerPorts: brokers === 1 ? [] : [at + 4, at + 5] };
 }
 
-export async function startChaosStack(progress: (line: string) => void): Promise<ChaosStack> {
+export async function startChaosStack(progress: (line: string) => void, options: { brokers?: number } = {}): Promise<ChaosStack> {
+  const brokers = options.brokers ?? 1;
   const parent = stackConfig().paths.home;
-  const home = mkdtempSync(join(parent, 'chaos-'));
+  const home = mkdtempSync(join(parent, brokers === 1 ? 'chaos-' : 'chaos-cluster-'));
   // Postgres runs as an unprivileged user, who must be able to reach its data folder.
   chmodSync(home, 0o755);
   // An environment of its own: DATABASE_URL (a test's pooled catalog) must not make Postgres external.
-  const config = stackConfig({ home, ...(chaosPorts()) }, {});
+  const config = {
+    ...stackConfig({ home, brokers, ...chaosPorts(brokers) }, {}),
+    // The controller's preferred-leader election follows a reassignment (leader-move) within
+    // a second instead of MSK's 5 minutes, on any imbalance, so that it happens within a scenario.
+    ...(brokers > 1 ? { brokerSettings: { 'leader.imbalance.check.interval.seconds': '1', 'leader.imbalance.per.broker.percentage': '0' } } : {}),
+  };
   const say = (line: string) => progress(`[chaos stack] ${line}`);
   await Promise.all([kafkaService.up(config, say), postgresService.up(config, say)]);
-  // The registry takes the longest to start and only the Avro scenario needs it: it comes up meanwhile.
-  let registryStarting = registryService.up(config, say);
-  registryStarting.catch(() => {});
-  const env = { KAFKA_BROKERS: `${config.host}:${config.kafkaPort}`, SCHEMA_REGISTRY_URL: registryUrl(config), DATABASE_URL: catalogDatabaseUrl(config) };
+  // The registry takes the longest to start and only the Avro scenarios need it: on one
+  // broker it comes up meanwhile; no cluster scenario needs it, so there it starts if asked.
+  const startRegistry = () => registryService.up(config, say).then(() => {});
+  let registryStarting: Promise<void> | undefined = brokers === 1 ? startRegistry() : undefined;
+  registryStarting?.catch(() => {});
+  const env = { KAFKA_BROKERS: kafkaBootstrap(config), SCHEMA_REGISTRY_URL: registryUrl(config), DATABASE_URL: catalogDatabaseUrl(config) };
+  const brokerNode = (nodeId: number): KafkaNode => {
+    const node = kafkaBrokers(config).find((n) => n.nodeId === nodeId);
+    if (!node) throw new Error(`the chaos stack has no broker ${nodeId}: its brokers are ${kafkaBrokers(config).map((n) => n.nodeId).join(', ')}`);
+    return node;
+  };
+  const brokerPid = (nodeId: number): number => {
+    const pid = runningPid(config.paths, brokerNode(nodeId).name);
+    if (pid === undefined) throw new Error(`the chaos stack's broker ${nodeId} is not running`);
+    return pid;
+  };
   const engine = await openEngine({ databaseUrl: env.DATABASE_URL, kafkaBrokers: env.KAFKA_BROKERS, schemaRegistryUrl: env.SCHEMA_REGISTRY_URL });
   return {
     config,
@@ -104,7 +136,26 @@ export async function startChaosStack(progress: (line: string) => void): Promise
     async startKafka() {
       await kafkaService.up(config, say);
     },
+    brokers: kafkaBrokers(config),
+    async killBroker(nodeId) {
+      const pid = brokerPid(nodeId);
+      process.kill(pid, 'SIGKILL');
+      while (isAlive(pid) && !isZombie(pid)) await sleep(20);
+    },
+    async stopBroker(nodeId) {
+      await stopKafkaNode(config, brokerNode(nodeId));
+    },
+    async startBrokers() {
+      await kafkaService.up(config, say);
+    },
+    pauseBroker(nodeId) {
+      process.kill(brokerPid(nodeId), 'SIGSTOP');
+    },
+    resumeBroker(nodeId) {
+      process.kill(brokerPid(nodeId), 'SIGCONT');
+    },
     async registryReady() {
+      registryStarting ??= startRegistry();
       await registryStarting;
     },
     async stopRegistry() {
@@ -112,12 +163,17 @@ export async function startChaosStack(progress: (line: string) => void): Promise
       await registryService.down(config);
     },
     async startRegistry() {
-      registryStarting = registryService.up(config, say);
+      registryStarting = startRegistry();
       await registryStarting;
     },
     async down() {
       await engine.close();
-      await registryStarting.catch(() => {});
+      // A broker left paused (a scenario that failed) would hold its shutdown for the whole grace.
+      for (const node of kafkaBrokers(config)) {
+        const pid = runningPid(config.paths, node.name);
+        if (pid !== undefined) process.kill(pid, 'SIGCONT');
+      }
+      await registryStarting?.catch(() => {});
       await registryService.down(config);
       await Promise.all([kafkaService.down(config), postgresService.down(config)]);
       rmSync(home, { recursive: true, force: true });

@@ -6,8 +6,8 @@
  */
 import { settingNames } from '../catalog/settings.js';
 
-export const stackUsage = `offsetlake stack up | down | status [--json] [--wide] [--home DIR]
-  [--kafka-port N] [--controller-port N] [--registry-port N] [--postgres-port N]`;
+export const stackUsage = `offsetlake stack up | down | status [--json] [--wide] [--home DIR] [--brokers 1|3]
+  [--kafka-port N] [--controller-port N] [--registry-port N] [--postgres-port N] [--broker-ports N,N]`;
 
 export const tableUsage = `offsetlake table create NAME --topic TOPIC [--format avro|protobuf|json-schema|json|raw] [--SETTING VALUE ...] [--index "INDEX (COLUMN, …) USING MINMAX|BLOOM|POSTINGS [GRANULE ROWS]" ...]
 offsetlake table list [--json]
@@ -72,7 +72,7 @@ export const commandHelp: Record<string, Help> = {
   stack: {
     about: 'The local Kafka broker, Schema Registry and Postgres: fetched once, started on loopback, stopped by their pids. Idempotent.',
     usage: stackUsage,
-    flags: [['--wide', 'the log files too (wider than 100 columns)'], ['--home DIR', 'where state and logs live (default ./.offsetlake, OFFSETLAKE_HOME)'], ['--kafka-port N, --controller-port N, --registry-port N, --postgres-port N', 'move a service (default 29092, 29093, 28081, 25432)'], json],
+    flags: [['--wide', 'the log files too (wider than 100 columns)'], ['--home DIR', 'where state and logs live (default ./.offsetlake, OFFSETLAKE_HOME)'], ['--brokers 3', 'a Kafka cluster: a controller and three brokers, topics with replication factor 3 and min.insync.replicas=2 (default 1 broker, OFFSETLAKE_BROKERS; docs/cluster.md)'], ['--kafka-port N, --controller-port N, --registry-port N, --postgres-port N', 'move a service (default 29092, 29093, 28081, 25432)'], ['--broker-ports N,N', 'brokers 2 and 3 of --brokers 3 (default 29094,29095, OFFSETLAKE_BROKER_PORTS)'], json],
     example: 'offsetlake stack up && offsetlake stack status',
   },
   table: {

@@ -46,6 +46,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   const host = values.host ?? '127.0.0.1';
   const s3 = s3Face(values, Boolean(values['no-auth']));
   await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
+    // A rebuild that retries a Fetch (a leader moved, a broker restarts) says so, as `run` does.
+    engine.kafka.onRetry = progress;
     const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes, responseWaitMs, buildThreads });
     const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs }, s3) }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
     server.listen(port, host);

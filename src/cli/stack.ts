@@ -1,6 +1,6 @@
 import { openCatalog } from '../catalog/db.js';
 import { migrateCatalog } from '../catalog/migrate.js';
-import { parsePort, stackConfig } from '../stack/config.js';
+import { parseBrokerCount, parseBrokerPorts, parsePort, stackConfig } from '../stack/config.js';
 import { stackDown, stackEnvironment, stackStatus, stackUp } from '../stack/index.js';
 import type { ServiceStatus, StackConfig } from '../stack/types.js';
 import { ensureStackReaderLogin } from '../stack/postgres.js';
@@ -17,6 +17,8 @@ const options = {
   'controller-port': { type: 'string' },
   'registry-port': { type: 'string' },
   'postgres-port': { type: 'string' },
+  brokers: { type: 'string' },
+  'broker-ports': { type: 'string' },
 } as const;
 
 export async function stackCommand(args: string[]): Promise<number> {
@@ -28,6 +30,8 @@ export async function stackCommand(args: string[]): Promise<number> {
     controllerPort: port('controller-port'),
     registryPort: port('registry-port'),
     postgresPort: port('postgres-port'),
+    brokers: values.brokers === undefined ? undefined : parseBrokerCount('--brokers', values.brokers),
+    brokerPorts: values['broker-ports'] === undefined ? undefined : parseBrokerPorts('--broker-ports', values['broker-ports']),
   });
   const action = positionals[0];
   let statuses: ServiceStatus[];

@@ -17,6 +17,13 @@ export class KafkaConnection {
   #reader: Admin | undefined;
   #closed = false;
   readonly #others = new Set<{ close(): Promise<void> }>();
+  /**
+   * Told of every request this code retries itself (a Fetch after a leader moved or a
+   * broker went away), in words: what failed, where, and which try comes next. A process
+   * with a log sets it (`run`, `serve`), so a retry is never silent; unset, retries are only
+   * counted in the error that ends them.
+   */
+  onRetry: ((line: string) => void) | undefined;
 
   constructor(readonly options: KafkaConnectOptions) {}
 

@@ -50,7 +50,14 @@ export interface ReadOptions {
   maxBytes?: number;
   /** Send the next Fetch while the caller handles the current batch. Default true. */
   prefetch?: boolean;
-  /** Attempts for a Fetch that fails with a retriable error (leader moved, connection lost). Default 5. */
+  /**
+   * Retries of a Fetch that fails with a retriable error (leader moved, connection lost).
+   * Default 8: with fetchPauses, 9.1 s of pauses, longer than a failover after a broker
+   * died (the controller moves its leaders once its session with it times out,
+   * broker.session.timeout.ms, 9 s by default and on MSK). At 5 (3.1 s), a read of a
+   * partition whose leader was SIGKILLed failed before a new leader was elected
+   * (bench/chaos broker-kill: serve answered a client 500).
+   */
   retries?: number;
   /** Empty answers below the LSO tolerated before ReadStalledError (e.g. tiered storage warming). Default 20. */
   stallLimit?: number;
@@ -156,6 +163,8 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
   #end: ReadEnd | undefined;
   #pending: Promise<CommittedBatch | null> | undefined;
   #leader: PartitionLeader | undefined;
+  /** The broker the last Fetch went to (for what a retry says). */
+  #triedOn: number | undefined;
   #topicId: string | undefined;
   readonly #options: Required<Omit<ReadOptions, 'signal' | 'topicId' | 'stopAfter'>> & { signal: AbortSignal | undefined };
   /** What `stopAfter` leaves (records, bytes); Infinity without one. */
@@ -177,7 +186,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     this.#options = {
       maxBytes: options.maxBytes ?? defaultMaxBytes,
       prefetch: options.prefetch ?? true,
-      retries: options.retries ?? 5,
+      retries: options.retries ?? 8,
       stallLimit: options.stallLimit ?? 20,
       signal: options.signal,
     };
@@ -266,9 +275,14 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     let lastError: unknown;
     for (let attempt = 0; attempt <= this.#options.retries; attempt++) {
       this.#options.signal?.throwIfAborted();
-      if (attempt > 0) await pause(fetchPauses(attempt), this.#options.signal);
+      if (attempt > 0) {
+        const wait = fetchPauses(attempt);
+        this.#kafka.onRetry?.(`Fetch of ${partitionName(this.topic, this.partition)} from offset ${from}${this.#triedOn ? ` on broker ${this.#triedOn}` : ''} failed: ${(lastError as Error)?.message ?? lastError}; ${this.#leader ? '' : 'its leader looked up again, '}try ${attempt + 1} of ${this.#options.retries + 1} in ${wait} ms`);
+        await pause(wait, this.#options.signal);
+      }
       try {
         const leader = (this.#leader ??= await partitionLeader(client, this.topic, this.partition, attempt > 0));
+        this.#triedOn = leader.leader;
         // A topic deleted and created again under the same name restarts its offsets: never read on into it.
         this.#topicId ??= leader.topicId;
         if (leader.topicId !== this.#topicId) throw new TopicRecreatedError(this.topic, this.#topicId, leader.topicId, this.#table === undefined ? undefined : { table: this.#table });

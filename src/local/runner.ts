@@ -115,6 +115,8 @@ export class LocalRunner {
       releaseAfterEvent: false,
     };
     this.indexes = new IndexDrivers(engine.catalog, source, this.runtime.owner, log);
+    // Every Fetch retried (a leader moved, a broker restarts) is said in the run's log.
+    engine.kafka.onRetry ??= log;
   }
 
   get owner(): string {

@@ -1,4 +1,4 @@
-import { kafkaService } from './kafka.js';
+import { kafkaBootstrap, kafkaService } from './kafka.js';
 import { catalogDatabaseUrl, postgresService } from './postgres.js';
 import { registryService, registryUrl } from './registry.js';
 import type { ServiceStatus, StackConfig } from './types.js';
@@ -9,19 +9,19 @@ const services = [kafkaService, registryService, postgresService] as const;
 
 export async function stackUp(config: StackConfig, progress: (line: string) => void): Promise<ServiceStatus[]> {
   const statuses: ServiceStatus[] = [];
-  for (const service of services) statuses.push(await service.up(config, progress));
+  for (const service of services) statuses.push(...(await service.up(config, progress)));
   return statuses;
 }
 
 /** Stops in reverse order; a service that was not started by this checkout is left alone. */
 export async function stackDown(config: StackConfig): Promise<ServiceStatus[]> {
   const statuses: ServiceStatus[] = [];
-  for (const service of [...services].reverse()) statuses.unshift(await service.down(config));
+  for (const service of [...services].reverse()) statuses.unshift(...(await service.down(config)));
   return statuses;
 }
 
 export async function stackStatus(config: StackConfig): Promise<ServiceStatus[]> {
-  return Promise.all(services.map((service) => service.status(config)));
+  return (await Promise.all(services.map((service) => service.status(config)))).flat();
 }
 
 /** How the engine reaches the stack's services, as environment variables. */
@@ -33,7 +33,7 @@ export interface StackEnvironment {
 
 export function stackEnvironment(config: StackConfig): StackEnvironment {
   return {
-    KAFKA_BROKERS: `${config.host}:${config.kafkaPort}`,
+    KAFKA_BROKERS: kafkaBootstrap(config),
     SCHEMA_REGISTRY_URL: registryUrl(config),
     DATABASE_URL: catalogDatabaseUrl(config),
   };
@@ -46,7 +46,7 @@ export function stackEnvironment(config: StackConfig): StackEnvironment {
  */
 export function useLocalStackDefaults(env: NodeJS.ProcessEnv = process.env): void {
   const config = stackConfig({}, env);
-  env.KAFKA_BROKERS ??= `${config.host}:${config.kafkaPort}`;
+  env.KAFKA_BROKERS ??= kafkaBootstrap(config);
   env.SCHEMA_REGISTRY_URL ??= registryUrl(config);
   // the local catalog has a URL only once `stack up` has initialised Postgres
   if (env.DATABASE_URL === undefined) {

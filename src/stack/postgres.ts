@@ -252,13 +252,13 @@ export const postgresService: Service = {
   name,
 
   async up(config, progress) {
-    if (config.databaseUrl) return external(config);
+    if (config.databaseUrl) return [external(config)];
     const already = runningPid(config.paths, name);
     if (already !== undefined) {
       // Cheap, and repairs an earlier `up` that died between starting the server and creating the database.
       await waitReady(config, already);
       await ensureDatabase(config);
-      return running(config, already);
+      return [running(config, already)];
     }
     if (await portAnswers(config.host, config.postgresPort)) {
       throw new DaemonStartError(`port ${config.postgresPort} on ${config.host} is taken; set OFFSETLAKE_POSTGRES_PORT to another port`);
@@ -284,20 +284,20 @@ export const postgresService: Service = {
     });
     await waitReady(config, pid);
     await ensureDatabase(config);
-    return running(config, pid);
+    return [running(config, pid)];
   },
 
   async down(config) {
-    if (config.databaseUrl) return external(config);
+    if (config.databaseUrl) return [external(config)];
     // SIGINT is Postgres's fast shutdown; SIGTERM would wait for every client (a pool, a psql) to disconnect.
     await stopDaemon(config.paths, name, 20_000, 'SIGINT');
-    return { name, state: 'stopped', log: logFile(config.paths, name) };
+    return [{ name, state: 'stopped', log: logFile(config.paths, name) }];
   },
 
   async status(config) {
-    if (config.databaseUrl) return external(config);
+    if (config.databaseUrl) return [external(config)];
     const pid = runningPid(config.paths, name);
-    if (pid === undefined) return { name, state: 'stopped', log: logFile(config.paths, name) };
-    return running(config, pid);
+    if (pid === undefined) return [{ name, state: 'stopped', log: logFile(config.paths, name) }];
+    return [running(config, pid)];
   },
 };

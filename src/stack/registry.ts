@@ -17,6 +17,7 @@ import {
   stopDaemon,
   waitUntil,
 } from './process.js';
+import { kafkaBootstrap } from './kafka.js';
 import type { Service, ServiceStatus, StackConfig } from './types.js';
 
 const name = 'registry';
@@ -143,7 +144,7 @@ export const registryService: Service = {
       }
       // Cheap, and covers an earlier `up` that was interrupted while the registry started.
       await waitReady(config, port, already);
-      return running(config, already, port);
+      return [running(config, already, port)];
     }
     const javaCommand = findJava(minJava, javaHint);
     const app = fetchRegistry(config, progress);
@@ -176,7 +177,7 @@ export const registryService: Service = {
         // Its Kafka clients print every config value at INFO: some 600 lines of log per start.
         '-Dquarkus.log.category."org.apache.kafka".level=WARN',
         '-Dapicurio.storage.kind=kafkasql',
-        `-Dapicurio.kafkasql.bootstrap.servers=${config.host}:${config.kafkaPort}`,
+        `-Dapicurio.kafkasql.bootstrap.servers=${kafkaBootstrap(config)}`,
         `-Dapicurio.kafkasql.topic=${topics.journal}`,
         `-Dapicurio.kafkasql.snapshots.topic=${topics.snapshots}`,
         `-Dapicurio.events.kafka.topic=${topics.events}`,
@@ -191,18 +192,18 @@ export const registryService: Service = {
       cwd: home,
     });
     await waitReady(config, config.registryPort, pid);
-    return running(config, pid, config.registryPort);
+    return [running(config, pid, config.registryPort)];
   },
 
   async down(config) {
     // Stops in about 2 s; SIGKILL only if it hangs.
     await stopDaemon(config.paths, name, 20_000);
-    return stopped(config);
+    return [stopped(config)];
   },
 
   async status(config) {
     const pid = runningPid(config.paths, name);
-    if (pid === undefined) return stopped(config);
-    return running(config, pid, startedPort(pid) ?? config.registryPort);
+    if (pid === undefined) return [stopped(config)];
+    return [running(config, pid, startedPort(pid) ?? config.registryPort)];
   },
 };

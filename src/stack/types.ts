@@ -17,8 +17,14 @@ export interface StackPaths {
 export interface StackConfig {
   paths: StackPaths;
   host: '127.0.0.1';
+  /** Broker 1's port (the only broker's, with one). */
   kafkaPort: number;
+  /** The KRaft controller's port: the combined node's with one broker, the controller's own with three. */
   controllerPort: number;
+  /** How many Kafka brokers: 1 (a combined broker and controller, the default) or 3 (a cluster, src/stack/kafka.ts says how). */
+  brokers: number;
+  /** The ports of brokers 2, 3, … (`brokers - 1` of them); unused with one broker. */
+  brokerPorts: number[];
   registryPort: number;
   postgresPort: number;
   /** When set, Postgres is external and the stack starts none. */
@@ -48,9 +54,12 @@ export interface ServiceStatus {
  */
 export interface Service {
   name: string;
-  /** Fetches what is missing, starts the daemon unless it already runs, waits until it answers. */
-  up(config: StackConfig, progress: (line: string) => void): Promise<ServiceStatus>;
-  /** Stops only the process this checkout started (by its pid file). */
-  down(config: StackConfig): Promise<ServiceStatus>;
-  status(config: StackConfig): Promise<ServiceStatus>;
+  /**
+   * Fetches what is missing, starts the daemons unless they already run, waits until they
+   * answer. One status per daemon: Kafka with three brokers is a controller and each broker.
+   */
+  up(config: StackConfig, progress: (line: string) => void): Promise<ServiceStatus[]>;
+  /** Stops only the processes this checkout started (by their pid files). */
+  down(config: StackConfig): Promise<ServiceStatus[]>;
+  status(config: StackConfig): Promise<ServiceStatus[]>;
 }
