@@ -88,8 +88,10 @@ describe('a committed read whose leader moves', () => {
     const topic = `cluster-read-${Date.now()}`;
     await createTopic(kafka, topic, 1);
     // Five transactions: five batches, so that a read of one batch per Fetch has Fetches left after the move.
+    // Stamped now: the cluster keeps Kafka's default 7-day retention, which deletes older records whenever its check runs.
+    const now = Date.now();
     for (let t = 0; t < 5; t += 1) {
-      await produce(kafka, topic, Array.from({ length: 20 }, (_, i) => ({ partition: 0, key: `k${t}-${i}`, value: `value ${t}-${i}`, timestamp: 1_700_000_000_000 + i })), { transactionalId: `${topic}-tx` });
+      await produce(kafka, topic, Array.from({ length: 20 }, (_, i) => ({ partition: 0, key: `k${t}-${i}`, value: `value ${t}-${i}`, timestamp: now + i })), { transactionalId: `${topic}-tx` });
     }
     const said: string[] = [];
     kafka.onRetry = (line) => said.push(line);
