@@ -88,7 +88,7 @@ export const defaultResponseWaitMs = 10_000;
  * granules of every candidate file and reads few of them. Null when the footer's row
  * groups do not match the granules.
  */
-interface Granular {
+interface GranuleServedFile {
   granules: FileGranules;
   schema: TableSchema;
   layout(): FileLayout | null;
@@ -108,7 +108,7 @@ export class ReaderService {
   private readonly wholeFiles = new SingleFlight<string, Uint8Array>();
   private readonly granuleBuilds = new SingleFlight<string, Map<number, Uint8Array>>();
   /** Per file id, its granules, layout and schema (small, and they never change). */
-  private readonly granular = new PromiseMemo<bigint, Granular | null>(granularEntries);
+  private readonly granular = new PromiseMemo<bigint, GranuleServedFile | null>(granularEntries);
   /** Per table and schema version (a table has few). */
   private readonly schemas = new PromiseMemo<string, TableSchema>(granularEntries);
   /** What responses in flight hold (src/reader/file-response.ts takes and gives back). */
@@ -252,7 +252,7 @@ export class ReaderService {
   }
 
   /** Layout, granules and schema of a file that has granules; null when it cannot be served by them. */
-  private granularOf(file: DataFile): Promise<Granular | null> {
+  private granularOf(file: DataFile): Promise<GranuleServedFile | null> {
     if (!this.granular.has(file.dataFileId)) {
       // with the files looked up together with it: an engine reads them next
       const together = this.records.loadedWith(file).filter((other) => other.dataFileId !== file.dataFileId);
@@ -261,7 +261,7 @@ export class ReaderService {
     return this.granular.get(file.dataFileId, async () => this.granularFrom(file, await findGranules(this.catalog, file.dataFileId)));
   }
 
-  private async granularFrom(file: DataFile, granules: FileGranules | null): Promise<Granular | null> {
+  private async granularFrom(file: DataFile, granules: FileGranules | null): Promise<GranuleServedFile | null> {
     if (!granules) return null;
     let layout: FileLayout | null | undefined;
     const parse = (): FileLayout | null => {
@@ -272,7 +272,7 @@ export class ReaderService {
   }
 
   /** The layout of a file read by granules; one that does not match them is the catalog's inconsistency, said, never served around. */
-  private layoutOf(file: DataFile, granular: Granular): FileLayout {
+  private layoutOf(file: DataFile, granular: GranuleServedFile): FileLayout {
     const layout = granular.layout();
     if (!layout) throw new Error(`file ${file.dataFileId}: its ${granular.granules.granules.length} granules in the catalog do not match the row groups of its footer; \`offsetlake check\` rebuilds it whole`);
     return layout;
@@ -300,7 +300,7 @@ export class ReaderService {
   }
 
   /** The chunks of `leaves` of one row group: from the cache, or rebuilt from its offsets and verified. */
-  private async chunks(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
+  private async chunks(table: TableRecord, file: DataFile, granular: GranuleServedFile, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
     const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
     const out = new Map<number, Uint8Array>();
     const missing: number[] = [];
@@ -317,7 +317,7 @@ export class ReaderService {
     return out;
   }
 
-  private async rebuildGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
+  private async rebuildGranule(table: TableRecord, file: DataFile, granular: GranuleServedFile, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
     const { chunks } = await this.verifiedGranule(table, file, granular, rowGroup, leaves);
     const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
     for (const [leaf, bytes] of chunks) this.cache.set(`${fileKey}:${rowGroup}:${leaf}`, bytes);
@@ -330,7 +330,7 @@ export class ReaderService {
    * partial read keeps them for the granule's other columns, a file whose range has other
    * files (other time buckets over the same offsets) for their reads (src/reader/shared-reads.ts).
    */
-  private async verifiedGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[], wantFile = false): Promise<VerifiedGranule> {
+  private async verifiedGranule(table: TableRecord, file: DataFile, granular: GranuleServedFile, rowGroup: number, leaves: readonly number[], wantFile = false): Promise<VerifiedGranule> {
     const layout = this.layoutOf(file, granular);
     const all = layout.rowGroups[rowGroup]!.chunks.length;
     const partial = leaves.length < all;
