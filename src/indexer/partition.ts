@@ -9,7 +9,7 @@ import type { Catalog } from '../catalog/db.js';
 import { commitRanges, recordLostInterval, type CommitResult, type NewRange } from '../catalog/file-writes.js';
 import { IndexesChangedError } from '../catalog/indexes.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, setWaitingReason, type Lease } from '../catalog/leases.js';
-import { tableTopic, type TableRecord } from '../catalog/tables.js';
+import { tableTopic, type TableRecord } from '../table/record.js';
 import type { RangeBuilder } from '../build/files.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import type { ReadLimit } from '../kafka/read.js';

@@ -23,9 +23,10 @@ import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type Json } from '@duckdb/node-api';
 import { parquetMetadata } from 'hyparquet';
 import { backfillStates } from '../catalog/backfill.js';
-import { listFiles, type DataFile } from '../catalog/file-reads.js';
+import { listFiles, type CatalogFile } from '../catalog/file-reads.js';
 import { inTransaction, type Catalog } from '../catalog/db.js';
-import { listTables, tableTopic, type TableRecord } from '../catalog/tables.js';
+import { listTables } from '../catalog/tables.js';
+import { tableTopic, type TableRecord } from '../table/record.js';
 import type { Granule } from '../catalog/file-writes.js';
 import { encodeColumns, encodeFile } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
@@ -105,7 +106,7 @@ export interface QueryResult {
 const concurrency = 4;
 
 interface Snapshot {
-  files: DataFile[];
+  files: CatalogFile[];
   partitions: { partition: number; indexedEnd: bigint }[];
 }
 
@@ -144,7 +145,7 @@ function sqlName(text: string): string {
 }
 
 /** One Parquet file the view will read: a granule (some columns), or a whole file. */
-type ReadItem = { file: DataFile; rowGroup: number; columns: number[] } | { file: DataFile; rowGroup: null };
+type ReadItem = { file: CatalogFile; rowGroup: number; columns: number[] } | { file: CatalogFile; rowGroup: null };
 
 /** Indices (into `schema.columns`) of the named columns; never empty (the rows must still be counted). */
 function columnIndices(schema: TableSchema, names: readonly string[]): number[] {
@@ -154,7 +155,7 @@ function columnIndices(schema: TableSchema, names: readonly string[]): number[] 
 }
 
 /** The row groups of a file with granules that may hold a row satisfying every predicate. */
-function rowGroupsToRead(file: DataFile, granules: readonly Granule[], predicates: readonly Predicate[]): number[] {
+function rowGroupsToRead(file: CatalogFile, granules: readonly Granule[], predicates: readonly Predicate[]): number[] {
   const all = granules.map((granule) => granule.rowGroup);
   if (predicates.length === 0) return all;
   const metadata = parquetMetadata(file.footer);
