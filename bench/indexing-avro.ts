@@ -22,7 +22,7 @@ import { createTopic } from '../src/kafka/topics.js';
 import { recordBytes, type KafkaRecord } from '../src/kafka/record.js';
 import { avroType } from '../src/schema/decode-avro.js';
 import { tableDecoder } from '../src/schema/decode.js';
-import { currentSchema } from '../src/schema/versions.js';
+import { currentSchema } from '../src/catalog/schema-versions.js';
 import { wireHeader } from '../src/schema/wire.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';

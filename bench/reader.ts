@@ -54,7 +54,7 @@ import { ReaderService } from '../src/reader/service.js';
 import { rebuildFile } from '../src/build/rebuild.js';
 import { encodeParquet, fileLayout, kafkaColumnArrays, type FileLayout } from '../src/parquet/index.js';
 import { fieldIds } from '../src/schema/table-schema.js';
-import { schemaVersion } from '../src/schema/versions.js';
+import { schemaVersion } from '../src/catalog/schema-versions.js';
 import { avroType } from '../src/schema/decode-avro.js';
 import { wireHeader } from '../src/schema/wire.js';
 import { resolveSettings, type TableFormat } from '../src/table/settings.js';

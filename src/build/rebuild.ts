@@ -16,7 +16,7 @@ import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import { bucketOf } from '../ranges/buckets.js';
 import { compactionProblem } from '../kafka/topics.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
-import { schemaVersion } from '../schema/versions.js';
+import { schemaVersion } from '../catalog/schema-versions.js';
 
 export class RebuildMismatchError extends Error {
   override name = 'RebuildMismatchError';

@@ -13,7 +13,7 @@ import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 import { findTable } from './tables.js';
 import { type TableRecord } from '../table/record.js';
 import { deleteIndex, findIndex, insertIndex, IndexCatalogError, type NewIndex } from './indexes.js';
-import { currentSchema } from '../schema/versions.js';
+import { currentSchema } from './schema-versions.js';
 import { resolveIndexColumn } from '../indexes/columns.js';
 import { defaultFalsePositiveRate, defaultPostingBuckets, IndexDefinitionError, indexColumnText, type IndexDefinition } from '../indexes/definition.js';
 import type { IndexSpec } from '../indexes/ddl.js';

@@ -22,7 +22,7 @@ import { findFiles, type CatalogFile } from '../catalog/file-reads.js';
 import type { TableRecord } from '../table/record.js';
 import { HttpError } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';
-import { schemaVersionsUpTo, type VersionedSchema } from '../schema/versions.js';
+import { schemaVersionsUpTo, type VersionedSchema } from '../catalog/schema-versions.js';
 import { entryStatus, manifestBytes, manifestListBytes, type ListedManifest, type ManifestFile } from './manifests.js';
 import { tableMetadata, type SnapshotRecord, type TableMetadata } from './metadata.js';
 import { partitionSpec, partitionValue } from './partition.js';

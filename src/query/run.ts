@@ -33,7 +33,7 @@ import type { CommittedSource } from '../kafka/source.js';
 import { encoderVersion } from '../parquet/index.js';
 import type { KafkaRecord } from '../kafka/record.js';
 import type { ReaderService } from '../reader/service.js';
-import { currentSchema } from '../schema/versions.js';
+import { currentSchema } from '../catalog/schema-versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { fileBounds, mayMatch, rowGroupBounds, type Bounds } from './prune.js';
 import { indexPredicates, type PredicateTree } from './index-predicates.js';

@@ -21,7 +21,7 @@ import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from '../build/rebuild.js';
 import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from '../build/granules.js';
 import { fileLayout, PARQUET_MAGIC, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
-import { schemaVersion } from '../schema/versions.js';
+import { schemaVersion } from '../catalog/schema-versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { ByteBoundedCache } from './cache.js';
 import { newMetrics, type ReaderMetrics } from './metrics.js';

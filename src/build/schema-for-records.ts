@@ -1,0 +1,31 @@
+/**
+ * Before a range's files are built: every (schema id, side) its records name that the
+ * table schema has not merged yet is fetched from the registry and merged into a new
+ * table-schema version (catalog/schema-versions.ts writes it under the table's lock).
+ * A registry that cannot be reached throws RegistryUnavailableError and nothing is
+ * written; an id the registry does not know is not merged (its records become error
+ * rows) and is asked for again with the next range.
+ */
+import type { Catalog } from '../catalog/db.js';
+import { addSchemaVersion, type VersionedSchema } from '../catalog/schema-versions.js';
+import type { KafkaRecord } from '../kafka/record.js';
+import { isRegistryFormat, unmergedIds } from '../schema/decode.js';
+import { mergeRegistrySchemas } from '../schema/evolve.js';
+import type { RegistrySchema, SchemaRegistry } from '../schema/registry.js';
+import type { Side } from '../schema/table-schema.js';
+import type { TableRecord } from '../table/record.js';
+
+/** The table schema the range's records need: the current version, or a new one merged from the registry. */
+export async function schemaForRecords(catalog: Catalog, table: TableRecord, current: VersionedSchema, records: Iterable<KafkaRecord>, registry: SchemaRegistry): Promise<VersionedSchema> {
+  if (!isRegistryFormat(table.format)) return current;
+  const wanted = unmergedIds(current.schema, records);
+  if (wanted.size === 0) return current;
+  const fetched: { schema: RegistrySchema; sides: Set<Side> }[] = [];
+  for (const [id, sides] of [...wanted].sort(([a], [b]) => a - b)) {
+    const schema = await registry.schemaById(id);
+    if (schema) fetched.push({ schema, sides });
+  }
+  if (fetched.length === 0) return current;
+  const format = table.format;
+  return addSchemaVersion(catalog, table, (latest) => mergeRegistrySchemas(latest, format, fetched));
+}
