@@ -16,7 +16,8 @@ import { BLOOM_PART, HEADER_PART } from '../indexes/entries.js';
 import { defaultPostingBuckets, type IndexDefinition } from '../indexes/definition.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { bindIndexes, type BindableIndex } from './index-binding.js';
-import type { PredicateTree } from './index-predicates.js';
+import type { Where } from '../sql/where.js';
+import { missedUses } from './missed.js';
 
 /** What `--plan` says of one index the WHERE clause could use. */
 export interface IndexUse {
@@ -37,17 +38,20 @@ export class TableIndexUse {
   private readonly uses = new Map<number, IndexUse>();
   private readonly entries = new Map<number, Map<bigint, FileEntries>>();
 
-  private constructor(private readonly catalog: Catalog, private readonly indexes: BindableIndex[], private readonly tree: ProbeTree) {
+  private constructor(private readonly catalog: Catalog, private readonly indexes: BindableIndex[], private readonly tree: ProbeTree, private readonly missedLines: string[]) {
     for (const position of probedIndexes(tree)) {
       const { definition } = indexes[position]!;
       this.uses.set(position, { index: definition.name, kind: definition.kind, state: definition.state, files: { used: 0, skipped: 0 }, granules: { considered: 0, skipped: 0, read: 0 }, kafkaBytesAvoided: 0, skippedBecause: [] });
     }
   }
 
-  /** The table's indexes against the WHERE tree; an index whose columns do not resolve in the current schema is left out. */
-  static async bind(catalog: Catalog, table: TableRecord, schema: TableSchema, where: PredicateTree): Promise<TableIndexUse> {
+  /**
+   * The table's indexes against the WHERE tree; an index whose columns do not resolve in
+   * the current schema is left out. Also what the statistics and indexes missed of it.
+   */
+  static async bind(catalog: Catalog, table: TableRecord, schema: TableSchema, where: Where): Promise<TableIndexUse> {
     const bindable: BindableIndex[] = [];
-    if (where.kind !== 'any') {
+    if (where.tree.kind !== 'any' || where.unread.length > 0) {
       for (const definition of await tableIndexes(catalog, table.tableId)) {
         try {
           bindable.push({ definition, columns: definition.columns.map((column) => resolveIndexColumn(schema.columns, table.format, column, definition.kind)) });
@@ -57,7 +61,8 @@ export class TableIndexUse {
       }
     }
     const tableColumns = new Set(schema.columns.map((column) => column.name.toLowerCase()));
-    return new TableIndexUse(catalog, bindable, bindable.length ? bindIndexes(where, bindable, tableColumns) : { kind: 'any' });
+    const tree = bindable.length ? bindIndexes(where.tree, bindable, tableColumns) : ({ kind: 'any' } as const);
+    return new TableIndexUse(catalog, bindable, tree, missedUses(where, bindable, tableColumns));
   }
 
   get used(): boolean {
@@ -116,6 +121,11 @@ export class TableIndexUse {
       if (own) use.kafkaBytesAvoided += chosen.filter((g) => !own.has(g)).reduce((sum, g) => sum + granules[g]!.kafkaBytes, 0);
     }
     return kept === null ? [...chosen] : chosen.filter((g) => kept.has(g));
+  }
+
+  /** What the statistics and the indexes could not use of the WHERE clause, for the plan. */
+  missed(): string[] {
+    return [...this.missedLines];
   }
 
   /** What each index did, for the plan. */
