@@ -11,7 +11,7 @@
  * the column is not certain (index-literals.ts) gives no probe.
  */
 import type { ResolvedColumn } from '../indexes/columns.js';
-import { encodeKey } from '../indexes/entries.js';
+import { encodeKey } from '../indexes/keys.js';
 import type { IndexColumn, IndexDefinition } from '../indexes/definition.js';
 import type { Bound, Probe, ProbeTree } from '../indexes/candidates.js';
 import type { KeyValue } from '../indexes/columns.js';

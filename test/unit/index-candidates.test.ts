@@ -8,7 +8,9 @@
 import { describe, expect, it } from 'vitest';
 import { answerProbes, candidateRowGroups, type FileEntries } from '../../src/indexes/candidates.js';
 import { resolveIndexColumn } from '../../src/indexes/columns.js';
-import { buildIndexEntries, HEADER_PART, BLOOM_PART } from '../../src/indexes/entries.js';
+import { BLOOM_PART } from '../../src/indexes/bloom-entries.js';
+import { buildIndexEntries } from '../../src/indexes/entries.js';
+import { HEADER_PART } from '../../src/indexes/header.js';
 import type { IndexColumn, IndexDefinition, IndexKind } from '../../src/indexes/definition.js';
 import { bindIndexes, type BindableIndex } from '../../src/query/index-binding.js';
 import { predicateTree } from '../../src/sql/where.js';
