@@ -128,22 +128,26 @@ function compositeProbes(children: readonly PredicateTree[], indexes: readonly B
 /**
  * The probe tree of `tree` over `indexes` (positions in that array are the probes'
  * `index`). `tableColumns`: the table's top-level column names, lower case (a qualifier
- * that is also a column's name is not trusted to be a qualifier).
+ * that is also a column's name is not trusted to be a qualifier). `leaves`, when given,
+ * gets each condition's own probes (sub-trees of the result), so that a read can weigh
+ * them with the statistics condition by condition.
  */
-export function bindIndexes(tree: PredicateTree, indexes: readonly BindableIndex[], tableColumns: ReadonlySet<string>): ProbeTree {
+export function bindIndexes(tree: PredicateTree, indexes: readonly BindableIndex[], tableColumns: ReadonlySet<string>, leaves?: Map<Condition, ProbeTree>): ProbeTree {
   switch (tree.kind) {
     case 'any':
       return tree;
     case 'or':
-      return { kind: 'or', items: tree.items.map((item) => bindIndexes(item, indexes, tableColumns)) };
+      return { kind: 'or', items: tree.items.map((item) => bindIndexes(item, indexes, tableColumns, leaves)) };
     case 'and':
       return {
         kind: 'and',
-        items: [...tree.items.map((item) => bindIndexes(item, indexes, tableColumns)), ...compositeProbes(tree.items, indexes, tableColumns)],
+        items: [...tree.items.map((item) => bindIndexes(item, indexes, tableColumns, leaves)), ...compositeProbes(tree.items, indexes, tableColumns)],
       };
     default: {
       const probes = [...conditionProbes(tree, indexes, tableColumns), ...compositeProbes([tree], indexes, tableColumns)];
-      return probes.length === 0 ? { kind: 'any' } : probes.length === 1 ? probes[0]! : { kind: 'and', items: probes };
+      const bound: ProbeTree = probes.length === 0 ? { kind: 'any' } : probes.length === 1 ? probes[0]! : { kind: 'and', items: probes };
+      leaves?.set(tree, bound);
+      return bound;
     }
   }
 }

@@ -10,14 +10,14 @@ import type { DataFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../catalog/tables.js';
 import { countIndexReads, indexEntryParts, indexEntryPartsOf, tableIndexes } from '../catalog/indexes.js';
-import { answerProbes, bucketsFor, candidateRowGroups, probedIndexes, type FileEntries, type ProbeTree } from '../indexes/candidates.js';
+import { answerProbes, bucketsFor, candidateRowGroups, probedIndexes, type FileAnswers, type FileEntries, type ProbeTree, type RowGroups } from '../indexes/candidates.js';
 import { resolveIndexColumn } from '../indexes/columns.js';
 import { BLOOM_PART } from '../indexes/bloom-entries.js';
 import { HEADER_PART } from '../indexes/header.js';
 import { defaultPostingBuckets, type IndexDefinition } from '../indexes/definition.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { bindIndexes, type BindableIndex } from './index-binding.js';
-import type { Where } from '../sql/where.js';
+import type { Condition, Where } from '../sql/where.js';
 import { missedUses } from './missed.js';
 
 /** What `--plan` says of one index the WHERE clause could use. */
@@ -38,8 +38,15 @@ export interface IndexUse {
 export class TableIndexUse {
   private readonly uses = new Map<number, IndexUse>();
   private readonly entries = new Map<number, Map<bigint, FileEntries>>();
+  private answered?: { file: bigint; answers: FileAnswers };
 
-  private constructor(private readonly catalog: Catalog, private readonly indexes: BindableIndex[], private readonly tree: ProbeTree, private readonly missedLines: string[]) {
+  private constructor(
+    private readonly catalog: Catalog,
+    private readonly indexes: BindableIndex[],
+    private readonly tree: ProbeTree,
+    private readonly leaves: ReadonlyMap<Condition, ProbeTree>,
+    private readonly missedLines: string[],
+  ) {
     for (const position of probedIndexes(tree)) {
       const { definition } = indexes[position]!;
       this.uses.set(position, { index: definition.name, kind: definition.kind, state: definition.state, files: { used: 0, skipped: 0 }, granules: { considered: 0, skipped: 0, read: 0 }, kafkaBytesAvoided: 0, skippedBecause: [] });
@@ -62,8 +69,9 @@ export class TableIndexUse {
       }
     }
     const tableColumns = new Set(schema.columns.map((column) => column.name.toLowerCase()));
-    const tree = bindable.length ? bindIndexes(where.tree, bindable, tableColumns) : ({ kind: 'any' } as const);
-    return new TableIndexUse(catalog, bindable, tree, missedUses(where, bindable, tableColumns));
+    const leaves = new Map<Condition, ProbeTree>();
+    const tree = bindable.length ? bindIndexes(where.tree, bindable, tableColumns, leaves) : ({ kind: 'any' } as const);
+    return new TableIndexUse(catalog, bindable, tree, leaves, missedUses(where, bindable, tableColumns));
   }
 
   get used(): boolean {
@@ -89,12 +97,9 @@ export class TableIndexUse {
     }
   }
 
-  /**
-   * Of `chosen` (the row groups statistics keep), those the indexes keep too; counts what
-   * each index did for the file.
-   */
-  choose(file: DataFile, granules: readonly Granule[], chosen: readonly number[]): number[] {
-    if (!this.used || chosen.length === 0) return [...chosen];
+  /** What the indexes answer for one file (the last file's answers are kept: a read asks twice). */
+  private answersFor(file: DataFile, granules: readonly Granule[]): FileAnswers {
+    if (this.answered?.file === file.dataFileId) return this.answered.answers;
     const entries = new Map<number, FileEntries>();
     const reasons = new Map<number, string>();
     for (const position of this.uses.keys()) {
@@ -105,6 +110,32 @@ export class TableIndexUse {
     }
     const answers = answerProbes(this.tree, entries, granules.map((granule) => granule.rowCount));
     for (const [position, reason] of reasons) answers.unusable.set(position, reason);
+    this.answered = { file: file.dataFileId, answers };
+    return answers;
+  }
+
+  /**
+   * Per condition of the WHERE tree, the row groups of the file its own index probes keep
+   * (null: every one, as for a condition no index answers): what lets a read weigh the
+   * indexes with the statistics branch by branch, so an OR of an indexed column and a
+   * statistic's column prunes too.
+   */
+  conditionRowGroups(file: DataFile, granules: readonly Granule[]): (condition: Condition) => RowGroups {
+    if (!this.used) return () => null;
+    const answers = this.answersFor(file, granules);
+    return (condition) => {
+      const leaf = this.leaves.get(condition);
+      return leaf ? candidateRowGroups(leaf, answers) : null;
+    };
+  }
+
+  /**
+   * Of `chosen` (the row groups statistics keep), those the indexes keep too; counts what
+   * each index did for the file.
+   */
+  choose(file: DataFile, granules: readonly Granule[], chosen: readonly number[]): number[] {
+    if (!this.used || chosen.length === 0) return [...chosen];
+    const answers = this.answersFor(file, granules);
     const kept = candidateRowGroups(this.tree, answers);
     for (const [position, use] of this.uses) {
       const unusable = answers.unusable.get(position);

@@ -31,7 +31,7 @@ export function statisticColumn(operand: Operand, tableColumns?: ReadonlySet<str
   return operand.path[0]!.toLowerCase();
 }
 
-function mayHold(condition: Condition, bounds: Bounds, nulls: NullCounts | undefined, tableColumns?: ReadonlySet<string>): boolean {
+export function mayHold(condition: Condition, bounds: Bounds, nulls: NullCounts | undefined, tableColumns?: ReadonlySet<string>): boolean {
   const column = statisticColumn(condition.operand, tableColumns);
   if (column === undefined) return true;
   if (condition.kind === 'null') {
@@ -68,18 +68,26 @@ function mayHold(condition: Condition, bounds: Bounds, nulls: NullCounts | undef
   }
 }
 
-/** Whether some row within `bounds` (and `nulls`) may make the tree TRUE. */
-export function mayMatch(bounds: Bounds, tree: PredicateTree, nulls?: NullCounts, tableColumns?: ReadonlySet<string>): boolean {
+/**
+ * Whether the tree may be TRUE when each condition may be as `leaf` says: AND needs every
+ * child, OR one, `any` always may.
+ */
+export function mayBeTrue(tree: PredicateTree, leaf: (condition: Condition) => boolean): boolean {
   switch (tree.kind) {
     case 'any':
       return true;
     case 'and':
-      return tree.items.every((item) => mayMatch(bounds, item, nulls, tableColumns));
+      return tree.items.every((item) => mayBeTrue(item, leaf));
     case 'or':
-      return tree.items.some((item) => mayMatch(bounds, item, nulls, tableColumns));
+      return tree.items.some((item) => mayBeTrue(item, leaf));
     default:
-      return mayHold(tree, bounds, nulls, tableColumns);
+      return leaf(tree);
   }
+}
+
+/** Whether some row within `bounds` (and `nulls`) may make the tree TRUE. */
+export function mayMatch(bounds: Bounds, tree: PredicateTree, nulls?: NullCounts, tableColumns?: ReadonlySet<string>): boolean {
+  return mayBeTrue(tree, (condition) => mayHold(condition, bounds, nulls, tableColumns));
 }
 
 /** Whether statistics can decide the condition: a statistic column with literals each reads, or IS NULL of a top-level column. */

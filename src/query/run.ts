@@ -35,8 +35,9 @@ import type { KafkaRecord } from '../kafka/record.js';
 import type { ReaderService } from '../reader/service.js';
 import { currentSchema } from '../schema/versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
-import { asksNulls, fileBounds, footerNulls, mayMatch, rowGroupBounds, statisticColumn, statisticTree, type Bounds } from './prune.js';
-import { anyRow, conditionsOf, readWhere, treeText, type PredicateTree, type Where } from '../sql/where.js';
+import { asksNulls, fileBounds, footerNulls, mayBeTrue, mayHold, mayMatch, rowGroupBounds, statisticColumn, statisticTree, type Bounds } from './prune.js';
+import type { RowGroups } from '../indexes/candidates.js';
+import { anyRow, conditionsOf, readWhere, treeText, type Condition, type PredicateTree, type Where } from '../sql/where.js';
 import { TableIndexUse, type IndexUse } from './index-use.js';
 import { SqlScanError, tableReferences, tokenize, usedColumns, type Token } from '../sql/scan.js';
 
@@ -159,13 +160,21 @@ function columnIndices(schema: TableSchema, names: readonly string[]): number[] 
   return indices.length > 0 ? indices : [0];
 }
 
-/** The row groups of a file with granules that may hold a row satisfying the tree. */
-function rowGroupsToRead(file: DataFile, granules: readonly Granule[], tree: PredicateTree, tableColumns: ReadonlySet<string>): number[] {
+/**
+ * The row groups of a file with granules that may hold a row satisfying the tree: each
+ * condition may hold in a row group when its statistics and its own index probes
+ * (`indexed`) both say so.
+ */
+function rowGroupsToRead(file: DataFile, granules: readonly Granule[], tree: PredicateTree, tableColumns: ReadonlySet<string>, indexed: (condition: Condition) => RowGroups): number[] {
   const all = granules.map((granule) => granule.rowGroup);
   if (tree.kind === 'any') return all;
   const metadata = parquetMetadata(file.footer);
-  const nulls = asksNulls(tree);
-  return all.filter((rowGroup) => mayMatch(rowGroupBounds(file, metadata, rowGroup, granules[rowGroup]), tree, nulls ? footerNulls(metadata, rowGroup) : undefined, tableColumns));
+  const asks = asksNulls(tree);
+  return all.filter((rowGroup) => {
+    const bounds = rowGroupBounds(file, metadata, rowGroup, granules[rowGroup]);
+    const nulls = asks ? footerNulls(metadata, rowGroup) : undefined;
+    return mayBeTrue(tree, (condition) => mayHold(condition, bounds, nulls, tableColumns) && (indexed(condition)?.has(rowGroup) ?? true));
+  });
 }
 
 /**
@@ -199,7 +208,11 @@ async function materialize(deps: QueryDeps, table: TableRecord, where: Where, co
       continue;
     }
     rowGroupsOf += granular.granules.length;
-    const chosen = indexes.choose(file, granular.granules, rowGroupsToRead(file, granular.granules, tree, names));
+    // What each index saves is counted against the statistics alone; the read then also
+    // drops the row groups that no branch of the tree keeps with statistics and indexes together.
+    const byStatistics = rowGroupsToRead(file, granular.granules, tree, names, () => null);
+    const together = indexes.used ? new Set(rowGroupsToRead(file, granular.granules, tree, names, indexes.conditionRowGroups(file, granular.granules))) : undefined;
+    const chosen = indexes.choose(file, granular.granules, byStatistics).filter((rowGroup) => together?.has(rowGroup) ?? true);
     if (chosen.length === 0) continue;
     const indices = columnIndices(granular.schema, columns);
     for (const rowGroup of chosen) items.push({ file, rowGroup, columns: indices });
