@@ -1,6 +1,6 @@
 /**
- * How many files and row groups `query` reads for each form of a key lookup and for two
- * OR queries, on the local stack (or KAFKA_BROKERS / DATABASE_URL):
+ * How many files and row groups `query` reads for each form of a key lookup and for
+ * three OR queries, on the local stack (or KAFKA_BROKERS / DATABASE_URL):
  *
  *   npm run bench:predicates [-- hours=44]
  *
@@ -63,6 +63,7 @@ try {
     ["_key = 'k7-2'::VARCHAR", `_key = '${key}'::VARCHAR`],
     ['OR of two keys', `_key = '${key}' OR _key = 'k30-5'`],
     ['OR of a key and an _offset range', `_key = '${key}' OR _offset BETWEEN 4000 AND 4005`],
+    ['OR of two _offset ranges', '_offset < 5 OR _offset BETWEEN 4000 AND 4005'],
   ];
   for (const [label, where] of statements) {
     const source = kafkaSource(engine.kafka);
