@@ -14,7 +14,7 @@ import { dropTable } from '../src/catalog/tables.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic, deleteTopic } from '../src/kafka/topics.js';
-import { resolveSettings } from '../src/catalog/settings.js';
+import { resolveSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 import { createTableFromTopic } from '../src/catalog/create-table.js';
 

@@ -29,7 +29,7 @@ import { createTopic } from '../src/kafka/topics.js';
 import { readerHandler } from '../src/reader/http.js';
 import { readerServer } from '../src/reader/node-server.js';
 import { ReaderService } from '../src/reader/service.js';
-import { resolveSettings } from '../src/catalog/settings.js';
+import { resolveSettings } from '../src/table/settings.js';
 import { createTableFromTopic } from '../src/catalog/create-table.js';
 import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
 import { runQuery } from '../src/query/run.js';

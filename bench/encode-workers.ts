@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { defaultSettings } from '../src/catalog/settings.js';
+import { defaultSettings } from '../src/table/settings.js';
 import { kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData, ownWriterSettings } from '../src/parquet/index.js';
 import { assembleParquet, encodeRowGroup, type EncodedRowGroup, writeParquet, type WriteOptions } from '../src/parquet/writer.js';
 import { eventRecords } from './records.js';

@@ -20,7 +20,7 @@ import {
   type Column, type Encoder, encoders, hyparquetEncoder, ownWriterEncoder, ownWriterPageShape, type HyparquetSettings, kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData,
 } from '../src/parquet/index.js';
 import { eventRecords } from './records.js';
-import { defaultSettings } from '../src/catalog/settings.js';
+import { defaultSettings } from '../src/table/settings.js';
 
 const MiB = 1024 * 1024;
 const base: Omit<HyparquetSettings, 'version'> = { codec: 'SNAPPY', columnIndex: false, fieldIds: false, plainColumns: [], pageSize: MiB };

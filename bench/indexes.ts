@@ -25,7 +25,7 @@ import { kafkaSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { recordBytes } from '../src/kafka/record.js';
-import { resolveSettings } from '../src/catalog/settings.js';
+import { resolveSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 import { createTableFromTopic } from '../src/catalog/create-table.js';
 import { dropTable, findTable } from '../src/catalog/tables.js';

@@ -24,7 +24,7 @@ import { avroType } from '../src/schema/decode-avro.js';
 import { tableDecoder } from '../src/schema/decode.js';
 import { currentSchema } from '../src/schema/versions.js';
 import { wireHeader } from '../src/schema/wire.js';
-import { resolveSettings } from '../src/catalog/settings.js';
+import { resolveSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 import { createTableFromTopic } from '../src/catalog/create-table.js';
 

@@ -32,9 +32,10 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createTableFromTopic } from '../src/catalog/create-table.js';
-import { parseBytes, parseDuration, resolveSettings } from '../src/catalog/settings.js';
+import { parseBytes, parseDuration, resolveSettings } from '../src/table/settings.js';
 import { partitionStatus } from '../src/catalog/status.js';
-import { dropTable, type TableRecord } from '../src/catalog/tables.js';
+import { dropTable } from '../src/catalog/tables.js';
+import { type TableRecord } from '../src/table/record.js';
 import { lastStableOffsets } from '../src/kafka/offsets.js';
 import { readCommittedRange } from '../src/kafka/read.js';
 import { transactionalProducer, type RecordToProduce } from '../src/kafka/produce.js';
@@ -46,6 +47,10 @@ import { waitInSync } from './chaos/cluster-faults.js';
 import { startChaosStack } from './chaos/stack.js';
 import { sleep } from '../src/stack/process.js';
 import { auditTable } from '../test/helpers/table-audit.js';
+import { useProjectPython } from '../test/helpers/project-python.js';
+
+// the audit's independent reader (confluent-kafka) is the project's pinned Python
+useProjectPython();
 
 const { values } = parseArgs({
   options: {

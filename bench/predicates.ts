@@ -23,7 +23,7 @@ import { produce } from '../src/kafka/produce.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { runQuery } from '../src/query/run.js';
 import { ReaderService } from '../src/reader/service.js';
-import { resolveSettings } from '../src/catalog/settings.js';
+import { resolveSettings } from '../src/table/settings.js';
 import { createTableFromTopic } from '../src/catalog/create-table.js';
 
 const hours = Number(process.argv[2] ?? 44);

@@ -36,8 +36,9 @@ import { Agent, get, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { findGranules, listFiles, type DataFile } from '../src/catalog/file-reads.js';
-import { findTable, type TableRecord } from '../src/catalog/tables.js';
+import { findGranules, listFiles, type CatalogFile } from '../src/catalog/file-reads.js';
+import { findTable } from '../src/catalog/tables.js';
+import { type TableRecord } from '../src/table/record.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 import { rangeBuilder } from '../src/build/files.js';
@@ -56,7 +57,7 @@ import { fieldIds } from '../src/schema/table-schema.js';
 import { schemaVersion } from '../src/schema/versions.js';
 import { avroType } from '../src/schema/decode-avro.js';
 import { wireHeader } from '../src/schema/wire.js';
-import { resolveSettings, type TableFormat } from '../src/catalog/settings.js';
+import { resolveSettings, type TableFormat } from '../src/table/settings.js';
 import { createTableFromTopic } from '../src/catalog/create-table.js';
 import { profiled } from './profile.js';
 
@@ -149,7 +150,7 @@ try {
   await engine.close();
 }
 
-async function largestFile(table: TableRecord): Promise<DataFile> {
+async function largestFile(table: TableRecord): Promise<CatalogFile> {
   const files = await listFiles(engine.catalog, table.tableId);
   if (files.length === 0) throw new Error(`table ${table.name} has no files`);
   const file = files.reduce((a, b) => (b.fileSizeBytes > a.fileSizeBytes ? b : a));
@@ -239,7 +240,7 @@ async function loadAvro(total: number): Promise<string> {
 }
 
 /** The file's layout; throws for a file that is not served by granules. */
-function layoutOf(file: DataFile): FileLayout {
+function layoutOf(file: CatalogFile): FileLayout {
   const layout = fileLayout(file.footer, Number(file.fileSizeBytes));
   if ('problem' in layout) throw new Error(`file ${file.dataFileId}: ${layout.problem}`);
   return layout;
@@ -262,7 +263,7 @@ async function drainRead(read: CommittedSource['read'], topic: string, from: big
  * looked up first (a footer read, as an engine makes before any chunk), then the chunk's
  * bytes timed; vs the committed fetch of the row group's offsets. Best of 5, alternating.
  */
-async function chunkVsFetch(table: TableRecord, file: DataFile, columns: readonly string[]): Promise<void> {
+async function chunkVsFetch(table: TableRecord, file: CatalogFile, columns: readonly string[]): Promise<void> {
   const layout = layoutOf(file);
   const granules = await findGranules(engine.catalog, file.dataFileId);
   if (!granules) throw new Error(`file ${file.dataFileId} has no granules`);
@@ -361,7 +362,7 @@ function runPython(args: string[]): Promise<Record<string, unknown>> {
  * KiB), which reaches into the last row group's chunks when the page index and footer
  * are shorter than that; the second finds those in the cache (serve's default, 512 MiB).
  */
-async function enginesOverServe(table: TableRecord, file: DataFile): Promise<void> {
+async function enginesOverServe(table: TableRecord, file: CatalogFile): Promise<void> {
   const granules = await findGranules(engine.catalog, file.dataFileId);
   if (!granules) throw new Error(`file ${file.dataFileId} has no granules`);
   const layout = layoutOf(file);
@@ -400,7 +401,7 @@ async function enginesOverServe(table: TableRecord, file: DataFile): Promise<voi
  * (no cache), vs rebuildFile of the same file (what a file without granules costs).
  * Best of 3 each, alternating.
  */
-async function columnScanVsRebuild(table: TableRecord, file: DataFile, columns: readonly string[]): Promise<void> {
+async function columnScanVsRebuild(table: TableRecord, file: CatalogFile, columns: readonly string[]): Promise<void> {
   const layout = layoutOf(file);
   const size = Number(file.fileSizeBytes);
   const best = { rebuild: Infinity, scans: columns.map(() => Infinity) };
@@ -479,7 +480,7 @@ async function wholeFileMemory(table: TableRecord): Promise<void> {
 }
 
 /** 3. Cache-hit serving: the handler alone, then over node:http on loopback (keep-alive). */
-async function cacheHitServing(table: TableRecord, file: DataFile): Promise<void> {
+async function cacheHitServing(table: TableRecord, file: CatalogFile): Promise<void> {
   const size = Number(file.fileSizeBytes);
   const service = new ReaderService(engine.catalog, source, { cacheBytes: 2 * size });
   const handler = readerHandler(service, { token: 'bench' });

@@ -26,7 +26,7 @@ import { produce } from '../src/kafka/produce.js';
 import { createTopic, topicPartitions } from '../src/kafka/topics.js';
 import { lastStableOffset } from '../src/kafka/offsets.js';
 import { createTableFromTopic } from '../src/catalog/create-table.js';
-import { resolveSettings } from '../src/catalog/settings.js';
+import { resolveSettings } from '../src/table/settings.js';
 import { stackConfig } from '../src/stack/config.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 

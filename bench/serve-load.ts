@@ -29,8 +29,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createTableFromTopic } from '../src/catalog/create-table.js';
-import { listFiles, type DataFile } from '../src/catalog/file-reads.js';
-import { parseBytes, parseDuration, resolveSettings } from '../src/catalog/settings.js';
+import { listFiles, type CatalogFile } from '../src/catalog/file-reads.js';
+import { parseBytes, parseDuration, resolveSettings } from '../src/table/settings.js';
 import { findTable } from '../src/catalog/tables.js';
 import { rangeBuilder } from '../src/build/files.js';
 import { indexerFor } from '../src/indexer/handler.js';
@@ -179,7 +179,7 @@ function compare(got: Buffer, want: Buffer): number {
   return Math.max(wrong, 1);
 }
 
-async function one(phase: string, file: DataFile): Promise<void> {
+async function one(phase: string, file: CatalogFile): Promise<void> {
   const whole = truth.get(file.dataFileId)!;
   const size = whole.length;
   const pick = random();
@@ -220,7 +220,7 @@ async function one(phase: string, file: DataFile): Promise<void> {
   if (wrong > 0) log(`WRONG: file ${file.dataFileId} ${range ?? 'whole'}: ${wrong} wrong bytes (got ${answer.body.length}, wanted ${want.length})`);
 }
 
-async function phase(label: string, pool: DataFile[], ms: number): Promise<{ seconds: number; hits: number; misses: number; rebuilds: number }> {
+async function phase(label: string, pool: CatalogFile[], ms: number): Promise<{ seconds: number; hits: number; misses: number; rebuilds: number }> {
   const before = await metrics();
   const began = performance.now();
   await Promise.all(Array.from({ length: clients }, async () => {
@@ -244,7 +244,7 @@ const memorySampler = (async () => {
 
 try {
   // The hot set: the largest number of files that fit in half the cache (so that they stay in it).
-  const hot: DataFile[] = [];
+  const hot: CatalogFile[] = [];
   for (const file of files) if (hot.reduce((sum, f) => sum + Number(f.fileSizeBytes), 0) + Number(file.fileSizeBytes) <= cacheBytes / 2) hot.push(file);
   if (hot.length === 0) hot.push(files[0]!);
   const cold = await phase('cold', files, totalMs / 2);

@@ -7,6 +7,7 @@
 import { parseArgs } from 'node:util';
 import { runScenario, scenarios, type ScenarioResult } from './scenarios.js';
 import { startChaosStack } from './stack.js';
+import { useProjectPython } from '../../test/helpers/project-python.js';
 
 const { values } = parseArgs({ options: { short: { type: 'boolean' }, seed: { type: 'string' }, only: { type: 'string' } } });
 const seed = Number(values.seed ?? 17);
@@ -18,6 +19,8 @@ if (!Number.isInteger(seed) || unknown.length > 0) {
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
+// the audit's independent reader (confluent-kafka) is the project's pinned Python
+useProjectPython();
 const results: ScenarioResult[] = [];
 let failed = false;
 // One stack at a time, each only if a chosen scenario needs it: a cluster is four JVMs.

@@ -10,8 +10,9 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
-import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
-import { dropTable, type TableRecord } from '../../src/catalog/tables.js';
+import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
+import { dropTable } from '../../src/catalog/tables.js';
+import { type TableRecord } from '../../src/table/record.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { createTopic, deleteRecords, topicPartitions } from '../../src/kafka/topics.js';
 import { lastStableOffset, lastStableOffsets } from '../../src/kafka/offsets.js';

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { listFiles } from '../../src/catalog/file-reads.js';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import type { TableRecord } from '../../src/table/record.js';
 import { sleep } from '../../src/stack/process.js';
 import type { IndexerProcess } from './indexer-process.js';
 import type { ChaosStack } from './stack.js';

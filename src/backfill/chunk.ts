@@ -36,7 +36,8 @@ import {
 } from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
 import type { NewRange } from '../catalog/file-writes.js';
-import { findTableById, tableTopic, type TableRecord } from '../catalog/tables.js';
+import { findTableById } from '../catalog/tables.js';
+import { tableTopic, type TableRecord } from '../table/record.js';
 import { ownerName } from '../runtime/engine.js';
 import { rangeBuilder } from '../build/files.js';
 import type { RangeBuilder } from '../build/files.js';

@@ -9,7 +9,8 @@
  */
 import { backfillStates, planPartition, type BackfillState } from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
-import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
+import { findTable, listTables } from '../catalog/tables.js';
+import { type TableRecord } from '../table/record.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { earliestOffsets, offsetsForTimes } from '../kafka/offsets.js';
 import type { BackfillPartition, BackfillPlan } from './types.js';

@@ -7,8 +7,8 @@
  */
 import type { FileGranules, NewDataFile, NewRange } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
-import type { TableRecord } from '../catalog/tables.js';
-import { compressionOf } from '../catalog/settings.js';
+import type { TableRecord } from '../table/record.js';
+import { compressionOf } from '../table/settings.js';
 import {
   buildDataFile, bytesOfRange, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError,
   type Column, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions,

@@ -5,7 +5,7 @@
  * chunk compared by size and sha256 with what the catalog took at indexing. Pure, so that
  * it runs the same on the reader's thread and on a build worker (src/build/pool.ts).
  */
-import type { TableRecord } from '../catalog/tables.js';
+import type { TableRecord } from '../table/record.js';
 import type { KafkaRecord } from '../kafka/record.js';
 import { bytesOfRange, fileLayout, leafCount, sha256OfRange } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';

@@ -5,9 +5,9 @@
  * handed out. The bytes are those of a whole-file rebuild, always: a chunk depends only on
  * its leaf's values in its row group (src/build/granule-chunks.ts).
  */
-import type { DataFile } from '../catalog/file-reads.js';
+import type { CatalogFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';
-import type { TableRecord } from '../catalog/tables.js';
+import type { TableRecord } from '../table/record.js';
 import { checkedChunks, leafColumns, type ChunkJob, type ChunkResult, type ExpectedChunk } from './granule-chunks.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import { fetchBytesForSpan } from '../kafka/fetch-size.js';
@@ -45,7 +45,7 @@ export function leavesOfColumns(schema: TableSchema, columns: readonly number[])
 }
 
 /** The granule's records (committed, in its span, in the file's bucket), as many as the catalog says. */
-export async function granuleRecords(source: CommittedSource, table: TableRecord, file: DataFile, granule: Granule, options: Pick<SourceReadOptions, 'keep'> = {}): Promise<KafkaRecord[]> {
+export async function granuleRecords(source: CommittedSource, table: TableRecord, file: CatalogFile, granule: Granule, options: Pick<SourceReadOptions, 'keep'> = {}): Promise<KafkaRecord[]> {
   // Fetches sized to the span's bytes (the catalog knows them): the client decodes every record a Fetch brings.
   const records = await fileRecords(source, table, file, granule, undefined, { ...options, fetchBytes: fetchBytesForSpan(granule.kafkaBytes, granule.startOffset, granule.endOffset) });
   if (records.length !== granule.rowCount) {
@@ -65,7 +65,7 @@ export function expectedChunks(layout: FileLayout, granule: Granule, leaves: rea
 }
 
 /** Whether the catalog's statistics say no row of the file is an error row (`_error` null in every row). */
-function hasNoErrorRows(file: DataFile, schema: TableSchema): boolean {
+function hasNoErrorRows(file: CatalogFile, schema: TableSchema): boolean {
   const errorColumn = schema.leafIds._error;
   const stats = file.columns.find((column) => column.columnId === errorColumn);
   return stats !== undefined && stats.nullCount === file.recordCount;
@@ -79,7 +79,7 @@ export type ChunkBuilder = (job: ChunkJob) => ChunkResult | Promise<ChunkResult>
  * checked against its sha256; a mismatch throws GranuleMismatchError (with its likeliest cause).
  */
 export async function chunksOf(
-  source: CommittedSource, table: TableRecord, file: DataFile, schema: TableSchema, layout: FileLayout, granule: Granule, records: readonly KafkaRecord[], leaves: readonly number[],
+  source: CommittedSource, table: TableRecord, file: CatalogFile, schema: TableSchema, layout: FileLayout, granule: Granule, records: readonly KafkaRecord[], leaves: readonly number[],
   options: { build?: ChunkBuilder; wantFile?: boolean } = {},
 ): Promise<VerifiedGranule> {
   const job: ChunkJob = {

@@ -4,9 +4,9 @@
  * bytes. Size, footer and sha256 are checked before the bytes are handed out; a
  * mismatch is an error, never silently served.
  */
-import type { DataFile } from '../catalog/file-reads.js';
+import type { CatalogFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
-import { tableTopic, type TableRecord } from '../catalog/tables.js';
+import { tableTopic, type TableRecord } from '../table/record.js';
 import { encodeRows, fileRows, granulesOf } from './files.js';
 import { columnStatistics, type EncodedFile, type PreparedData } from '../parquet/index.js';
 import { ownValue } from '../common/objects.js';
@@ -47,7 +47,7 @@ function hex(bytes: Uint8Array): string {
  * of its granules), in its bucket.
  */
 export async function fileRecords(
-  source: CommittedSource, table: TableRecord, file: DataFile, span: { startOffset: bigint; endOffset: bigint } = file, everyRecord?: (record: KafkaRecord) => void,
+  source: CommittedSource, table: TableRecord, file: CatalogFile, span: { startOffset: bigint; endOffset: bigint } = file, everyRecord?: (record: KafkaRecord) => void,
   options?: SourceReadOptions,
 ): Promise<KafkaRecord[]> {
   const bucket = file.bucket.getTime();
@@ -81,7 +81,7 @@ export async function checkFiles(
   catalog: Catalog,
   source: CommittedSource,
   tables: readonly TableRecord[],
-  listLive: (table: TableRecord) => Promise<DataFile[]>,
+  listLive: (table: TableRecord) => Promise<CatalogFile[]>,
   onFile: (check: FileCheck) => void = () => {},
 ): Promise<FileCheck[]> {
   const checks: FileCheck[] = [];
@@ -107,7 +107,7 @@ export async function checkFiles(
  * How the catalog's statistics of a file differ from those of its rows (the rows a
  * verified rebuild built the file's very bytes from), one sentence per column and field.
  */
-export function statisticsDifferences(schema: TableSchema, rows: PreparedData, file: DataFile): string[] {
+export function statisticsDifferences(schema: TableSchema, rows: PreparedData, file: CatalogFile): string[] {
   const stored = new Map(file.columns.map((column) => [column.columnId, column]));
   const differences: string[] = [];
   for (const actual of columnStatistics(schema.columns, rows)) {
@@ -137,7 +137,7 @@ function shownBound(bound: string | null): string {
   return JSON.stringify(bound.length > 80 ? `${bound.slice(0, 38)}…${bound.slice(-38)}` : bound);
 }
 
-export async function rebuildFile(catalog: Catalog, source: CommittedSource, table: TableRecord, file: DataFile): Promise<RebuiltFile> {
+export async function rebuildFile(catalog: Catalog, source: CommittedSource, table: TableRecord, file: CatalogFile): Promise<RebuiltFile> {
   const { built, records } = await verifiedFile(catalog, source, table, file);
   return { bytes: built.bytes, sha256: built.sha256, records: records.length };
 }
@@ -158,7 +158,7 @@ export interface VerifiedFile {
  * only then are its records known to be the file's (what a rebuild serves, and what an
  * index backfill takes entries from). A difference throws RebuildMismatchError.
  */
-export async function verifiedFile(catalog: Catalog, source: CommittedSource, table: TableRecord, file: DataFile): Promise<VerifiedFile> {
+export async function verifiedFile(catalog: Catalog, source: CommittedSource, table: TableRecord, file: CatalogFile): Promise<VerifiedFile> {
   if (file.expiredAt) throw new FileExpiredError(file.dataFileId, file.expiredAt);
   const schema = await schemaVersion(catalog, table.tableId, file.schemaVersion);
   // A file without granules gets them from this rebuild: their Kafka bytes count every record of the span.
@@ -193,7 +193,7 @@ export async function compactionCause(source: CommittedSource, topic: string): P
  * are derived from bytes just checked against the catalog). Derived state: a catalog
  * that refuses the write (a read-only role) leaves the file served whole, as before.
  */
-async function addGranules(catalog: Catalog, file: DataFile, granules: ReturnType<typeof granulesOf>): Promise<void> {
+async function addGranules(catalog: Catalog, file: CatalogFile, granules: ReturnType<typeof granulesOf>): Promise<void> {
   if (!granules) return;
   try {
     await insertGranules(catalog, file.dataFileId, granules);

@@ -13,7 +13,7 @@ export interface ColumnStatistics {
   max: string | null;
 }
 
-export interface DataFile {
+export interface CatalogFile {
   dataFileId: bigint;
   tableId: bigint;
   partition: number;
@@ -77,7 +77,7 @@ const selectFiles = `
            WHERE s.data_file_id = f.data_file_id) AS columns
   FROM offsetlake.data_file f`;
 
-function toDataFile(row: FileRow): DataFile {
+function toDataFile(row: FileRow): CatalogFile {
   return {
     dataFileId: row.data_file_id,
     tableId: row.table_id,
@@ -110,7 +110,7 @@ function toDataFile(row: FileRow): DataFile {
 }
 
 /** A table's files in partition and offset order (expired ones too, when asked). */
-export async function listFiles(catalog: Catalog | CatalogClient, tableId: bigint, options: { includeExpired?: boolean } = {}): Promise<DataFile[]> {
+export async function listFiles(catalog: Catalog | CatalogClient, tableId: bigint, options: { includeExpired?: boolean } = {}): Promise<CatalogFile[]> {
   const result = await catalog.query<FileRow>(
     `${selectFiles} WHERE f.table_id = $1 AND ($2 OR f.expired_at IS NULL) ORDER BY f.partition_id, f.start_offset, f.time_bucket`,
     [tableId, options.includeExpired ?? false],
@@ -119,12 +119,12 @@ export async function listFiles(catalog: Catalog | CatalogClient, tableId: bigin
 }
 
 /** Files of the table by id (expired ones too), in id order. */
-export async function findFiles(catalog: Catalog | CatalogClient, tableId: bigint, dataFileIds: readonly bigint[]): Promise<DataFile[]> {
+export async function findFiles(catalog: Catalog | CatalogClient, tableId: bigint, dataFileIds: readonly bigint[]): Promise<CatalogFile[]> {
   const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id = ANY($2::bigint[]) ORDER BY f.data_file_id`, [tableId, dataFileIds]);
   return result.rows.map(toDataFile);
 }
 
-export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint, dataFileId: bigint): Promise<DataFile | undefined> {
+export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint, dataFileId: bigint): Promise<CatalogFile | undefined> {
   const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id = $2`, [tableId, dataFileId]);
   return result.rows[0] ? toDataFile(result.rows[0]) : undefined;
 }
@@ -133,7 +133,7 @@ export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint
  * The table's files from `fromId` on, in id order, at most `limit` (expired ones included):
  * a reader loads the file asked for with those an engine's scan asks for next.
  */
-export async function findFilesFrom(catalog: Catalog | CatalogClient, tableId: bigint, fromId: bigint, limit: number): Promise<DataFile[]> {
+export async function findFilesFrom(catalog: Catalog | CatalogClient, tableId: bigint, fromId: bigint, limit: number): Promise<CatalogFile[]> {
   const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id >= $2 ORDER BY f.data_file_id LIMIT $3`, [tableId, fromId, limit]);
   return result.rows.map(toDataFile);
 }

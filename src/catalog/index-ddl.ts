@@ -10,14 +10,15 @@
  * and catching_up while the table stays readable and writable.
  */
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
-import { findTable, type TableRecord } from './tables.js';
+import { findTable } from './tables.js';
+import { type TableRecord } from '../table/record.js';
 import { deleteIndex, findIndex, insertIndex, IndexCatalogError, type NewIndex } from './indexes.js';
 import { currentSchema } from '../schema/versions.js';
 import { resolveIndexColumn } from '../indexes/columns.js';
 import { defaultFalsePositiveRate, defaultPostingBuckets, IndexDefinitionError, indexColumnText, type IndexDefinition } from '../indexes/definition.js';
 import type { IndexSpec } from '../indexes/ddl.js';
 import type { Column } from '../parquet/schema.js';
-import type { TableFormat } from './settings.js';
+import type { TableFormat } from '../table/settings.js';
 
 /** An index granule is a run of whole row groups, at most this many. */
 export const maxRowGroupsPerGranule = 100;

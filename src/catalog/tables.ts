@@ -1,45 +1,8 @@
 import { catalogColumns, type TableSchema } from '../schema/table-schema.js';
-import type { TableFormat, TableSettings } from './settings.js';
+import type { TableFormat, TableSettings } from '../table/settings.js';
+import { checkTableName, TableError, type NewTable, type TableRecord } from '../table/record.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 import { topicNameProblem } from '../kafka/topic-names.js';
-
-export interface TableRecord {
-  tableId: bigint;
-  name: string;
-  topic: string;
-  format: TableFormat;
-  settings: TableSettings;
-  createdAt: Date;
-  /**
-   * Kafka's id of the topic the table was made on (null for a table made before catalog
-   * version 9 until its topic is first seen, catalog/topic-identity.ts). A topic deleted
-   * and created again under the same name has another id: its offsets are not the table's.
-   */
-  topicId: string | null;
-}
-
-export interface NewTable {
-  name: string;
-  topic: string;
-  /** Kafka's id of the topic (null: not known, as for a table made before catalog version 9). */
-  topicId: string | null;
-  format: TableFormat;
-  settings: TableSettings;
-  /** Where each partition's indexed range starts (empty: [start, start)). */
-  partitionStarts: ReadonlyMap<number, bigint>;
-}
-
-export class TableError extends Error {
-  override name = 'TableError';
-}
-
-const tableNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
-
-export function checkTableName(name: string): void {
-  if (!tableNamePattern.test(name)) {
-    throw new TableError(`table name "${name}" must start with a lowercase letter or _, then lowercase letters, digits or _ (at most 63)`);
-  }
-}
 
 export function checkTopicName(topic: string): void {
   const problem = topicNameProblem(topic);
@@ -61,11 +24,6 @@ export const tableColumns = 'table_id, table_name, topic, format, settings, crea
 
 export function toRecord(row: TableRow): TableRecord {
   return { tableId: row.table_id, name: row.table_name, topic: row.topic, format: row.format, settings: row.settings, createdAt: row.created_at, topicId: row.topic_id };
-}
-
-/** Read options that make a read of the table's topic refuse a topic created again under its name. */
-export function tableTopic(table: Pick<TableRecord, 'name' | 'topicId'>): { topicId?: { id: string; table: string } } {
-  return table.topicId === null ? {} : { topicId: { id: table.topicId, table: table.name } };
 }
 
 /**

@@ -6,7 +6,7 @@
  * is another one indexes nothing more and expires nothing until its owner decides.
  */
 import type { Catalog } from './db.js';
-import type { TableRecord } from './tables.js';
+import type { TableRecord } from '../table/record.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { TopicRecreatedError } from '../kafka/errors.js';
 import { describeTopic } from '../kafka/topics.js';

@@ -13,7 +13,7 @@ import { produce } from '../kafka/produce.js';
 import { createTopic, deleteTopic } from '../kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
 import { rebuildFile } from '../build/rebuild.js';
-import { resolveSettings } from '../catalog/settings.js';
+import { resolveSettings } from '../table/settings.js';
 import { stackConfig } from '../stack/config.js';
 import { stackUp, useLocalStackDefaults } from '../stack/index.js';
 import { ensureStackReaderLogin } from '../stack/postgres.js';

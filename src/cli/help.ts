@@ -4,7 +4,7 @@
  * from here alone, so this module imports no command (and nothing heavy: main loads a
  * command's module only when it runs).
  */
-import { settingNames } from '../catalog/settings.js';
+import { settingNames } from '../table/settings.js';
 
 export const stackUsage = `offsetlake stack up | down | status [--json] [--wide] [--home DIR] [--brokers 1|3]
   [--kafka-port N] [--controller-port N] [--registry-port N] [--postgres-port N] [--broker-ports N,N]`;

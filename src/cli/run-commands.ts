@@ -7,7 +7,7 @@ import { BuildPool, defaultBuildThreads } from '../build/pool.js';
 import { kafkaSource } from '../kafka/source.js';
 import { defaultRunnerOptions, LocalRunner, type RunSummary } from '../local/runner.js';
 import { checkFiles, rebuildFile } from '../build/rebuild.js';
-import { parseBytes, parseDuration } from '../catalog/settings.js';
+import { parseBytes, parseDuration } from '../table/settings.js';
 import { partitionStatus } from '../catalog/status.js';
 import type { Engine } from '../runtime/engine.js';
 import { withEngine } from './engine.js';

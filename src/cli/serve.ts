@@ -5,7 +5,7 @@ import { readerHandler } from '../reader/http.js';
 import { defaultWriteTimeoutMs, readerServer } from '../reader/node-server.js';
 import { defaultCacheBytes, defaultResponseWaitMs, ReaderService } from '../reader/service.js';
 import { defaultBuildThreads } from '../build/pool.js';
-import { formatBytes, formatDuration, parseBytes, parseDuration } from '../catalog/settings.js';
+import { formatBytes, formatDuration, parseBytes, parseDuration } from '../table/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
 import { buildThreadsFlag, parseCommandArgs, secretValue } from './args.js';

@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import { dropTable, listTables } from '../catalog/tables.js';
-import { formatSettings, parseFormat, resolveSettings, settingNames } from '../catalog/settings.js';
+import { formatSettings, parseFormat, resolveSettings, settingNames } from '../table/settings.js';
 import { withCatalog, withEngine } from './engine.js';
 import { printJson, printTable, UsageError } from './output.js';
 import { tableUsage } from './help.js';

@@ -18,8 +18,8 @@
  * small map beside it.
  */
 import { createHash } from 'node:crypto';
-import { findFiles, type DataFile } from '../catalog/file-reads.js';
-import type { TableRecord } from '../catalog/tables.js';
+import { findFiles, type CatalogFile } from '../catalog/file-reads.js';
+import type { TableRecord } from '../table/record.js';
 import { HttpError } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';
 import { schemaVersionsUpTo, type VersionedSchema } from '../schema/versions.js';
@@ -207,7 +207,7 @@ export class IcebergFiles {
    * p then), with its name; null when it holds no file. `members`: the memberships up to
    * some snapshot at or after `written`, and `files` the data files, when the caller has them.
    */
-  private async manifest(table: TableRecord, context: ManifestContext, p: number, written: bigint, root: Root, members?: readonly Membership[], files?: ReadonlyMap<bigint, DataFile>): Promise<{ info: ListedManifest & { name: string }; file: IcebergFile } | null> {
+  private async manifest(table: TableRecord, context: ManifestContext, p: number, written: bigint, root: Root, members?: readonly Membership[], files?: ReadonlyMap<bigint, CatalogFile>): Promise<{ info: ListedManifest & { name: string }; file: IcebergFile } | null> {
     const key = this.manifestKey(table, p, written, root);
     const writer = context.snapshots.get(written);
     if (!writer) return null;

@@ -12,7 +12,7 @@
  * where engines may split: our granules).
  */
 import { parquetMetadata } from 'hyparquet';
-import type { DataFile } from '../catalog/file-reads.js';
+import type { CatalogFile } from '../catalog/file-reads.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { avroWriter, type AvroSchema } from './avro.js';
 import { icebergBound } from './bounds.js';
@@ -111,7 +111,7 @@ export const manifestFileSchema: AvroSchema = {
 
 /** One data file as a manifest holds it. */
 export interface ManifestFile {
-  file: DataFile;
+  file: CatalogFile;
   /** Its location as the client reads it (s3://bucket/tables/t/files/id.parquet, or an http URL). */
   location: string;
   /** The schema version it was built with. */

@@ -5,7 +5,7 @@
  * time bucket, and a bucket lies in one hour (or day), so a file's bucket gives its
  * partition value exactly. Pure.
  */
-import type { Granularity } from '../catalog/settings.js';
+import type { Granularity } from '../table/settings.js';
 import type { TableSchema } from '../schema/table-schema.js';
 
 export interface PartitionField {

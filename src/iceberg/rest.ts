@@ -25,7 +25,7 @@
  * (http://HOST:PORT/tables/<t>/…), read with serve's bearer token.
  */
 import { createHash } from 'node:crypto';
-import { TableError, type TableRecord } from '../catalog/tables.js';
+import { TableError, type TableRecord } from '../table/record.js';
 import { bytesResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';
 import type { MountedCatalog } from '../reader/http.js';

@@ -9,7 +9,7 @@
  * (Kafka or Postgres away) fails the chunk, which is run again.
  */
 import { findFile } from '../catalog/file-reads.js';
-import type { TableRecord } from '../catalog/tables.js';
+import type { TableRecord } from '../table/record.js';
 import { indexResolver } from '../build/files.js';
 import type { IndexDefinition } from '../indexes/definition.js';
 import { fileIndexEntries, type IndexEntryRow } from '../indexes/entries.js';

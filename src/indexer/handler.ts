@@ -15,7 +15,8 @@
  * created again is passed over (its partition says why it waits): no retry would help.
  */
 import type { Catalog } from '../catalog/db.js';
-import { addPartitions, tableColumns, toRecord, type TableRecord } from '../catalog/tables.js';
+import { addPartitions, tableColumns, toRecord } from '../catalog/tables.js';
+import { type TableRecord } from '../table/record.js';
 import { parseKafkaEvent } from '../events/msk.js';
 import { PartitionIndexer, type PartitionIndexerDeps } from './partition.js';
 import { TopicRecreatedError } from '../kafka/errors.js';

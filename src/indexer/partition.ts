@@ -9,7 +9,7 @@ import type { Catalog } from '../catalog/db.js';
 import { commitRanges, recordLostInterval, type CommitResult, type NewRange } from '../catalog/file-writes.js';
 import { IndexesChangedError } from '../catalog/indexes.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease, setWaitingReason, type Lease } from '../catalog/leases.js';
-import { tableTopic, type TableRecord } from '../catalog/tables.js';
+import { tableTopic, type TableRecord } from '../table/record.js';
 import type { RangeBuilder } from '../build/files.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import type { ReadLimit } from '../kafka/read.js';
@@ -56,7 +56,7 @@ export interface AdvanceResult {
 }
 
 /** Errors whose reason this partition already wrote, in its own words: not overwritten by a generic one. */
-const said = new WeakSet<object>();
+const reasonWritten = new WeakSet<object>();
 
 /** `[first, end)` of consecutive ranges, as status shows it. */
 function offsetsText(ranges: readonly SealedRange[]): string {
@@ -75,7 +75,7 @@ export class PartitionIndexer {
    */
   private pending: SealedRange[] = [];
   private pendingBytes = 0;
-  private committing = 0;
+  private sealedBytesCommitting = 0;
   /** Calls run one at a time: a flush for capacity must not commit between a read's seal and its commit. */
   private turn: Promise<unknown> = Promise.resolve();
 
@@ -95,7 +95,7 @@ export class PartitionIndexer {
    * memory until their commit returns (the runner's memory budget counts them).
    */
   get committingBytes(): number {
-    return this.committing;
+    return this.sealedBytesCommitting;
   }
 
   /** Resolves when the call in progress (and those queued before now) have finished, however they ended. */
@@ -152,7 +152,7 @@ export class PartitionIndexer {
         const lease = this.lease!;
         this.drop();
         await this.setWaiting(lease, recreatedTopicProblem(error, this.table)).catch(() => {});
-        said.add(error);
+        reasonWritten.add(error);
         throw error;
       }
       if (!(error instanceof OffsetOutOfRangeError)) throw error;
@@ -240,11 +240,11 @@ export class PartitionIndexer {
     if (all.length === 0) return [];
     // Pending ranges are in pendingBytes already; the new ones leave the sealer now.
     const sealedBytes = ranges.reduce((sum, range) => sum + range.bytes, 0);
-    this.committing += sealedBytes;
+    this.sealedBytesCommitting += sealedBytes;
     try {
       return await this.buildAndCommit(lease, all);
     } finally {
-      this.committing -= sealedBytes;
+      this.sealedBytesCommitting -= sealedBytes;
     }
   }
 
@@ -259,11 +259,11 @@ export class PartitionIndexer {
         this.pending = all;
         this.pendingBytes = all.reduce((sum, range) => sum + range.files.reduce((n, file) => n + file.records.reduce((b, r) => b + recordBytes(r), 0), 0), 0);
         await this.setWaiting(lease, error.message).catch(() => {});
-        said.add(error);
+        reasonWritten.add(error);
       } else {
         // Records cannot cause this (they become error rows); status names the cause.
         await this.setWaiting(lease, `building the files of offsets ${offsetsText(all)} failed: ${(error as Error).message}`).catch(() => {});
-        if (error instanceof Object) said.add(error);
+        if (error instanceof Object) reasonWritten.add(error);
         this.drop();
       }
       throw error;
@@ -279,7 +279,7 @@ export class PartitionIndexer {
       // A lost lease (or any failed commit) leaves memory that may no longer match the catalog.
       if (!(error instanceof LeaseLostError)) {
         await this.setWaiting(lease, `the catalog refused the files of offsets ${offsetsText(all)}: ${(error as Error).message}`).catch(() => {});
-        if (error instanceof Object) said.add(error);
+        if (error instanceof Object) reasonWritten.add(error);
       }
       this.drop();
       throw error;
@@ -312,7 +312,7 @@ export class PartitionIndexer {
 
   /** A failure outside a build or commit (a Kafka read, the catalog), said on this partition only. */
   async noteFailure(error: unknown): Promise<void> {
-    if (error instanceof LeaseHeldError || error instanceof LeaseLostError || said.has(error as object)) return;
+    if (error instanceof LeaseHeldError || error instanceof LeaseLostError || reasonWritten.has(error as object)) return;
     this.waiting = true;
     await setWaitingReason(this.deps.catalog, this.table.tableId, this.partition, `indexing failed, retrying: ${(error as Error).message}`, { owner: this.deps.owner }).catch(() => {});
   }

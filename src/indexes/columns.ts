@@ -11,7 +11,7 @@
  * `unknownValue` when it exists but cannot be known exactly here (a json field that is a
  * float, an object…): a granule with such a row is never skipped.
  */
-import type { TableFormat } from '../catalog/settings.js';
+import type { TableFormat } from '../table/settings.js';
 import type { Column, ColumnType, ScalarType } from '../parquet/schema.js';
 import type { PreparedData } from '../parquet/values.js';
 import { ownValue } from '../common/objects.js';

@@ -8,7 +8,8 @@
  * when its share is reached, and reading waits while commits free memory), and a bound
  * on concurrent file builds.
  */
-import { listTables, type TableRecord } from '../catalog/tables.js';
+import { listTables } from '../catalog/tables.js';
+import { type TableRecord } from '../table/record.js';
 import { setWaitingReason } from '../catalog/leases.js';
 import { checkedTopic, TableTopicError } from '../catalog/topic-identity.js';
 import { UnknownTopicError } from '../kafka/errors.js';

@@ -11,7 +11,7 @@
  * an empty list, never null.
  */
 import type { KafkaRecord } from '../kafka/record.js';
-import type { TableFormat } from '../catalog/settings.js';
+import type { TableFormat } from '../table/settings.js';
 import { jsonValueError } from './json-text.js';
 import type { Column, ColumnType } from './schema.js';
 import type { ColumnArrays } from './values.js';

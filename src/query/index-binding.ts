@@ -8,7 +8,7 @@
  *                      fix every one of its columns with = or IN
  * A condition several indexes answer becomes the AND of their probes (each is a superset
  * of the matching granules, so their intersection is too). A literal whose meaning for
- * the column is not certain (index-literals.ts) gives no probe.
+ * the column is not certain (literals.ts) gives no probe.
  */
 import type { ResolvedColumn } from '../indexes/columns.js';
 import { encodeKey } from '../indexes/keys.js';

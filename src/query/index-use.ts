@@ -6,9 +6,9 @@
  * unreadable is skipped for that file (counted), and its probes keep every row group.
  */
 import type { Catalog } from '../catalog/db.js';
-import type { DataFile } from '../catalog/file-reads.js';
+import type { CatalogFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';
-import type { TableRecord } from '../catalog/tables.js';
+import type { TableRecord } from '../table/record.js';
 import { countIndexReads, indexEntryParts, indexEntryPartsOf, tableIndexes } from '../catalog/indexes.js';
 import { answerProbes, bucketsFor, candidateRowGroups, probedIndexes, type FileAnswers, type FileEntries, type ProbeTree, type RowGroups } from '../indexes/candidates.js';
 import { resolveIndexColumn } from '../indexes/columns.js';
@@ -79,7 +79,7 @@ export class TableIndexUse {
   }
 
   /** Fetches the entries the probes need for these files: header, Bloom filters, the postings buckets the keys fall in. */
-  async fetch(files: readonly DataFile[]): Promise<void> {
+  async fetch(files: readonly CatalogFile[]): Promise<void> {
     const ids = files.map((file) => file.dataFileId);
     if (ids.length === 0) return;
     for (const position of this.uses.keys()) {
@@ -98,7 +98,7 @@ export class TableIndexUse {
   }
 
   /** What the indexes answer for one file (the last file's answers are kept: a read asks twice). */
-  private answersFor(file: DataFile, granules: readonly Granule[]): FileAnswers {
+  private answersFor(file: CatalogFile, granules: readonly Granule[]): FileAnswers {
     if (this.answered?.file === file.dataFileId) return this.answered.answers;
     const entries = new Map<number, FileEntries>();
     const reasons = new Map<number, string>();
@@ -120,7 +120,7 @@ export class TableIndexUse {
    * indexes with the statistics branch by branch, so an OR of an indexed column and a
    * statistic's column prunes too.
    */
-  conditionRowGroups(file: DataFile, granules: readonly Granule[]): (condition: Condition) => RowGroups {
+  conditionRowGroups(file: CatalogFile, granules: readonly Granule[]): (condition: Condition) => RowGroups {
     if (!this.used) return () => null;
     const answers = this.answersFor(file, granules);
     return (condition) => {
@@ -133,7 +133,7 @@ export class TableIndexUse {
    * Of `chosen` (the row groups statistics keep), those the indexes keep too; counts what
    * each index did for the file.
    */
-  choose(file: DataFile, granules: readonly Granule[], chosen: readonly number[]): number[] {
+  choose(file: CatalogFile, granules: readonly Granule[], chosen: readonly number[]): number[] {
     if (!this.used || chosen.length === 0) return [...chosen];
     const answers = this.answersFor(file, granules);
     const kept = candidateRowGroups(this.tree, answers);

@@ -9,7 +9,7 @@
  * still applies the whole WHERE clause to every row it reads.
  */
 import type { FileMetaData, SchemaElement } from 'hyparquet';
-import type { DataFile } from '../catalog/file-reads.js';
+import type { CatalogFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';
 import { anyRow, simplify, type Condition, type Operand, type PredicateTree } from '../sql/where.js';
 import { statisticColumns, statisticValue } from './literals.js';
@@ -114,7 +114,7 @@ export function asksNulls(tree: PredicateTree): boolean {
 }
 
 /** What the catalog knows of a file's values. */
-export function fileBounds(file: DataFile): Bounds {
+export function fileBounds(file: CatalogFile): Bounds {
   const bounds: Bounds = new Map([
     ['_partition', { min: BigInt(file.partition), max: BigInt(file.partition) }],
     ['_offset', { min: file.startOffset, max: file.endOffset - 1n }],
@@ -187,7 +187,7 @@ export function footerNulls(metadata: FileMetaData, rowGroup?: number): NullCoun
  * they are not. A column without a trustworthy bound is left out, so it keeps the row
  * group.
  */
-export function rowGroupBounds(file: DataFile, metadata: FileMetaData, rowGroup: number, granule?: Granule): Bounds {
+export function rowGroupBounds(file: CatalogFile, metadata: FileMetaData, rowGroup: number, granule?: Granule): Bounds {
   const bounds: Bounds = new Map([['_partition', { min: BigInt(file.partition), max: BigInt(file.partition) }]]);
   if (granule) bounds.set('_offset', { min: granule.startOffset, max: granule.endOffset - 1n });
   const elements = topLevelElements(metadata.schema);

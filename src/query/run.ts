@@ -24,9 +24,10 @@ import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type Json } from '@duckdb/node-api';
 import { parquetMetadata } from 'hyparquet';
 import { backfillStates } from '../catalog/backfill.js';
-import { listFiles, type DataFile } from '../catalog/file-reads.js';
+import { listFiles, type CatalogFile } from '../catalog/file-reads.js';
 import { inTransaction, type Catalog } from '../catalog/db.js';
-import { listTables, tableTopic, type TableRecord } from '../catalog/tables.js';
+import { listTables } from '../catalog/tables.js';
+import { tableTopic, type TableRecord } from '../table/record.js';
 import type { Granule } from '../catalog/file-writes.js';
 import { encodeColumns, encodeFile } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
@@ -112,7 +113,7 @@ export interface QueryResult {
 const concurrency = 4;
 
 interface Snapshot {
-  files: DataFile[];
+  files: CatalogFile[];
   partitions: { partition: number; indexedEnd: bigint }[];
 }
 
@@ -151,7 +152,7 @@ function sqlName(text: string): string {
 }
 
 /** One Parquet file the view will read: a granule (some columns), or a whole file. */
-type ReadItem = { file: DataFile; rowGroup: number; columns: number[] } | { file: DataFile; rowGroup: null };
+type ReadItem = { file: CatalogFile; rowGroup: number; columns: number[] } | { file: CatalogFile; rowGroup: null };
 
 /** Indices (into `schema.columns`) of the named columns; never empty (the rows must still be counted). */
 function columnIndices(schema: TableSchema, names: readonly string[]): number[] {
@@ -165,7 +166,7 @@ function columnIndices(schema: TableSchema, names: readonly string[]): number[] 
  * condition may hold in a row group when its statistics and its own index probes
  * (`indexed`) both say so.
  */
-function rowGroupsToRead(file: DataFile, granules: readonly Granule[], tree: PredicateTree, tableColumns: ReadonlySet<string>, indexed: (condition: Condition) => RowGroups): number[] {
+function rowGroupsToRead(file: CatalogFile, granules: readonly Granule[], tree: PredicateTree, tableColumns: ReadonlySet<string>, indexed: (condition: Condition) => RowGroups): number[] {
   const all = granules.map((granule) => granule.rowGroup);
   if (tree.kind === 'any') return all;
   const metadata = parquetMetadata(file.footer);

@@ -1,4 +1,4 @@
-import type { Granularity } from '../catalog/settings.js';
+import type { Granularity } from '../table/settings.js';
 
 const bucketMs: Record<Exclude<Granularity, 'day'>, number> = { minute: 60_000, hour: 3_600_000 };
 

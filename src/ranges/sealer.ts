@@ -27,7 +27,7 @@
  * offsets stay open until a record arrives (they then lead its range).
  */
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
-import type { Granularity } from '../catalog/settings.js';
+import type { Granularity } from '../table/settings.js';
 import { bucketOf } from './buckets.js';
 
 export type SealReason = 'bytes' | 'span' | 'age' | 'bucket' | 'flush' | 'capacity' | 'chunk';

@@ -13,8 +13,9 @@
  * either way and never serves bytes that do not verify.
  */
 import type { Catalog } from '../catalog/db.js';
-import { findFilesFrom, type DataFile } from '../catalog/file-reads.js';
-import { findTable, type TableRecord } from '../catalog/tables.js';
+import { findFilesFrom, type CatalogFile } from '../catalog/file-reads.js';
+import { findTable } from '../catalog/tables.js';
+import { type TableRecord } from '../table/record.js';
 import { PromiseMemo } from '../common/single-flight.js';
 
 export interface CatalogRecordOptions {
@@ -30,9 +31,9 @@ export class CatalogRecords {
   private readonly batch: number;
   private readonly tables: PromiseMemo<string, TableRecord>;
   /** Per file id; a lookup in flight is remembered as its promise, so concurrent requests share it. */
-  private readonly files: PromiseMemo<bigint, DataFile | undefined>;
+  private readonly files: PromiseMemo<bigint, CatalogFile | undefined>;
   /** The files each batch brought in, by the id of each of them: what to load granules for together. */
-  private readonly batches = new Map<bigint, readonly DataFile[]>();
+  private readonly batches = new Map<bigint, readonly CatalogFile[]>();
   private readonly maxFiles: number;
   private readonly remembers: boolean;
 
@@ -51,7 +52,7 @@ export class CatalogRecords {
   }
 
   /** One file of the table, expired ones included. */
-  async file(table: TableRecord, dataFileId: bigint): Promise<DataFile | undefined> {
+  async file(table: TableRecord, dataFileId: bigint): Promise<CatalogFile | undefined> {
     const known = this.files.peek(dataFileId);
     if (known) {
       const file = await known;
@@ -62,11 +63,11 @@ export class CatalogRecords {
   }
 
   /** The other files loaded with this one (granules are best loaded for all of them at once). */
-  loadedWith(file: DataFile): readonly DataFile[] {
+  loadedWith(file: CatalogFile): readonly CatalogFile[] {
     return this.batches.get(file.dataFileId) ?? [file];
   }
 
-  private load(table: TableRecord, fromId: bigint): Promise<DataFile[]> {
+  private load(table: TableRecord, fromId: bigint): Promise<CatalogFile[]> {
     const loading = findFilesFrom(this.catalog, table.tableId, fromId, this.batch);
     if (!this.remembers) return loading;
     // The id asked for answers from this lookup at once; the others once it is in.

@@ -4,8 +4,8 @@
  * and src/reader/s3.ts answer with it, so both count, cache and verify alike).
  */
 import { createHash } from 'node:crypto';
-import type { DataFile } from '../catalog/file-reads.js';
-import type { TableRecord } from '../catalog/tables.js';
+import type { CatalogFile } from '../catalog/file-reads.js';
+import type { TableRecord } from '../table/record.js';
 import { FileExpiredError } from '../build/rebuild.js';
 import { parseRange } from './range.js';
 import { BudgetWaitError } from '../common/limit.js';
@@ -180,7 +180,7 @@ export function bytesResponse(request: ReaderRequest, bytes: Uint8Array, content
  * anything else from a verified rebuild. Shared by the HTTP and the S3 faces, so both
  * count, cache and verify alike. Throws HttpError for what the request got wrong.
  */
-export async function fileResponse(service: ReaderService, request: ReaderRequest, table: TableRecord, file: DataFile, maxBody: number, maxBodyReason?: string): Promise<ReaderResponse> {
+export async function fileResponse(service: ReaderService, request: ReaderRequest, table: TableRecord, file: CatalogFile, maxBody: number, maxBodyReason?: string): Promise<ReaderResponse> {
   if (file.expiredAt) {
     service.count('expired');
     throw new HttpError(410, new FileExpiredError(file.dataFileId, file.expiredAt).message);

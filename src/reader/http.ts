@@ -18,8 +18,8 @@
  * `{error}` with a reason.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { DataFile } from '../catalog/file-reads.js';
-import { TableError, type TableRecord } from '../catalog/tables.js';
+import type { CatalogFile } from '../catalog/file-reads.js';
+import { TableError, type TableRecord } from '../table/record.js';
 import { FileExpiredError, RebuildMismatchError } from '../build/rebuild.js';
 import { GranuleMismatchError } from '../build/granules.js';
 import type { ReaderService } from './service.js';
@@ -119,7 +119,7 @@ export function authorizationRefusal(request: ReaderRequest, token?: string | re
  * strings, as do statistics bounds (their text is the catalog's exact text). Times are
  * RFC 3339 in UTC.
  */
-export function fileEntry(table: TableRecord, file: DataFile) {
+export function fileEntry(table: TableRecord, file: CatalogFile) {
   return {
     id: file.dataFileId.toString(),
     path: `/tables/${table.name}/files/${file.dataFileId}.parquet`,

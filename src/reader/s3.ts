@@ -16,7 +16,7 @@
  * with AWS Signature Version 4 against one access key pair (src/reader/sigv4.ts); errors
  * are S3's XML with S3's codes. Expired files are not listed and are NoSuchKey.
  */
-import { TableError, type TableRecord } from '../catalog/tables.js';
+import { TableError, type TableRecord } from '../table/record.js';
 import type { LiveFileKey } from '../catalog/file-reads.js';
 import { fileResponse, HttpError, PreconditionFailedError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 import { RebuildMismatchError } from '../build/rebuild.js';

@@ -11,10 +11,11 @@
  * row group for some columns, verified the same way.
  */
 import { indexReports } from '../catalog/indexes.js';
-import { findGranules, findGranulesOf, listFiles, liveFileKeys, lostOffsets, type DataFile, type LiveFileKey } from '../catalog/file-reads.js';
+import { findGranules, findGranulesOf, listFiles, liveFileKeys, lostOffsets, type CatalogFile, type LiveFileKey } from '../catalog/file-reads.js';
 import type { FileGranules, Granule } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
-import { listTables, type TableRecord } from '../catalog/tables.js';
+import { listTables } from '../catalog/tables.js';
+import { type TableRecord } from '../table/record.js';
 import { CatalogRecords, type CatalogRecordOptions } from './catalog-records.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from '../build/rebuild.js';
@@ -88,7 +89,7 @@ export const defaultResponseWaitMs = 10_000;
  * granules of every candidate file and reads few of them. Null when the footer's row
  * groups do not match the granules.
  */
-interface Granular {
+interface GranuleServedFile {
   granules: FileGranules;
   schema: TableSchema;
   layout(): FileLayout | null;
@@ -108,7 +109,7 @@ export class ReaderService {
   private readonly wholeFiles = new SingleFlight<string, Uint8Array>();
   private readonly granuleBuilds = new SingleFlight<string, Map<number, Uint8Array>>();
   /** Per file id, its granules, layout and schema (small, and they never change). */
-  private readonly granular = new PromiseMemo<bigint, Granular | null>(granularEntries);
+  private readonly granular = new PromiseMemo<bigint, GranuleServedFile | null>(granularEntries);
   /** Per table and schema version (a table has few). */
   private readonly schemas = new PromiseMemo<string, TableSchema>(granularEntries);
   /** What responses in flight hold (src/reader/file-response.ts takes and gives back). */
@@ -197,7 +198,7 @@ export class ReaderService {
     return this.records.table(name);
   }
 
-  files(table: TableRecord): Promise<DataFile[]> {
+  files(table: TableRecord): Promise<CatalogFile[]> {
     return listFiles(this.catalog, table.tableId);
   }
 
@@ -207,7 +208,7 @@ export class ReaderService {
   }
 
   /** One file of the table, expired ones included (the caller answers those with 410). */
-  file(table: TableRecord, dataFileId: bigint): Promise<DataFile | undefined> {
+  file(table: TableRecord, dataFileId: bigint): Promise<CatalogFile | undefined> {
     return this.records.file(table, dataFileId);
   }
 
@@ -216,7 +217,7 @@ export class ReaderService {
    * yielded. Memory: the row group being produced and the next one (built while the one
    * before is sent), whatever the range's length.
    */
-  async *range(table: TableRecord, file: DataFile, start: number, end: number): AsyncGenerator<Uint8Array> {
+  async *range(table: TableRecord, file: CatalogFile, start: number, end: number): AsyncGenerator<Uint8Array> {
     const granular = file.hasGranules ? await this.granularOf(file) : null;
     const layout = granular?.layout() ?? null;
     if (!granular || !layout) {
@@ -252,7 +253,7 @@ export class ReaderService {
   }
 
   /** Layout, granules and schema of a file that has granules; null when it cannot be served by them. */
-  private granularOf(file: DataFile): Promise<Granular | null> {
+  private granularOf(file: CatalogFile): Promise<GranuleServedFile | null> {
     if (!this.granular.has(file.dataFileId)) {
       // with the files looked up together with it: an engine reads them next
       const together = this.records.loadedWith(file).filter((other) => other.dataFileId !== file.dataFileId);
@@ -261,7 +262,7 @@ export class ReaderService {
     return this.granular.get(file.dataFileId, async () => this.granularFrom(file, await findGranules(this.catalog, file.dataFileId)));
   }
 
-  private async granularFrom(file: DataFile, granules: FileGranules | null): Promise<Granular | null> {
+  private async granularFrom(file: CatalogFile, granules: FileGranules | null): Promise<GranuleServedFile | null> {
     if (!granules) return null;
     let layout: FileLayout | null | undefined;
     const parse = (): FileLayout | null => {
@@ -272,14 +273,14 @@ export class ReaderService {
   }
 
   /** The layout of a file read by granules; one that does not match them is the catalog's inconsistency, said, never served around. */
-  private layoutOf(file: DataFile, granular: Granular): FileLayout {
+  private layoutOf(file: CatalogFile, granular: GranuleServedFile): FileLayout {
     const layout = granular.layout();
     if (!layout) throw new Error(`file ${file.dataFileId}: its ${granular.granules.granules.length} granules in the catalog do not match the row groups of its footer; \`offsetlake check\` rebuilds it whole`);
     return layout;
   }
 
   /** A file's schema version (a table has few: each is read once per service). */
-  private schemaOf(file: DataFile): Promise<TableSchema> {
+  private schemaOf(file: CatalogFile): Promise<TableSchema> {
     return this.schemas.get(`${file.tableId}:${file.schemaVersion}`, () => schemaVersion(this.catalog, file.tableId, file.schemaVersion));
   }
 
@@ -288,7 +289,7 @@ export class ReaderService {
    * file): a query's planning looks at every candidate file's, and one round trip per
    * file was most of a point lookup's time.
    */
-  async prefetchGranules(files: readonly DataFile[]): Promise<void> {
+  async prefetchGranules(files: readonly CatalogFile[]): Promise<void> {
     const wanted = files.filter((file) => file.hasGranules && !this.granular.has(file.dataFileId));
     for (let at = 0; at < wanted.length; at += granularEntries) {
       const batch = wanted.slice(at, at + granularEntries);
@@ -300,7 +301,7 @@ export class ReaderService {
   }
 
   /** The chunks of `leaves` of one row group: from the cache, or rebuilt from its offsets and verified. */
-  private async chunks(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
+  private async chunks(table: TableRecord, file: CatalogFile, granular: GranuleServedFile, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
     const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
     const out = new Map<number, Uint8Array>();
     const missing: number[] = [];
@@ -317,7 +318,7 @@ export class ReaderService {
     return out;
   }
 
-  private async rebuildGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
+  private async rebuildGranule(table: TableRecord, file: CatalogFile, granular: GranuleServedFile, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
     const { chunks } = await this.verifiedGranule(table, file, granular, rowGroup, leaves);
     const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
     for (const [leaf, bytes] of chunks) this.cache.set(`${fileKey}:${rowGroup}:${leaf}`, bytes);
@@ -330,7 +331,7 @@ export class ReaderService {
    * partial read keeps them for the granule's other columns, a file whose range has other
    * files (other time buckets over the same offsets) for their reads (src/reader/shared-reads.ts).
    */
-  private async verifiedGranule(table: TableRecord, file: DataFile, granular: Granular, rowGroup: number, leaves: readonly number[], wantFile = false): Promise<VerifiedGranule> {
+  private async verifiedGranule(table: TableRecord, file: CatalogFile, granular: GranuleServedFile, rowGroup: number, leaves: readonly number[], wantFile = false): Promise<VerifiedGranule> {
     const layout = this.layoutOf(file, granular);
     const all = layout.rowGroups[rowGroup]!.chunks.length;
     const partial = leaves.length < all;
@@ -350,7 +351,7 @@ export class ReaderService {
    * bytes, and the file's schema (whose columns `granuleFile` takes by index). Null for a
    * file without granules (it is read whole, with `bytes`).
    */
-  async readableGranules(file: DataFile): Promise<{ granules: readonly Granule[]; schema: TableSchema } | null> {
+  async readableGranules(file: CatalogFile): Promise<{ granules: readonly Granule[]; schema: TableSchema } | null> {
     const granular = file.hasGranules ? await this.granularOf(file) : null;
     return granular && { granules: granular.granules.granules, schema: granular.schema };
   }
@@ -362,7 +363,7 @@ export class ReaderService {
    * before the file is handed out. The file's chunks are the data file's own, byte for
    * byte; its footer is that of the smaller file.
    */
-  async granuleFile(table: TableRecord, file: DataFile, rowGroup: number, columns: readonly number[]): Promise<Uint8Array> {
+  async granuleFile(table: TableRecord, file: CatalogFile, rowGroup: number, columns: readonly number[]): Promise<Uint8Array> {
     const granular = file.hasGranules ? await this.granularOf(file) : null;
     if (!granular) throw new Error(`file ${file.dataFileId} of table ${table.name} has no granules: it is read whole`);
     const rowGroups = this.layoutOf(file, granular).rowGroups.length;
@@ -378,7 +379,7 @@ export class ReaderService {
   }
 
   /** The file's whole bytes: from the cache, or rebuilt from Kafka and verified. */
-  async bytes(table: TableRecord, file: DataFile): Promise<Uint8Array> {
+  async bytes(table: TableRecord, file: CatalogFile): Promise<Uint8Array> {
     const key = ByteBoundedCache.key(file.dataFileId, file.sha256);
     const cached = this.cache.get(key);
     if (cached instanceof Uint8Array) {
@@ -389,7 +390,7 @@ export class ReaderService {
     return this.wholeFiles.run(key, () => this.rebuild(table, file, key));
   }
 
-  private async rebuild(table: TableRecord, file: DataFile, key: string): Promise<Uint8Array> {
+  private async rebuild(table: TableRecord, file: CatalogFile, key: string): Promise<Uint8Array> {
     this.counters.rebuilds += 1;
     try {
       const rebuilt = await rebuildFile(this.catalog, this.source, table, file);

@@ -17,7 +17,8 @@
  */
 import type { Catalog } from '../catalog/db.js';
 import { inTransaction } from '../catalog/db.js';
-import { findTable, listTables, type TableRecord } from '../catalog/tables.js';
+import { findTable, listTables } from '../catalog/tables.js';
+import { type TableRecord } from '../table/record.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { earliestOffsets } from '../kafka/offsets.js';
 import { checkedTopic } from '../catalog/topic-identity.js';

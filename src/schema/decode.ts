@@ -18,7 +18,7 @@
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
 import type { KafkaRecord } from '../kafka/record.js';
-import type { TableFormat } from '../catalog/settings.js';
+import type { TableFormat } from '../table/settings.js';
 import { avroWriter } from './decode-avro.js';
 import { jsonSchemaWriter } from './decode-json-schema.js';
 import { protobufWriter } from './decode-protobuf.js';

@@ -9,7 +9,7 @@
  */
 import type { Catalog } from '../catalog/db.js';
 import { inTransaction } from '../catalog/db.js';
-import type { TableRecord } from '../catalog/tables.js';
+import type { TableRecord } from '../table/record.js';
 import type { KafkaRecord } from '../kafka/record.js';
 import { isRegistryFormat, sideColumns, unmergedIds, writerOf, type RegistryFormat } from './decode.js';
 import { mergeFields, withIds } from './merge.js';

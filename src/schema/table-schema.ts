@@ -9,7 +9,7 @@
  */
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { innerNodePaths, leaves, type Column } from '../parquet/schema.js';
-import type { TableFormat } from '../catalog/settings.js';
+import type { TableFormat } from '../table/settings.js';
 import type { RegistrySchema } from './registry.js';
 
 /** Which part of a record a registry schema decodes. */

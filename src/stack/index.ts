@@ -1,4 +1,4 @@
-import { kafkaBootstrap, kafkaService } from './kafka.js';
+import { kafkaBootstrap, kafkaService, localKafkaBootstrap } from './kafka.js';
 import { catalogDatabaseUrl, postgresService } from './postgres.js';
 import { registryService, registryUrl } from './registry.js';
 import type { ServiceStatus, StackConfig } from './types.js';
@@ -46,7 +46,7 @@ export function stackEnvironment(config: StackConfig): StackEnvironment {
  */
 export function useLocalStackDefaults(env: NodeJS.ProcessEnv = process.env): void {
   const config = stackConfig({}, env);
-  env.KAFKA_BROKERS ??= kafkaBootstrap(config);
+  env.KAFKA_BROKERS ??= localKafkaBootstrap(config);
   env.SCHEMA_REGISTRY_URL ??= registryUrl(config);
   // the local catalog has a URL only once `stack up` has initialised Postgres
   if (env.DATABASE_URL === undefined) {

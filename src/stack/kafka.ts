@@ -74,6 +74,20 @@ export function kafkaBootstrap(config: StackConfig): string {
   return kafkaBrokers(config).map((node) => `${config.host}:${node.port}`).join(',');
 }
 
+/**
+ * How a process on this machine reaches the brokers that run here, whichever shape runs
+ * and on the ports they were started with: a command told nothing of a cluster (no
+ * `OFFSETLAKE_BROKERS=3`) still bootstraps from all three brokers, and so still finds the
+ * cluster while broker 1 is down. With nothing running, the brokers `config` asks for.
+ */
+export function localKafkaBootstrap(config: StackConfig): string {
+  const shape = runningShape(config);
+  if (!shape.some((node) => runningPid(config.paths, node.name) !== undefined)) return kafkaBootstrap(config);
+  // a broker of the running shape that is down now was started from the same files as the others
+  const ports = shape.filter((node) => node.roles !== 'controller').map((node) => startedPort(node) ?? node.port);
+  return ports.filter((port) => port > 0).map((port) => `${config.host}:${port}`).join(',');
+}
+
 /** The nodes of either shape on this config's ports: `down` and `status` find whichever runs. */
 function bothShapes(config: StackConfig): { single: KafkaNode[]; cluster: KafkaNode[] } {
   const brokerPorts = config.brokerPorts.length === clusterSize - 1 ? config.brokerPorts : Array.from({ length: clusterSize - 1 }, () => 0);

@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import type { TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
 
 export interface IndependentRecord {

@@ -15,7 +15,7 @@
  */
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import type { SealedRange, SealReason, SealingRules } from '../../src/ranges/sealer.js';
-import type { Granularity } from '../../src/catalog/settings.js';
+import type { Granularity } from '../../src/table/settings.js';
 import { seededRandom } from './random.js';
 
 export type CallerReason = 'flush' | 'capacity' | 'chunk';

@@ -7,8 +7,8 @@
  */
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import { listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
+import type { TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { earliestOffsets } from '../../src/kafka/offsets.js';
@@ -27,7 +27,7 @@ const text = new TextDecoder();
 export const readAsText = { compressors, utf8: false, parsers: { jsonFromBytes: (bytes: Uint8Array) => bytes && text.decode(bytes) } } as const;
 
 /** The file's bytes rebuilt from Kafka (checked against the catalog), read back by hyparquet. */
-export async function rebuiltRows(engine: Engine, table: TableRecord, file: DataFile): Promise<Row[]> {
+export async function rebuiltRows(engine: Engine, table: TableRecord, file: CatalogFile): Promise<Row[]> {
   const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file);
   return (await parquetReadObjects({ ...readAsText, file: rebuilt.bytes.slice().buffer })) as Row[];
 }
@@ -37,7 +37,7 @@ export function timeOf(value: unknown): number {
 }
 
 export interface TableAudit {
-  files: DataFile[];
+  files: CatalogFile[];
   /** Rows of every file that rebuilt (empty when audited with `keepRows: false`). */
   rowsByFile: Map<bigint, Row[]>;
   /** Per partition, the offsets of the committed records the independent reader found in the audited range. */
@@ -94,7 +94,7 @@ export async function auditTable(
       if (gone.length > 0) expiredBelow.set(row.partition_id, gone.reduce((end, f) => (f.endOffset > end ? f.endOffset : end), 0n));
     });
   }
-  const isExpired = (file: DataFile) => file.endOffset <= (expiredBelow.get(file.partition) ?? -1n);
+  const isExpired = (file: CatalogFile) => file.endOffset <= (expiredBelow.get(file.partition) ?? -1n);
 
   // Tiling: distinct ranges and lost intervals (offsets Kafka deleted before anyone
   // indexed them) in offset order, each starting where the one before ended.

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
-import type { DataFile } from '../../src/catalog/file-reads.js';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import type { CatalogFile } from '../../src/catalog/file-reads.js';
+import type { TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { auditTable, rebuiltRows, timeOf, type Row } from './table-audit.js';
 
@@ -22,7 +22,7 @@ function statisticsOf(rows: Row[], column: string, kind: 'int' | 'time' | 'text'
 }
 
 export interface TableCheck {
-  files: DataFile[];
+  files: CatalogFile[];
   rowsByFile: Map<bigint, Row[]>;
   committedOffsets: Map<number, bigint[]>;
 }

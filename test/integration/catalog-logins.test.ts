@@ -7,7 +7,7 @@ import { latestCatalogVersion } from '../../src/catalog/migrations.js';
 import { publishReaderCounters } from '../../src/catalog/reader-counters.js';
 import { ensureReaderLogin, ensureWriterLogin } from '../../src/catalog/logins.js';
 import { acquireLease, releaseLease } from '../../src/catalog/leases.js';
-import { defaultSettings } from '../../src/catalog/settings.js';
+import { defaultSettings } from '../../src/table/settings.js';
 import { createTable, dropTable } from '../../src/catalog/tables.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { freshDatabase } from '../helpers/database.js';

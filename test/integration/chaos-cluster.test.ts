@@ -77,6 +77,29 @@ describe('docs/cluster.md', () => {
   });
 });
 
+describe('a command told nothing of the cluster\'s shape', () => {
+  it('bootstraps from every broker that runs (no OFFSETLAKE_BROKERS, no KAFKA_BROKERS): with broker 1 stopped, `produce` still writes, and confluent-kafka reads the record back', async () => {
+    const { config } = stack;
+    const topic = `cluster-bootstrap-${Date.now()}`;
+    await createTopic(stack.engine.kafka, topic, 1);
+    // Only the stack's home and the first ports, as a user who started `stack up --brokers 3` in another shell has.
+    const { DATABASE_URL: _catalog, KAFKA_BROKERS: _brokers, OFFSETLAKE_BROKERS: _shape, OFFSETLAKE_BROKER_PORTS: _ports, ...inherited } = process.env;
+    const env = { ...inherited, OFFSETLAKE_HOME: config.paths.home, OFFSETLAKE_KAFKA_PORT: String(config.kafkaPort), OFFSETLAKE_CONTROLLER_PORT: String(config.controllerPort), OFFSETLAKE_REGISTRY_PORT: String(config.registryPort), OFFSETLAKE_POSTGRES_PORT: String(config.postgresPort) };
+    await stack.stopBroker(1);
+    try {
+      const child = promisify(execFile)(process.execPath, ['bin/offsetlake.js', 'produce', topic, '--json'], { env, timeout: 120_000 });
+      child.child.stdin!.end('{"key": "k", "value": "written with broker 1 down"}\n');
+      const produced = JSON.parse((await child).stdout) as { partitions: { partition: number; firstOffset: string | number }[] };
+      expect(produced.partitions.map((p) => p.partition)).toEqual([0]);
+      const offset = BigInt(produced.partitions[0]!.firstOffset);
+      const [records] = await readCommittedIndependently(stack.env.KAFKA_BROKERS.split(','), [{ topic, partition: 0, start: offset, end: offset + 1n }]);
+      expect(records!.map((r) => [r.key?.toString(), r.value?.toString()])).toEqual([['k', 'written with broker 1 down']]);
+    } finally {
+      await stack.startBrokers();
+    }
+  });
+});
+
 /** The pids of the stack's controller and brokers 1-3, from their pid files. */
 function kafkaPids(): number[] {
   return ['kafka-controller', 'kafka-1', 'kafka-2', 'kafka-3'].map((name) => Number(readFileSync(`${stack.config.paths.run}/${name}.pid`, 'utf8').trim()));

@@ -12,7 +12,7 @@ import { startChaosStack, type ChaosStack } from '../../bench/chaos/stack.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
+import { resolveSettings } from '../../src/table/settings.js';
 import { dropTable } from '../../src/catalog/tables.js';
 import { produce } from '../../src/kafka/produce.js';
 import { createTopic } from '../../src/kafka/topics.js';

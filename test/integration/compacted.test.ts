@@ -6,7 +6,7 @@
 import { ConfigResourceTypes, IncrementalAlterConfigOperationTypes } from '@platformatic/kafka';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
-import { TableError } from '../../src/catalog/tables.js';
+import { TableError } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
@@ -15,7 +15,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { bodyBytes, readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
+import { resolveSettings } from '../../src/table/settings.js';
 import { partitionStatus } from '../../src/catalog/status.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';

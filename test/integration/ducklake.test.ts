@@ -12,8 +12,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
-import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import { listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { type TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { kafkaSource } from '../../src/kafka/source.js';
@@ -21,7 +22,7 @@ import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
+import { resolveSettings } from '../../src/table/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { deleteRecords } from '../../src/kafka/topics.js';
 import { checkRetention } from '../../src/retention/check.js';
@@ -56,7 +57,7 @@ async function indexAll(): Promise<void> {
 }
 
 /** Every live file of the table fetched from the read API, as plain Parquet files in a folder of its own. */
-async function plainCopies(table: TableRecord): Promise<{ files: DataFile[]; glob: string }> {
+async function plainCopies(table: TableRecord): Promise<{ files: CatalogFile[]; glob: string }> {
   const files = await listFiles(engine.catalog, table.tableId);
   const dir = join(plainDir, `${table.name}-${Date.now()}`);
   rmSync(dir, { recursive: true, force: true });

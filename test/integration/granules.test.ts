@@ -14,8 +14,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findGranules, listFiles, type DataFile } from '../../src/catalog/file-reads.js';
-import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import { findGranules, listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { type TableRecord } from '../../src/table/record.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
@@ -26,7 +27,7 @@ import { rebuildFile } from '../../src/build/rebuild.js';
 import { ReaderService } from '../../src/reader/service.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import type { TableFormat } from '../../src/catalog/settings.js';
+import type { TableFormat } from '../../src/table/settings.js';
 import { fuzzSchemas, mutatedValue } from '../helpers/fuzz.js';
 import { seededRandom } from '../helpers/random.js';
 import { registerSchema } from '../helpers/registry.js';
@@ -67,7 +68,7 @@ async function registryValues(format: RegistryFormat, topic: string): Promise<Ca
  * the range has two files and each file's offsets hold records of the other one), keys,
  * repeated headers, a null value now and then.
  */
-async function indexedTable(c: Case): Promise<{ table: TableRecord; files: DataFile[]; records: RecordToProduce[] }> {
+async function indexedTable(c: Case): Promise<{ table: TableRecord; files: CatalogFile[]; records: RecordToProduce[] }> {
   const topic = await newTopic(engine, 1, `granules-${c.label}`);
   const values = c.format === 'json' || c.format === 'raw' ? c.values : await registryValues(c.format as RegistryFormat, topic);
   const rnd = seededRandom(c.label.length * 104_729);
@@ -106,7 +107,7 @@ const cases: (() => Case)[] = [
   () => ({ label: 'json-schema-v2', format: 'json-schema', settings: {}, values: () => null }),
 ];
 
-function layoutOf(file: DataFile): FileLayout {
+function layoutOf(file: CatalogFile): FileLayout {
   const layout = fileLayout(file.footer, Number(file.fileSizeBytes));
   if ('problem' in layout) throw new Error(layout.problem);
   return layout;
@@ -214,7 +215,7 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     expect(files.map((f) => [f.startOffset, f.endOffset, f.rangeFiles])).toEqual([[files[0]!.startOffset, files[0]!.endOffset, 2], [files[0]!.startOffset, files[0]!.endOffset, 2]]);
     const produced = producedBytes(records);
     const readAll = async (service: ReaderService, together: boolean) => {
-      const one = async (file: DataFile) => {
+      const one = async (file: CatalogFile) => {
         const bytes = Buffer.from(await bodyBytes(service.range(table, file, 0, Number(file.fileSizeBytes))));
         expect(createHash('sha256').update(bytes).digest().equals(file.sha256), `file ${file.dataFileId}`).toBe(true);
       };

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/catalog/db.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { deleteIndex, insertIndex, indexById } from '../../src/catalog/indexes.js';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import type { TableRecord } from '../../src/table/record.js';
 import type { IndexDefinition, IndexState } from '../../src/indexes/definition.js';
 import { runIndexBackfill, type IndexBackfillStep } from '../../src/index-backfill/index.js';
 import { indexReports } from '../../src/catalog/indexes.js';

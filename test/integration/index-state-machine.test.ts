@@ -9,7 +9,7 @@ import { listFiles } from '../../src/catalog/file-reads.js';
 import { insertIndex } from '../../src/catalog/indexes.js';
 import { claimIndexBackfill, releaseIndexBackfill } from '../../src/catalog/index-backfill.js';
 import { indexReports } from '../../src/catalog/indexes.js';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import type { TableRecord } from '../../src/table/record.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { produce } from '../../src/kafka/produce.js';
 import { kafkaSource } from '../../src/kafka/source.js';

@@ -4,9 +4,10 @@ import { openCatalog, type Catalog, type CatalogClient } from '../../src/catalog
 import { ContiguityError, commitRanges, type NewRange } from '../../src/catalog/file-writes.js';
 import { acquireLease, LeaseLostError, releaseLease, renewLease } from '../../src/catalog/leases.js';
 import { migrateCatalog } from '../../src/catalog/migrate.js';
-import { createTable, type TableRecord } from '../../src/catalog/tables.js';
+import { createTable } from '../../src/catalog/tables.js';
+import { type TableRecord } from '../../src/table/record.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
-import { defaultSettings } from '../../src/catalog/settings.js';
+import { defaultSettings } from '../../src/table/settings.js';
 import { freshDatabase } from '../helpers/database.js';
 
 let catalog: Catalog;

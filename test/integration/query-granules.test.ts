@@ -8,8 +8,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findGranules, listFiles, type DataFile } from '../../src/catalog/file-reads.js';
-import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import { findGranules, listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { type TableRecord } from '../../src/table/record.js';
 import type { Granule } from '../../src/catalog/file-writes.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
@@ -29,7 +30,7 @@ const perHour = 100; // per partition: five row groups of 20 rows per file
 
 let engine: Engine;
 let table: TableRecord;
-let files: DataFile[];
+let files: CatalogFile[];
 let granules: Map<bigint, Granule[]>;
 const committed = new Map<number, IndependentRecord[]>();
 
@@ -73,7 +74,7 @@ afterAll(async () => {
 });
 
 /** A file of partition 1 with several row groups, and one of its middle row groups. */
-function middleGranule(): { file: DataFile; granule: Granule } {
+function middleGranule(): { file: CatalogFile; granule: Granule } {
   const file = files.find((f) => f.partition === 1 && granules.get(f.dataFileId)!.length >= 3)!;
   return { file, granule: granules.get(file.dataFileId)![2]! };
 }

@@ -14,10 +14,11 @@ import avro from 'avsc';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/catalog/db.js';
-import { findGranules, listFiles, type DataFile } from '../../src/catalog/file-reads.js';
+import { findGranules, listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
 import type { Granule } from '../../src/catalog/file-writes.js';
 import { indexReports, insertIndex, moveIndexState } from '../../src/catalog/indexes.js';
-import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { type TableRecord } from '../../src/table/record.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { parseIndexColumn, type IndexKind } from '../../src/indexes/definition.js';
 import { kafkaSource } from '../../src/kafka/source.js';
@@ -43,7 +44,7 @@ let closeDuck: () => void;
 
 interface Lake {
   table: TableRecord;
-  files: DataFile[];
+  files: CatalogFile[];
   granules: Map<bigint, Granule[]>;
   /** The plain view's name in the test's own DuckDB. */
   plain: string;
@@ -95,7 +96,7 @@ async function lake(table: TableRecord, plain: string): Promise<Lake> {
   return { table, files, granules, plain };
 }
 
-async function independently(table: TableRecord, files: DataFile[]): Promise<Map<number, IndependentRecord[]>> {
+async function independently(table: TableRecord, files: CatalogFile[]): Promise<Map<number, IndependentRecord[]>> {
   const ends = [0, 1].map((partition) => ({ topic: table.topic, partition, start: 0n, end: files.filter((f) => f.partition === partition).at(-1)!.endOffset }));
   const read = await readCommittedIndependently(engine.config.kafkaBrokers, ends);
   return new Map(read.map((records, partition) => [partition, records]));

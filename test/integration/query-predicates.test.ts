@@ -16,9 +16,10 @@ import { promisify } from 'node:util';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/catalog/db.js';
-import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
+import { listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
 import { insertIndex } from '../../src/catalog/indexes.js';
-import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import { findTable } from '../../src/catalog/tables.js';
+import type { TableRecord } from '../../src/table/record.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { parseIndexColumn } from '../../src/indexes/definition.js';
 import { kafkaSource } from '../../src/kafka/source.js';
@@ -40,7 +41,7 @@ let dir: string;
 let duck: DuckDBConnection;
 let closeDuck: () => void;
 let table: TableRecord;
-let files: DataFile[];
+let files: CatalogFile[];
 
 /** Record i of a partition: its key is its row group's (`k` partition hour group), null for some of partition 1's first hour. */
 const keyOf = (partition: number, i: number) => (partition === 1 && i < 50 && i % 7 === 3 ? null : `k${partition}${Math.floor(i / 50)}${Math.floor((i % 50) / 10)}`);

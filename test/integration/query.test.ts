@@ -7,8 +7,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
-import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import { listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { type TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { kafkaSource } from '../../src/kafka/source.js';
@@ -19,7 +20,7 @@ import { runQuery } from '../../src/query/run.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { countingSource } from '../../src/kafka/counting-source.js';
 import { recordBytes, type KafkaRecord } from '../../src/kafka/record.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
+import { resolveSettings } from '../../src/table/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
@@ -29,7 +30,7 @@ const t0 = Math.floor(Date.now() / hour) * hour - 4 * hour;
 
 let engine: Engine;
 let table: TableRecord;
-let files: DataFile[];
+let files: CatalogFile[];
 const committed = new Map<number, KafkaRecord[]>();
 
 async function query(sql: string) {

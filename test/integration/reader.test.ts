@@ -7,8 +7,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findGranules, listFiles, type DataFile } from '../../src/catalog/file-reads.js';
-import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import { findGranules, listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { type TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { kafkaSource } from '../../src/kafka/source.js';
@@ -19,7 +20,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { bodyBytes, readerHandler, type ReaderHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { rebuildFile } from '../../src/build/rebuild.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
+import { resolveSettings } from '../../src/table/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
@@ -30,7 +31,7 @@ const auth = { authorization: `Bearer ${token}` };
 
 let engine: Engine;
 let table: TableRecord;
-let files: DataFile[];
+let files: CatalogFile[];
 let service: ReaderService;
 let handler: ReaderHandler;
 let reader: ListeningReader | undefined;
@@ -67,7 +68,7 @@ afterAll(async () => {
   await engine?.close();
 });
 
-const path = (file: DataFile) => `/tables/events/files/${file.dataFileId}.parquet`;
+const path = (file: CatalogFile) => `/tables/events/files/${file.dataFileId}.parquet`;
 const get = (p: string, headers: Record<string, string> = {}, method = 'GET') => fetch(base + p, { method, headers: { ...auth, ...headers } });
 
 describe('the read API over HTTP', () => {
@@ -208,7 +209,7 @@ describe('the read API over HTTP', () => {
     });
     const ttlMs = 1_500;
     const own = readerHandler(new ReaderService(counted, kafkaSource(engine.kafka), { records: { ttlMs }, publishEveryMs: 0 }), { token: null });
-    const ask = (file: DataFile, range: string) => own({ method: 'GET', path: path(file), headers: { range } });
+    const ask = (file: CatalogFile, range: string) => own({ method: 'GET', path: path(file), headers: { range } });
     const withGranules = files.filter((f) => f.hasGranules).sort((a, b) => (a.dataFileId < b.dataFileId ? -1 : 1));
     expect(withGranules.length).toBeGreaterThan(2);
     expect(new Set(withGranules.map((f) => f.schemaVersion)).size).toBe(1);

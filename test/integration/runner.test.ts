@@ -27,7 +27,7 @@ import { defaultEmulatorOptions, PartitionEventSource, type Deliver } from '../.
 import { partitionStatus } from '../../src/catalog/status.js';
 import { freshDatabase } from '../helpers/database.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
+import { resolveSettings } from '../../src/table/settings.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
 import { closedPort } from '../helpers/ports.js';

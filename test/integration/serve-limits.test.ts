@@ -8,8 +8,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listFiles, type DataFile } from '../../src/catalog/file-reads.js';
-import { findTable, type TableRecord } from '../../src/catalog/tables.js';
+import { listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { type TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
 import { kafkaSource } from '../../src/kafka/source.js';
@@ -23,7 +24,7 @@ import { listeningReader, type ListeningReader } from '../helpers/reader-server.
 const token = 'limits-token';
 let engine: Engine;
 let table: TableRecord;
-let files: DataFile[];
+let files: CatalogFile[];
 let service: ReaderService;
 let reader: ListeningReader | undefined;
 let port: number;
@@ -54,7 +55,7 @@ afterAll(async () => {
   await engine?.close();
 });
 
-const filePath = (file: DataFile) => `/tables/${table.name}/files/${file.dataFileId}.parquet`;
+const filePath = (file: CatalogFile) => `/tables/${table.name}/files/${file.dataFileId}.parquet`;
 
 /** A raw connection that sends one GET and reads nothing until `read()` is called. */
 function silentReader(path: string): { socket: Socket; read: () => Promise<Buffer> } {
@@ -80,7 +81,7 @@ async function until(condition: () => boolean): Promise<void> {
 describe("serve's limits on clients that misbehave", () => {
   it('20 clients that never read their rebuilt files are cut off or told 503 with Retry-After, a client that leaves while queued is dropped, and a reader honouring Retry-After gets its own rebuilt file whole', async () => {
     expect(files.length).toBe(2);
-    const [stalled, wanted] = files as [DataFile, DataFile];
+    const [stalled, wanted] = files as [CatalogFile, CatalogFile];
     expect(Number(stalled.fileSizeBytes)).toBeGreaterThan(6 * 1024 * 1024);
     const before = service.metrics.requests;
     const silent = Array.from({ length: 20 }, () => silentReader(filePath(stalled)));

@@ -7,8 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { TableRecord } from '../../src/catalog/tables.js';
-import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
+import type { TableRecord } from '../../src/table/record.js';
+import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
 import { encodeFile } from '../../src/build/files.js';
 import { checkedChunks, leafColumns, type ChunkJob, type ExpectedChunk } from '../../src/build/granule-chunks.js';
 import { BuildPool } from '../../src/build/pool.js';

@@ -5,8 +5,8 @@
  * columns are asked together, including rows whose value is not JSON or does not decode.
  */
 import { describe, expect, it } from 'vitest';
-import type { TableRecord } from '../../src/catalog/tables.js';
-import { resolveSettings, type TableFormat } from '../../src/catalog/settings.js';
+import type { TableRecord } from '../../src/table/record.js';
+import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
 import { encodeColumns, encodeFile } from '../../src/build/files.js';
 import { encoderVersion, fileLayout, leafCount, type FileLayout } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';

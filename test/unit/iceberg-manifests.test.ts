@@ -16,7 +16,7 @@ import { partitionSpec } from '../../src/iceberg/partition.js';
 import { icebergPrimitive, icebergSchema, nameMapping } from '../../src/iceberg/schema.js';
 import { buildDataFile, type ScalarType } from '../../src/parquet/index.js';
 import type { TableSchema } from '../../src/schema/table-schema.js';
-import type { DataFile } from '../../src/catalog/file-reads.js';
+import type { CatalogFile } from '../../src/catalog/file-reads.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -103,7 +103,7 @@ describe('the Avro manifest list and manifest of a data file', () => {
     { _timestamp: 1_700_000_000_999, n: -9n, small: null, s: '𝄞', x: -1, amount: null, raw: null, day: 3, flag: null, tags: null, point: { lat: null } },
   ];
   const built = buildDataFile(schema.columns, rows, { rowGroupRows: 2, fieldIds: Object.fromEntries(schema.columns.map((c) => [c.name, c.id])) });
-  const file: DataFile = {
+  const file: CatalogFile = {
     dataFileId: 42n, tableId: 1n, partition: 0, startOffset: 0n, endOffset: 3n, bucket: new Date(Date.UTC(2023, 10, 14, 22)),
     recordCount: 3n, fileSizeBytes: BigInt(built.file.bytes.byteLength), footer: Buffer.from(built.file.footer), sha256: Buffer.alloc(32),
     sealReason: 'flush', schemaVersion: 1, encoderVersion: 'test', source: 'live', createdAt: new Date(0), expiredAt: null, hasGranules: true, rangeFiles: 1,

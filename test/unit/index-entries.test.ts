@@ -8,8 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { fileRows, indexResolver } from '../../src/build/files.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import { resolveSettings } from '../../src/table/settings.js';
+import type { TableRecord } from '../../src/table/record.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { parseIndexColumn, type IndexDefinition, type IndexKind } from '../../src/indexes/definition.js';

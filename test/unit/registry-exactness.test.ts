@@ -5,7 +5,7 @@
  * the decoders use, and expected values are written from those specifications.
  */
 import { describe, expect, it } from 'vitest';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import type { TableRecord } from '../../src/table/record.js';
 import { buildFile, prepareDecoded } from '../../src/build/files.js';
 import { initialSchema as startSchema } from '../../src/schema/table-schema.js';
 import { kafkaColumnArrays, statText, type Column } from '../../src/parquet/index.js';
@@ -14,7 +14,7 @@ import { tableDecoder, type RegistryFormat } from '../../src/schema/decode.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import type { RegistrySchema } from '../../src/schema/registry.js';
 import type { TableSchema } from '../../src/schema/table-schema.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
+import { resolveSettings } from '../../src/table/settings.js';
 import { avro, pb, utf8, varint, wire, zigzag } from '../helpers/spec-encoding.js';
 
 const PROTOTYPE_NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', 'propertyIsEnumerable', 'toLocaleString'];

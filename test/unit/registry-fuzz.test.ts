@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import type { TableRecord } from '../../src/table/record.js';
 import { buildFile } from '../../src/build/files.js';
 import { encoderVersion } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
+import { resolveSettings } from '../../src/table/settings.js';
 import { fuzzSchemas, mutatedValue } from '../helpers/fuzz.js';
 import { seededRandom } from '../helpers/random.js';
 

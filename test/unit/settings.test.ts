@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultSettings, formatSettings, parseBytes, parseDuration, parseHistory, resolveSettings } from '../../src/catalog/settings.js';
+import { defaultSettings, formatSettings, parseBytes, parseDuration, parseHistory, resolveSettings } from '../../src/table/settings.js';
 
 describe('table settings', () => {
   it('defaults are those of the specification', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parquetMetadata } from 'hyparquet';
 import { encodeFile } from '../../src/build/files.js';
-import type { DataFile } from '../../src/catalog/file-reads.js';
-import type { TableRecord } from '../../src/catalog/tables.js';
+import type { CatalogFile } from '../../src/catalog/file-reads.js';
+import type { TableRecord } from '../../src/table/record.js';
 import { encoderVersion } from '../../src/parquet/index.js';
 import { timestampMillis } from '../../src/query/literals.js';
 import { mayMatch, rowGroupBounds, statisticTree, type Bounds } from '../../src/query/prune.js';
@@ -100,7 +100,7 @@ describe('finding tables and required predicates in SQL', () => {
     for (const version of [encoderVersion, 'hyparquet-writer@0.17.0/v1']) {
       const file = encodeFile(table, initialSchema('json'), 2, records, version);
       const metadata = parquetMetadata(file.footer);
-      const bounds = rowGroupBounds({ partition: 2 } as DataFile, metadata, 1);
+      const bounds = rowGroupBounds({ partition: 2 } as CatalogFile, metadata, 1);
       expect([...bounds], version).toEqual([
         ['_partition', { min: 2n, max: 2n }],
         ['_offset', { min: 106n, max: 110n }],
@@ -119,7 +119,7 @@ describe('finding tables and required predicates in SQL', () => {
     const metadata = parquetMetadata(encodeFile(table, initialSchema('json'), 0, records, encoderVersion).footer);
     for (const chunk of metadata.row_groups[0]!.columns) if (chunk.meta_data?.statistics) chunk.meta_data.statistics.is_max_value_exact = false;
     const granule = { rowGroup: 0, startOffset: 0n, endOffset: 3n, rowCount: 3, kafkaBytes: 0, chunkSha256: new Uint8Array() };
-    expect([...rowGroupBounds({ partition: 0 } as DataFile, metadata, 0, granule)]).toEqual([
+    expect([...rowGroupBounds({ partition: 0 } as CatalogFile, metadata, 0, granule)]).toEqual([
       ['_partition', { min: 0n, max: 0n }],
       ['_offset', { min: 0n, max: 2n }],
     ]);

@@ -1,0 +1,50 @@
+/**
+ * The table's vocabulary, below every stage that needs it (ranges, parquet, schema,
+ * indexes, the catalog): what a table is, and the error that says a table is wrong. No I/O;
+ * the catalog stores and reads it (catalog/tables.ts).
+ */
+import type { TableFormat, TableSettings } from './settings.js';
+
+export interface TableRecord {
+  tableId: bigint;
+  name: string;
+  topic: string;
+  format: TableFormat;
+  settings: TableSettings;
+  createdAt: Date;
+  /**
+   * Kafka's id of the topic the table was made on (null for a table made before catalog
+   * version 9 until its topic is first seen, catalog/topic-identity.ts). A topic deleted
+   * and created again under the same name has another id: its offsets are not the table's.
+   */
+  topicId: string | null;
+}
+
+export interface NewTable {
+  name: string;
+  topic: string;
+  /** Kafka's id of the topic (null: not known, as for a table made before catalog version 9). */
+  topicId: string | null;
+  format: TableFormat;
+  settings: TableSettings;
+  /** Where each partition's indexed range starts (empty: [start, start)). */
+  partitionStarts: ReadonlyMap<number, bigint>;
+}
+
+export class TableError extends Error {
+  override name = 'TableError';
+}
+
+const tableNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function checkTableName(name: string): void {
+  if (!tableNamePattern.test(name)) {
+    throw new TableError(`table name "${name}" must start with a lowercase letter or _, then lowercase letters, digits or _ (at most 63)`);
+  }
+}
+
+/** Read options that make a read of the table's topic refuse a topic created again under its name. */
+export function tableTopic(table: Pick<TableRecord, 'name' | 'topicId'>): { topicId?: { id: string; table: string } } {
+  return table.topicId === null ? {} : { topicId: { id: table.topicId, table: table.name } };
+}
+
