@@ -32,7 +32,7 @@ function runsOf(numbers: readonly number[]): string {
   return runs.join(', ');
 }
 
-/** `--plan`, for people: per table what is read (files, row groups, columns, Kafka bytes), per index what it saved, per file which row groups. */
+/** `--plan`, for people: per table what is read (files, row groups, columns, Kafka bytes), what pruned and what missed, per index what it saved, per file which row groups. */
 export function planLines(plans: readonly TablePlan[]): string[] {
   return plans.flatMap((plan) => {
     const unknown = plan.filesWithUnknownKafkaBytes;
@@ -40,7 +40,8 @@ export function planLines(plans: readonly TablePlan[]): string[] {
     return [
       `plan: ${plan.table}: files ${plan.reads.length} of ${plan.files} (${plan.candidates.length} by catalog statistics); row groups ${plan.rowGroups.read} of ${plan.rowGroups.of}; ${bytes}`,
       `plan: ${plan.table}: columns ${plan.columns.length} of ${plan.tableColumns}: ${plan.columns.join(', ')}`,
-      ...(plan.predicates.length ? [`plan: ${plan.table}: pruned by ${plan.predicates.map(predicateText).join(' AND ')}`] : []),
+      ...(plan.prunedBy === null ? [] : [`plan: ${plan.table}: pruned by ${plan.prunedBy}`]),
+      ...plan.missed.map((line) => `plan: ${plan.table}: missed: ${line}`),
       ...plan.indexes.map((use) => `plan: ${plan.table}: index ${use.index} (${use.kind.toUpperCase()}${use.state === 'active' ? '' : `, ${use.state}`}): files ${use.files.used} used, ${use.files.skipped} skipped${
         use.skippedBecause.length ? ` (${use.skippedBecause.join('; ')})` : ''}; granules ${use.granules.considered} considered, ${use.granules.skipped} skipped, ${use.granules.read} read; ${use.kafkaBytesAvoided} Kafka bytes avoided`),
       ...plan.reads.map((read) => `plan: ${plan.table}: file ${read.file} (partition ${read.partition}, offsets [${read.startOffset}, ${read.endOffset})): ${
@@ -64,11 +65,6 @@ function readOf(metrics: ReaderMetrics) {
 function readLine(read: ReturnType<typeof readOf>): string {
   const ratio = read.parquetBytes > 0 ? ` (${(read.kafkaBytes / read.parquetBytes).toFixed(2)} per Parquet byte)` : '';
   return `plan: read ${read.kafkaBytes} Kafka bytes (files; the tail apart) for ${read.parquetBytes} Parquet bytes handed to DuckDB${ratio}; row groups rebuilt: ${read.partialGranuleRebuilds} for some columns, ${read.granuleRebuilds} with every column; files rebuilt whole: ${read.wholeFileRebuilds}`;
-}
-
-function predicateText(predicate: TablePlan['predicates'][number]): string {
-  const literal = (value: { kind: string; text: string }) => (value.kind === 'number' ? value.text : `${value.kind === 'timestamp' ? 'TIMESTAMP ' : ''}'${value.text}'`);
-  return predicate.op === 'between' ? `${predicate.column} BETWEEN ${literal(predicate.low)} AND ${literal(predicate.high)}` : `${predicate.column} ${predicate.op} ${literal(predicate.value)}`;
 }
 
 export async function queryCommand(args: string[]): Promise<number> {

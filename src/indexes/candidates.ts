@@ -14,9 +14,10 @@
  * entry describes — each keeps the row group.
  */
 import type { KeyType, KeyValue } from './columns.js';
-import {
-  bloomFilterCount, bloomGranules, compareValues, decodeHeader, postingBucket, postingGranules, rowGroupsOf, type FileIndexHeader,
-} from './entries.js';
+import { bloomFilterCount, bloomGranules } from './bloom-entries.js';
+import { decodeHeader, rowGroupsOf, type FileIndexHeader } from './header.js';
+import { compareValues, postingBucket } from './keys.js';
+import { postingGranules } from './postings.js';
 
 export interface Bound {
   value: KeyValue;

@@ -13,7 +13,7 @@
  * them. Whether the columns exist and accept the kind is checked against the table
  * (resolveIndexColumn), not here.
  */
-import { tokenize, SqlScanError, type Token } from '../query/sql-scan.js';
+import { tokenize, SqlScanError, type Token } from '../sql/scan.js';
 import { IndexDefinitionError, indexKinds, parseIndexColumn, type IndexColumn, type IndexKind, type IndexScope } from './definition.js';
 
 const indexNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;

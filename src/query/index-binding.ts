@@ -1,5 +1,5 @@
 /**
- * The WHERE tree (index-predicates.ts) against a table's indexes: each condition on an
+ * The WHERE tree (src/sql/where.ts) against a table's indexes: each condition on an
  * indexed column becomes probes of the indexes that can answer it (src/indexes/
  * candidates.ts). Pure.
  *
@@ -8,15 +8,15 @@
  *                      fix every one of its columns with = or IN
  * A condition several indexes answer becomes the AND of their probes (each is a superset
  * of the matching granules, so their intersection is too). A literal whose meaning for
- * the column is not certain (index-literals.ts) gives no probe.
+ * the column is not certain (literals.ts) gives no probe.
  */
 import type { ResolvedColumn } from '../indexes/columns.js';
-import { encodeKey } from '../indexes/entries.js';
+import { encodeKey } from '../indexes/keys.js';
 import type { IndexColumn, IndexDefinition } from '../indexes/definition.js';
 import type { Bound, Probe, ProbeTree } from '../indexes/candidates.js';
 import type { KeyValue } from '../indexes/columns.js';
-import { literalKey } from './index-literals.js';
-import type { Condition, Operand, PredicateTree } from './index-predicates.js';
+import { literalKey } from './literals.js';
+import type { Condition, Operand, PredicateTree } from '../sql/where.js';
 
 export interface BindableIndex {
   definition: IndexDefinition;
@@ -28,7 +28,7 @@ export interface BindableIndex {
 const maxKeys = 4096;
 
 /** Whether the operand names the index column (names of columns and fields without regard to case, as DuckDB does). */
-function names(operand: Operand, column: IndexColumn, tableColumns: ReadonlySet<string>): boolean {
+export function names(operand: Operand, column: IndexColumn, tableColumns: ReadonlySet<string>): boolean {
   if (operand.kind !== column.kind) return false;
   if (operand.kind === 'header') return column.kind === 'header' && column.name === operand.name;
   if (operand.kind === 'json') return column.kind === 'json' && operand.path.length === column.path.length && operand.path.every((name, i) => name === column.path[i]);
@@ -46,6 +46,7 @@ function equalValues(condition: Condition, column: ResolvedColumn): KeyValue[] |
 }
 
 function rangeProbes(condition: Condition, column: ResolvedColumn, c: number): ProbeTree[] | undefined {
+  if (condition.kind === 'null') return undefined;
   const probe = (low?: Bound, high?: Bound): Probe => ({ kind: 'range', column: c, keyType: column.keyType, ...(low ? { low } : {}), ...(high ? { high } : {}) });
   if (condition.kind === 'between') {
     const low = literalKey(column, condition.low);
@@ -84,7 +85,7 @@ function keysProbe(index: number, keys: Uint8Array[]): ProbeTree {
 }
 
 /** The probes every index gives one condition. */
-function conditionProbes(condition: Condition, indexes: readonly BindableIndex[], tableColumns: ReadonlySet<string>): ProbeTree[] {
+export function conditionProbes(condition: Condition, indexes: readonly BindableIndex[], tableColumns: ReadonlySet<string>): ProbeTree[] {
   const out: ProbeTree[] = [];
   indexes.forEach((index, position) => {
     const { definition, columns } = index;
@@ -127,22 +128,26 @@ function compositeProbes(children: readonly PredicateTree[], indexes: readonly B
 /**
  * The probe tree of `tree` over `indexes` (positions in that array are the probes'
  * `index`). `tableColumns`: the table's top-level column names, lower case (a qualifier
- * that is also a column's name is not trusted to be a qualifier).
+ * that is also a column's name is not trusted to be a qualifier). `leaves`, when given,
+ * gets each condition's own probes (sub-trees of the result), so that a read can weigh
+ * them with the statistics condition by condition.
  */
-export function bindIndexes(tree: PredicateTree, indexes: readonly BindableIndex[], tableColumns: ReadonlySet<string>): ProbeTree {
+export function bindIndexes(tree: PredicateTree, indexes: readonly BindableIndex[], tableColumns: ReadonlySet<string>, leaves?: Map<Condition, ProbeTree>): ProbeTree {
   switch (tree.kind) {
     case 'any':
       return tree;
     case 'or':
-      return { kind: 'or', items: tree.items.map((item) => bindIndexes(item, indexes, tableColumns)) };
+      return { kind: 'or', items: tree.items.map((item) => bindIndexes(item, indexes, tableColumns, leaves)) };
     case 'and':
       return {
         kind: 'and',
-        items: [...tree.items.map((item) => bindIndexes(item, indexes, tableColumns)), ...compositeProbes(tree.items, indexes, tableColumns)],
+        items: [...tree.items.map((item) => bindIndexes(item, indexes, tableColumns, leaves)), ...compositeProbes(tree.items, indexes, tableColumns)],
       };
     default: {
       const probes = [...conditionProbes(tree, indexes, tableColumns), ...compositeProbes([tree], indexes, tableColumns)];
-      return probes.length === 0 ? { kind: 'any' } : probes.length === 1 ? probes[0]! : { kind: 'and', items: probes };
+      const bound: ProbeTree = probes.length === 0 ? { kind: 'any' } : probes.length === 1 ? probes[0]! : { kind: 'and', items: probes };
+      leaves?.set(tree, bound);
+      return bound;
     }
   }
 }

@@ -10,13 +10,15 @@ import type { CatalogFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../table/record.js';
 import { countIndexReads, indexEntryParts, indexEntryPartsOf, tableIndexes } from '../catalog/indexes.js';
-import { answerProbes, bucketsFor, candidateRowGroups, probedIndexes, type FileEntries, type ProbeTree } from '../indexes/candidates.js';
+import { answerProbes, bucketsFor, candidateRowGroups, probedIndexes, type FileAnswers, type FileEntries, type ProbeTree, type RowGroups } from '../indexes/candidates.js';
 import { resolveIndexColumn } from '../indexes/columns.js';
-import { BLOOM_PART, HEADER_PART } from '../indexes/entries.js';
+import { BLOOM_PART } from '../indexes/bloom-entries.js';
+import { HEADER_PART } from '../indexes/header.js';
 import { defaultPostingBuckets, type IndexDefinition } from '../indexes/definition.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { bindIndexes, type BindableIndex } from './index-binding.js';
-import type { PredicateTree } from './index-predicates.js';
+import type { Condition, Where } from '../sql/where.js';
+import { missedUses } from './missed.js';
 
 /** What `--plan` says of one index the WHERE clause could use. */
 export interface IndexUse {
@@ -36,18 +38,28 @@ export interface IndexUse {
 export class TableIndexUse {
   private readonly uses = new Map<number, IndexUse>();
   private readonly entries = new Map<number, Map<bigint, FileEntries>>();
+  private answered?: { file: bigint; answers: FileAnswers };
 
-  private constructor(private readonly catalog: Catalog, private readonly indexes: BindableIndex[], private readonly tree: ProbeTree) {
+  private constructor(
+    private readonly catalog: Catalog,
+    private readonly indexes: BindableIndex[],
+    private readonly tree: ProbeTree,
+    private readonly leaves: ReadonlyMap<Condition, ProbeTree>,
+    private readonly missedLines: string[],
+  ) {
     for (const position of probedIndexes(tree)) {
       const { definition } = indexes[position]!;
       this.uses.set(position, { index: definition.name, kind: definition.kind, state: definition.state, files: { used: 0, skipped: 0 }, granules: { considered: 0, skipped: 0, read: 0 }, kafkaBytesAvoided: 0, skippedBecause: [] });
     }
   }
 
-  /** The table's indexes against the WHERE tree; an index whose columns do not resolve in the current schema is left out. */
-  static async bind(catalog: Catalog, table: TableRecord, schema: TableSchema, where: PredicateTree): Promise<TableIndexUse> {
+  /**
+   * The table's indexes against the WHERE tree; an index whose columns do not resolve in
+   * the current schema is left out. Also what the statistics and indexes missed of it.
+   */
+  static async bind(catalog: Catalog, table: TableRecord, schema: TableSchema, where: Where): Promise<TableIndexUse> {
     const bindable: BindableIndex[] = [];
-    if (where.kind !== 'any') {
+    if (where.tree.kind !== 'any' || where.unread.length > 0) {
       for (const definition of await tableIndexes(catalog, table.tableId)) {
         try {
           bindable.push({ definition, columns: definition.columns.map((column) => resolveIndexColumn(schema.columns, table.format, column, definition.kind)) });
@@ -57,7 +69,9 @@ export class TableIndexUse {
       }
     }
     const tableColumns = new Set(schema.columns.map((column) => column.name.toLowerCase()));
-    return new TableIndexUse(catalog, bindable, bindable.length ? bindIndexes(where, bindable, tableColumns) : { kind: 'any' });
+    const leaves = new Map<Condition, ProbeTree>();
+    const tree = bindable.length ? bindIndexes(where.tree, bindable, tableColumns, leaves) : ({ kind: 'any' } as const);
+    return new TableIndexUse(catalog, bindable, tree, leaves, missedUses(where, bindable, tableColumns));
   }
 
   get used(): boolean {
@@ -83,12 +97,9 @@ export class TableIndexUse {
     }
   }
 
-  /**
-   * Of `chosen` (the row groups statistics keep), those the indexes keep too; counts what
-   * each index did for the file.
-   */
-  choose(file: CatalogFile, granules: readonly Granule[], chosen: readonly number[]): number[] {
-    if (!this.used || chosen.length === 0) return [...chosen];
+  /** What the indexes answer for one file (the last file's answers are kept: a read asks twice). */
+  private answersFor(file: CatalogFile, granules: readonly Granule[]): FileAnswers {
+    if (this.answered?.file === file.dataFileId) return this.answered.answers;
     const entries = new Map<number, FileEntries>();
     const reasons = new Map<number, string>();
     for (const position of this.uses.keys()) {
@@ -99,6 +110,32 @@ export class TableIndexUse {
     }
     const answers = answerProbes(this.tree, entries, granules.map((granule) => granule.rowCount));
     for (const [position, reason] of reasons) answers.unusable.set(position, reason);
+    this.answered = { file: file.dataFileId, answers };
+    return answers;
+  }
+
+  /**
+   * Per condition of the WHERE tree, the row groups of the file its own index probes keep
+   * (null: every one, as for a condition no index answers): what lets a read weigh the
+   * indexes with the statistics branch by branch, so an OR of an indexed column and a
+   * statistic's column prunes too.
+   */
+  conditionRowGroups(file: CatalogFile, granules: readonly Granule[]): (condition: Condition) => RowGroups {
+    if (!this.used) return () => null;
+    const answers = this.answersFor(file, granules);
+    return (condition) => {
+      const leaf = this.leaves.get(condition);
+      return leaf ? candidateRowGroups(leaf, answers) : null;
+    };
+  }
+
+  /**
+   * Of `chosen` (the row groups statistics keep), those the indexes keep too; counts what
+   * each index did for the file.
+   */
+  choose(file: CatalogFile, granules: readonly Granule[], chosen: readonly number[]): number[] {
+    if (!this.used || chosen.length === 0) return [...chosen];
+    const answers = this.answersFor(file, granules);
     const kept = candidateRowGroups(this.tree, answers);
     for (const [position, use] of this.uses) {
       const unusable = answers.unusable.get(position);
@@ -116,6 +153,11 @@ export class TableIndexUse {
       if (own) use.kafkaBytesAvoided += chosen.filter((g) => !own.has(g)).reduce((sum, g) => sum + granules[g]!.kafkaBytes, 0);
     }
     return kept === null ? [...chosen] : chosen.filter((g) => kept.has(g));
+  }
+
+  /** What the statistics and the indexes could not use of the WHERE clause, for the plan. */
+  missed(): string[] {
+    return [...this.missedLines];
   }
 
   /** What each index did, for the plan. */

@@ -1,50 +1,60 @@
 /**
- * Whether a file (or a partition's unindexed tail) may hold a row that satisfies every
- * extracted predicate, from what the catalog knows: its partition, its offsets and the
- * exact min/max of `_offset` and `_timestamp` (epoch milliseconds). Only those columns
- * are used, with integer and timestamp literals whose meaning is unambiguous; any other
- * predicate keeps the file. Pruning never changes an answer, DuckDB still applies the
- * whole WHERE clause to every row it reads.
+ * Whether a file, a row group or a partition's unindexed tail may hold a row that makes
+ * the WHERE tree (src/sql/where.ts) TRUE, from what the catalog and the footers know: its
+ * partition, its offsets, the exact min/max of `_offset` and `_timestamp` (epoch
+ * milliseconds), and the null counts of top-level columns. An AND may match when every
+ * child may; an OR when one child may (so a file is skipped when every branch rules it
+ * out); `any`, and a condition whose column or literal no statistic can decide
+ * (src/query/literals.ts), may always match. Pruning never changes an answer: DuckDB
+ * still applies the whole WHERE clause to every row it reads.
  */
 import type { FileMetaData, SchemaElement } from 'hyparquet';
 import type { CatalogFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';
-import type { Literal, Predicate } from './sql-scan.js';
+import { anyRow, simplify, type Condition, type Operand, type PredicateTree } from '../sql/where.js';
+import { statisticColumns, statisticValue } from './literals.js';
 
 /** Inclusive bounds of a column's values, where known. */
 export type Bounds = Map<string, { min: bigint; max: bigint }>;
+/** Null counts of top-level columns (lower-case names), where known. */
+export type NullCounts = Map<string, bigint>;
 
-const integer = /^-?\d+$/;
-// Date, optional time with at most millisecond precision, optional zone: what ms statistics can decide.
-const timestampText = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,3})?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
-
-/** A timestamp literal as epoch ms; one without a zone is UTC (the query session's time zone). */
-export function timestampMillis(text: string): bigint | undefined {
-  const m = timestampText.exec(text.trim());
-  if (!m) return undefined;
-  const [, y, mo, d, h = '00', mi = '00', s = '00', fraction = '', zone] = m;
-  let iso = `${y}-${mo}-${d}T${h}:${mi}:${s}${fraction.padEnd(fraction ? 4 : 0, '0')}`;
-  iso += !zone || zone.toUpperCase() === 'Z' ? 'Z' : zone.length === 3 ? `${zone}:00` : zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
-  const ms = Date.parse(iso);
-  return Number.isNaN(ms) ? undefined : BigInt(ms);
+/**
+ * The column a statistic is kept for that the operand names (lower case), or undefined:
+ * a top-level column, unqualified or qualified by the table or its alias, where the
+ * qualifier is not also a column's name (then DuckDB's rules decide, which we do not
+ * repeat). `tableColumns`: the table's top-level names, lower case.
+ */
+export function statisticColumn(operand: Operand, tableColumns?: ReadonlySet<string>): string | undefined {
+  if (operand.kind !== 'column' || operand.path.length !== 1) return undefined;
+  if (operand.qualifier !== undefined && tableColumns?.has(operand.qualifier.toLowerCase())) return undefined;
+  return operand.path[0]!.toLowerCase();
 }
 
-function literalValue(column: string, literal: Literal): bigint | undefined {
-  if (column === '_timestamp') return literal.kind === 'number' ? undefined : timestampMillis(literal.text);
-  if (column === '_offset' || column === '_partition') return literal.kind === 'number' && integer.test(literal.text) ? BigInt(literal.text) : undefined;
-  return undefined;
-}
-
-function mayHold(bounds: { min: bigint; max: bigint }, predicate: Predicate, column: string): boolean {
-  const { min, max } = bounds;
-  if (predicate.op === 'between') {
-    const low = literalValue(column, predicate.low);
-    const high = literalValue(column, predicate.high);
+export function mayHold(condition: Condition, bounds: Bounds, nulls: NullCounts | undefined, tableColumns?: ReadonlySet<string>): boolean {
+  const column = statisticColumn(condition.operand, tableColumns);
+  if (column === undefined) return true;
+  if (condition.kind === 'null') {
+    const count = nulls?.get(column);
+    // IS NOT NULL could be ruled out only by a column all null: not worth knowing.
+    return condition.negated || count === undefined || count > 0n;
+  }
+  const known = bounds.get(column);
+  if (!known) return true;
+  const { min, max } = known;
+  const value = (literal: Parameters<typeof statisticValue>[1]) => statisticValue(column, literal);
+  if (condition.kind === 'between') {
+    const low = value(condition.low);
+    const high = value(condition.high);
     return low === undefined || high === undefined || (max >= low && min <= high);
   }
-  const v = literalValue(column, predicate.value);
+  if (condition.kind === 'in') {
+    const values = condition.values.map(value);
+    return values.some((v) => v === undefined || (min <= v && v <= max));
+  }
+  const v = value(condition.value);
   if (v === undefined) return true;
-  switch (predicate.op) {
+  switch (condition.op) {
     case '=':
       return min <= v && v <= max;
     case '<':
@@ -58,11 +68,49 @@ function mayHold(bounds: { min: bigint; max: bigint }, predicate: Predicate, col
   }
 }
 
-export function mayMatch(bounds: Bounds, predicates: readonly Predicate[]): boolean {
-  return predicates.every((predicate) => {
-    const known = bounds.get(predicate.column);
-    return !known || mayHold(known, predicate, predicate.column);
-  });
+/**
+ * Whether the tree may be TRUE when each condition may be as `leaf` says: AND needs every
+ * child, OR one, `any` always may.
+ */
+export function mayBeTrue(tree: PredicateTree, leaf: (condition: Condition) => boolean): boolean {
+  switch (tree.kind) {
+    case 'any':
+      return true;
+    case 'and':
+      return tree.items.every((item) => mayBeTrue(item, leaf));
+    case 'or':
+      return tree.items.some((item) => mayBeTrue(item, leaf));
+    default:
+      return leaf(tree);
+  }
+}
+
+/** Whether some row within `bounds` (and `nulls`) may make the tree TRUE. */
+export function mayMatch(bounds: Bounds, tree: PredicateTree, nulls?: NullCounts, tableColumns?: ReadonlySet<string>): boolean {
+  return mayBeTrue(tree, (condition) => mayHold(condition, bounds, nulls, tableColumns));
+}
+
+/** Whether statistics can decide the condition: a statistic column with literals each reads, or IS NULL of a top-level column. */
+export function statisticDecides(condition: Condition, tableColumns?: ReadonlySet<string>): boolean {
+  const column = statisticColumn(condition.operand, tableColumns);
+  if (column === undefined) return false;
+  if (condition.kind === 'null') return !condition.negated;
+  if (!statisticColumns.includes(column)) return false;
+  const literals = condition.kind === 'in' ? condition.values : condition.kind === 'between' ? [condition.low, condition.high] : [condition.value];
+  return literals.every((literal) => statisticValue(column, literal) !== undefined);
+}
+
+/** The tree with only what statistics decide (the rest `any`): what pruning by statistics uses, for the plan. */
+export function statisticTree(tree: PredicateTree, tableColumns?: ReadonlySet<string>): PredicateTree {
+  if (tree.kind === 'any') return tree;
+  if (tree.kind === 'and' || tree.kind === 'or') return simplify({ kind: tree.kind, items: tree.items.map((item) => statisticTree(item, tableColumns)) });
+  return statisticDecides(tree, tableColumns) ? tree : anyRow;
+}
+
+/** Whether the tree has an IS [NOT] NULL condition (only then are null counts worth reading). */
+export function asksNulls(tree: PredicateTree): boolean {
+  if (tree.kind === 'and' || tree.kind === 'or') return tree.items.some(asksNulls);
+  return tree.kind === 'null';
 }
 
 /** What the catalog knows of a file's values. */
@@ -109,6 +157,27 @@ function topLevelElements(schema: readonly SchemaElement[]): Map<string, SchemaE
     skip();
   }
   return out;
+}
+
+/**
+ * Null counts of the top-level columns of row group `rowGroup` (or, without one, of the
+ * whole file: the sum over its row groups), from the footer's statistics; a column whose
+ * count is missing in a row group it sums is left out.
+ */
+export function footerNulls(metadata: FileMetaData, rowGroup?: number): NullCounts {
+  const sums = new Map<string, bigint | null>();
+  const groups = rowGroup === undefined ? metadata.row_groups : metadata.row_groups.slice(rowGroup, rowGroup + 1);
+  for (const group of groups) {
+    for (const chunk of group.columns) {
+      const meta = chunk.meta_data;
+      if (meta?.path_in_schema.length !== 1) continue;
+      const name = meta.path_in_schema[0]!.toLowerCase();
+      const count = meta.statistics?.null_count;
+      const before = sums.has(name) ? sums.get(name)! : 0n;
+      sums.set(name, before === null || count === undefined || count === null ? null : before + BigInt(count));
+    }
+  }
+  return new Map([...sums].filter((entry): entry is [string, bigint] => entry[1] !== null));
 }
 
 /**

@@ -10,7 +10,8 @@
  * whose footer statistics (or offset span) may satisfy the WHERE clause, and only the
  * columns the statement may use, each granule rebuilt from its own offsets and checked
  * chunk by chunk against the catalog (ReaderService.granuleFile). A file without
- * granules is rebuilt whole, as before. Active secondary indexes narrow the row groups
+ * granules is rebuilt whole, as before. Files, row groups and the tail are pruned with
+ * one WHERE tree (src/sql/where.ts, prune.ts). Active secondary indexes narrow the row groups
  * further for `=`, IN, ranges and AND/OR of them on indexed columns (index-use.ts); an
  * index that cannot answer for a file is skipped there and counted. No pruning changes an answer: DuckDB still
  * applies the whole statement, a row group is skipped only when no row of it can match,
@@ -35,10 +36,11 @@ import type { KafkaRecord } from '../kafka/record.js';
 import type { ReaderService } from '../reader/service.js';
 import { currentSchema } from '../catalog/schema-versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
-import { fileBounds, mayMatch, rowGroupBounds, type Bounds } from './prune.js';
-import { indexPredicates, type PredicateTree } from './index-predicates.js';
+import { asksNulls, fileBounds, footerNulls, mayBeTrue, mayHold, mayMatch, rowGroupBounds, statisticColumn, statisticTree, type Bounds } from './prune.js';
+import type { RowGroups } from '../indexes/candidates.js';
+import { anyRow, conditionsOf, readWhere, treeText, type Condition, type PredicateTree, type Where } from '../sql/where.js';
 import { TableIndexUse, type IndexUse } from './index-use.js';
-import { requiredPredicates, SqlScanError, tableReferences, tokenize, usedColumns, type Predicate, type Token } from './sql-scan.js';
+import { SqlScanError, tableReferences, tokenize, usedColumns, type Token } from '../sql/scan.js';
 
 export interface QueryDeps {
   catalog: Catalog;
@@ -73,7 +75,12 @@ export interface FileRead {
 
 export interface TablePlan {
   table: string;
-  predicates: Predicate[];
+  /** The conditions of the WHERE tree that statistics decide, by column. */
+  predicates: { column: string; condition: string }[];
+  /** The WHERE tree as statistics prune with it (null when they cannot). */
+  prunedBy: string | null;
+  /** Statistics and indexes a predicate names but that could not use it, and why. */
+  missed: string[];
   /** Files of the table (live), considered. */
   files: number;
   /** Files whose catalog statistics may match the predicates. */
@@ -154,12 +161,21 @@ function columnIndices(schema: TableSchema, names: readonly string[]): number[] 
   return indices.length > 0 ? indices : [0];
 }
 
-/** The row groups of a file with granules that may hold a row satisfying every predicate. */
-function rowGroupsToRead(file: CatalogFile, granules: readonly Granule[], predicates: readonly Predicate[]): number[] {
+/**
+ * The row groups of a file with granules that may hold a row satisfying the tree: each
+ * condition may hold in a row group when its statistics and its own index probes
+ * (`indexed`) both say so.
+ */
+function rowGroupsToRead(file: CatalogFile, granules: readonly Granule[], tree: PredicateTree, tableColumns: ReadonlySet<string>, indexed: (condition: Condition) => RowGroups): number[] {
   const all = granules.map((granule) => granule.rowGroup);
-  if (predicates.length === 0) return all;
+  if (tree.kind === 'any') return all;
   const metadata = parquetMetadata(file.footer);
-  return all.filter((rowGroup) => mayMatch(rowGroupBounds(file, metadata, rowGroup, granules[rowGroup]), predicates));
+  const asks = asksNulls(tree);
+  return all.filter((rowGroup) => {
+    const bounds = rowGroupBounds(file, metadata, rowGroup, granules[rowGroup]);
+    const nulls = asks ? footerNulls(metadata, rowGroup) : undefined;
+    return mayBeTrue(tree, (condition) => mayHold(condition, bounds, nulls, tableColumns) && (indexed(condition)?.has(rowGroup) ?? true));
+  });
 }
 
 /**
@@ -167,13 +183,18 @@ function rowGroupsToRead(file: CatalogFile, granules: readonly Granule[], predic
  * files without granules, the fresh tail); returns their paths and the plan. `columns`:
  * the names of the columns to encode (every column of the current schema, or fewer).
  */
-async function materialize(deps: QueryDeps, table: TableRecord, predicates: Predicate[], where: PredicateTree, columns: readonly string[], dir: string): Promise<{ paths: string[]; plan: TablePlan }> {
+async function materialize(deps: QueryDeps, table: TableRecord, where: Where, columns: readonly string[], dir: string): Promise<{ paths: string[]; plan: TablePlan }> {
   const say = deps.progress ?? (() => {});
   const { files, partitions } = await snapshot(deps.catalog, table);
   const { schema } = await currentSchema(deps.catalog, table.tableId);
-  const candidates = files.filter((file) => mayMatch(fileBounds(file), predicates));
+  const names = new Set(schema.columns.map((column) => column.name.toLowerCase()));
+  const { tree } = where;
+  const nulls = asksNulls(tree);
+  const candidates = files.filter((file) => mayMatch(fileBounds(file), tree, nulls ? footerNulls(parquetMetadata(file.footer)) : undefined, names));
+  const pruning = statisticTree(tree, names);
+  const predicates = conditionsOf(pruning).map((condition) => ({ column: statisticColumn(condition.operand, names)!, condition: treeText(condition) }));
   // Secondary indexes narrow the row groups further; DuckDB still applies the whole WHERE.
-  const indexes = await TableIndexUse.bind(deps.catalog, table, schema, deps.wholeFiles ? { kind: 'any' } : where);
+  const indexes = await TableIndexUse.bind(deps.catalog, table, schema, deps.wholeFiles ? { tree: anyRow, unread: [] } : where);
   if (indexes.used) await indexes.fetch(candidates.filter((file) => file.hasGranules));
   if (!deps.wholeFiles) await deps.service.prefetchGranules(candidates);
   const items: ReadItem[] = [];
@@ -188,7 +209,11 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
       continue;
     }
     rowGroupsOf += granular.granules.length;
-    const chosen = indexes.choose(file, granular.granules, rowGroupsToRead(file, granular.granules, predicates));
+    // What each index saves is counted against the statistics alone; the read then also
+    // drops the row groups that no branch of the tree keeps with statistics and indexes together.
+    const byStatistics = rowGroupsToRead(file, granular.granules, tree, names, () => null);
+    const together = indexes.used ? new Set(rowGroupsToRead(file, granular.granules, tree, names, indexes.conditionRowGroups(file, granular.granules))) : undefined;
+    const chosen = indexes.choose(file, granular.granules, byStatistics).filter((rowGroup) => together?.has(rowGroup) ?? true);
     if (chosen.length === 0) continue;
     const indices = columnIndices(granular.schema, columns);
     for (const rowGroup of chosen) items.push({ file, rowGroup, columns: indices });
@@ -217,7 +242,7 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
       ['_partition', { min: BigInt(partition), max: BigInt(partition) }],
       ['_offset', { min: indexedEnd, max: lso - 1n }],
     ]);
-    if (!mayMatch(bounds, predicates)) continue;
+    if (!mayMatch(bounds, tree, undefined, names)) continue;
     const records: KafkaRecord[] = [];
     for await (const batch of deps.source.read(table.topic, partition, indexedEnd, lso, tableTopic(table))) records.push(...batch.records);
     tail.push({ partition, from: indexedEnd.toString(), until: lso.toString(), records: records.length });
@@ -235,6 +260,8 @@ async function materialize(deps: QueryDeps, table: TableRecord, predicates: Pred
   const plan: TablePlan = {
     table: table.name,
     predicates,
+    prunedBy: pruning.kind === 'any' ? null : treeText(pruning),
+    missed: indexes.missed(),
     files: files.length,
     candidates: candidates.map((f) => f.dataFileId.toString()),
     reads,
@@ -344,9 +371,8 @@ export async function runQuery(deps: QueryDeps, sql: string): Promise<QueryResul
     }
     for (const [name, positions] of references) {
       // A table named more than once (self-join, subquery) is read whole: one view serves every mention.
-      const predicates = positions.length === 1 ? requiredPredicates(tokens, positions[0]!) : [];
-      const where = positions.length === 1 ? indexPredicates(tokens, positions[0]!) : ({ kind: 'any' } as const);
-      const { paths, plan: tablePlan } = await materialize(deps, tables.get(name)!, predicates, where, columns.get(name)!, dir);
+      const where: Where = positions.length === 1 ? readWhere(tokens, positions[0]!) : { tree: anyRow, unread: [] };
+      const { paths, plan: tablePlan } = await materialize(deps, tables.get(name)!, where, columns.get(name)!, dir);
       plan.push(tablePlan);
       await connection.run(`CREATE VIEW ${sqlName(name)} AS SELECT * FROM read_parquet([${paths.map(sqlString).join(', ')}], union_by_name = true)`);
     }

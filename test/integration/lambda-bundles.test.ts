@@ -38,7 +38,7 @@ import { indexPartition, newTopic, testEngine, testRuntime, testTable } from '..
 import { createIndex } from '../../src/catalog/index-ddl.js';
 import { indexEntryParts } from '../../src/catalog/indexes.js';
 import { parseInlineIndex } from '../../src/indexes/ddl.js';
-import { HEADER_PART } from '../../src/indexes/entries.js';
+import { HEADER_PART } from '../../src/indexes/header.js';
 import { readCommittedIndependently, type IndependentRecord } from '../helpers/independent-kafka.js';
 import { cpuOf, deployedCopy, deployedFunctions, functionUrlResponse, invokeBundle, nodeModulesAbove, synthesizeFunctions, type BundleRun, type DeployedFunction, type StreamedOutcome, type SynthesizedFunction } from '../helpers/lambda-bundles.js';
 import { nativeBindings, type LambdaCpu } from '../../infra/lambda-native.js';

@@ -8,11 +8,13 @@
 import { describe, expect, it } from 'vitest';
 import { answerProbes, candidateRowGroups, type FileEntries } from '../../src/indexes/candidates.js';
 import { resolveIndexColumn } from '../../src/indexes/columns.js';
-import { buildIndexEntries, HEADER_PART, BLOOM_PART } from '../../src/indexes/entries.js';
+import { BLOOM_PART } from '../../src/indexes/bloom-entries.js';
+import { buildIndexEntries } from '../../src/indexes/entries.js';
+import { HEADER_PART } from '../../src/indexes/header.js';
 import type { IndexColumn, IndexDefinition, IndexKind } from '../../src/indexes/definition.js';
 import { bindIndexes, type BindableIndex } from '../../src/query/index-binding.js';
-import { indexPredicates } from '../../src/query/index-predicates.js';
-import { tableReferences, tokenize } from '../../src/query/sql-scan.js';
+import { predicateTree } from '../../src/sql/where.js';
+import { tableReferences, tokenize } from '../../src/sql/scan.js';
 import type { Column } from '../../src/parquet/schema.js';
 import { prepare } from '../../src/parquet/values.js';
 import { seededRandom } from '../helpers/random.js';
@@ -144,7 +146,7 @@ describe('candidate row groups from index entries', () => {
       const model = node(3);
       const sql = `SELECT * FROM t WHERE ${sqlOf(model)}`;
       const tokens = tokenize(sql);
-      const probes = bindIndexes(indexPredicates(tokens, tableReferences(tokens, new Set(['t'])).get('t')![0]!), indexes, new Set(columns.map((c) => c.name)));
+      const probes = bindIndexes(predicateTree(tokens, tableReferences(tokens, new Set(['t'])).get('t')![0]!), indexes, new Set(columns.map((c) => c.name)));
       const answers = answerProbes(probes, entries, groups);
       expect(answers.unusable, sql).toEqual(new Map());
       const kept = candidateRowGroups(probes, answers);
@@ -163,7 +165,7 @@ describe('candidate row groups from index entries', () => {
     const built = buildIndexEntries(d, d.columns.map((c) => resolveIndexColumn(columns, 'avro', c, 'postings')), data);
     const header = built.find((e) => e.part === HEADER_PART)!.payload;
     const tokens = tokenize('SELECT * FROM t WHERE n = 1');
-    const probes = bindIndexes(indexPredicates(tokens, 3), [{ definition: d, columns: d.columns.map((c) => resolveIndexColumn(columns, 'avro', c, 'postings')) }], new Set(['n']));
+    const probes = bindIndexes(predicateTree(tokens, 3), [{ definition: d, columns: d.columns.map((c) => resolveIndexColumn(columns, 'avro', c, 'postings')) }], new Set(['n']));
     const postings = new Map(built.filter((e) => e.part >= 0).map((e) => [e.part, e.payload]));
     const good = answerProbes(probes, new Map([[0, { header, bloom: null, postings, postingBuckets: 4 }]]), [1, 1]);
     expect(candidateRowGroups(probes, good)).toEqual(new Set([0]));

@@ -13,7 +13,11 @@ import type { TableRecord } from '../../src/table/record.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { parseIndexColumn, type IndexDefinition, type IndexKind } from '../../src/indexes/definition.js';
-import { bloomGranules, BLOOM_PART, decodeHeader, encodeKey, fileIndexEntries, HEADER_PART, postingBucket, postingGranules, rowGroupsOf, type IndexEntryRow } from '../../src/indexes/entries.js';
+import { bloomGranules, BLOOM_PART } from '../../src/indexes/bloom-entries.js';
+import { fileIndexEntries, type IndexEntryRow } from '../../src/indexes/entries.js';
+import { decodeHeader, HEADER_PART, rowGroupsOf } from '../../src/indexes/header.js';
+import { encodeKey, postingBucket } from '../../src/indexes/keys.js';
+import { postingGranules } from '../../src/indexes/postings.js';
 import { seededRandom } from '../helpers/random.js';
 
 const table = { tableId: 1n, name: 't', topic: 't', format: 'json', settings: resolveSettings({}) } as unknown as TableRecord;

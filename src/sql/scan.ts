@@ -1,14 +1,9 @@
 /**
- * Just enough of SQL to plan a query, never to change it: which catalog tables it names,
- * and, when that is certain, the simple predicates its WHERE clause requires. DuckDB
- * parses and runs the statement itself; a predicate is only extracted where reading it
- * wrong is impossible, and anything unclear extracts nothing, so every file is kept.
- *
- * Extracted: in `SELECT … FROM <table> [[AS] alias] WHERE c1 AND c2 …` with the table
- * named once, at the top level, alone in FROM (no join, comma, set operation, OR or
- * CASE at the top of WHERE), each conjunct of the form
- *   column op literal | literal op column | column BETWEEN literal AND literal
- * with op one of = < <= > >=, a literal a number, a string, or TIMESTAMP[TZ] 'text'.
+ * Just enough of SQL to plan a query, never to change it: its tokens, which catalog
+ * tables it names, the columns it may read, and the WHERE clause of a plain query on one
+ * table (read as a tree by where.ts). DuckDB parses and runs the statement itself;
+ * anything unclear here reads as "every file, every column". Shared by src/query (the
+ * planner) and src/indexes (the DDL).
  */
 
 export type Token =
@@ -17,12 +12,7 @@ export type Token =
   | { kind: 'number'; text: string }
   | { kind: 'symbol'; text: string };
 
-export type Literal = { kind: 'number'; text: string } | { kind: 'string'; text: string } | { kind: 'timestamp'; text: string };
 export type Comparison = '=' | '<' | '<=' | '>' | '>=';
-
-export type Predicate =
-  | { column: string; op: Comparison; value: Literal }
-  | { column: string; op: 'between'; low: Literal; high: Literal };
 
 export class SqlScanError extends Error {
   override name = 'SqlScanError';
@@ -196,86 +186,4 @@ export function whereClause(tokens: Token[], at: number): { where: Token[]; qual
     where.push(tokens[i]!);
   }
   return { where, qualifiers };
-}
-
-/**
- * The predicates a query on `table` requires of every row it reads, or [] when that is
- * not certain. `at` is where the table is named (it must be its only mention).
- */
-export function requiredPredicates(tokens: Token[], at: number): Predicate[] {
-  const clause = whereClause(tokens, at);
-  if (!clause) return [];
-  const { where, qualifiers } = clause;
-  const whereDepth = depths(where);
-  if (where.some((token, j) => whereDepth[j] === 0 && isWord(token, 'OR', 'CASE'))) return [];
-  // Split at top-level AND; the AND of a BETWEEN belongs to it.
-  const conjuncts: Token[][] = [[]];
-  let inBetween = false;
-  where.forEach((token, j) => {
-    if (whereDepth[j] === 0 && isWord(token, 'BETWEEN')) inBetween = true;
-    if (whereDepth[j] === 0 && isWord(token, 'AND')) {
-      if (inBetween) inBetween = false;
-      else return void conjuncts.push([]);
-    }
-    conjuncts[conjuncts.length - 1]!.push(token);
-  });
-  // DuckDB's arrows (`->>`, `->`) take everything before them as their left side:
-  // `a = 1 AND _value->>'k' = 'x'` is `(a = 1 AND _value)->>'k' = 'x'`, not an AND.
-  const arrowAt = (conjunct: Token[]) => depths(conjunct).some((d, k) => d === 0 && (isSymbol(conjunct[k], '->>') || isSymbol(conjunct[k], '->')));
-  if (conjuncts.slice(1).some(arrowAt)) return [];
-  return conjuncts.flatMap((conjunct) => {
-    const predicate = simplePredicate(conjunct, qualifiers);
-    return predicate ? [predicate] : [];
-  });
-}
-
-/** A column (optionally `qualifier.`) at tokens[i]: its name and where it ends. */
-function columnAt(tokens: Token[], i: number, qualifiers: ReadonlySet<string>): { name: string; next: number } | undefined {
-  const first = tokens[i];
-  if (first?.kind !== 'word' || isWord(first, 'TIMESTAMP', 'TIMESTAMPTZ', 'NOT', 'NULL', 'TRUE', 'FALSE', 'DATE', 'INTERVAL')) return undefined;
-  if (isSymbol(tokens[i + 1], '.')) {
-    const column = tokens[i + 2];
-    if (!qualifiers.has(nameOf(first)!) || column?.kind !== 'word') return undefined;
-    return { name: nameOf(column)!, next: i + 3 };
-  }
-  return { name: nameOf(first)!, next: i + 1 };
-}
-
-function literalAt(tokens: Token[], i: number): { value: Literal; next: number } | undefined {
-  const token = tokens[i];
-  if (isSymbol(token, '-') && tokens[i + 1]?.kind === 'number') return { value: { kind: 'number', text: `-${tokens[i + 1]!.text}` }, next: i + 2 };
-  if (token?.kind === 'number') return { value: { kind: 'number', text: token.text }, next: i + 1 };
-  if (token?.kind === 'string') return { value: { kind: 'string', text: token.text }, next: i + 1 };
-  if (isWord(token, 'TIMESTAMP', 'TIMESTAMPTZ') && tokens[i + 1]?.kind === 'string') return { value: { kind: 'timestamp', text: tokens[i + 1]!.text }, next: i + 2 };
-  return undefined;
-}
-
-const comparisons: Comparison[] = ['=', '<', '<=', '>', '>='];
-const mirrored: Record<Comparison, Comparison> = { '=': '=', '<': '>', '<=': '>=', '>': '<', '>=': '<=' };
-
-function comparisonAt(tokens: Token[], i: number): Comparison | undefined {
-  const token = tokens[i];
-  return token?.kind === 'symbol' && (comparisons as string[]).includes(token.text) ? (token.text as Comparison) : undefined;
-}
-
-function simplePredicate(tokens: Token[], qualifiers: ReadonlySet<string>): Predicate | undefined {
-  const column = columnAt(tokens, 0, qualifiers);
-  if (column) {
-    if (isWord(tokens[column.next], 'BETWEEN')) {
-      const low = literalAt(tokens, column.next + 1);
-      if (!low || !isWord(tokens[low.next], 'AND')) return undefined;
-      const high = literalAt(tokens, low.next + 1);
-      if (!high || high.next !== tokens.length) return undefined;
-      return { column: column.name, op: 'between', low: low.value, high: high.value };
-    }
-    const op = comparisonAt(tokens, column.next);
-    const value = op && literalAt(tokens, column.next + 1);
-    if (!op || !value || value.next !== tokens.length) return undefined;
-    return { column: column.name, op, value: value.value };
-  }
-  const value = literalAt(tokens, 0);
-  const op = value && comparisonAt(tokens, value.next);
-  const right = op && columnAt(tokens, value.next + 1, qualifiers);
-  if (!value || !op || !right || right.next !== tokens.length) return undefined;
-  return { column: right.name, op: mirrored[op], value: value.value };
 }

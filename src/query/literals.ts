@@ -1,8 +1,10 @@
 /**
- * A literal of the WHERE clause as the key value an index holds for its column, exactly
- * as src/indexes/columns.ts takes row values, or undefined whenever DuckDB's comparison
- * of that column with that literal might mean another value (then the index is not used
- * for the condition). Pure.
+ * The one place that knows what a literal of the WHERE tree (src/sql/where.ts) means for
+ * what prunes: as the key value an index holds for its column (`literalKey`), exactly as
+ * src/indexes/columns.ts takes row values, and as a value of a statistic the catalog
+ * keeps (`statisticValue`). Both give undefined whenever DuckDB's comparison of that
+ * column with that literal might mean another value: then the condition prunes nothing
+ * there (and `--plan` names it). Pure.
  *
  *   integer   int32/int64: integer digits. date: DATE 'Y-M-D' or 'Y-M-D' (days). timestamp:
  *             TIMESTAMP '…' or '…' without a zone (the session is UTC), with no more
@@ -13,12 +15,19 @@
  *             as DuckDB reads them). float32 is refused: DuckDB may cast the literal to
  *             FLOAT (`0.1::FLOAT = 0.1` is true) where the index holds the double.
  *   boolean   TRUE / FALSE.
- *   string    a string literal: its UTF-8 bytes.
- *   binary    a string literal of ASCII without backslashes: DuckDB casts it to BLOB byte
- *             for byte (a backslash starts a \xNN escape, non-ASCII is refused).
+ *   string    a string literal, or one cast to VARCHAR: its UTF-8 bytes.
+ *   binary    a string literal, or one cast to BLOB or VARCHAR (DuckDB casts a VARCHAR
+ *             compared with a BLOB to BLOB), of ASCII without backslashes: DuckDB casts
+ *             it byte for byte (a backslash starts a \xNN escape, non-ASCII is refused);
+ *             `encode('…')`: the text's UTF-8 bytes.
+ * Integer casts of integer digits arrive here as numbers, TIMESTAMP casts as timestamps.
+ *
+ * Statistics (src/query/prune.ts): `_partition` and `_offset` take integer digits;
+ * `_timestamp` (epoch milliseconds) a TIMESTAMP or TIMESTAMPTZ literal or a string, to
+ * the millisecond, UTC unless a zone is given.
  */
 import type { KeyValue, ResolvedColumn } from '../indexes/columns.js';
-import type { IndexLiteral } from './index-predicates.js';
+import type { Literal } from '../sql/where.js';
 
 // At most 38 digits: DuckDB reads a longer number literal as a DOUBLE, rounded.
 const integerText = /^-?\d{1,38}$/;
@@ -72,7 +81,7 @@ function doubleValue(text: string): number | undefined {
 }
 
 /** The key value `literal` stands for in a comparison with `column`, or undefined when that is not certain. */
-export function literalKey(column: ResolvedColumn, literal: IndexLiteral): KeyValue | undefined {
+export function literalKey(column: ResolvedColumn, literal: Literal): KeyValue | undefined {
   const { type } = column;
   switch (column.keyType) {
     case 'integer':
@@ -91,8 +100,33 @@ export function literalKey(column: ResolvedColumn, literal: IndexLiteral): KeyVa
     case 'boolean':
       return literal.kind === 'boolean' ? literal.value : undefined;
     case 'string':
-      return literal.kind === 'string' && literal.text.isWellFormed() ? utf8.encode(literal.text) : undefined;
+      return (literal.kind === 'string' || literal.kind === 'varchar') && literal.text.isWellFormed() ? utf8.encode(literal.text) : undefined;
     case 'binary':
-      return literal.kind === 'string' && blobText.test(literal.text) ? utf8.encode(literal.text) : undefined;
+      if (literal.kind === 'utf8') return literal.text.isWellFormed() ? utf8.encode(literal.text) : undefined;
+      return (literal.kind === 'string' || literal.kind === 'blob' || literal.kind === 'varchar') && blobText.test(literal.text) ? utf8.encode(literal.text) : undefined;
   }
+}
+
+// Date, optional time with at most millisecond precision, optional zone: what ms statistics can decide.
+const millisText = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,3})?)?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+
+/** A timestamp literal as epoch ms; one without a zone is UTC (the query session's time zone). */
+export function timestampMillis(text: string): bigint | undefined {
+  const m = millisText.exec(text.trim());
+  if (!m) return undefined;
+  const [, y, mo, d, h = '00', mi = '00', s = '00', fraction = '', zone] = m;
+  let iso = `${y}-${mo}-${d}T${h}:${mi}:${s}${fraction.padEnd(fraction ? 4 : 0, '0')}`;
+  iso += !zone || zone.toUpperCase() === 'Z' ? 'Z' : zone.length === 3 ? `${zone}:00` : zone.includes(':') ? zone : `${zone.slice(0, 3)}:${zone.slice(3)}`;
+  const ms = Date.parse(iso);
+  return Number.isNaN(ms) ? undefined : BigInt(ms);
+}
+
+/** The columns whose min/max the catalog and the footers keep exactly as integers. */
+export const statisticColumns: readonly string[] = ['_partition', '_offset', '_timestamp'];
+
+/** The value `literal` stands for in a comparison with one of statisticColumns, or undefined when that is not certain. */
+export function statisticValue(column: string, literal: Literal): bigint | undefined {
+  if (column === '_timestamp') return literal.kind === 'timestamp' || literal.kind === 'timestamptz' || literal.kind === 'string' ? timestampMillis(literal.text) : undefined;
+  if (column === '_offset' || column === '_partition') return literal.kind === 'number' && /^-?\d+$/.test(literal.text) ? BigInt(literal.text) : undefined;
+  return undefined;
 }

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { resolveIndexColumn } from '../../src/indexes/columns.js';
-import { literalKey } from '../../src/query/index-literals.js';
-import { indexPredicates, type IndexLiteral, type PredicateTree } from '../../src/query/index-predicates.js';
-import { tableReferences, tokenize } from '../../src/query/sql-scan.js';
+import { literalKey } from '../../src/query/literals.js';
+import { predicateTree, readWhere, type Literal, type PredicateTree } from '../../src/sql/where.js';
+import { tableReferences, tokenize } from '../../src/sql/scan.js';
 import type { Column, ScalarType } from '../../src/parquet/schema.js';
 
 function tree(sql: string, table = 'clicks'): PredicateTree {
   const tokens = tokenize(sql);
   const at = tableReferences(tokens, new Set([table])).get(table);
-  return at?.length === 1 ? indexPredicates(tokens, at[0]!) : { kind: 'any' };
+  return at?.length === 1 ? predicateTree(tokens, at[0]!) : { kind: 'any' };
 }
 
 const num = (text: string) => ({ kind: 'number', text }) as const;
@@ -41,10 +41,11 @@ describe('the WHERE clause as an AND/OR tree for secondary indexes', () => {
     expect(tree("SELECT * FROM clicks WHERE list_filter(_headers, h -> h.key = 'trace')[1].value = 'abc'")).toEqual({ kind: 'compare', operand: { kind: 'header', name: 'trace' }, op: '=', value: str('abc') });
   });
 
-  it('extracts nothing from forms whose meaning it does not read: NOT, IS NULL, functions, casts, other json paths, an OR with any of them', () => {
+  it('extracts nothing from forms whose meaning it does not read: NOT, functions, casts of a column, other json paths, an OR with any of them', () => {
     for (const where of [
-      'NOT a = 1', 'a IS NULL', 'abs(a) = 1', 'a::INT = 1', "_value->'user' = 'x'", "_value->>'$.a[0]' = 'x'", "_value->>'$.\"a.b\"' = 'x'",
-      "_value->>'a' || 'b' = 'ab'", 'a = 1 OR b IS NULL', 'a NOT IN (1, 2)', 'a = NULL', 'a + 1 = 2', 'f(x) BETWEEN 1 AND 3 OR a = 1',
+      'NOT a = 1', 'a IS NOT DISTINCT FROM 1', 'abs(a) = 1', 'a::INT = 1', "_value->'user' = 'x'", "_value->>'$.a[0]' = 'x'", "_value->>'$.\"a.b\"' = 'x'",
+      "_value->>'a' || 'b' = 'ab'", 'a = 1 OR NOT b IS NULL', 'a NOT IN (1, 2)',
+      "a = '1.5'::INT", 'a = 1.5::BIGINT', "a = 'x'::VARCHAR(3)", "a = 'x'::TIMESTAMP_MS", "a = 'x'::VARCHAR::BLOB", "a = CAST('x' AS DECIMAL(3, 1))", "a = encode(b)", 'a = NULL', 'a + 1 = 2', 'f(x) BETWEEN 1 AND 3 OR a = 1',
       "list_filter(_headers, h -> h.key = 'x')[2].value = 'v'", 'CASE WHEN a = 1 AND b = 2 THEN true END OR a = 1', 'a = b',
     ]) {
       expect(tree(`SELECT * FROM clicks WHERE ${where}`), where).toEqual({ kind: 'any' });
@@ -67,6 +68,46 @@ describe('the WHERE clause as an AND/OR tree for secondary indexes', () => {
     expect(tree("SELECT * FROM clicks WHERE a = 1 AND (b = 2 AND _value->>'k' = 'x')")).toEqual({ kind: 'compare', operand: col('a'), op: '=', value: num('1') });
   });
 
+  it('reads IS [NOT] NULL of an operand, alone and in an OR', () => {
+    expect(tree('SELECT * FROM clicks WHERE a IS NULL')).toEqual({ kind: 'null', operand: col('a'), negated: false });
+    expect(tree('SELECT * FROM clicks WHERE a = 1 OR b.c IS NOT NULL')).toEqual({
+      kind: 'or',
+      items: [{ kind: 'compare', operand: col('a'), op: '=', value: num('1') }, { kind: 'null', operand: col('b', 'c'), negated: true }],
+    });
+  });
+
+  it('reads the literal forms users write for a column\'s type: casts to BLOB, VARCHAR, integers, timestamps, dates, and encode()', () => {
+    const value = (literal: string) => {
+      const found = tree(`SELECT * FROM clicks WHERE _key = ${literal}`);
+      return found.kind === 'compare' ? found.value : found;
+    };
+    expect(value("'k1'::BLOB")).toEqual({ kind: 'blob', text: 'k1' });
+    expect(value("CAST('k1' AS blob)")).toEqual({ kind: 'blob', text: 'k1' });
+    expect(value("'k1'::BYTEA")).toEqual({ kind: 'blob', text: 'k1' });
+    expect(value("encode('k1')")).toEqual({ kind: 'utf8', text: 'k1' });
+    expect(value("'k1'::VARCHAR")).toEqual({ kind: 'varchar', text: 'k1' });
+    expect(value("CAST('k1' AS TEXT)")).toEqual({ kind: 'varchar', text: 'k1' });
+    expect(value('5::BIGINT')).toEqual(num('5'));
+    expect(value("'-7'::INTEGER")).toEqual(num('-7'));
+    expect(value('CAST(-7 AS SMALLINT)')).toEqual(num('-7'));
+    expect(value("'2026-01-01 10:00'::TIMESTAMP")).toEqual({ kind: 'timestamp', text: '2026-01-01 10:00' });
+    expect(value("CAST('2026-01-01' AS TIMESTAMPTZ)")).toEqual({ kind: 'timestamptz', text: '2026-01-01' });
+    expect(value("TIMESTAMPTZ '2026-01-01'")).toEqual({ kind: 'timestamptz', text: '2026-01-01' });
+    expect(value("'2026-01-01'::DATE")).toEqual({ kind: 'date', text: '2026-01-01' });
+    expect(tree("SELECT * FROM clicks WHERE 'k1'::BLOB = _key")).toEqual({ kind: 'compare', operand: col('_key'), op: '=', value: { kind: 'blob', text: 'k1' } });
+    expect(tree("SELECT * FROM clicks WHERE _key IN ('a'::BLOB, encode('b'))")).toEqual({ kind: 'in', operand: col('_key'), values: [{ kind: 'blob', text: 'a' }, { kind: 'utf8', text: 'b' }] });
+    expect(tree("SELECT * FROM clicks WHERE _offset BETWEEN 1::BIGINT AND CAST('9' AS BIGINT)")).toEqual({ kind: 'between', operand: col('_offset'), low: num('1'), high: num('9') });
+  });
+
+  it('keeps what it could not read, with the names it mentions', () => {
+    const tokens = tokenize("SELECT * FROM clicks WHERE a = 1 AND NOT _offset = 5 AND (_key::VARCHAR = 'k' OR b = 2)");
+    const { unread } = readWhere(tokens, tableReferences(tokens, new Set(['clicks'])).get('clicks')![0]!);
+    expect(unread).toEqual([
+      { text: 'NOT _offset = 5', names: ['not', '_offset'] },
+      { text: "_key::VARCHAR = 'k'", names: ['_key', 'varchar', 'k'] },
+    ]);
+  });
+
   it('keeps the readable conditions of an AND whose other conditions it does not read', () => {
     expect(tree('SELECT * FROM clicks WHERE f(x) BETWEEN 1 AND 3 AND a = 1 AND NOT b = 2')).toEqual({ kind: 'compare', operand: col('a'), op: '=', value: num('1') });
     expect(tree("SELECT * FROM clicks WHERE CASE WHEN a = 1 OR b = 2 THEN true END AND c = 'z'")).toEqual({ kind: 'compare', operand: col('c'), op: '=', value: str('z') });
@@ -79,7 +120,7 @@ describe('the WHERE clause as an AND/OR tree for secondary indexes', () => {
   });
 });
 
-function keyOf(type: ScalarType | { kind: 'binary' }, literal: IndexLiteral, name = 'c') {
+function keyOf(type: ScalarType | { kind: 'binary' }, literal: Literal, name = 'c') {
   const columns: Column[] = [{ name, type, nullable: true }];
   return literalKey(resolveIndexColumn(columns, 'avro', { kind: 'column', path: [name] }, type.kind === 'double' || type.kind === 'float' ? 'minmax' : 'bloom'), literal);
 }
@@ -109,6 +150,19 @@ describe('literals as the key values an index holds', () => {
     expect(keyOf({ kind: 'binary' }, str('a\\x41'))).toBeUndefined(); // a BLOB cast reads \xNN escapes
     expect(keyOf({ kind: 'binary' }, str('é'))).toBeUndefined();
     expect(keyOf({ kind: 'string' }, num('1'))).toBeUndefined();
+    expect(keyOf({ kind: 'binary' }, { kind: 'blob', text: 'a\\x41' })).toBeUndefined();
+    expect(keyOf({ kind: 'binary' }, { kind: 'varchar', text: 'é' })).toBeUndefined(); // DuckDB casts the VARCHAR to BLOB: an error
+    expect(keyOf({ kind: 'string' }, { kind: 'blob', text: 'a' })).toBeUndefined();
+    expect(keyOf({ kind: 'string' }, { kind: 'utf8', text: 'a' })).toBeUndefined();
+    expect(keyOf({ kind: 'timestamp', unit: 'millis', utc: true }, { kind: 'timestamptz', text: '2026-01-01' })).toBeUndefined();
+  });
+
+  it('casts to BLOB and VARCHAR and encode() as the bytes DuckDB compares a BLOB column with', () => {
+    const bytes = (text: string) => new TextEncoder().encode(text);
+    expect(keyOf({ kind: 'binary' }, { kind: 'blob', text: 'k1' })).toEqual(bytes('k1'));
+    expect(keyOf({ kind: 'binary' }, { kind: 'varchar', text: 'k1' })).toEqual(bytes('k1'));
+    expect(keyOf({ kind: 'binary' }, { kind: 'utf8', text: 'é\\' })).toEqual(bytes('é\\'));
+    expect(keyOf({ kind: 'string' }, { kind: 'varchar', text: 'é' })).toEqual(bytes('é'));
   });
 
   it('strings as UTF-8 bytes, ASCII blobs byte for byte, doubles and booleans as themselves', () => {

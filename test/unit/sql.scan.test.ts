@@ -4,15 +4,22 @@ import { encodeFile } from '../../src/build/files.js';
 import type { CatalogFile } from '../../src/catalog/file-reads.js';
 import type { TableRecord } from '../../src/table/record.js';
 import { encoderVersion } from '../../src/parquet/index.js';
-import { mayMatch, rowGroupBounds, timestampMillis, type Bounds } from '../../src/query/prune.js';
+import { timestampMillis } from '../../src/query/literals.js';
+import { mayMatch, rowGroupBounds, statisticTree, type Bounds } from '../../src/query/prune.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
-import { requiredPredicates, tableReferences, tokenize, usedColumns } from '../../src/query/sql-scan.js';
+import { tableReferences, tokenize, usedColumns } from '../../src/sql/scan.js';
+import { predicateTree, type PredicateTree } from '../../src/sql/where.js';
 
-function predicates(sql: string, table = 'clicks') {
+/** The WHERE tree as statistics prune with it. */
+function predicates(sql: string, table = 'clicks'): PredicateTree {
   const tokens = tokenize(sql);
   const at = tableReferences(tokens, new Set([table])).get(table);
-  return at?.length === 1 ? requiredPredicates(tokens, at[0]!) : [];
+  return at?.length === 1 ? statisticTree(predicateTree(tokens, at[0]!)) : { kind: 'any' };
 }
+
+const none = { kind: 'any' };
+const column = (name: string, qualifier?: string) => (qualifier === undefined ? { kind: 'column', path: [name] } : { kind: 'column', path: [name], qualifier });
+const offsetIs = (text: string) => ({ kind: 'compare', operand: column('_offset'), op: '=', value: { kind: 'number', text } });
 
 describe('finding tables and required predicates in SQL', () => {
   it('finds tables by name, quoted or not, but not functions, qualified names or strings', () => {
@@ -21,23 +28,25 @@ describe('finding tables and required predicates in SQL', () => {
   });
 
   it('extracts nothing when an arrow after the first conjunct regroups the conjuncts before it (DuckDB: `(a AND _value)->>…`)', () => {
-    expect(predicates("SELECT * FROM clicks WHERE _offset = 5 AND _value->>'$' = 'false'")).toEqual([]);
-    expect(predicates("SELECT * FROM clicks WHERE _value->>'k' = 'x' AND _offset = 5")).toEqual([{ column: '_offset', op: '=', value: { kind: 'number', text: '5' } }]);
-    expect(predicates("SELECT * FROM clicks WHERE _offset = 5 AND (_value->>'k' = 'x')")).toEqual([{ column: '_offset', op: '=', value: { kind: 'number', text: '5' } }]);
+    expect(predicates("SELECT * FROM clicks WHERE _offset = 5 AND _value->>'$' = 'false'")).toEqual(none);
+    expect(predicates("SELECT * FROM clicks WHERE _value->>'k' = 'x' AND _offset = 5")).toEqual(offsetIs('5'));
+    expect(predicates("SELECT * FROM clicks WHERE _offset = 5 AND (_value->>'k' = 'x')")).toEqual(offsetIs('5'));
   });
 
   it('extracts comparisons, mirrored literals and BETWEEN from a plain WHERE', () => {
-    expect(predicates("SELECT * FROM clicks c WHERE c._offset >= 10 AND 20 > _offset AND _timestamp BETWEEN TIMESTAMP '2026-01-01' AND '2026-01-02' AND _partition = -1 ORDER BY 1")).toEqual([
-      { column: '_offset', op: '>=', value: { kind: 'number', text: '10' } },
-      { column: '_offset', op: '<', value: { kind: 'number', text: '20' } },
-      { column: '_timestamp', op: 'between', low: { kind: 'timestamp', text: '2026-01-01' }, high: { kind: 'string', text: '2026-01-02' } },
-      { column: '_partition', op: '=', value: { kind: 'number', text: '-1' } },
-    ]);
+    expect(predicates("SELECT * FROM clicks c WHERE c._offset >= 10 AND 20 > _offset AND _timestamp BETWEEN TIMESTAMP '2026-01-01' AND '2026-01-02' AND _partition = -1 ORDER BY 1")).toEqual({
+      kind: 'and',
+      items: [
+        { kind: 'compare', operand: column('_offset', 'c'), op: '>=', value: { kind: 'number', text: '10' } },
+        { kind: 'compare', operand: column('_offset'), op: '<', value: { kind: 'number', text: '20' } },
+        { kind: 'between', operand: column('_timestamp'), low: { kind: 'timestamp', text: '2026-01-01' }, high: { kind: 'string', text: '2026-01-02' } },
+        { kind: 'compare', operand: column('_partition'), op: '=', value: { kind: 'number', text: '-1' } },
+      ],
+    });
   });
 
-  it('extracts nothing when unsure: OR, CASE, NOT, casts, joins, CTEs, set operations, subqueries, other qualifiers', () => {
+  it('extracts nothing when unsure: CASE, NOT, casts of a column, joins, CTEs, set operations, subqueries, other qualifiers', () => {
     for (const sql of [
-      'SELECT * FROM clicks WHERE _offset > 1 OR _offset < 0',
       'SELECT * FROM clicks WHERE CASE WHEN _offset > 1 AND true THEN 1 END = 1',
       'SELECT * FROM clicks, other WHERE _offset > 1',
       'SELECT * FROM clicks JOIN other USING (x) WHERE _offset > 1',
@@ -45,9 +54,21 @@ describe('finding tables and required predicates in SQL', () => {
       'SELECT * FROM (SELECT _offset - 5 AS _offset FROM clicks) WHERE _offset > 1',
       'SELECT * FROM clicks WHERE _offset > 1 UNION ALL SELECT * FROM other',
       'SELECT * FROM clicks; SELECT 1',
-    ]) expect(predicates(sql), sql).toEqual([]);
-    expect(predicates('SELECT * FROM clicks WHERE NOT _offset > 1 AND _offset > 5::BIGINT AND o._offset = 1 AND _offset > 2 IS TRUE')).toEqual([]);
-    expect(predicates('SELECT * FROM clicks a JOIN clicks b USING (_offset) WHERE a._offset = 1')).toEqual([]);
+    ]) expect(predicates(sql), sql).toEqual(none);
+    expect(predicates('SELECT * FROM clicks WHERE NOT _offset > 1 AND _offset::BIGINT > 5 AND o._offset = 1 AND _offset > 2 IS TRUE')).toEqual(none);
+    expect(predicates('SELECT * FROM clicks a JOIN clicks b USING (_offset) WHERE a._offset = 1')).toEqual(none);
+  });
+
+  it('extracts an OR of what statistics decide, and integer casts of literals', () => {
+    expect(predicates('SELECT * FROM clicks WHERE _offset > 1 OR _offset < 0')).toEqual({
+      kind: 'or',
+      items: [
+        { kind: 'compare', operand: column('_offset'), op: '>', value: { kind: 'number', text: '1' } },
+        { kind: 'compare', operand: column('_offset'), op: '<', value: { kind: 'number', text: '0' } },
+      ],
+    });
+    expect(predicates('SELECT * FROM clicks WHERE _offset = 5::BIGINT AND o._offset = 1')).toEqual(offsetIs('5'));
+    expect(predicates("SELECT * FROM clicks WHERE _offset = 5 OR _key = 'x'")).toEqual(none); // no statistic decides _key = 'x'
   });
 
   it('reads timestamps only to the millisecond, UTC unless a zone is given', () => {
