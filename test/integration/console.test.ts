@@ -7,7 +7,7 @@
  * Screenshots go to .offsetlake/artifacts/console/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -17,7 +17,11 @@ import { resolveSettings } from '../../src/catalog/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { produceWithLibrdkafka, type Delivered } from '../helpers/independent-producers.js';
+import { runCli } from '../helpers/cli.js';
 
+const consolePage = readFileSync(new URL('../../docs/console.md', import.meta.url), 'utf8');
+/** docs/console.md's way to start serve for the console, run as written (the port made free, the token the test's own). */
+const serveBlock = /<!-- tested: console-serve -->\n```sh\n([\s\S]*?)\n```/.exec(consolePage)?.[1];
 const chromiumPath = process.env.OFFSETLAKE_CHROMIUM ?? '/usr/bin/chromium';
 const artifacts = new URL('../../.offsetlake/artifacts/console/', import.meta.url).pathname;
 const token = 'console-token-7f3a9c';
@@ -32,23 +36,32 @@ let url: string;
 /** Every URL any page of the test asked for. */
 const requested: string[] = [];
 
-/** `offsetlake COMMAND…` as a long-lived child on the test's catalog; resolves with it and what it said once `ready` matches its stderr. */
-async function start(args: string[], ready: RegExp): Promise<{ child: ChildProcess; said: string }> {
-  const child = spawn(process.execPath, ['bin/offsetlake.js', ...args], { env: { ...process.env, DATABASE_URL: engine.config.databaseUrl }, stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * A long-lived child on the test's catalog (`offsetlake ARGS…`, or a bash script in a
+ * process group of its own); resolves with it and what it said once `ready` matches its stderr.
+ */
+async function start(args: string[] | { bash: string }, ready: RegExp): Promise<{ child: ChildProcess; said: string }> {
+  const env = { ...process.env, DATABASE_URL: engine.config.databaseUrl };
+  const child = Array.isArray(args)
+    ? spawn(process.execPath, ['bin/offsetlake.js', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+    : spawn('bash', ['-euo', 'pipefail', '-c', args.bash], { env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let said = '';
   for await (const chunk of child.stderr!) {
     said += String(chunk);
     if (ready.test(said)) break;
   }
-  if (!ready.test(said)) throw new Error(`offsetlake ${args[0]} stopped before it was ready: ${said}`);
+  if (!ready.test(said)) throw new Error(`${Array.isArray(args) ? `offsetlake ${args[0]}` : args.bash} stopped before it was ready: ${said}`);
   child.stderr!.resume();
   return { child, said };
 }
 
+/** Stops a child from `start`: its whole process group when it has one (bash, npx, then serve). */
 async function stop(child: ChildProcess | undefined): Promise<void> {
   if (!child || child.exitCode !== null) return;
-  child.kill('SIGTERM');
-  await once(child, 'exit');
+  const exited = once(child, 'exit');
+  if (child.spawnargs[0] === 'bash') process.kill(-child.pid!, 'SIGTERM');
+  else child.kill('SIGTERM');
+  await exited;
 }
 
 /** Records stamped now, `count` of them, for one partition. */
@@ -92,6 +105,17 @@ function cell(page: Page, partition: number, field: string): Promise<string> {
   return page.locator(`article[data-table="${table}"] tr[data-partition="${partition}"] td[data-field="${field}"]`).innerText();
 }
 
+/** Rows of the test's catalog, read with plain SQL. */
+async function catalogRows<Row extends pg.QueryResultRow>(sql: string, values: unknown[]): Promise<Row[]> {
+  const client = new pg.Client({ connectionString: engine.config.databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query<Row>(sql, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
 /** The lag chart as drawn: its points' y coordinates (SVG units, top is 0). */
 async function lagChart(page: Page): Promise<number[]> {
   const points = (await page.locator('#lag-chart polyline').getAttribute('points')) ?? '';
@@ -109,7 +133,8 @@ beforeAll(async () => {
   await createTableFromTopic(engine, { name: table, topic, format: 'json', settings: resolveSettings({ file_window: '1s', file_bytes: '4KiB' }) });
   // root cannot run Chromium's sandbox; the page is our own, on loopback
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox'] });
-  const served = await start(['serve', '--port', '0', '--token', token], /Ctrl-C stops/);
+  expect(serveBlock).toContain('npx offsetlake serve --port 8642');
+  const served = await start({ bash: serveBlock!.replace('--port 8642', '--port 0').replace('OFFSETLAKE_TOKEN=secret', `OFFSETLAKE_TOKEN=${token}`) }, /Ctrl-C stops/);
   serve = served.child;
   url = /the console (http:\/\/127\.0\.0\.1:\d+\/console)/.exec(served.said)![1]!;
 }, 180_000);
@@ -184,15 +209,9 @@ describe('the console in a real browser (headless Chromium)', () => {
       expect(Math.min(...after)).toBeLessThan(after.at(-1)!);
 
       // files: the page's against the catalog's rows, read here with SQL
-      const catalog = new pg.Client({ connectionString: engine.config.databaseUrl });
-      await catalog.connect();
-      let rows: { data_file_id: string; partition_id: number; start_offset: string; end_offset: string; record_count: string }[];
-      try {
-        rows = (await catalog.query(`SELECT f.data_file_id::text, f.partition_id, f.start_offset::text, f.end_offset::text, f.record_count::text
-          FROM offsetlake.data_file f JOIN offsetlake.lake_table t USING (table_id) WHERE t.table_name = $1 AND f.expired_at IS NULL ORDER BY f.data_file_id`, [table])).rows;
-      } finally {
-        await catalog.end();
-      }
+      const rows = await catalogRows<{ data_file_id: string; partition_id: number; start_offset: string; end_offset: string; record_count: string }>(`SELECT f.data_file_id::text, f.partition_id,
+          f.start_offset::text, f.end_offset::text, f.record_count::text
+        FROM offsetlake.data_file f JOIN offsetlake.lake_table t USING (table_id) WHERE t.table_name = $1 AND f.expired_at IS NULL ORDER BY f.data_file_id`, [table]);
       for (const partition of [0, 1]) {
         expect(await cell(page, partition, 'files')).toBe(String(rows.filter((r) => r.partition_id === partition).length));
         // every record the producer wrote is in exactly one file
@@ -212,13 +231,24 @@ describe('the console in a real browser (headless Chromium)', () => {
       // a file of an idempotent producer's records: one row per offset of its range
       expect({ values, nulls, min, max }).toEqual({ values: chosen.record_count, nulls: '0', min: chosen.start_offset, max: String(Number(chosen.end_offset) - 1) });
 
+      // an index built over the files while run drives it: the page shows the catalog's state and backfill
+      const created = await runCli(engine.config.databaseUrl, ['sql', `CREATE INDEX by_page ON ${table} (_value.page) USING BLOOM`, '--no-wait']);
+      expect(created.code, created.stderr).toBe(0);
+      const indexRow = page.locator(`#indexes tr[data-index="${table}.by_page"]`);
+      await until('the index active on the page and in the catalog', async () => {
+        const state = (await catalogRows<{ state: string; files_done: string; files_total: string }>(`SELECT i.state, i.files_done::text, i.files_total::text FROM offsetlake.secondary_index i
+          JOIN offsetlake.lake_table t USING (table_id) WHERE t.table_name = $1 AND i.index_name = 'by_page'`, [table]))[0];
+        return state?.state === 'active' && (await indexRow.locator('td[data-field="state"]').innerText().catch(() => '')) === 'active'
+          && (await indexRow.locator('td[data-field="backfill"]').innerText()).includes(state.files_total === '0' ? '–' : `${state.files_done}/${state.files_total} files`);
+      });
+
       // a read through the HTTP face: the page's reader figures count what this test received
       const file = await fetch(`${url.replace('/console', '')}/tables/${table}/files/${chosen.data_file_id}.parquet`, { headers: { authorization: `Bearer ${token}` } });
       const bytes = (await file.arrayBuffer()).byteLength;
       expect(file.status).toBe(200);
       await until('the read on the page', async () => (await page.locator('#reader-figures dd[data-field="bytesServed"]').getAttribute('data-value')) === String(bytes));
       expect(Number(await page.locator('#reader-figures dd[data-field="kafkaBytesPerServedByte"]').innerText())).toBeGreaterThan(0);
-      await page.locator('#charts').scrollIntoViewIfNeeded();
+      await page.mouse.move(0, 0); // no row highlighted by the pointer in the picture
       await page.screenshot({ path: `${artifacts}console.png`, fullPage: true });
 
       expect(problems).toEqual([]);
@@ -226,6 +256,20 @@ describe('the console in a real browser (headless Chromium)', () => {
       await context.close();
     }
   }, 300_000);
+
+  it('with serve --no-auth the page asks for no token and shows the tables', async () => {
+    const open = await start(['serve', '--port', '0', '--no-auth'], /Ctrl-C stops/);
+    const { context, page, problems } = await watchedPage();
+    try {
+      await page.goto(/the console (http:\/\/127\.0\.0\.1:\d+\/console)/.exec(open.said)![1]!);
+      await expect.poll(() => page.locator(`article[data-table="${table}"]`).count()).toBe(1);
+      expect(await page.locator('#token-form').isVisible()).toBe(false);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+      await stop(open.child);
+    }
+  });
 
   it('never puts the token in a URL the page asks for', () => {
     expect(requested.length).toBeGreaterThan(10);

@@ -136,7 +136,7 @@ function drawIndexes(indexes) {
     el('thead', {}, el('tr', {}, ['index', 'kind', 'state', 'backfill', 'files with entries', 'reads used / skipped', 'last error'].map((h) => el('th', {}, h)))),
     el('tbody', {}, indexes.map((i) => el('tr', { 'data-index': `${i.table}.${i.index}` },
       el('td', {}, `${i.table}.${i.index}`), el('td', {}, i.kind.toUpperCase()), el('td', { 'data-field': 'state' }, i.state),
-      el('td', {}, i.backfill.filesTotal === 0 ? '–' : [el('progress', { max: i.backfill.filesTotal, value: i.backfill.filesDone }), ` ${i.backfill.filesDone}/${i.backfill.filesTotal} files, ${i.backfill.granulesDone} granules, ${bytes(i.backfill.bytesRead)} read`]),
+      el('td', { 'data-field': 'backfill' }, i.backfill.filesTotal === 0 ? '–' : [el('progress', { max: i.backfill.filesTotal, value: i.backfill.filesDone }), ` ${i.backfill.filesDone}/${i.backfill.filesTotal} files, ${i.backfill.granulesDone} granules, ${bytes(i.backfill.bytesRead)} read`]),
       el('td', {}, `${i.filesWithEntries} of ${i.filesWithEntries + i.filesWithout}`),
       el('td', {}, `${i.readsUsed} / ${i.readsSkipped}`),
       el('td', {}, dash(i.lastError)))))));
@@ -162,6 +162,12 @@ async function drawFiles() {
       el('td', {}, f.sealReason), el('td', {}, bytes(f.sizeBytes)), el('td', { 'data-field': 'records' }, f.records), el('td', {}, f.encoderVersion))))));
 }
 
+/** A statistics bound as the catalog keeps it; `_timestamp`'s (epoch milliseconds) with its time beside. */
+function bound(column, value) {
+  if (value === null || value === undefined) return '–';
+  return column.name === '_timestamp' && /^-?\d+$/.test(value) ? `${value} (${new Date(Number(value)).toISOString()})` : value;
+}
+
 async function showColumns(id) {
   openFile = id;
   const file = await api(`tables/${encodeURIComponent(openTable)}/files/${id}`);
@@ -170,7 +176,7 @@ async function showColumns(id) {
     el('table', { class: 'columns' },
       el('thead', {}, el('tr', {}, ['column', 'values', 'nulls', 'NaNs', 'min', 'max'].map((h) => el('th', {}, h)))),
       el('tbody', {}, file.columns.map((c) => el('tr', { 'data-column': c.name },
-        el('td', {}, c.name), el('td', {}, c.valueCount), el('td', {}, c.nullCount), el('td', {}, c.nanCount), el('td', {}, dash(c.min)), el('td', {}, dash(c.max)))))));
+        el('td', {}, c.name), el('td', {}, c.valueCount), el('td', {}, c.nullCount), el('td', {}, c.nanCount), el('td', {}, bound(c, c.min)), el('td', {}, bound(c, c.max)))))));
 }
 
 async function refresh() {
