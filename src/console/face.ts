@@ -41,6 +41,8 @@ const pageHeaders = {
 };
 
 const accessPath = '/console/api/access';
+/** Files listed at most per table (the newest). */
+const filesShown = 500;
 const fileId = /^[0-9]{1,19}$/;
 
 export class ConsoleFace implements ConsoleRoutes {
@@ -70,7 +72,9 @@ export class ConsoleFace implements ConsoleRoutes {
       const table = await this.table(parts[1]!);
       if (parts.length === 3) {
         const files = await this.service.files(table);
-        return json(200, { table: table.name, files: files.map((f) => ({ ...fileEntry(table, f), columns: undefined })) }, { 'cache-control': 'no-store' });
+        // a page redrawn every few seconds: the newest files, not a table's whole history
+        const shown = files.length <= filesShown ? files : [...files].sort((a, b) => (a.dataFileId < b.dataFileId ? 1 : -1)).slice(0, filesShown);
+        return json(200, { table: table.name, total: files.length, files: shown.map((f) => ({ ...fileEntry(table, f), columns: undefined })) }, { 'cache-control': 'no-store' });
       }
       if (!fileId.test(parts[3]!)) throw new HttpError(400, `"${parts[3]}" is not a file id: give the number the file list shows`);
       const file = await this.service.file(table, BigInt(parts[3]!));

@@ -165,6 +165,11 @@ describe('the console in a real browser (headless Chromium)', () => {
       expect((await fetch(`${url}/api/overview`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
       expect((await fetch(`${url}/api/overview`)).status).toBe(401);
       expect((await fetch(`${url}/api/overview`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+      // the page itself needs no token, and may load nothing but this server's own files
+      const opened = await fetch(url);
+      expect([opened.status, opened.headers.get('content-security-policy')]).toEqual([200, expect.stringContaining("default-src 'none'; script-src 'self'")]);
+      const posted = await fetch(`${url}/api/overview`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+      expect([posted.status, ((await posted.json()) as { error: string }).error]).toEqual([405, 'POST is not allowed on /console/api/overview; the console only reads: use GET']);
     } finally {
       await context.close();
     }

@@ -152,9 +152,9 @@ async function showFiles(table) {
 
 async function drawFiles() {
   if (!openTable) return;
-  const { files } = await api(`tables/${encodeURIComponent(openTable)}/files`);
+  const { files, total } = await api(`tables/${encodeURIComponent(openTable)}/files`);
   $('files').hidden = false;
-  $('files-title').textContent = `Files of ${openTable} (${files.length})`;
+  $('files-title').textContent = `Files of ${openTable} (${files.length === total ? total : `the newest ${files.length} of ${total}`})`;
   $('file-list').replaceChildren(el('table', {},
     el('thead', {}, el('tr', {}, ['file', 'partition', 'offsets', 'bucket', 'sealed by', 'size', 'rows', 'encoder'].map((h) => el('th', {}, h)))),
     el('tbody', {}, files.map((f) => el('tr', { 'data-file': f.id, class: f.id === openFile ? 'chosen clickable' : 'clickable', title: 'its column statistics', onclick: () => showColumns(f.id) },
