@@ -152,7 +152,18 @@ async function showFiles(table) {
 
 async function drawFiles() {
   if (!openTable) return;
-  const { files, total } = await api(`tables/${encodeURIComponent(openTable)}/files`);
+  let answer;
+  try {
+    answer = await api(`tables/${encodeURIComponent(openTable)}/files`);
+  } catch (error) {
+    if (error instanceof Refused) throw error;
+    // the table went away (dropped): its panel closes rather than failing every update
+    $('files').hidden = true;
+    openTable = undefined;
+    $('state').textContent = `the files could not be listed: ${error.message}`;
+    return;
+  }
+  const { files, total } = answer;
   $('files').hidden = false;
   $('files-title').textContent = `Files of ${openTable} (${files.length === total ? total : `the newest ${files.length} of ${total}`})`;
   $('file-list').replaceChildren(el('table', {},
@@ -216,6 +227,10 @@ $('forget').addEventListener('click', () => {
 });
 
 // A server with --no-auth needs no token: ask for one only when a request is refused without it.
-const access = await fetch('/console/api/access', { cache: 'no-store' }).then((r) => r.json());
-if (access.token === 'required' && !sessionStorage.getItem(tokenKey)) askForToken();
-else void refresh();
+try {
+  const access = await fetch('/console/api/access', { cache: 'no-store' }).then((r) => r.json());
+  if (access.token === 'required' && !sessionStorage.getItem(tokenKey)) askForToken();
+  else void refresh();
+} catch (error) {
+  $('state').textContent = `serve did not answer (${error.message}): is it still running? Reload the page once it is.`;
+}
