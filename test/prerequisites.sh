@@ -14,6 +14,15 @@ if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
     exit 1
   fi
 fi
+# The console's test drives Debian's Chromium headless (test/integration/console.test.ts).
+if [ -z "${OFFSETLAKE_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+  else
+    echo "npm test drives a headless Chromium for the console's test: install it, e.g. sudo apt-get install chromium (or set OFFSETLAKE_CHROMIUM to a Chromium binary)" >&2
+    exit 1
+  fi
+fi
 # Node <version> for <arch> (npm package node-linux-<arch>), kept in the shared download cache.
 fetch_node() {
   dir="${OFFSETLAKE_CACHE:-$HOME/.cache/offsetlake}/node-linux-$1-$2"

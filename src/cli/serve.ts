@@ -14,6 +14,9 @@ import { bucketProblem } from '../reader/s3-bucket.js';
 import { defaultS3Region } from '../reader/sigv4.js';
 import { defaultSnapshotIntervalMs } from '../iceberg/snapshots.js';
 import { IcebergCatalog } from '../iceberg/rest.js';
+import { partitionStatus } from '../catalog/status.js';
+import { ConsoleSampler } from '../console/sampler.js';
+import { ConsoleFace } from '../console/face.js';
 
 export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('serve', args, {
@@ -49,7 +52,11 @@ export async function serveCommand(args: string[]): Promise<number> {
     // A rebuild that retries a Fetch (a leader moved, a broker restarts) says so, as `run` does.
     engine.kafka.onRetry = progress;
     const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes, responseWaitMs, buildThreads });
-    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs }, s3) }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
+    // the console's history covers this process's life: sampled from the start, whether or not a page is open
+    const sampler = new ConsoleSampler(() => partitionStatus(engine));
+    sampler.start();
+    const consoleFace = new ConsoleFace(service, sampler, { tokenRequired: !values['no-auth'] });
+    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs }, s3), console: consoleFace }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
     server.listen(port, host);
     try {
       await once(server, 'listening');
@@ -62,7 +69,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     }
     const address = server.address();
     const bound = typeof address === 'object' && address ? address.port : port;
-    progress(`serving http://${host}:${bound}/tables and the Iceberg catalog http://${host}:${bound}/iceberg (snapshots at most every ${formatDuration(snapshotIntervalMs)}; cache ${formatBytes(cacheBytes)}, ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
+    progress(`serving http://${host}:${bound}/tables, the console http://${host}:${bound}/console and the Iceberg catalog http://${host}:${bound}/iceberg (snapshots at most every ${formatDuration(snapshotIntervalMs)}; cache ${formatBytes(cacheBytes)}, ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
       (s3 ? `, and S3 at endpoint http://${host}:${bound} bucket ${s3.bucket}${s3.region === defaultS3Region ? '' : ` region ${s3.region}`} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
     const stop = new AbortController();
     const onSignal = () => stop.abort();
@@ -75,6 +82,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       process.off('SIGTERM', onSignal);
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+      await sampler.stop();
       await service.publish();
       progress(`stopped; ${JSON.stringify(service.metrics)}`);
     }

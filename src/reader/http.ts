@@ -10,6 +10,7 @@
  *   GET  /metrics                        the read path's counters
  *   GET  /tables/:t/metadata/:name       a mounted catalog's files (Iceberg: metadata, manifest lists, manifests)
  *   /iceberg/v1/…                        a mounted catalog (the read-only Iceberg REST catalog, src/iceberg/rest.ts)
+ *   /console, /console/api/…             the console, when mounted (src/console/face.ts): its page without the token, its JSON with it
  *
  * A range inside the file's footer (its last footer_size bytes: FileMetaData, its length
  * and PAR1) is answered from the catalog without touching Kafka: that is what engines
@@ -45,6 +46,19 @@ export interface ReaderHandlerOptions {
   s3?: S3FaceOptions;
   /** A table catalog served under a path of its own, such as the Iceberg REST catalog under /iceberg (src/iceberg/rest.ts). */
   catalog?: MountedCatalog;
+  /** The console in the browser (src/console/face.ts), when mounted. */
+  console?: ConsoleRoutes;
+}
+
+/**
+ * Routes beside the API under a path of their own: each request they claim has its bearer
+ * token checked unless it is `open` (a page, which a browser opens without sending one),
+ * and their errors are this API's JSON errors.
+ */
+export interface ConsoleRoutes {
+  claims(request: ReaderRequest): boolean;
+  open(request: ReaderRequest): boolean;
+  answer(request: ReaderRequest): Promise<ReaderResponse>;
 }
 
 /**
@@ -65,7 +79,7 @@ export type ReaderHandler = (request: ReaderRequest) => Promise<ReaderResponse>;
 const tableName = /^[a-z_][a-z0-9_]{0,62}$/;
 const fileName = /^([0-9]{1,19})\.parquet$/;
 
-function json(status: number, value: unknown, headers: Record<string, string> = {}): ReaderResponse {
+export function json(status: number, value: unknown, headers: Record<string, string> = {}): ReaderResponse {
   const text = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   return { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers }, body: Buffer.from(`${text}\n`) };
 }
@@ -202,7 +216,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       allow('GET, HEAD');
       return fileNamed(request, table, decodeSegment(parts[3]!));
     }
-    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics${mounted ? ', /tables/:table/metadata/:name, /iceberg/v1/config' : ''})`);
+    throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics${mounted ? ', /tables/:table/metadata/:name, /iceberg/v1/config' : ''}${options.console ? ', /console' : ''})`);
   }
 
   const s3 = options.s3 ? s3Handler(service, options.s3, maxBody, mounted && ((request, table, name) => mounted.metadataFile(request, table, name))) : undefined;
@@ -220,8 +234,9 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       return mounted.answer(request);
     }
     try {
-      if (options.token !== null) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
-      const response = await route(request);
+      const face = options.console?.claims(request) ? options.console : undefined;
+      if (options.token !== null && !face?.open(request)) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
+      const response = face ? await face.answer(request) : await route(request);
       // HEAD: the headers GET would send (a file's Content-Length is set by fileResponse), no body.
       if (request.method === 'HEAD' && response.body instanceof Uint8Array && response.body.byteLength > 0) return { ...response, headers: { ...response.headers, 'content-length': String(response.body.byteLength) }, body: empty };
       return response;

@@ -34,9 +34,15 @@ function run(command: string, args: string[], input: string, timeoutMs = 120_000
   });
 }
 
+/** What the producer's delivery reports said: records delivered, and per partition how many, at which offsets. */
+export interface Delivered {
+  delivered: number;
+  partitions: Record<string, { count: number; first: number; last: number }>;
+}
+
 /** Writes `records` with confluent-kafka's idempotent producer (`batchRecords` a batch at most). */
-export async function produceWithLibrdkafka(brokers: readonly string[], topic: string, partition: number, compression: Codec, records: readonly ProducedRecord[], batchRecords = 10_000): Promise<void> {
-  await run('python3', [script], JSON.stringify({ brokers: brokers.join(','), topic, partition, compression, batchRecords, records: records.map(wire) }));
+export async function produceWithLibrdkafka(brokers: readonly string[], topic: string, partition: number, compression: Codec, records: readonly ProducedRecord[], batchRecords = 10_000): Promise<Delivered> {
+  return JSON.parse(await run('python3', [script], JSON.stringify({ brokers: brokers.join(','), topic, partition, compression, batchRecords, records: records.map(wire) }))) as Delivered;
 }
 
 /** Runs `transactions` in order with confluent-kafka's transactional producer, aborting those marked so. */

@@ -7,7 +7,8 @@ stdin:  JSON {"brokers": "host:port", "topic": str, "partition": int, "compressi
               or "records": [record]  (idempotent producer),
               "lingerMs": int, "batchRecords": int}
         record: {"key": hex | null, "value": hex | null, "headers": [[name, hex | null]], "timestamp": ms | null}
-stdout: JSON {"delivered": n}
+stdout: JSON {"delivered": n, "partitions": {"<partition>": {"count": n, "first": offset, "last": offset}}}
+        (from the producer's own delivery reports)
 """
 import json
 import sys
@@ -30,13 +31,18 @@ def main():
     producer = Producer(config)
     delivered = 0
     errors = []
+    partitions = {}
 
-    def on_delivery(error, _message):
+    def on_delivery(error, message):
         nonlocal delivered
         if error is not None:
             errors.append(str(error))
         else:
             delivered += 1
+            seen = partitions.setdefault(str(message.partition()), {"count": 0, "first": message.offset(), "last": message.offset()})
+            seen["count"] += 1
+            seen["first"] = min(seen["first"], message.offset())
+            seen["last"] = max(seen["last"], message.offset())
 
     def send(record):
         unhex = lambda h: None if h is None else bytes.fromhex(h)
@@ -65,7 +71,7 @@ def main():
                 producer.commit_transaction(30)
     if errors:
         raise RuntimeError("; ".join(errors[:5]))
-    json.dump({"delivered": delivered}, sys.stdout)
+    json.dump({"delivered": delivered, "partitions": partitions}, sys.stdout)
 
 
 if __name__ == "__main__":

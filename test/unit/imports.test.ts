@@ -111,6 +111,11 @@ describe('layers', () => {
     expect(reachable(below).filter((file) => file.startsWith('src/iceberg/'))).toEqual([]);
   });
 
+  it('the console sits on the read path: neither the catalog nor the read API reaches src/console (serve mounts it)', () => {
+    const below = sources(join(root, 'src/catalog')).concat(sources(join(root, 'src/reader'))).map((file) => relative(root, file));
+    expect(reachable(below).filter((file) => file.startsWith('src/console/'))).toEqual([]);
+  });
+
   it('src/ has no loose modules: every module is in the folder of its stage or job', () => {
     expect(readdirSync(join(root, 'src')).filter((name) => name.endsWith('.ts'))).toEqual([]);
   });
