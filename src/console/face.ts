@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { TableError, type TableRecord } from '../catalog/tables.js';
+import { TableError, type TableRecord } from '../table/record.js';
 import { fileEntry, json, type ConsoleRoutes } from '../reader/http.js';
 import { HttpError, type ReaderRequest, type ReaderResponse } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';

@@ -5,8 +5,8 @@
  * own history for the lag in seconds and the charts. Pure.
  */
 import type { PartitionStatus } from '../catalog/status.js';
-import { formatSettings } from '../catalog/settings.js';
-import type { TableRecord } from '../catalog/tables.js';
+import { formatSettings } from '../table/settings.js';
+import type { TableRecord } from '../table/record.js';
 import { kafkaPerServed } from '../catalog/reader-counters.js';
 import type { ReaderMetrics } from '../reader/metrics.js';
 import type { IndexMetrics } from '../reader/service.js';

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import pg from 'pg';
 import type { Engine } from '../../src/runtime/engine.js';
-import { resolveSettings } from '../../src/catalog/settings.js';
+import { resolveSettings } from '../../src/table/settings.js';
 import { createTableFromTopic } from '../../src/catalog/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { produceWithLibrdkafka, type Delivered } from '../helpers/independent-producers.js';
