@@ -32,6 +32,8 @@ import { ByteBudget, limitConcurrency } from '../common/limit.js';
 import { PromiseMemo, SingleFlight } from '../common/single-flight.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
+import { Histogram } from '../common/exposition.js';
+import { log } from '../common/log.js';
 
 export interface ReaderServiceOptions {
   /** Budget of the cache of rebuilt chunks (and whole files without granules). Default 512 MiB. */
@@ -122,6 +124,9 @@ export class ReaderService {
   /** Table and file records, remembered briefly and loaded many files at a time. */
   private readonly records: CatalogRecords;
 
+  /** Seconds each rebuild from Kafka took, verification included: whole files, and row groups (for some or all of their columns). */
+  readonly rebuildDurations = { file: new Histogram(), granule: new Histogram() };
+
   /** Names this reader's row of counters in the catalog. */
   readonly readerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly startedAt = new Date();
@@ -165,7 +170,7 @@ export class ReaderService {
   publish(): Promise<void> {
     this.publishedAt = Date.now();
     this.publishing ??= publishReaderCounters(this.catalog, this.readerId, this.startedAt, { ...this.metrics })
-      .catch((error: unknown) => process.emitWarning(`reader counters were not written to the catalog: ${(error as Error).message}`))
+      .catch((error: unknown) => log('warn', `reader counters were not written to the catalog: ${(error as Error).message}`))
       .finally(() => { this.publishing = undefined; });
     return this.publishing;
   }
@@ -336,9 +341,12 @@ export class ReaderService {
     const partial = leaves.length < all;
     this.counters[partial ? 'partialGranuleRebuilds' : 'granuleRebuilds'] += 1;
     const granule = granular.granules.granules[rowGroup]!;
+    const started = performance.now();
     try {
       const records = await this.readGranule(this.source, table, file, granule, { keep: partial || file.rangeFiles > 1 });
-      return await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves, { wantFile, ...(this.builds ? { build: this.builds.chunks } : {}) });
+      const built = await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves, { wantFile, ...(this.builds ? { build: this.builds.chunks } : {}) });
+      this.rebuildDurations.granule.observe((performance.now() - started) / 1000);
+      return built;
     } catch (error) {
       if (error instanceof GranuleMismatchError) this.counters.chunkMismatches += 1;
       throw error;
@@ -391,8 +399,10 @@ export class ReaderService {
 
   private async rebuild(table: TableRecord, file: DataFile, key: string): Promise<Uint8Array> {
     this.counters.rebuilds += 1;
+    const started = performance.now();
     try {
       const rebuilt = await rebuildFile(this.catalog, this.source, table, file);
+      this.rebuildDurations.file.observe((performance.now() - started) / 1000);
       this.cache.set(key, rebuilt.bytes);
       return rebuilt.bytes;
     } catch (error) {
