@@ -65,6 +65,8 @@ export interface ReaderServiceOptions {
   buildThreads?: number;
   /** How the service remembers table and file records between requests (src/reader/catalog-records.ts). */
   records?: CatalogRecordOptions;
+  /** Told of each rebuild from Kafka and its seconds (the Lambda reader publishes them as metrics). */
+  onRebuild?: (kind: 'file' | 'granule', seconds: number) => void;
 }
 
 export interface IndexMetrics {
@@ -131,6 +133,7 @@ export class ReaderService {
   readonly readerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly startedAt = new Date();
   private readonly publishEveryMs: number;
+  private readonly onRebuild: ReaderServiceOptions['onRebuild'];
   private publishedAt = Date.now();
   private publishing: Promise<void> | undefined;
 
@@ -145,6 +148,7 @@ export class ReaderService {
     this.readGranule = limitConcurrency(options.kafkaReadsAtOnce ?? Math.max(2, (options.buildThreads ?? 0) + 1), granuleRecords);
     this.builds = options.buildThreads ? new BuildPool(options.buildThreads) : undefined;
     this.records = new CatalogRecords(catalog, options.records);
+    this.onRebuild = options.onRebuild;
   }
 
   /** Stops the build workers (they also let the process end by themselves when idle). */
@@ -173,6 +177,11 @@ export class ReaderService {
       .catch((error: unknown) => log('warn', `reader counters were not written to the catalog: ${(error as Error).message}`))
       .finally(() => { this.publishing = undefined; });
     return this.publishing;
+  }
+
+  private rebuilt(kind: 'file' | 'granule', seconds: number): void {
+    this.rebuildDurations[kind].observe(seconds);
+    this.onRebuild?.(kind, seconds);
   }
 
   served(bytes: number): void {
@@ -345,7 +354,7 @@ export class ReaderService {
     try {
       const records = await this.readGranule(this.source, table, file, granule, { keep: partial || file.rangeFiles > 1 });
       const built = await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves, { wantFile, ...(this.builds ? { build: this.builds.chunks } : {}) });
-      this.rebuildDurations.granule.observe((performance.now() - started) / 1000);
+      this.rebuilt('granule', (performance.now() - started) / 1000);
       return built;
     } catch (error) {
       if (error instanceof GranuleMismatchError) this.counters.chunkMismatches += 1;
@@ -402,7 +411,7 @@ export class ReaderService {
     const started = performance.now();
     try {
       const rebuilt = await rebuildFile(this.catalog, this.source, table, file);
-      this.rebuildDurations.file.observe((performance.now() - started) / 1000);
+      this.rebuilt('file', (performance.now() - started) / 1000);
       this.cache.set(key, rebuilt.bytes);
       return rebuilt.bytes;
     } catch (error) {
