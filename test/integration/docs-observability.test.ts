@@ -8,22 +8,13 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase } from '../helpers/database.js';
 import { parseExposition, sampleValue } from '../helpers/exposition.js';
+import { closedPort } from '../helpers/ports.js';
 
 const page = readFileSync(new URL('../../docs/observability.md', import.meta.url), 'utf8');
 const block = /<!-- tested: observability-scrape -->\n```sh\n([\s\S]*?)\n```/.exec(page)?.[1];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    }).on('error', reject);
-  });
-}
 
 let database: { url: string; drop: () => Promise<void> };
 
@@ -38,7 +29,7 @@ afterAll(async () => {
 describe('docs/observability.md "Scraping serve and run", as written', () => {
   it('serve and run --metrics-port in the background, scraped by curl: Prometheus text, JSON on Accept, run\'s rounds, and JSON log lines', async () => {
     expect(block).toContain('npx offsetlake run --metrics-port 9464 --log-format json &');
-    const [servePort, runPort] = [await freePort(), await freePort()];
+    const [servePort, runPort] = [await closedPort(), await closedPort()];
     const script = block!.replaceAll('8642', String(servePort)).replaceAll('9464', String(runPort));
     const child = spawn('bash', ['-euo', 'pipefail', '-s'], { env: { ...process.env, DATABASE_URL: database.url }, cwd: new URL('../..', import.meta.url).pathname, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
