@@ -7,7 +7,8 @@
  * table; migrate alone the database's owner),
  * the Kafka secret when SCRAM is used, kafka-cluster actions on its cluster and topics
  * when IAM auth is used, and (each state machine) StartExecution on itself. Every
- * function's errors and the scheduled jobs' failures raise alarms on one SNS topic.
+ * function's errors, the scheduled jobs' failures, a table's lag and the reader's 5xx raise
+ * alarms on one SNS topic, all shown on one dashboard (docs/observability.md).
  * infra/SECURITY.md says why each checkov finding left open is right.
  */
 import { CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
