@@ -334,7 +334,7 @@ async function stopServe(child: ChildProcess): Promise<void> {
 
 function getJson<T>(url: string): Promise<T> {
   return new Promise((resolve, reject) => {
-    get(url, (response) => {
+    get(url, { headers: { accept: 'application/json' } }, (response) => {
       let text = '';
       response.on('data', (chunk: Buffer) => (text += chunk.toString()));
       response.on('end', () => (response.statusCode === 200 ? resolve(JSON.parse(text) as T) : reject(new Error(`${url}: ${response.statusCode} ${text}`))));

@@ -137,9 +137,9 @@ const idleRss = (() => {
 
 const agent = new Agent({ keepAlive: true, maxSockets: clients });
 interface Answer { status: number; body: Buffer; headers: Record<string, string | string[] | undefined> }
-function get(path: string, range?: string): Promise<Answer> {
+function get(path: string, range?: string, accept?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    request({ host: '127.0.0.1', port, path, agent, headers: range ? { range } : {} }, (response) => {
+    request({ host: '127.0.0.1', port, path, agent, headers: { ...(range ? { range } : {}), ...(accept ? { accept } : {}) } }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), headers: response.headers }));
@@ -150,7 +150,7 @@ function get(path: string, range?: string): Promise<Answer> {
 
 interface Metrics { chunkCacheHits: number; chunkCacheMisses: number; granuleRebuilds: number; partialGranuleRebuilds: number; rebuilds: number; mismatches: number; chunkMismatches: number; memory: { rss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number } }
 async function metrics(): Promise<Metrics> {
-  return JSON.parse((await get('/metrics')).body.toString());
+  return JSON.parse((await get('/metrics', undefined, 'application/json')).body.toString());
 }
 
 // The manifest as the server gives it must agree with the catalog.

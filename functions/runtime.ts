@@ -12,6 +12,7 @@ import { kafkaSource } from '../src/kafka/source.js';
 import type { Catalog } from '../src/catalog/db.js';
 import { connectKafka, type KafkaConnection } from '../src/kafka/connect.js';
 import { catalogConnection, kafkaSecurity } from './connections.js';
+import { recordCommit } from './observability.js';
 
 let runtime: Promise<IndexerRuntime> | undefined;
 let services: Promise<LambdaServices> | undefined;
@@ -54,6 +55,7 @@ async function start(bootstrapServers: string | undefined): Promise<IndexerRunti
     indexers: new Map(),
     // Any instance may get the next batch of a partition: leases are handed back after each event.
     releaseAfterEvent: true,
+    onCommit: recordCommit,
   };
 }
 

@@ -72,7 +72,12 @@ const local: AwsLambdaGlobal = {
   },
 };
 
-/** The runtime's `awslambda` when there is one, else the local implementation of its contract. */
+/**
+ * The runtime's `awslambda` when there is one, else the local implementation of its
+ * contract. Outside Lambda a global `awslambda` may exist without them: Powertools'
+ * @aws/lambda-invoke-store makes an empty one to keep its store in.
+ */
 export function awslambda(): AwsLambdaGlobal {
-  return (globalThis as { awslambda?: AwsLambdaGlobal }).awslambda ?? local;
+  const runtime = (globalThis as { awslambda?: Partial<AwsLambdaGlobal> }).awslambda;
+  return runtime?.streamifyResponse && runtime.HttpResponseStream ? (runtime as AwsLambdaGlobal) : local;
 }

@@ -94,6 +94,12 @@ export interface OffsetlakeSettings {
    * architecture only (infra/lambda-native.ts).
    */
   architecture: 'arm64' | 'x86_64';
+  /**
+   * The lag alarms: a table whose committed offsets not yet in files (summed over its
+   * partitions, published by every tick) stay above `records` for three 5-minute periods.
+   * One alarm watches the largest lag of any table; `tables` get one alarm each as well.
+   */
+  lagAlarm: { records: number; tables: string[] };
 }
 
 const MiB = 1024 * 1024;
@@ -237,7 +243,16 @@ export function settingsFromContext(context: Context): OffsetlakeSettings {
     readerConcurrency,
     readerInvokeMode: oneOf(context, 'readerInvokeMode', ['RESPONSE_STREAM', 'BUFFERED'] as const, 'RESPONSE_STREAM'),
     architecture: oneOf(context, 'architecture', ['arm64', 'x86_64'] as const, 'arm64'),
+    lagAlarm: { records: integer(context, 'lagAlarmRecords', 1_000_000, 1, Number.MAX_SAFE_INTEGER), tables: lagAlarmTables(context) },
   };
+}
+
+/** `lagAlarmTables`: table names (as `table create` takes them), comma separated. */
+function lagAlarmTables(context: Context): string[] {
+  const tables = list(context, 'lagAlarmTables');
+  const wrong = tables.find((table) => !/^[a-z_][a-z0-9_]{0,62}$/.test(table));
+  if (wrong !== undefined) throw new Error(`context "lagAlarmTables" names "${wrong}", which is not a table name (lowercase letters, digits and _, at most 63)`);
+  return tables;
 }
 
 /**

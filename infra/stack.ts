@@ -7,7 +7,8 @@
  * table; migrate alone the database's owner),
  * the Kafka secret when SCRAM is used, kafka-cluster actions on its cluster and topics
  * when IAM auth is used, and (each state machine) StartExecution on itself. Every
- * function's errors and the scheduled jobs' failures raise alarms on one SNS topic.
+ * function's errors, the scheduled jobs' failures, a table's lag and the reader's 5xx raise
+ * alarms on one SNS topic, all shown on one dashboard (docs/observability.md).
  * infra/SECURITY.md says why each checkov finding left open is right.
  */
 import { CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
@@ -35,6 +36,7 @@ import { projectRoot } from './root.js';
 import { stackScopedName } from './names.js';
 import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import { latestCatalogVersion } from '../src/catalog/migrations.js';
+import { lambdaMetricNames, lambdaMetricsNamespace, lambdaServiceName, scheduledJobs } from './metric-names.js';
 
 const root = projectRoot();
 
@@ -307,7 +309,7 @@ export class OffsetlakeStack extends Stack {
     this.indexBackfillStateMachine.stateMachine.grantStartExecution(this.retention);
 
     const schedules = scheduleTickAndRetention(this, settings, this.tick, this.retention);
-    this.alarms = this.alarmsOn(schedules);
+    this.alarms = this.alarmsOn(schedules, settings.lagAlarm);
   }
 
   /**
@@ -316,18 +318,21 @@ export class OffsetlakeStack extends Stack {
    * a state machine execution that failed, timed out or was aborted. Subscribe to it
    * (its ARN is the output AlarmTopicArn).
    */
-  private alarmsOn(schedules: { tick: events.Rule; retention: events.Rule }): sns.Topic {
+  private alarmsOn(schedules: { tick: events.Rule; retention: events.Rule }, lagAlarm: OffsetlakeSettings['lagAlarm']): sns.Topic {
     // Alarm notifications carry names and states, no data; CloudWatch cannot publish to a
     // topic under the AWS managed SNS key (infra/SECURITY.md).
     const topic = new sns.Topic(this, 'Alarms', { displayName: 'offsetlake alarms', enforceSSL: true });
     const action = new cloudwatchActions.SnsAction(topic);
-    const alarm = (id: string, metric: cloudwatch.IMetric, description: string): void => {
-      new cloudwatch.Alarm(this, id, {
-        metric, threshold: 1, evaluationPeriods: 1, alarmDescription: description,
+    const made: cloudwatch.Alarm[] = [];
+    const alarm = (id: string, metric: cloudwatch.IMetric, description: string, threshold = 1, evaluationPeriods = 1): void => {
+      const created = new cloudwatch.Alarm(this, id, {
+        metric, threshold, evaluationPeriods, alarmDescription: description,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         // No data is no failure: a function that was not invoked did not fail.
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }).addAlarmAction(action);
+      });
+      created.addAlarmAction(action);
+      made.push(created);
     };
     const fiveMinutes = { period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM };
     const functions: [string, lambda.IFunction][] = [['Indexer', this.indexer], ['Backfill', this.backfill], ['IndexBackfill', this.indexBackfill], ['Tick', this.tick], ['Retention', this.retention], ['Reader', this.reader], ['Migrate', this.migrate], ['ReaderTokenRotation', this.readerTokenRotation]];
@@ -343,8 +348,34 @@ export class OffsetlakeStack extends Stack {
       alarm(`${id}ExecutionsTimedOutAlarm`, machine.metricTimedOut(fiveMinutes), `offsetlake: a ${id} execution timed out`);
       alarm(`${id}ExecutionsAbortedAlarm`, machine.metricAborted(fiveMinutes), `offsetlake: a ${id} execution was aborted`);
     }
+    // What the functions publish themselves (EMF, functions/observability.ts).
+    const own = (metricName: string, dimensionsMap: Record<string, string>, statistic: string = cloudwatch.Stats.SUM) =>
+      new cloudwatch.Metric({ namespace: lambdaMetricsNamespace, metricName, dimensionsMap: { service: lambdaServiceName, ...dimensionsMap }, period: Duration.minutes(5), statistic });
+    const lagOf = (table?: string) => (table === undefined ? own(lambdaMetricNames.maxTableLag, {}, cloudwatch.Stats.MAXIMUM) : own(lambdaMetricNames.tableLag, { table }, cloudwatch.Stats.MAXIMUM));
+    // Lag that lasts (three periods), not a burst the indexer is working through.
+    alarm('TableLagAlarm', lagOf(), `offsetlake: some table has been ${lagAlarm.records} or more committed offsets behind for 15 minutes (offsetlake status names it)`, lagAlarm.records, 3);
+    for (const table of lagAlarm.tables) alarm(`TableLagAlarm_${table}`, lagOf(table), `offsetlake: table ${table} has been ${lagAlarm.records} or more committed offsets behind for 15 minutes`, lagAlarm.records, 3);
+    for (const job of scheduledJobs) alarm(`JobFailuresAlarm_${job.replace(/-/g, '_')}`, own(lambdaMetricNames.jobFailures, { job }), `offsetlake: the scheduled ${job} could not do all it had to (its log group says which tables or partitions, and why)`);
+    const reader5xx = this.reader.metric('Url5xxCount', fiveMinutes);
+    alarm('Reader5xxAlarm', reader5xx, 'offsetlake: the reader answered with a 5xx (a rebuild that did not match, or an internal error; its log group says which request)');
+    this.dashboard(made, { lag: [lagOf(), ...lagAlarm.tables.map(lagOf)], functions, reader5xx, own });
     new CfnOutput(this, 'AlarmTopicArn', { value: topic.topicArn, description: 'subscribe here: every function\'s errors, the schedules\' failures, failed state machine executions' });
     return topic;
+  }
+
+  /** One dashboard of the alarms and what they watch: lag, errors, the jobs, the reader's answers, indexing and rebuilds. */
+  private dashboard(alarms: readonly cloudwatch.Alarm[], metrics: { lag: cloudwatch.IMetric[]; functions: readonly [string, lambda.IFunction][]; reader5xx: cloudwatch.IMetric; own: (name: string, dimensions: Record<string, string>, statistic?: string) => cloudwatch.Metric }): void {
+    const fiveMinutes = { period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM };
+    const board = new cloudwatch.Dashboard(this, 'Dashboard', { dashboardName: `${this.stackName}-offsetlake` });
+    board.addWidgets(
+      new cloudwatch.AlarmStatusWidget({ title: 'alarms', alarms: [...alarms], width: 24 }),
+      new cloudwatch.GraphWidget({ title: 'lag (committed offsets not in files)', left: metrics.lag, width: 12 }),
+      new cloudwatch.GraphWidget({ title: 'function errors', left: metrics.functions.map(([id, fn]) => fn.metricErrors({ ...fiveMinutes, label: id })), width: 12 }),
+      new cloudwatch.GraphWidget({ title: 'scheduled jobs: failures', left: scheduledJobs.map((job) => metrics.own(lambdaMetricNames.jobFailures, { job }).with({ label: job })), width: 8 }),
+      new cloudwatch.GraphWidget({ title: 'reader: requests and 5xx', left: [this.reader.metric('UrlRequestCount', fiveMinutes), metrics.reader5xx], width: 8 }),
+      new cloudwatch.GraphWidget({ title: 'records indexed per table', left: [new cloudwatch.MathExpression({ expression: `SEARCH('{${lambdaMetricsNamespace},service,table} MetricName="${lambdaMetricNames.recordsIndexed}"', 'Sum', 300)`, label: '', period: Duration.minutes(5) })], width: 12 }),
+      new cloudwatch.GraphWidget({ title: 'commit and rebuild durations (ms, p99)', left: [lambdaMetricNames.commitDuration, lambdaMetricNames.fileRebuildDuration, lambdaMetricNames.granuleRebuildDuration].map((name) => metrics.own(name, {}, 'p99')), width: 8 }),
+    );
   }
 
   private database(settings: OffsetlakeSettings, vpc: ec2.IVpc, subnets: ec2.SubnetSelection, functionsGroup: ec2.SecurityGroup): { proxy: rds.DatabaseProxy; databaseSecret: secrets.ISecret; readerLogin: secrets.ISecret; writerLogin: secrets.ISecret; duckLakeLogin: secrets.ISecret } {

@@ -544,7 +544,7 @@ async function stopServe(serve: Started): Promise<void> {
 }
 
 async function metrics(port: number): Promise<{ kafkaBytes: number; kafkaRecords: number; bytesServed: number }> {
-  const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+  const response = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { accept: 'application/json' } });
   return (await response.json()) as { kafkaBytes: number; kafkaRecords: number; bytesServed: number };
 }
 

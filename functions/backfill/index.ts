@@ -7,11 +7,12 @@
 import { backfillTask, type BackfillPlanState } from '../../src/backfill/tasks.js';
 import type { SlotStepResult } from '../../src/backfill/slot.js';
 import { lambdaServices } from '../runtime.js';
+import { observed } from '../observability.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
 export { crc32cImplementation, nativeCompressors } from '../native.js';
 
-export async function handler(event: unknown): Promise<BackfillPlanState | SlotStepResult> {
+export const handler = observed('backfill', async (event: unknown): Promise<BackfillPlanState | SlotStepResult> => {
   const { catalog, kafka } = await lambdaServices();
   return backfillTask({ catalog, kafka }, event);
-}
+});

@@ -6,11 +6,12 @@
 import { indexBackfillTask, type IndexBackfillTaskResult } from '../../src/index-backfill/tasks.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { lambdaServices } from '../runtime.js';
+import { observed } from '../observability.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
 export { crc32cImplementation, nativeCompressors } from '../native.js';
 
-export async function handler(event: unknown): Promise<IndexBackfillTaskResult> {
+export const handler = observed('index-backfill', async (event: unknown): Promise<IndexBackfillTaskResult> => {
   const { catalog, kafka } = await lambdaServices();
   return indexBackfillTask({ catalog, source: kafkaSource(kafka) }, event);
-}
+});

@@ -5,10 +5,11 @@
  */
 import { handleKafkaEvent, type PartitionOutcome } from '../../src/indexer/handler.js';
 import { lambdaRuntime } from '../runtime.js';
+import { observed } from '../observability.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
 export { crc32cImplementation, nativeCompressors } from '../native.js';
 
-export async function handler(event: { bootstrapServers?: string }): Promise<{ partitions: PartitionOutcome[] }> {
+export const handler = observed('indexer', async (event: { bootstrapServers?: string }): Promise<{ partitions: PartitionOutcome[] }> => {
   return { partitions: await handleKafkaEvent(event, await lambdaRuntime(event?.bootstrapServers)) };
-}
+});

@@ -22,6 +22,7 @@ import { ReaderService } from '../../src/reader/service.js';
 import { readerTokenGraceMs } from '../../src/reader/token-rotation.js';
 import { readerTokens } from '../connections.js';
 import { lambdaServices } from '../runtime.js';
+import { metrics, recordRebuild } from '../observability.js';
 import { awslambda, type StreamingHandler } from '../streaming.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
@@ -79,7 +80,7 @@ async function start(): Promise<ReaderHandler> {
   const cacheBytes = Number(process.env.OFFSETLAKE_CACHE_BYTES ?? 256 * 1024 * 1024);
   if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`OFFSETLAKE_CACHE_BYTES must be a number of bytes, got "${process.env.OFFSETLAKE_CACHE_BYTES}"`);
   const { catalog, kafka } = await lambdaServices();
-  const service = new ReaderService(catalog, kafkaSource(kafka), { cacheBytes });
+  const service = new ReaderService(catalog, kafkaSource(kafka), { cacheBytes, onRebuild: recordRebuild });
   const tokens = await instanceTokens();
   const limit = lambdaMaxBody[invokeMode];
   // The Iceberg REST catalog under /iceberg: without an S3 face here, its files are this URL's own.
@@ -128,9 +129,18 @@ async function answer(event: FunctionUrlEvent): Promise<ReaderResponse> {
   return (await reader)(request);
 }
 
+/** The rebuild durations a request measured, published when its answer is done. */
+function publishMetrics(): void {
+  if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+}
+
 /** Invoke mode BUFFERED: the whole response, base64, in the function's result. */
 export async function bufferedHandler(event: FunctionUrlEvent): Promise<FunctionUrlResult> {
-  return functionUrlResult(await answer(event));
+  try {
+    return await functionUrlResult(await answer(event));
+  } finally {
+    publishMetrics();
+  }
 }
 
 /**
@@ -140,8 +150,12 @@ export async function bufferedHandler(event: FunctionUrlEvent): Promise<Function
  * of its Content-Length, never padded and never with an unchecked byte.
  */
 export const streamingHandler: StreamingHandler<FunctionUrlEvent> = async (event, responseStream) => {
-  const response = await answer(event);
-  await writeBody(awslambda().HttpResponseStream.from(responseStream, { statusCode: response.status, headers: response.headers }), response.body);
+  try {
+    const response = await answer(event);
+    await writeBody(awslambda().HttpResponseStream.from(responseStream, { statusCode: response.status, headers: response.headers }), response.body);
+  } finally {
+    publishMetrics();
+  }
 };
 
 /** What the runtime calls: the shape the function URL's invoke mode expects. */

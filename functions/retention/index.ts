@@ -12,6 +12,7 @@ import type { IndexBackfillStarter } from '../../src/index-backfill/resume.js';
 import type { IndexBackfillStart } from '../../src/index-backfill/tasks.js';
 import { scheduledCheck, type ScheduledCheckResult } from '../../src/retention/scheduled.js';
 import { lambdaServices } from '../runtime.js';
+import { logger, observed } from '../observability.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
 export { crc32cImplementation, nativeCompressors } from '../native.js';
@@ -50,7 +51,7 @@ async function starter<Start extends { name: string; input: unknown }>(arn: stri
   return stepFunctionsStarter<Start>((request) => client.send(new StartExecutionCommand(request)), arn);
 }
 
-export async function handler(): Promise<ScheduledCheckResult> {
+export const handler = observed('retention', async (): Promise<ScheduledCheckResult> => {
   const { catalog, kafka } = await lambdaServices();
   const startBackfill: BackfillStarter | undefined = await starter<BackfillStart>(process.env.BACKFILL_STATE_MACHINE_ARN);
   const startIndexBackfill: IndexBackfillStarter | undefined = await starter<IndexBackfillStart>(process.env.INDEX_BACKFILL_STATE_MACHINE_ARN);
@@ -61,8 +62,8 @@ export async function handler(): Promise<ScheduledCheckResult> {
   // Every other table was done; failing the invocation makes the failed ones count as the
   // function's errors (its alarm), and its log holds the whole result.
   if (result.failedTables.length > 0) {
-    console.log(JSON.stringify(result));
+    logger.error('the scheduled check failed for some tables', { result });
     throw new Error(`scheduled check: ${result.failedTables.map((f) => `table ${f.table} (topic ${f.topic}): ${f.reason}`).join('; ')}`);
   }
   return result;
-}
+}, 'retention');

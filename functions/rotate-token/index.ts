@@ -7,6 +7,7 @@ import {
   DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, ResourceNotFoundException, SecretsManagerClient, UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
 import { rotateReaderToken, type RotationEvent, type TokenSecretStore } from '../../src/reader/token-rotation.js';
+import { logger, observed } from '../observability.js';
 
 const client = new SecretsManagerClient({});
 
@@ -31,7 +32,7 @@ const store: TokenSecretStore = {
   },
 };
 
-export async function handler(event: RotationEvent): Promise<void> {
+export const handler = observed('rotate-token', async (event: RotationEvent): Promise<void> => {
   await rotateReaderToken(store, event);
-  console.log(JSON.stringify({ message: 'reader token rotation', step: event.Step, version: event.ClientRequestToken }));
-}
+  logger.info('reader token rotation', { step: event.Step, version: event.ClientRequestToken });
+}, 'rotate-token');

@@ -2,11 +2,21 @@
 import { tickIdlePartitions } from '../../src/indexer/tick.js';
 import type { PartitionOutcome } from '../../src/indexer/handler.js';
 import type { TickFailure } from '../../src/indexer/tick.js';
-import { lambdaRuntime } from '../runtime.js';
+import { lambdaRuntime, lambdaServices } from '../runtime.js';
+import { logger, observed, recordJobFailures, recordLag } from '../observability.js';
+import { partitionStatus } from '../../src/catalog/status.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
 export { crc32cImplementation, nativeCompressors } from '../native.js';
 
-export async function handler(): Promise<{ partitions: (PartitionOutcome | TickFailure)[] }> {
-  return { partitions: await tickIdlePartitions(await lambdaRuntime()) };
-}
+/** Every run also publishes each table's lag, which the lag alarms watch. */
+export const handler = observed('tick', async (): Promise<{ partitions: (PartitionOutcome | TickFailure)[] }> => {
+  const partitions = await tickIdlePartitions(await lambdaRuntime());
+  const failures = partitions.filter((outcome): outcome is TickFailure => 'error' in outcome);
+  for (const failure of failures) logger.warn(`the tick could not seal an open range: ${failure.error}`, { table: failure.table, partition: failure.partition });
+  if (failures.length > 0) recordJobFailures('tick', failures.length);
+  const { catalog, kafka } = await lambdaServices();
+  const status = await partitionStatus({ catalog, kafka, config: { kafkaBrokers: (process.env.KAFKA_BROKERS ?? '').split(',') } });
+  recordLag(status.flatMap((s) => (s.lag === null ? [] : [{ table: s.table, records: s.lag }])));
+  return { partitions };
+}, 'tick');

@@ -4,6 +4,7 @@
  * bytes. Size, footer and sha256 are checked before the bytes are handed out; a
  * mismatch is an error, never silently served.
  */
+import { log } from '../common/log.js';
 import type { CatalogFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
 import { tableTopic, type TableRecord } from '../table/record.js';
@@ -198,6 +199,6 @@ async function addGranules(catalog: Catalog, file: CatalogFile, granules: Return
   try {
     await insertGranules(catalog, file.dataFileId, granules);
   } catch (error) {
-    process.emitWarning(`file ${file.dataFileId}: its granules were not stored (${(error as Error).message}); it is served whole until they are`);
+    log('warn', `file ${file.dataFileId}: its granules were not stored (${(error as Error).message}); it is served whole until they are`, { partition: file.partition });
   }
 }

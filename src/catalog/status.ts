@@ -58,7 +58,10 @@ interface Row {
   lost_offsets: string;
 }
 
-export async function partitionStatus(engine: Engine, tableName?: string): Promise<PartitionStatus[]> {
+/** What status needs of an engine: the catalog, Kafka, and the brokers' names for its errors (a Lambda has no whole Engine). */
+export type StatusEngine = Pick<Engine, 'catalog' | 'kafka'> & { config: Pick<Engine['config'], 'kafkaBrokers'> };
+
+export async function partitionStatus(engine: StatusEngine, tableName?: string): Promise<PartitionStatus[]> {
   const result = await engine.catalog.query<Row>(
     `SELECT t.table_name, t.topic, t.topic_id, p.partition_id, p.indexed_start, p.indexed_end, p.lease_owner, p.lease_epoch,
             coalesce(p.lease_expires_at > now(), false) AS lease_live, p.open_range_bytes, p.open_range_records,
@@ -126,7 +129,7 @@ export async function partitionStatus(engine: Engine, tableName?: string): Promi
  * partition and per topic: Kafka may be down, or a topic deleted, while the catalog is
  * up, and status still answers, with no LSO where there is none.
  */
-async function lastStableOffsetsOrNull(engine: Engine, rows: readonly { topic: string; partition_id: number }[]): Promise<{ offsets: Map<string, bigint>; errors: Map<string, string> }> {
+async function lastStableOffsetsOrNull(engine: StatusEngine, rows: readonly { topic: string; partition_id: number }[]): Promise<{ offsets: Map<string, bigint>; errors: Map<string, string> }> {
   const byTopic = new Map<string, Set<number>>();
   for (const row of rows) {
     let partitions = byTopic.get(row.topic);

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { progress, UsageError } from './output.js';
+import { logFormats, setLogFormat, type LogFormat } from '../common/log.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -101,4 +102,22 @@ export function secretValue(flag: string, given: string | undefined, env: string
   } catch (error) {
     throw new UsageError(`${env}_FILE names ${file}, which cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
+}
+
+/** `--log-format`, else OFFSETLAKE_LOG_FORMAT, else human lines; set for the rest of the process. */
+export function useLogFormat(flag: string | undefined): LogFormat {
+  const env = process.env.OFFSETLAKE_LOG_FORMAT || undefined;
+  const chosen = flag ?? env ?? 'human';
+  if (!(logFormats as readonly string[]).includes(chosen)) {
+    throw new UsageError(`${flag === undefined ? 'OFFSETLAKE_LOG_FORMAT' : '--log-format'} must be ${logFormats.join(' or ')}, got "${chosen}"`);
+  }
+  setLogFormat(chosen as LogFormat);
+  return chosen as LogFormat;
+}
+
+/** A port flag's value: a whole number from 0 (any free port) to 65535. */
+export function portFlag(flag: string, text: string | undefined, fallback: number): number {
+  const port = text === undefined ? fallback : Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65535 || (text !== undefined && !/^\d+$/.test(text))) throw new UsageError(`${flag} must be a port number from 0 to 65535, got "${text}"`);
+  return port;
 }

@@ -21,14 +21,14 @@ export const produceUsage = `offsetlake produce TOPIC [FILE] [--format avro|prot
 export const inspectUsage = `offsetlake files NAME [--json] [--expired] [--wide]
 offsetlake status [NAME] [--json]`;
 
-export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--build-threads N] [--batch-size 10000] [--batch-window 500ms] [--progress-every 5s] [--json]
+export const indexUsage = `offsetlake run [--once] [--memory 1GiB] [--builds 2] [--build-threads N] [--batch-size 10000] [--batch-window 500ms] [--progress-every 5s] [--metrics-port N [--metrics-host 127.0.0.1]] [--log-format human|json] [--json]
 offsetlake rebuild NAME FILE [-o PATH] [--json]
 offsetlake check [NAME] [--json]`;
 
 export const backfillUsage = `offsetlake backfill NAME [--chunks-per-execution N] [--json]
 offsetlake retention [NAME] [--json]`;
 
-export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--build-threads N] [--write-timeout 30s] [--queue-timeout 10s] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake] [--s3-region us-east-1] [--iceberg-snapshot-interval 60s]`;
+export const serveUsage = `offsetlake serve [--port 8642] [--host 127.0.0.1] [--token T | --no-auth] [--cache 512MiB] [--build-threads N] [--write-timeout 30s] [--queue-timeout 10s] [--s3-access-key-id ID --s3-secret-access-key SECRET] [--s3-bucket offsetlake] [--s3-region us-east-1] [--iceberg-snapshot-interval 60s] [--log-format human|json]`;
 
 export const queryUsage = `offsetlake query "SQL" [--json | --csv] [--plan] [--quiet]`;
 
@@ -68,6 +68,8 @@ const engine: [string, string][] = [
 const json: [string, string] = ['--json', 'print one JSON document; progress goes to stderr'];
 const line = (usage: string, name: string) => usage.split('\n').filter((l) => l.startsWith(`offsetlake ${name}`)).join('\n');
 
+const logFormat: [string, string] = ['--log-format human|json', 'stderr as human lines (default) or one JSON object per line: time, level, message, table, partition, trace (or OFFSETLAKE_LOG_FORMAT)'];
+
 export const commandHelp: Record<string, Help> = {
   stack: {
     about: 'The local Kafka broker, Schema Registry and Postgres: fetched once, started on loopback, stopped by their pids. Idempotent.',
@@ -91,7 +93,7 @@ export const commandHelp: Record<string, Help> = {
   run: {
     about: 'The long-lived local indexer: every partition of every table in one process, through outages, until Ctrl-C (SIGINT/SIGTERM give the leases back); indexes that are not active yet are backfilled in the background.',
     usage: line(indexUsage, 'run'),
-    flags: [['--once', 'index what is committed now, flush, drive every index that is not active to active, and stop; exit 1 naming partitions and indexes that kept failing'], ['--memory SIZE', 'resident memory budget of the process: ranges are sealed (capacity) and reading waits to stay under it; refused at start when too small (default 1GiB, raised to what the partitions need)'], ['--builds N', 'file builds at once (default 2, or the build threads if more)'], ['--build-threads N', 'worker threads that build files; 0 builds on the thread that reads Kafka (default: cores - 1 from 4 cores, else 0)'], ['--batch-size N', 'records per event, 1–10,000'], ['--batch-window DURATION', 'how long records may wait to be delivered (default 500ms)'], ['--progress-every DURATION', 'a progress line (records/s, files, lag per table) this often; default 5s on a terminal, none in a pipe'], json, ...engine],
+    flags: [['--once', 'index what is committed now, flush, drive every index that is not active to active, and stop; exit 1 naming partitions and indexes that kept failing'], ['--memory SIZE', 'resident memory budget of the process: ranges are sealed (capacity) and reading waits to stay under it; refused at start when too small (default 1GiB, raised to what the partitions need)'], ['--builds N', 'file builds at once (default 2, or the build threads if more)'], ['--build-threads N', 'worker threads that build files; 0 builds on the thread that reads Kafka (default: cores - 1 from 4 cores, else 0)'], ['--batch-size N', 'records per event, 1–10,000'], ['--batch-window DURATION', 'how long records may wait to be delivered (default 500ms)'], ['--progress-every DURATION', 'a progress line (records/s, files, lag per table) this often; default 5s on a terminal, none in a pipe'], ['--metrics-port N', 'serve the run\'s figures (lag per partition, records and bytes indexed, commit durations, rounds, failures) at http://HOST:N/metrics in Prometheus\'s text format'], ['--metrics-host H', 'the address --metrics-port listens on (default 127.0.0.1; 0.0.0.0 for every interface)'], logFormat, json, ...engine],
     example: 'offsetlake run --once',
   },
   rebuild: { about: "One file rebuilt from Kafka; its size, footer and sha256 are compared with the catalog's, and a difference is an error.", usage: line(indexUsage, 'rebuild'), flags: [['-o, --output PATH', 'write the bytes there'], json, ...engine], example: 'offsetlake rebuild orders 12 -o /tmp/12.parquet' },
@@ -101,7 +103,7 @@ export const commandHelp: Record<string, Help> = {
   serve: {
     about: 'The HTTP read API for engines: tables, manifests, files rebuilt from Kafka and verified, Range requests, /metrics; a read-only Iceberg REST catalog at /iceberg (catalog URI http://HOST:PORT/iceberg, the same token); a console in the browser at /console (the same token, asked for by the page).',
     usage: serveUsage,
-    flags: [['--port N', 'default 8642'], ['--host H', 'default 127.0.0.1'], ['--token T', 'bearer token every request must carry (or OFFSETLAKE_TOKEN)'], ['--no-auth', 'no token: local use only'], ['--cache SIZE', 'rebuilt-file cache (default 512MiB)'], ['--build-threads N', 'worker threads that build granules; 0 builds on the serving thread (default: cores - 1 from 4 cores, else 0)'], ['--write-timeout DURATION', 'a response whose client takes no bytes for this long is cut off (default 30s)'], ['--queue-timeout DURATION', 'how long a read waits for room among the responses in flight before a 503 with Retry-After (default 10s)'], ['--s3-access-key-id ID, --s3-secret-access-key SECRET', 'turn on the S3-compatible face (path style, SigV4), or OFFSETLAKE_S3_ACCESS_KEY_ID / OFFSETLAKE_S3_SECRET_ACCESS_KEY'], ['--s3-bucket NAME', 'its bucket (default offsetlake, or OFFSETLAKE_S3_BUCKET)'], ['--s3-region NAME', 'the region requests must be signed for (default us-east-1, or OFFSETLAKE_S3_REGION)'], ['--iceberg-snapshot-interval DURATION', 'the Iceberg catalog (/iceberg) cuts a snapshot that only adds files at most this often (default 60s)'], ...engine],
+    flags: [['--port N', 'default 8642'], ['--host H', 'default 127.0.0.1'], ['--token T', 'bearer token every request must carry (or OFFSETLAKE_TOKEN)'], ['--no-auth', 'no token: local use only'], ['--cache SIZE', 'rebuilt-file cache (default 512MiB)'], ['--build-threads N', 'worker threads that build granules; 0 builds on the serving thread (default: cores - 1 from 4 cores, else 0)'], ['--write-timeout DURATION', 'a response whose client takes no bytes for this long is cut off (default 30s)'], ['--queue-timeout DURATION', 'how long a read waits for room among the responses in flight before a 503 with Retry-After (default 10s)'], ['--s3-access-key-id ID, --s3-secret-access-key SECRET', 'turn on the S3-compatible face (path style, SigV4), or OFFSETLAKE_S3_ACCESS_KEY_ID / OFFSETLAKE_S3_SECRET_ACCESS_KEY'], ['--s3-bucket NAME', 'its bucket (default offsetlake, or OFFSETLAKE_S3_BUCKET)'], ['--s3-region NAME', 'the region requests must be signed for (default us-east-1, or OFFSETLAKE_S3_REGION)'], ['--iceberg-snapshot-interval DURATION', 'the Iceberg catalog (/iceberg) cuts a snapshot that only adds files at most this often (default 60s)'], logFormat, ...engine],
     example: 'OFFSETLAKE_TOKEN=secret offsetlake serve --port 8642 --s3-access-key-id reader --s3-secret-access-key s3cret',
   },
   query: {

@@ -1,4 +1,5 @@
 import { stopQuietlyWhenThePipeCloses, UsageError } from './output.js';
+import { log } from '../common/log.js';
 import { commandHelp, commandLineUsage, helpText, ownHelp } from './help.js';
 import { latestCatalogVersion } from '../catalog/migrations.js';
 import project from '../../package.json' with { type: 'json' };
@@ -63,8 +64,8 @@ export async function main(argv: string[]): Promise<number> {
     return await command(args);
   } catch (error) {
     const err = error as Error;
-    process.stderr.write(`offsetlake ${name}: ${err.message}\n`);
-    if (process.env.OFFSETLAKE_DEBUG && err.stack) process.stderr.write(`${err.stack}\n`);
+    log('error', `offsetlake ${name}: ${err.message}`);
+    if (process.env.OFFSETLAKE_DEBUG && err.stack) log('debug', err.stack);
     return err instanceof UsageError ? 2 : 1;
   }
 }

@@ -1,4 +1,5 @@
 /** Human output goes to stdout as aligned text; `--json` prints one JSON document instead. */
+import { log, type LogFields } from '../common/log.js';
 
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
@@ -24,9 +25,9 @@ function formatCell(value: unknown): string {
   return String(value);
 }
 
-/** Progress lines go to stderr, so stdout stays machine-readable with --json. */
-export function progress(line: string): void {
-  process.stderr.write(`${line}\n`);
+/** Progress lines go to stderr (src/common/log.ts), so stdout stays machine-readable with --json. */
+export function progress(line: string, fields?: LogFields): void {
+  log('info', line, fields);
 }
 
 export class UsageError extends Error {

@@ -13,7 +13,9 @@ import type { Engine } from '../runtime/engine.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';
 import { indexUsage } from './help.js';
-import { buildThreadsFlag, parseCommandArgs, wholeNumberFlag } from './args.js';
+import { buildThreadsFlag, parseCommandArgs, portFlag, useLogFormat, wholeNumberFlag } from './args.js';
+import { listenOn } from './listen.js';
+import { metricsServer } from '../local/metrics-server.js';
 
 const engineOptions = { 'database-url': { type: 'string' }, 'kafka-brokers': { type: 'string' }, json: { type: 'boolean' } } as const;
 
@@ -24,7 +26,12 @@ const onceCatalogTries = 6;
 export async function runCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('run', args, {
     ...engineOptions, once: { type: 'boolean' }, memory: { type: 'string' }, builds: { type: 'string' }, 'build-threads': { type: 'string' }, 'batch-size': { type: 'string' }, 'batch-window': { type: 'string' }, 'progress-every': { type: 'string' },
+    'metrics-port': { type: 'string' }, 'metrics-host': { type: 'string' }, 'log-format': { type: 'string' },
   }, false);
+  useLogFormat(values['log-format']);
+  const metricsPort = values['metrics-port'] === undefined ? undefined : portFlag('--metrics-port', values['metrics-port'], 0);
+  if (values['metrics-host'] !== undefined && metricsPort === undefined) throw new UsageError('--metrics-host needs --metrics-port: give the port the metrics are served on');
+  const metricsHost = values['metrics-host'] ?? '127.0.0.1';
   // a line every few seconds on a terminal (or as often as asked), none in a pipe unless asked
   const progressEvery = values['progress-every'] ? parseDuration('--progress-every', values['progress-every']) : process.stderr.isTTY ? 5000 : undefined;
   const buildThreads = buildThreadsFlag(values['build-threads'], defaultBuildThreads, 'build on the thread that reads Kafka');
@@ -49,13 +56,19 @@ export async function runCommand(args: string[]): Promise<number> {
   try {
     const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
       const runner = new LocalRunner(engine, rangeBuilder(engine.catalog, undefined, undefined, pool?.range), options, progress);
-      progress(`indexing as ${runner.owner}${options.once ? ' until caught up' : '; Ctrl-C stops'}`);
+      const metrics = metricsPort === undefined ? undefined : metricsServer(() => runner.metricFamilies());
+      const metricsAt = metrics && `http://${metricsHost}:${await listenOn(metrics, metricsPort!, metricsHost, { port: '--metrics-port', host: '--metrics-host' })}/metrics`;
+      progress(`indexing as ${runner.owner}${options.once ? ' until caught up' : '; Ctrl-C stops'}${metricsAt ? `; metrics at ${metricsAt}` : ''}`);
       const report = progressReporter(engine, progressEvery ?? 0);
       const timer = progressEvery === undefined ? undefined : setInterval(() => void report(runner.progress), progressEvery);
       try {
         return await runner.run(stop.signal);
       } finally {
         clearInterval(timer);
+        if (metrics) {
+          metrics.closeAllConnections();
+          await new Promise((resolve) => metrics.close(resolve));
+        }
       }
     }, { tries: options.once ? onceCatalogTries : Infinity, signal: stop.signal, log: progress });
     if (values.json) printJson(summary);

@@ -8,7 +8,8 @@ import { defaultBuildThreads } from '../build/pool.js';
 import { formatBytes, formatDuration, parseBytes, parseDuration } from '../table/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';
-import { buildThreadsFlag, parseCommandArgs, secretValue } from './args.js';
+import { buildThreadsFlag, parseCommandArgs, portFlag, secretValue, useLogFormat } from './args.js';
+import { listenOn } from './listen.js';
 import type { S3FaceOptions } from '../reader/s3.js';
 import { bucketProblem } from '../reader/s3-bucket.js';
 import { defaultS3Region } from '../reader/sigv4.js';
@@ -35,9 +36,10 @@ export async function serveCommand(args: string[]): Promise<number> {
     's3-bucket': { type: 'string' },
     's3-region': { type: 'string' },
     'iceberg-snapshot-interval': { type: 'string' },
+    'log-format': { type: 'string' },
   }, false);
-  const port = Number(values.port ?? 8642);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number from 0 to 65535, got "${values.port}"`);
+  useLogFormat(values['log-format']);
+  const port = portFlag('--port', values.port, 8642);
   const token = secretValue('--token', values.token, 'OFFSETLAKE_TOKEN') ?? null;
   if (values['no-auth'] && values.token) throw new UsageError('--token and --no-auth contradict each other: give one');
   if (!values['no-auth'] && !token) throw new UsageError('serve needs a bearer token (--token or OFFSETLAKE_TOKEN); for local use only, --no-auth turns authentication off');
@@ -56,19 +58,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     const sampler = new ConsoleSampler(() => partitionStatus(engine));
     sampler.start();
     const consoleFace = new ConsoleFace(service, sampler, { tokenRequired: !values['no-auth'] });
-    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs }, s3), console: consoleFace }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
-    server.listen(port, host);
-    try {
-      await once(server, 'listening');
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EADDRINUSE') throw new Error(`port ${port} on ${host} is taken by another process; choose another with --port`);
-      if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new Error(`${host} is not an address of this machine; choose one with --host`);
-      if (code === 'EACCES') throw new Error(`port ${port} needs privileges this process lacks; choose one above 1023 with --port`);
-      throw error;
-    }
-    const address = server.address();
-    const bound = typeof address === 'object' && address ? address.port : port;
+    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs }, s3), console: consoleFace, lag: async () => (await partitionStatus(engine)).flatMap((s) => (s.lag === null ? [] : [{ table: s.table, partition: s.partition, records: s.lag }])) }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
+    const bound = await listenOn(server, port, host, { port: '--port', host: '--host' });
     progress(`serving http://${host}:${bound}/tables, the console http://${host}:${bound}/console and the Iceberg catalog http://${host}:${bound}/iceberg (snapshots at most every ${formatDuration(snapshotIntervalMs)}; cache ${formatBytes(cacheBytes)}, ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
       (s3 ? `, and S3 at endpoint http://${host}:${bound} bucket ${s3.bucket}${s3.region === defaultS3Region ? '' : ` region ${s3.region}`} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
     const stop = new AbortController();

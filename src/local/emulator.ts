@@ -52,6 +52,8 @@ export class PartitionEventSource {
   delivered = 0;
   deliveredRecords = 0;
   redelivered = 0;
+  /** The partition's last stable offset as the last pump learnt it (undefined before the first). */
+  lastStableOffset: bigint | undefined;
   /** Records and bytes the deliveries have read: their mean size sizes the next ones. */
   private readonly seen = { records: 0, bytes: 0 };
 
@@ -68,6 +70,7 @@ export class PartitionEventSource {
   /** Delivers everything up to the partition's LSO, in chunks; returns the records the deliveries read. */
   async pump(deliver: Deliver, signal?: AbortSignal): Promise<number> {
     const lso = await this.source.lastStableOffset(this.topic, this.partition);
+    this.lastStableOffset = lso;
     let count = 0;
     while (this.position < lso && !signal?.aborted) {
       const before = this.position;

@@ -25,6 +25,9 @@ import { limitConcurrency } from '../common/limit.js';
 import { describePlan, measuredCosts, planMemory, type MemoryCosts, type MemoryPlan } from './memory-budget.js';
 import { pause } from '../common/retry.js';
 import { IndexDrivers } from './index-drivers.js';
+import { RunMetrics } from './run-metrics.js';
+import type { PartitionLag } from '../common/lag-metrics.js';
+import type { MetricFamily } from '../common/exposition.js';
 
 export interface RunnerOptions {
   /** The process's resident memory stays under this many bytes (src/local/memory-budget.ts). */
@@ -73,7 +76,8 @@ export interface RunSummary {
   capacitySeals: number;
 }
 
-export type RunLog = (line: string) => void;
+/** A line of the run's log; `fields` name the table and partition it is about, where there is one. */
+export type RunLog = (line: string, fields?: { table?: string; topic?: string; partition?: number }) => void;
 
 /** `--memory` cannot hold the process with the partitions it must index: refused at start. */
 export class MemoryBudgetError extends Error {
@@ -101,6 +105,11 @@ export class LocalRunner {
   private plan: MemoryPlan | null = null;
   /** What the indexers read: `records` of the summary. */
   private readonly reads: ReadLog;
+  /** What `--metrics-port` publishes. */
+  private readonly metrics = new RunMetrics();
+  private readonly startedAt = Date.now();
+  /** Per table partition (indexer key), when its indexed_end was last seen at its LSO. */
+  private readonly caughtUpAt = new Map<string, number>();
 
   /** `source`: where the indexers read committed records (default: the engine's Kafka; tests count what it reads). */
   constructor(private readonly engine: Engine, build: RangeBuilder, private readonly options: RunnerOptions, private readonly log: RunLog, source: CommittedSource = kafkaSource(engine.kafka)) {
@@ -114,6 +123,7 @@ export class LocalRunner {
       clock: Date.now,
       indexers: new Map(),
       releaseAfterEvent: false,
+      onCommit: (table, _partition, ranges, seconds) => this.metrics.committed(table.name, ranges, seconds),
     };
     this.indexes = new IndexDrivers(engine.catalog, source, this.runtime.owner, log);
     // Every Fetch retried (a leader moved, a broker restarts) is said in the run's log.
@@ -129,9 +139,30 @@ export class LocalRunner {
     return { ...this.summary, records: this.reads.records, failed: [...this.summary.failed], indexesFailed: [...this.summary.indexesFailed] };
   }
 
+  /** The run's figures as exposition families (`run --metrics-port`). */
+  metricFamilies(): MetricFamily[] {
+    const summary = this.progress;
+    return this.metrics.families(this.lags(), { records: this.reads.records, bytes: this.reads.bytes }, summary);
+  }
+
+  /** Each partition's lag: the LSO its event source last learnt minus its indexed_end; seconds since it was last caught up (or since the run began). */
+  private lags(now = Date.now()): PartitionLag[] {
+    const lags: PartitionLag[] = [];
+    for (const indexer of this.runtime.indexers.values()) {
+      const lso = this.sources.get(`${indexer.table.topic}-${indexer.partition}`)?.lastStableOffset;
+      const end = indexer.heldLease?.indexedEnd;
+      if (lso === undefined || end === undefined) continue;
+      const records = lso > end ? lso - end : 0n;
+      if (records === 0n) this.caughtUpAt.set(indexer.key, now);
+      lags.push({ table: indexer.table.name, partition: indexer.partition, records, seconds: records === 0n ? 0 : (now - (this.caughtUpAt.get(indexer.key) ?? this.startedAt)) / 1000 });
+    }
+    return lags;
+  }
+
   async run(signal?: AbortSignal): Promise<RunSummary> {
     try {
       for (;;) {
+        this.metrics.rounds += 1;
         this.failedPumps.clear();
         if (Date.now() - this.lastDiscovery >= discoverEveryMs || this.options.once) await this.discoverOrWait();
         const delivered = await Promise.all([...this.sources.values()].map((source) => this.pump(source, signal)));
@@ -139,6 +170,7 @@ export class LocalRunner {
         if (signal?.aborted) return this.progress;
         await this.tick();
         await this.renewLeases();
+        this.lags();
         const idle = delivered.every((count) => count === 0);
         this.failingRounds = this.failedPumps.size > 0 ? this.failingRounds + 1 : 0;
         if (this.options.once && idle && this.failedPumps.size === 0) {
@@ -173,6 +205,7 @@ export class LocalRunner {
     } catch (error) {
       if (error instanceof MemoryBudgetError) throw error;
       const message = `looking for tables and partitions failed, trying again: ${(error as Error).message}`;
+      this.metrics.failed('discovery');
       this.log(message);
       this.failedPumps.set('discovery', message);
     }
@@ -237,7 +270,7 @@ export class LocalRunner {
       : error.message;
     const partitions = await this.engine.catalog.query<{ partition_id: number }>('SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1', [table.tableId]);
     for (const row of partitions.rows) await setWaitingReason(this.engine.catalog, table.tableId, row.partition_id, reason, { owner: this.runtime.owner });
-    if (this.tablesWaiting.get(table.name) !== reason) this.log(`table ${table.name}: ${reason}`);
+    if (this.tablesWaiting.get(table.name) !== reason) this.log(`table ${table.name}: ${reason}`, { table: table.name });
     this.tablesWaiting.set(table.name, reason);
     this.failedPumps.set(`table ${table.name}`, reason);
   }
@@ -265,7 +298,8 @@ export class LocalRunner {
           await this.enforceBudget();
           return outcomes;
         } catch (error) {
-          this.log(`${source.topic}-${source.partition}: delivery failed, will be delivered again: ${(error as Error).message}`);
+          this.metrics.failed('delivery');
+          this.log(`${source.topic}-${source.partition}: delivery failed, will be delivered again: ${(error as Error).message}`, { topic: source.topic, partition: source.partition });
           throw error;
         }
       }, signal);
@@ -363,7 +397,8 @@ export class LocalRunner {
   }
 
   private async failed(indexer: PartitionIndexer, error: unknown): Promise<undefined> {
-    this.log(`${indexer.table.name}/${indexer.partition}: ${(error as Error).message}`);
+    this.metrics.failed('partition');
+    this.log(`${indexer.table.name}/${indexer.partition}: ${(error as Error).message}`, { table: indexer.table.name, partition: indexer.partition });
     await indexer.noteFailure(error);
     return undefined;
   }

@@ -7,7 +7,8 @@
  *   HEAD /tables/:t/files/:id.parquet    Content-Length, Accept-Ranges, ETag (sha256)
  *   GET  /tables/:t/files/:id.parquet    the bytes; one Range (first-last, first-, -suffix);
  *                                        another unit, an unparsable header or several ranges: the whole file
- *   GET  /metrics                        the read path's counters
+ *   GET  /metrics                        the read path's counters: Prometheus's text format, or JSON
+ *                                        when the Accept header ranks application/json first
  *   GET  /tables/:t/metadata/:name       a mounted catalog's files (Iceberg: metadata, manifest lists, manifests)
  *   /iceberg/v1/…                        a mounted catalog (the read-only Iceberg REST catalog, src/iceberg/rest.ts)
  *   /console, /console/api/…             the console, when mounted (src/console/face.ts): its page without the token, its JSON with it
@@ -27,6 +28,10 @@ import type { ReaderService } from './service.js';
 import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 import { kafkaPerServed } from '../catalog/reader-counters.js';
+import { expositionContentType, prefersJson, renderExposition } from '../common/exposition.js';
+import { lagFamilies, type PartitionLag } from '../common/lag-metrics.js';
+import { readerFamilies } from './metrics.js';
+import { log } from '../common/log.js';
 
 export type { ReaderRequest, ReaderResponse, ResponseBody } from './file-response.js';
 export { bodyBytes } from './file-response.js';
@@ -46,6 +51,8 @@ export interface ReaderHandlerOptions {
   s3?: S3FaceOptions;
   /** A table catalog served under a path of its own, such as the Iceberg REST catalog under /iceberg (src/iceberg/rest.ts). */
   catalog?: MountedCatalog;
+  /** Each partition's lag, for /metrics (`serve` knows Kafka's LSOs; without it no lag is published). */
+  lag?: () => Promise<readonly PartitionLag[]>;
   /** The console in the browser (src/console/face.ts), when mounted. */
   console?: ConsoleRoutes;
 }
@@ -200,6 +207,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     if (parts.length === 1 && parts[0] === 'metrics') {
       allow('GET, HEAD');
       const metrics = service.metrics;
+      if (!prefersJson(header(request, 'accept'))) return exposition(service, await options.lag?.());
       return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, memory: processMemory(), lostOffsets: await service.lostOffsets(), indexes: await service.indexes() });
     }
     if (mounted && parts[0] === 'tables' && parts[2] === 'metadata' && parts.length === 4) {
@@ -246,9 +254,17 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       if (error instanceof RebuildMismatchError) return answer(500, `${error.message}; the bytes were not served`);
       if (error instanceof GranuleMismatchError) return answer(500, error.message);
       if (error instanceof FileExpiredError) return answer(410, error.message);
+      log('error', `${request.method} ${request.path.split('?')[0]}: internal error: ${(error as Error).message}`);
       return answer(500, `internal error: ${(error as Error).message}`);
     }
   };
+}
+
+/** GET /metrics in Prometheus's text exposition format (version 0.0.4). */
+function exposition(service: ReaderService, lag: readonly PartitionLag[] | undefined): ReaderResponse {
+  const { file, granule } = service.rebuildDurations;
+  const families = [...readerFamilies(service.metrics, { file: file.snapshot({ kind: 'file' }), granule: granule.snapshot({ kind: 'granule' }) }, service.cache.size), ...(lag ? lagFamilies(lag) : [])];
+  return { status: 200, headers: { 'content-type': expositionContentType }, body: Buffer.from(renderExposition(families)) };
 }
 
 function decodeSegment(segment: string): string {

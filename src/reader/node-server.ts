@@ -1,6 +1,30 @@
 /** `offsetlake serve`: the reader handler behind node:http. */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomBytes } from 'node:crypto';
 import type { ReaderHandler, ResponseBody } from './http.js';
+import { log, logFormat, withLogFields } from '../common/log.js';
+
+/**
+ * A request's trace id: the trace-id of its W3C `traceparent`, else its `x-request-id`
+ * (up to 128 letters, digits and ._:-), else a new random one. It is sent back as
+ * `x-request-id` and is in every line logged while the request is answered.
+ */
+export function traceId(headers: Readonly<Record<string, string | undefined>>): string {
+  const parent = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec((headers.traceparent ?? '').trim().toLowerCase());
+  if (parent && !/^0+$/.test(parent[1]!)) return parent[1]!;
+  const given = (headers['x-request-id'] ?? '').trim();
+  if (/^[A-Za-z0-9._:-]{1,128}$/.test(given)) return given;
+  return randomBytes(16).toString('hex');
+}
+
+/** One line per request answered (JSON logs; in human lines only the 5xx, which need looking at). */
+function logRequest(method: string, url: string, status: number, bytes: number, startedAt: number, trace: string): void {
+  if (logFormat() === 'human' && status < 500) return;
+  const path = url.split('?')[0]!;
+  const table = /^\/tables\/([a-z_][a-z0-9_]{0,62})\//.exec(path)?.[1];
+  const ms = Math.round(performance.now() - startedAt);
+  log(status >= 500 ? 'error' : 'info', `${method} ${path} ${status}, ${bytes} bytes in ${ms} ms`, { trace, method, path, status, bytes, ms, ...(table ? { table } : {}) });
+}
 
 export interface ReaderServerOptions {
   /**
@@ -31,14 +55,24 @@ const writeSliceBytes = 64 * 1024;
 export function readerServer(handler: ReaderHandler, options: ReaderServerOptions = {}): Server {
   const writeTimeoutMs = options.writeTimeoutMs ?? defaultWriteTimeoutMs;
   const server = createServer((request, response) => {
+    const startedAt = performance.now();
     const headers: Record<string, string | undefined> = {};
     for (const [name, value] of Object.entries(request.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+    const trace = traceId(headers);
+    response.setHeader('x-request-id', trace);
+    let sent = 0;
+    const write = response.write.bind(response);
+    response.write = ((chunk: Uint8Array, ...rest: never[]) => {
+      sent += chunk.byteLength;
+      return write(chunk, ...rest);
+    }) as typeof response.write;
+    response.once('close', () => logRequest(request.method ?? 'GET', request.url ?? '/', response.statusCode, sent, startedAt, trace));
     // Work queued for a client that has gone (it waits for budget, or is being rebuilt) is dropped.
     const gone = new AbortController();
     response.once('close', () => {
       if (!response.writableFinished) gone.abort();
     });
-    handler({ method: request.method ?? 'GET', path: request.url ?? '/', headers, signal: gone.signal }).then(
+    withLogFields({ trace }, () => handler({ method: request.method ?? 'GET', path: request.url ?? '/', headers, signal: gone.signal })).then(
       async (answer) => {
         if (response.destroyed) return void drop(answer.body);
         const closing = closeAfter(request, answer.status);

@@ -33,6 +33,8 @@ import { ByteBudget, limitConcurrency } from '../common/limit.js';
 import { PromiseMemo, SingleFlight } from '../common/single-flight.js';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
+import { Histogram } from '../common/exposition.js';
+import { log } from '../common/log.js';
 
 export interface ReaderServiceOptions {
   /** Budget of the cache of rebuilt chunks (and whole files without granules). Default 512 MiB. */
@@ -64,6 +66,8 @@ export interface ReaderServiceOptions {
   buildThreads?: number;
   /** How the service remembers table and file records between requests (src/reader/catalog-records.ts). */
   records?: CatalogRecordOptions;
+  /** Told of each rebuild from Kafka and its seconds (the Lambda reader publishes them as metrics). */
+  onRebuild?: (kind: 'file' | 'granule', seconds: number) => void;
 }
 
 export interface IndexMetrics {
@@ -123,10 +127,14 @@ export class ReaderService {
   /** Table and file records, remembered briefly and loaded many files at a time. */
   private readonly records: CatalogRecords;
 
+  /** Seconds each rebuild from Kafka took, verification included: whole files, and row groups (for some or all of their columns). */
+  readonly rebuildDurations = { file: new Histogram(), granule: new Histogram() };
+
   /** Names this reader's row of counters in the catalog. */
   readonly readerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly startedAt = new Date();
   private readonly publishEveryMs: number;
+  private readonly onRebuild: ReaderServiceOptions['onRebuild'];
   private publishedAt = Date.now();
   private publishing: Promise<void> | undefined;
 
@@ -141,6 +149,7 @@ export class ReaderService {
     this.readGranule = limitConcurrency(options.kafkaReadsAtOnce ?? Math.max(2, (options.buildThreads ?? 0) + 1), granuleRecords);
     this.builds = options.buildThreads ? new BuildPool(options.buildThreads) : undefined;
     this.records = new CatalogRecords(catalog, options.records);
+    this.onRebuild = options.onRebuild;
   }
 
   /** Stops the build workers (they also let the process end by themselves when idle). */
@@ -166,9 +175,14 @@ export class ReaderService {
   publish(): Promise<void> {
     this.publishedAt = Date.now();
     this.publishing ??= publishReaderCounters(this.catalog, this.readerId, this.startedAt, { ...this.metrics })
-      .catch((error: unknown) => process.emitWarning(`reader counters were not written to the catalog: ${(error as Error).message}`))
+      .catch((error: unknown) => log('warn', `reader counters were not written to the catalog: ${(error as Error).message}`))
       .finally(() => { this.publishing = undefined; });
     return this.publishing;
+  }
+
+  private rebuilt(kind: 'file' | 'granule', seconds: number): void {
+    this.rebuildDurations[kind].observe(seconds);
+    this.onRebuild?.(kind, seconds);
   }
 
   served(bytes: number): void {
@@ -337,9 +351,12 @@ export class ReaderService {
     const partial = leaves.length < all;
     this.counters[partial ? 'partialGranuleRebuilds' : 'granuleRebuilds'] += 1;
     const granule = granular.granules.granules[rowGroup]!;
+    const started = performance.now();
     try {
       const records = await this.readGranule(this.source, table, file, granule, { keep: partial || file.rangeFiles > 1 });
-      return await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves, { wantFile, ...(this.builds ? { build: this.builds.chunks } : {}) });
+      const built = await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves, { wantFile, ...(this.builds ? { build: this.builds.chunks } : {}) });
+      this.rebuilt('granule', (performance.now() - started) / 1000);
+      return built;
     } catch (error) {
       if (error instanceof GranuleMismatchError) this.counters.chunkMismatches += 1;
       throw error;
@@ -392,8 +409,10 @@ export class ReaderService {
 
   private async rebuild(table: TableRecord, file: CatalogFile, key: string): Promise<Uint8Array> {
     this.counters.rebuilds += 1;
+    const started = performance.now();
     try {
       const rebuilt = await rebuildFile(this.catalog, this.source, table, file);
+      this.rebuilt('file', (performance.now() - started) / 1000);
       this.cache.set(key, rebuilt.bytes);
       return rebuilt.bytes;
     } catch (error) {

@@ -58,7 +58,7 @@ describe('offsets Kafka deleted before anyone indexed them', () => {
     const [status] = await partitionStatus(engine, created.name);
     expect([status!.indexedEnd, status!.lag, status!.lostOffsets, status!.waitingReason]).toEqual([25n, 0n, 5n, null]);
 
-    const metrics = await readerHandler(new ReaderService(engine.catalog, kafkaSource(engine.kafka)), { token: null })({ method: 'GET', path: '/metrics', headers: {} });
+    const metrics = await readerHandler(new ReaderService(engine.catalog, kafkaSource(engine.kafka)), { token: null })({ method: 'GET', path: '/metrics', headers: { accept: 'application/json' } });
     expect(JSON.parse(Buffer.from(await bodyBytes(metrics.body)).toString()).lostOffsets).toEqual([{ table: created.name, partition: 0, intervals: 1, offsets: '5' }]);
     // The file [0, 10) can no longer be rebuilt (Kafka deleted it): retention's business, not the checker's.
     await engine.catalog.query('UPDATE offsetlake.data_file SET expired_at = now() WHERE table_id = $1 AND end_offset <= 15', [created.tableId]);

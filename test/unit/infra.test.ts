@@ -347,6 +347,44 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(queue.map((a) => [a.Properties.MetricName, a.Properties.Threshold])).toEqual([['ApproximateNumberOfMessagesVisible', 1]]);
   });
 
+  it('a lag alarm on the largest table lag at the default 1,000,000 offsets for three 5-minute periods, alarms on each scheduled job\'s failures and on the reader\'s 5xx, all on the dashboard', () => {
+    const alarms = Object.entries(template.findResources('AWS::CloudWatch::Alarm')) as [string, Resource][];
+    const own = alarms.filter(([, a]) => a.Properties.Namespace === 'offsetlake');
+    const lag = own.filter(([, a]) => a.Properties.MetricName === 'MaxTableLagRecords');
+    expect(lag.map(([, a]) => a.Properties)).toEqual([expect.objectContaining({ Dimensions: [{ Name: 'service', Value: 'offsetlake' }], Statistic: 'Maximum', Period: 300, Threshold: 1_000_000, EvaluationPeriods: 3, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
+    expect(own.filter(([, a]) => a.Properties.MetricName === 'TableLagRecords')).toEqual([]);
+    const jobs = own.filter(([, a]) => a.Properties.MetricName === 'JobFailures').map(([, a]) => a.Properties);
+    expect(jobs.map((a) => (a.Dimensions as { Name: string; Value: string }[]).find((d) => d.Name === 'job')!.Value).sort()).toEqual(['retention', 'rotate-token', 'tick']);
+    for (const job of jobs) expect(job).toMatchObject({ Statistic: 'Sum', Period: 300, Threshold: 1, EvaluationPeriods: 1 });
+    const reader5xx = alarms.filter(([, a]) => a.Properties.Namespace === 'AWS/Lambda' && a.Properties.MetricName === 'Url5xxCount').map(([, a]) => a.Properties);
+    expect(reader5xx).toHaveLength(1);
+    expect(reader5xx[0]!.Dimensions).toEqual([{ Name: 'FunctionName', Value: { Ref: Object.keys(template.findResources('AWS::Lambda::Function')).find((id) => /^Reader[0-9A-F]{8}$/.test(id)) } }]);
+    expect(reader5xx[0]).toMatchObject({ Statistic: 'Sum', Threshold: 1 });
+
+    const dashboards = Object.values(template.findResources('AWS::CloudWatch::Dashboard')) as Resource[];
+    expect(dashboards).toHaveLength(1);
+    const body = JSON.stringify(dashboards[0]!.Properties.DashboardBody);
+    // the alarm status widget lists every alarm of the stack
+    for (const [id] of alarms) expect(body, id).toContain(`{"Fn::GetAtt":["${id}","Arn"]}`);
+    for (const metric of ['MaxTableLagRecords', 'JobFailures', 'Url5xxCount', 'Errors', 'RecordsIndexed', 'CommitDuration', 'FileRebuildDuration', 'GranuleRebuildDuration']) expect(body, metric).toContain(metric);
+  });
+
+  it('lagAlarmRecords sets the lag threshold and lagAlarmTables adds an alarm per table on its own lag; a name that is no table name is refused', () => {
+    const tuned = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, lagAlarmRecords: '5000', lagAlarmTables: 'orders,payments_eu' });
+    const lag = (Object.values(tuned.findResources('AWS::CloudWatch::Alarm')) as Resource[]).filter((a) => a.Properties.Namespace === 'offsetlake' && /LagRecords$/.test(a.Properties.MetricName));
+    expect(lag.map((a) => [a.Properties.MetricName, a.Properties.Dimensions, a.Properties.Threshold, a.Properties.EvaluationPeriods, a.Properties.Statistic])).toEqual([
+      ['MaxTableLagRecords', [{ Name: 'service', Value: 'offsetlake' }], 5000, 3, 'Maximum'],
+      ['TableLagRecords', [{ Name: 'service', Value: 'offsetlake' }, { Name: 'table', Value: 'orders' }], 5000, 3, 'Maximum'],
+      ['TableLagRecords', [{ Name: 'service', Value: 'offsetlake' }, { Name: 'table', Value: 'payments_eu' }], 5000, 3, 'Maximum'],
+    ]);
+    const body = JSON.stringify((Object.values(tuned.findResources('AWS::CloudWatch::Dashboard')) as Resource[])[0]!.Properties.DashboardBody);
+    expect(body).toContain('payments_eu');
+    expect(() => settingsFromContext((key) => ({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, lagAlarmTables: 'orders,Payments-EU' } as Record<string, unknown>)[key]))
+      .toThrow('context "lagAlarmTables" names "Payments-EU", which is not a table name (lowercase letters, digits and _, at most 63)');
+    expect(() => settingsFromContext((key) => ({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, lagAlarmRecords: '0' } as Record<string, unknown>)[key]))
+      .toThrow(/context "lagAlarmRecords" must be an integer from 1/);
+  });
+
   it('the scheduled functions (tick, retention) send an asynchronous invocation that failed its two retries to an encrypted SQS queue; no other function has an async destination', () => {
     const configs = Object.values(template.findResources('AWS::Lambda::EventInvokeConfig')) as Resource[];
     const queue = Object.keys(template.findResources('AWS::SQS::Queue'));
