@@ -5,7 +5,8 @@
  * formats first merge every schema the range's records name into the table schema
  * (src/schema/evolve.ts), then decode with that version (src/schema/decode.ts).
  */
-import type { FileGranules, NewDataFile, NewRange } from '../catalog/file-writes.js';
+import { engineConfig } from '../runtime/config.js';
+import type { FileGranules, NewCatalogFile, NewRange } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../table/record.js';
 import { compressionOf } from '../table/settings.js';
@@ -179,7 +180,7 @@ function granuleHolding(spans: readonly { start: bigint; end: bigint }[], offset
   return -1;
 }
 
-export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersion: number, bucket: number, recordCount: number, granules: FileGranules | null, indexEntries: NewDataFile['indexEntries'] = []): NewDataFile {
+export function toNewDataFile(built: DataFile, schema: TableSchema, schemaVersion: number, bucket: number, recordCount: number, granules: FileGranules | null, indexEntries: NewCatalogFile['indexEntries'] = []): NewCatalogFile {
   return {
     granules,
     indexEntries,
@@ -243,7 +244,7 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encode
   return async (table, partition, range: SealedRange): Promise<NewRange> => {
     let current = await currentSchema(catalog, table.tableId);
     if (isRegistryFormat(table.format)) {
-      current = await schemaForRecords(catalog, table, current, recordsOf(range), registry ?? defaultRegistry());
+      current = await schemaForRecords(catalog, table, current, recordsOf(range), registry ?? defaultRegistry(engineConfig().schemaRegistryUrl));
     }
     const { version, schema } = current;
     const indexes = await indexesWithEntries(catalog, table.tableId);

@@ -77,7 +77,7 @@ const selectFiles = `
            WHERE s.data_file_id = f.data_file_id) AS columns
   FROM offsetlake.data_file f`;
 
-function toDataFile(row: FileRow): CatalogFile {
+function toCatalogFile(row: FileRow): CatalogFile {
   return {
     dataFileId: row.data_file_id,
     tableId: row.table_id,
@@ -115,18 +115,18 @@ export async function listFiles(catalog: Catalog | CatalogClient, tableId: bigin
     `${selectFiles} WHERE f.table_id = $1 AND ($2 OR f.expired_at IS NULL) ORDER BY f.partition_id, f.start_offset, f.time_bucket`,
     [tableId, options.includeExpired ?? false],
   );
-  return result.rows.map(toDataFile);
+  return result.rows.map(toCatalogFile);
 }
 
 /** Files of the table by id (expired ones too), in id order. */
 export async function findFiles(catalog: Catalog | CatalogClient, tableId: bigint, dataFileIds: readonly bigint[]): Promise<CatalogFile[]> {
   const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id = ANY($2::bigint[]) ORDER BY f.data_file_id`, [tableId, dataFileIds]);
-  return result.rows.map(toDataFile);
+  return result.rows.map(toCatalogFile);
 }
 
 export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint, dataFileId: bigint): Promise<CatalogFile | undefined> {
   const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id = $2`, [tableId, dataFileId]);
-  return result.rows[0] ? toDataFile(result.rows[0]) : undefined;
+  return result.rows[0] ? toCatalogFile(result.rows[0]) : undefined;
 }
 
 /**
@@ -135,7 +135,7 @@ export async function findFile(catalog: Catalog | CatalogClient, tableId: bigint
  */
 export async function findFilesFrom(catalog: Catalog | CatalogClient, tableId: bigint, fromId: bigint, limit: number): Promise<CatalogFile[]> {
   const result = await catalog.query<FileRow>(`${selectFiles} WHERE f.table_id = $1 AND f.data_file_id >= $2 ORDER BY f.data_file_id LIMIT $3`, [tableId, fromId, limit]);
-  return result.rows.map(toDataFile);
+  return result.rows.map(toCatalogFile);
 }
 
 /** Offsets lost to Kafka's retention before they were indexed, per table and partition (tables not dropped). */

@@ -37,7 +37,7 @@ export interface FileGranules {
   pageIndex: Uint8Array;
 }
 
-export interface NewDataFile {
+export interface NewCatalogFile {
   bucket: number;
   recordCount: number;
   fileSizeBytes: number;
@@ -56,7 +56,7 @@ export interface NewRange {
   startOffset: bigint;
   endOffset: bigint;
   reason: SealReason;
-  files: NewDataFile[];
+  files: NewCatalogFile[];
   /** The secondary indexes its files carry entries for (src/catalog/indexes.ts). */
   indexIds: bigint[];
 }

@@ -10,7 +10,6 @@
  * writes no files. "No such id" (404) is an answer, not an outage: those records become
  * rows with an error.
  */
-import { engineConfig } from '../runtime/config.js';
 import { retrying } from '../common/retry.js';
 
 export type SchemaType = 'AVRO' | 'PROTOBUF' | 'JSON';
@@ -181,8 +180,8 @@ class Unanswered extends Error {}
 
 const registries = new Map<string, SchemaRegistry>();
 
-/** The process's registry client for `url` (default: SCHEMA_REGISTRY_URL). */
-export function defaultRegistry(url: string = engineConfig().schemaRegistryUrl): SchemaRegistry {
+/** The process's registry client for `url`: one per URL, so its cache of schemas serves every build. */
+export function defaultRegistry(url: string): SchemaRegistry {
   let registry = registries.get(url);
   if (!registry) {
     registry = schemaRegistry(url);

@@ -121,6 +121,53 @@ describe('layers', () => {
   });
 });
 
+describe('folder order', () => {
+  const page = readFileSync(join(root, 'docs/development.md'), 'utf8');
+  /** The rows of the markdown table that follows `marker` in docs/development.md, as cells. */
+  const tableAfter = (marker: string): string[][] => {
+    const at = page.indexOf(marker);
+    expect(at, `docs/development.md has the table marked ${marker}`).toBeGreaterThanOrEqual(0);
+    const rows = page.slice(at + marker.length).trimStart().split('\n');
+    const end = rows.findIndex((line) => !line.startsWith('|'));
+    return rows.slice(2, end).map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+  };
+  const allowed = new Map(tableAfter('<!-- folder-imports -->').map(([folder, may]) => [folder!.replace(/`/g, ''), may === 'nothing' ? [] : may === 'every folder' ? ['*'] : may!.split(',').map((name) => name.trim())]));
+  const excepted = tableAfter('<!-- imports-against-the-order -->').map(([edge, why]) => {
+    const [from, to] = edge!.split('→').map((side) => side.replace(/`/g, '').trim());
+    return { from: from!, to: to!, why: why! };
+  });
+  const folderOf = (file: string): string => relative(join(root, 'src'), file).split('/')[0]!;
+  /** Every import from one folder of src/ into another, as repository paths. */
+  const crossings = (): { from: string; to: string }[] => [...graph()].filter(([file]) => file.startsWith(join(root, 'src') + '/')).flatMap(([file, imports]) =>
+    imports.filter((to) => to.startsWith(join(root, 'src') + '/') && folderOf(to) !== folderOf(file)).map((to) => ({ from: relative(root, file), to: relative(root, to) })));
+
+  it('docs/development.md names every folder of src/ once, and only folders that exist', () => {
+    const folders = readdirSync(join(root, 'src')).filter((name) => statSync(join(root, 'src', name)).isDirectory()).sort();
+    expect([...allowed.keys()].sort()).toEqual(folders);
+    for (const names of allowed.values()) for (const name of names) if (name !== '*') expect(folders).toContain(name);
+  });
+
+  it('every import between folders of src/ is one the table allows, or one written down below it with a reason', () => {
+    const against = crossings().filter(({ from, to }) => {
+      const may = allowed.get(folderOf(join(root, from))) ?? [];
+      return !may.includes('*') && !may.includes(folderOf(join(root, to)));
+    });
+    const unexplained = against.filter((edge) => !excepted.some((e) => e.from === edge.from && e.to === edge.to && e.why.length > 0));
+    expect(unexplained.map(({ from, to }) => `${from} → ${to}`)).toEqual([]);
+  });
+
+  it('every import written down against the order still exists and still runs against it (the list only shrinks with the code)', () => {
+    const present = new Set(crossings().map(({ from, to }) => `${from} → ${to}`));
+    const stale = excepted.filter((e) => !present.has(`${e.from} → ${e.to}`) || (allowed.get(folderOf(join(root, e.from))) ?? []).includes(folderOf(join(root, e.to))));
+    expect(stale.map((e) => `${e.from} → ${e.to}`)).toEqual([]);
+  });
+
+  it('the allowed imports run one way: no two folders may import each other, directly or through others', () => {
+    const folderGraph = new Map([...allowed].map(([folder, may]) => [folder, may.includes('*') ? [] : may]));
+    expect(circles(folderGraph)).toEqual([]);
+  });
+});
+
 function graph(): Map<string, string[]> {
   const files = ['src', 'functions', 'infra'].flatMap((dir) => sources(join(root, dir)));
   return new Map(files.map((file) => [file, importsOf(file)]));
