@@ -26,7 +26,7 @@ import { currentSchema } from '../src/catalog/schema-versions.js';
 import { wireHeader } from '../src/schema/wire.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/catalog/create-table.js';
+import { createTableFromTopic } from '../src/tables/create-table.js';
 
 const total = Number(process.argv[2] ?? 100_000);
 const valueBytes = Number(process.argv[3] ?? 1024);

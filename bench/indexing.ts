@@ -25,7 +25,7 @@ import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
 import { recordBytes } from '../src/kafka/record.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/catalog/create-table.js';
+import { createTableFromTopic } from '../src/tables/create-table.js';
 import { dropTable, findTable } from '../src/catalog/tables.js';
 
 const total = Number(process.argv[2] ?? 100_000);

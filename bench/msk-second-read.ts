@@ -45,7 +45,7 @@ import { defaultMaxBytes, readCommittedRange } from '../src/kafka/read.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { recordBytes, type KafkaRecord } from '../src/kafka/record.js';
 import { resolveSettings } from '../src/table/settings.js';
-import { createTableFromTopic } from '../src/catalog/create-table.js';
+import { createTableFromTopic } from '../src/tables/create-table.js';
 import { dropTable } from '../src/catalog/tables.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 

@@ -25,7 +25,7 @@ import { openEngine } from '../src/runtime/engine.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic, topicPartitions } from '../src/kafka/topics.js';
 import { lastStableOffset } from '../src/kafka/offsets.js';
-import { createTableFromTopic } from '../src/catalog/create-table.js';
+import { createTableFromTopic } from '../src/tables/create-table.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { stackConfig } from '../src/stack/config.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';

@@ -4,7 +4,7 @@ import type { PartitionOutcome } from '../../src/indexer/handler.js';
 import type { TickFailure } from '../../src/indexer/tick.js';
 import { lambdaRuntime, lambdaServices } from '../runtime.js';
 import { logger, observed, recordJobFailures, recordLag } from '../observability.js';
-import { partitionStatus } from '../../src/catalog/status.js';
+import { partitionStatus } from '../../src/tables/status.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).
 export { crc32cImplementation, nativeCompressors } from '../native.js';

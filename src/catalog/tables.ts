@@ -109,3 +109,8 @@ export async function dropTable(catalog: Catalog, name: string, options: { ifExi
   await catalog.query('DELETE FROM offsetlake.secondary_index WHERE table_id IN (SELECT table_id FROM offsetlake.lake_table WHERE table_name = $1 AND dropped_at IS NOT NULL)', [name]);
   return (result.rowCount ?? 0) > 0;
 }
+
+/** A table made before catalog version 9 takes the id its topic has now, once (tables/topic-identity.ts). */
+export async function adoptTopicId(catalog: Catalog | CatalogClient, tableId: bigint, topicId: string): Promise<void> {
+  await catalog.query('UPDATE offsetlake.lake_table SET topic_id = $2 WHERE table_id = $1 AND topic_id IS NULL', [tableId, topicId]);
+}

@@ -1,10 +1,10 @@
 /**
- * Takes `status` (src/catalog/status.ts, what `offsetlake status` shows) every few seconds
+ * Takes `status` (src/tables/status.ts, what `offsetlake status` shows) every few seconds
  * for the console, keeps the last of them whole and a bounded history of the figures the
  * charts and the lag in seconds need. One sampler per `serve` process, running whether or
  * not a page is open, so a page opened late still has the recent past to plot.
  */
-import type { PartitionStatus } from '../catalog/status.js';
+import type { PartitionStatus } from '../tables/status.js';
 import { partitionKey, SampleHistory } from './history.js';
 
 /** 3 s between samples and 600 samples: the last 30 minutes. */

@@ -14,7 +14,7 @@ import type { RangeBuilder } from '../build/files.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import type { ReadLimit } from '../kafka/read.js';
 import { OffsetOutOfRangeError, TopicRecreatedError } from '../kafka/errors.js';
-import { recreatedTopicProblem } from '../catalog/topic-identity.js';
+import { recreatedTopicProblem } from '../tables/topic-identity.js';
 import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
 import { fetchBytesFor } from '../kafka/fetch-size.js';

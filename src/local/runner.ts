@@ -11,7 +11,7 @@
 import { listTables } from '../catalog/tables.js';
 import { type TableRecord } from '../table/record.js';
 import { setWaitingReason } from '../catalog/leases.js';
-import { checkedTopic, TableTopicError } from '../catalog/topic-identity.js';
+import { checkedTopic, TableTopicError } from '../tables/topic-identity.js';
 import { UnknownTopicError } from '../kafka/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import { ownerName, redact } from '../runtime/engine.js';

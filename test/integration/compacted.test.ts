@@ -16,8 +16,8 @@ import { rangeBuilder } from '../../src/build/files.js';
 import { bodyBytes, readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { partitionStatus } from '../../src/catalog/status.js';
-import { createTableFromTopic } from '../../src/catalog/create-table.js';
+import { partitionStatus } from '../../src/tables/status.js';
+import { createTableFromTopic } from '../../src/tables/create-table.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 
 let engine: Engine;

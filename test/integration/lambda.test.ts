@@ -5,7 +5,7 @@ import { produce } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/catalog/create-table.js';
+import { createTableFromTopic } from '../../src/tables/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
 let engine: Engine;

@@ -21,7 +21,7 @@ import { ReaderService } from '../../src/reader/service.js';
 import { countingSource } from '../../src/kafka/counting-source.js';
 import { recordBytes, type KafkaRecord } from '../../src/kafka/record.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/catalog/create-table.js';
+import { createTableFromTopic } from '../../src/tables/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 
 const run = promisify(execFile);

@@ -1,11 +1,11 @@
-import { checkTopicName, createTable } from './tables.js';
+import { checkTopicName, createTable } from '../catalog/tables.js';
 import { checkTableName, TableError, type TableRecord } from '../table/record.js';
 import type { Engine } from '../runtime/engine.js';
 import { lastStableOffsets } from '../kafka/offsets.js';
 import { cleanupPolicy, compactionProblem, describeTopic } from '../kafka/topics.js';
 import { initialSchema } from '../schema/table-schema.js';
 import type { TableFormat, TableSettings } from '../table/settings.js';
-import { checkIndexSpec, createIndexOn } from './index-ddl.js';
+import { checkIndexSpec, createIndexOn } from '../catalog/index-ddl.js';
 import type { IndexSpec } from '../indexes/ddl.js';
 import type { IndexDefinition } from '../indexes/definition.js';
 

@@ -5,7 +5,8 @@
  * expire a table's offsets compares it with the topic's id now, and a table whose topic
  * is another one indexes nothing more and expires nothing until its owner decides.
  */
-import type { Catalog } from './db.js';
+import type { Catalog } from '../catalog/db.js';
+import { adoptTopicId } from '../catalog/tables.js';
 import type { TableRecord } from '../table/record.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { TopicRecreatedError } from '../kafka/errors.js';
@@ -32,7 +33,7 @@ export function topicIdentityProblem(table: Pick<TableRecord, 'name' | 'topic' |
 export async function checkedTopic(catalog: Catalog, kafka: KafkaConnection, table: TableRecord): Promise<{ partitions: number[] }> {
   const { topicId, partitions } = await describeTopic(kafka, table.topic);
   if (table.topicId === null) {
-    await catalog.query('UPDATE offsetlake.lake_table SET topic_id = $2 WHERE table_id = $1 AND topic_id IS NULL', [table.tableId, topicId]);
+    await adoptTopicId(catalog, table.tableId, topicId);
     table.topicId = topicId;
   }
   const problem = topicIdentityProblem(table, topicId);
