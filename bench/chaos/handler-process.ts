@@ -15,7 +15,8 @@
  */
 import { rangeBuilder } from '../../src/build/files.js';
 import { toKafkaEvent, type MskEvent } from '../../src/events/msk.js';
-import { handleKafkaEvent, tablesOfTopic, type IndexerRuntime } from '../../src/indexer/handler.js';
+import { handleKafkaEvent, type IndexerRuntime } from '../../src/indexer/handler.js';
+import { tablesOfTopic } from '../../src/catalog/tables.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { topicPartitions } from '../../src/kafka/topics.js';

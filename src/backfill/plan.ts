@@ -7,6 +7,7 @@
  * and its cursor (where the first chunk ends): indexed_start. Planning again is harmless:
  * a set target only rises with Kafka's earliest offset, a set cursor is kept.
  */
+import { partitionPlans } from '../catalog/partitions.js';
 import { backfillStates, planPartition, type BackfillState } from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
 import { findTable, listTables } from '../catalog/tables.js';
@@ -49,12 +50,9 @@ export async function planTablePartitions(catalog: Catalog, kafka: KafkaConnecti
 /** Plans the table's partitions that have no plan yet (none when its history is `none`). */
 export async function planUnplannedPartitions(catalog: Catalog, kafka: KafkaConnection, table: TableRecord): Promise<BackfillPartition[]> {
   if (table.settings.history.kind === 'none') return [];
-  const unplanned = await catalog.query<{ partition_id: number }>(
-    'SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1 AND backfill_cursor IS NULL ORDER BY partition_id',
-    [table.tableId],
-  );
-  if (unplanned.rows.length === 0) return [];
-  return planTablePartitions(catalog, kafka, table, unplanned.rows.map((row) => row.partition_id));
+  const unplanned = (await partitionPlans(catalog, table.tableId)).filter((p) => !p.planned).map((p) => p.partition);
+  if (unplanned.length === 0) return [];
+  return planTablePartitions(catalog, kafka, table, unplanned);
 }
 
 /**

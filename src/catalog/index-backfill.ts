@@ -99,3 +99,9 @@ export async function unattendedIndexes(catalog: Catalog | CatalogClient): Promi
 export async function recordIndexExecution(catalog: Catalog | CatalogClient, indexId: bigint, execution: number): Promise<void> {
   await catalog.query('UPDATE offsetlake.secondary_index SET backfill_execution = GREATEST(backfill_execution, $2) WHERE index_id = $1', [indexId, execution]);
 }
+
+/** The files an index's backfill could not give entries (not rebuildable from Kafka): reads scan them. */
+export async function filesSkippedByBackfill(catalog: Catalog | CatalogClient, indexId: bigint): Promise<bigint[]> {
+  const row = await catalog.query<{ skipped: bigint[] }>('SELECT backfill_skipped AS skipped FROM offsetlake.secondary_index WHERE index_id = $1', [indexId]);
+  return row.rows[0]?.skipped ?? [];
+}

@@ -1,5 +1,5 @@
 /** The catalog's side of `status`: per partition of every live table, what is indexed, held, leased, expired and lost. */
-import type { Catalog } from './db.js';
+import type { Catalog, CatalogClient } from './db.js';
 
 export interface PartitionRow {
   table_name: string;
@@ -45,4 +45,39 @@ export async function partitionRows(catalog: Catalog, tableName?: string): Promi
     [tableName ?? null],
   );
   return result.rows;
+}
+
+/**
+ * Partitions whose open range has waited its table's file_window by `nowMs` and whose lease
+ * has lapsed (no delivery holds them): the idle tick seals them.
+ */
+export async function partitionsDueForAge(catalog: Catalog, nowMs: number): Promise<{ topic: string; table_id: bigint; partition_id: number }[]> {
+  const due = await catalog.query<{ topic: string; table_id: bigint; partition_id: number }>(
+    `SELECT t.topic, t.table_id, p.partition_id
+     FROM offsetlake.lake_partition p JOIN offsetlake.lake_table t USING (table_id)
+     WHERE t.dropped_at IS NULL AND p.open_range_records > 0
+       AND p.open_range_since <= to_timestamp(($1::double precision - (t.settings->>'file_window')::double precision) / 1000)
+       AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= now())
+     ORDER BY t.table_id, p.partition_id`,
+    [nowMs],
+  );
+  return due.rows;
+}
+
+/** The table's partitions, and whether each has a backfill plan (a cursor). */
+export async function partitionPlans(catalog: Catalog | CatalogClient, tableId: bigint): Promise<{ partition: number; planned: boolean }[]> {
+  const result = await catalog.query<{ partition_id: number; planned: boolean }>(
+    'SELECT partition_id, backfill_cursor IS NOT NULL AS planned FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id',
+    [tableId],
+  );
+  return result.rows.map((row) => ({ partition: row.partition_id, planned: row.planned }));
+}
+
+/** Each partition's indexed end (where its files stop), by partition. */
+export async function indexedEnds(catalog: Catalog | CatalogClient, tableId: bigint): Promise<{ partition: number; indexedEnd: bigint }[]> {
+  const result = await catalog.query<{ partition_id: number; indexed_end: bigint }>(
+    'SELECT partition_id, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id',
+    [tableId],
+  );
+  return result.rows.map((row) => ({ partition: row.partition_id, indexedEnd: BigInt(row.indexed_end) }));
 }

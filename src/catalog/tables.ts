@@ -114,3 +114,9 @@ export async function dropTable(catalog: Catalog, name: string, options: { ifExi
 export async function adoptTopicId(catalog: Catalog | CatalogClient, tableId: bigint, topicId: string): Promise<void> {
   await catalog.query('UPDATE offsetlake.lake_table SET topic_id = $2 WHERE table_id = $1 AND topic_id IS NULL', [tableId, topicId]);
 }
+
+/** The live tables over `topic`, oldest first: what an MSK delivery of the topic indexes. */
+export async function tablesOfTopic(catalog: Catalog, topic: string): Promise<TableRecord[]> {
+  const result = await catalog.query<TableRow>(`SELECT ${tableColumns} FROM offsetlake.lake_table WHERE topic = $1 AND dropped_at IS NULL ORDER BY table_id`, [topic]);
+  return result.rows.map(toRecord);
+}

@@ -16,7 +16,7 @@
  */
 import { inTransaction, type CatalogClient } from '../catalog/db.js';
 import { addFileEntries, filesWithoutEntries, indexById, indexCoverage, moveIndexState, setIndexBackfillTotal, setIndexError } from '../catalog/indexes.js';
-import { claimIndexBackfill, IndexBackfillLeaseLostError, lockOwnedIndex, releaseIndexBackfill, skipBackfillFiles, type IndexBackfillLease } from '../catalog/index-backfill.js';
+import { claimIndexBackfill, filesSkippedByBackfill, IndexBackfillLeaseLostError, lockOwnedIndex, releaseIndexBackfill, skipBackfillFiles, type IndexBackfillLease } from '../catalog/index-backfill.js';
 import { findTableById } from '../catalog/tables.js';
 import { faultPoint } from '../common/faults.js';
 import type { IndexDefinition, IndexState } from '../indexes/definition.js';
@@ -90,8 +90,7 @@ async function move(deps: IndexBackfillDeps, lease: IndexBackfillLease, index: I
 
 /** An index active with files it could not give entries says so (reads scan those files). */
 async function activeNote(client: CatalogClient, indexId: bigint): Promise<void> {
-  const row = await client.query<{ skipped: bigint[] }>('SELECT backfill_skipped AS skipped FROM offsetlake.secondary_index WHERE index_id = $1', [indexId]);
-  const skipped = row.rows[0]?.skipped ?? [];
+  const skipped = await filesSkippedByBackfill(client, indexId);
   if (skipped.length > 0) await setIndexError(client, indexId, `${skipped.length} file(s) could not be rebuilt from Kafka and have no entries (${skipped.join(', ')}): reads scan them`);
 }
 

@@ -14,8 +14,7 @@
  * committed or can be read again from `indexed_end`. A table whose topic was deleted and
  * created again is passed over (its partition says why it waits): no retry would help.
  */
-import type { Catalog } from '../catalog/db.js';
-import { addPartitions, tableColumns, toRecord } from '../catalog/tables.js';
+import { addPartitions, tablesOfTopic } from '../catalog/tables.js';
 import { type TableRecord } from '../table/record.js';
 import { parseKafkaEvent } from '../events/msk.js';
 import { PartitionIndexer, type PartitionIndexerDeps } from './partition.js';
@@ -56,11 +55,6 @@ export interface DeliveryOutcome extends PartitionOutcome {
   /** Committed records (and their bytes) this delivery read from Kafka for this table. */
   recordsRead: number;
   bytesRead: number;
-}
-
-export async function tablesOfTopic(catalog: Catalog, topic: string): Promise<TableRecord[]> {
-  const result = await catalog.query<Parameters<typeof toRecord>[0]>(`SELECT ${tableColumns} FROM offsetlake.lake_table WHERE topic = $1 AND dropped_at IS NULL ORDER BY table_id`, [topic]);
-  return result.rows.map(toRecord);
 }
 
 /**

@@ -5,15 +5,12 @@
  * the catalog for open ranges that are due (each holder reports its open range and when
  * it was first read) and free to take, re-reads them from `indexed_end`, and seals them.
  */
-import { tablesOfTopic, indexerFor, type IndexerRuntime, type PartitionOutcome } from './handler.js';
+import { indexerFor, type IndexerRuntime, type PartitionOutcome } from './handler.js';
+import { tablesOfTopic } from '../catalog/tables.js';
+import { partitionsDueForAge } from '../catalog/partitions.js';
 import { setWaitingReason } from '../catalog/leases.js';
 import type { PartitionIndexer } from './partition.js';
 
-interface DueRow {
-  topic: string;
-  table_id: bigint;
-  partition_id: number;
-}
 
 /** A partition the tick could not seal, and why. */
 export interface TickFailure {
@@ -25,17 +22,9 @@ export interface TickFailure {
 
 /** One partition's failure is its own: recorded on it (status shows it), and the others go on. */
 export async function tickIdlePartitions(runtime: IndexerRuntime): Promise<(PartitionOutcome | TickFailure)[]> {
-  const due = await runtime.catalog.query<DueRow>(
-    `SELECT t.topic, t.table_id, p.partition_id
-     FROM offsetlake.lake_partition p JOIN offsetlake.lake_table t USING (table_id)
-     WHERE t.dropped_at IS NULL AND p.open_range_records > 0
-       AND p.open_range_since <= to_timestamp(($1::double precision - (t.settings->>'file_window')::double precision) / 1000)
-       AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= now())
-     ORDER BY t.table_id, p.partition_id`,
-    [runtime.clock()],
-  );
+  const due = await partitionsDueForAge(runtime.catalog, runtime.clock());
   const outcomes: (PartitionOutcome | TickFailure)[] = [];
-  for (const row of due.rows) {
+  for (const row of due) {
     const table = (await tablesOfTopic(runtime.catalog, row.topic)).find((t) => t.tableId === row.table_id);
     if (!table) continue;
     let indexer: PartitionIndexer | undefined;

@@ -8,6 +8,7 @@
  * when its share is reached, and reading waits while commits free memory), and a bound
  * on concurrent file builds.
  */
+import { indexedEnds } from '../catalog/partitions.js';
 import { listTables } from '../catalog/tables.js';
 import { type TableRecord } from '../table/record.js';
 import { setWaitingReason } from '../catalog/leases.js';
@@ -268,19 +269,14 @@ export class LocalRunner {
     const reason = error instanceof UnknownTopicError
       ? `${error.message}: table ${table.name} waits for it (create the topic again, or \`offsetlake table drop ${table.name}\`)`
       : error.message;
-    const partitions = await this.engine.catalog.query<{ partition_id: number }>('SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1', [table.tableId]);
-    for (const row of partitions.rows) await setWaitingReason(this.engine.catalog, table.tableId, row.partition_id, reason, { owner: this.runtime.owner });
+    for (const { partition } of await indexedEnds(this.engine.catalog, table.tableId)) await setWaitingReason(this.engine.catalog, table.tableId, partition, reason, { owner: this.runtime.owner });
     if (this.tablesWaiting.get(table.name) !== reason) this.log(`table ${table.name}: ${reason}`, { table: table.name });
     this.tablesWaiting.set(table.name, reason);
     this.failedPumps.set(`table ${table.name}`, reason);
   }
 
   private async indexedEnd(tableId: bigint, partition: number): Promise<bigint> {
-    const result = await this.engine.catalog.query<{ indexed_end: bigint }>(
-      'SELECT indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2',
-      [tableId, partition],
-    );
-    return result.rows[0]?.indexed_end ?? 0n;
+    return (await indexedEnds(this.engine.catalog, tableId)).find((p) => p.partition === partition)?.indexedEnd ?? 0n;
   }
 
   /** Records the deliveries of one partition read; a partition whose deliveries keep failing waits for the next round. */

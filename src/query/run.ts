@@ -18,6 +18,7 @@
  * and a column subset is used only when the statement binds to the same result columns
  * with it as with every column.
  */
+import { indexedEnds } from '../catalog/partitions.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -122,11 +123,7 @@ async function snapshot(catalog: Catalog, table: TableRecord): Promise<Snapshot>
   return inTransaction(catalog, async (client) => {
     await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
     const files = await listFiles(client, table.tableId);
-    const partitions = await client.query<{ partition_id: number; indexed_end: bigint }>(
-      'SELECT partition_id, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id',
-      [table.tableId],
-    );
-    return { files, partitions: partitions.rows.map((row) => ({ partition: row.partition_id, indexedEnd: BigInt(row.indexed_end) })) };
+    return { files, partitions: await indexedEnds(client, table.tableId) };
   });
 }
 

@@ -7,6 +7,7 @@
  * discovery plans the backfill of every partition that has no plan yet (also those of a
  * table just created), so that a scheduler knows which tables need a backfill run.
  */
+import { partitionPlans } from '../catalog/partitions.js';
 import { planTablePartitions } from '../backfill/plan.js';
 import type { Catalog } from '../catalog/db.js';
 import { addPartitions, findTable, listTables } from '../catalog/tables.js';
@@ -42,16 +43,13 @@ export async function discoverPartitions(catalog: Catalog, kafka: KafkaConnectio
   const found: DiscoveredPartition[] = [];
   const failed = options.failed ?? [];
   await eachTable(tables, failed, 'discovery', async (table) => {
-    const known = await catalog.query<{ partition_id: number; planned: boolean }>(
-      'SELECT partition_id, backfill_cursor IS NOT NULL AS planned FROM offsetlake.lake_partition WHERE table_id = $1',
-      [table.tableId],
-    );
-    const knownIds = new Set(known.rows.map((row) => row.partition_id));
+    const known = await partitionPlans(catalog, table.tableId);
+    const knownIds = new Set(known.map((row) => row.partition));
     const missing = (await checkedTopic(catalog, kafka, table)).partitions.filter((partition) => !knownIds.has(partition));
     const starts = missing.length === 0 ? [] : await lastStableOffsets(kafka, missing.map((partition) => ({ topic: table.topic, partition })));
     const added = new Set(await addPartitions(catalog, table.tableId, new Map(missing.map((partition, i) => [partition, starts[i]!]))));
     // History none plans nothing: its partitions stay unplanned and are reported only when new.
-    const unplanned = table.settings.history.kind === 'none' ? [] : known.rows.filter((row) => !row.planned).map((row) => row.partition_id);
+    const unplanned = table.settings.history.kind === 'none' ? [] : known.filter((row) => !row.planned).map((row) => row.partition);
     const toPlan = [...new Set([...added, ...unplanned])].sort((a, b) => a - b);
     if (toPlan.length === 0) return;
     for (const planned of await planTablePartitions(catalog, kafka, table, toPlan)) {
