@@ -16,7 +16,7 @@
  * A file that straddles the earliest offset expires whole (it cannot be rebuilt).
  */
 import type { Catalog } from '../catalog/db.js';
-import { inTransaction } from '../catalog/db.js';
+import { expireFilesBelow, partitionsDueForRetention } from '../catalog/retention.js';
 import { findTable, listTables } from '../catalog/tables.js';
 import { type TableRecord } from '../table/record.js';
 import type { KafkaConnection } from '../kafka/connect.js';
@@ -73,18 +73,6 @@ export interface RetentionOptions {
   dueOnly?: boolean;
 }
 
-interface Plan {
-  indexed_start: bigint;
-  backfill_target: bigint | null;
-  backfill_cursor: bigint | null;
-}
-
-interface Row extends Plan {
-  partition_id: number;
-  expired: number;
-  before: Plan;
-}
-
 const text = (offset: bigint | null): string | null => (offset === null ? null : String(offset));
 
 /** One check of every partition of one table or of all (see the module comment). */
@@ -103,18 +91,12 @@ export async function checkRetention(catalog: Catalog, kafka: KafkaConnection, o
 async function checkTable(catalog: Catalog, kafka: KafkaConnection, table: TableRecord, dueOnly: boolean): Promise<PartitionRetention[]> {
   // Another topic under the table's name: its earliest offsets say nothing of the table's files.
   await checkedTopic(catalog, kafka, table);
-  const due = await catalog.query<{ partition_id: number }>(
-    `SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1
-       AND (NOT $2 OR earliest_checked_at IS NULL OR earliest_checked_at <= now() - make_interval(secs => $3::double precision / 1000))
-     ORDER BY partition_id`,
-    [table.tableId, dueOnly, table.settings.retention_check],
-  );
-  const partitions = due.rows.map((row) => row.partition_id);
+  const partitions = await partitionsDueForRetention(catalog, table, dueOnly);
   if (partitions.length === 0) return [];
   const earliest = await earliestOffsets(kafka, partitions.map((partition) => ({ topic: table.topic, partition })));
   const checked: PartitionRetention[] = [];
   for (const [i, partition] of partitions.entries()) {
-    const row = await expireBelow(catalog, table.tableId, partition, earliest[i]!);
+    const row = await expireFilesBelow(catalog, table.tableId, partition, earliest[i]!);
     checked.push({
       table: table.name,
       partition,
@@ -128,42 +110,4 @@ async function checkTable(catalog: Catalog, kafka: KafkaConnection, table: Table
     });
   }
   return checked;
-}
-
-/**
- * Expires the partition's files that start below `earliest` and moves its indexed_start
- * and backfill plan up, in one short transaction. The partition row is locked first
- * (FOR NO KEY UPDATE, as every commit does) so that no commit interleaves.
- */
-async function expireBelow(catalog: Catalog, tableId: bigint, partition: number, earliest: bigint): Promise<Row> {
-  return inTransaction(catalog, async (client) => {
-    const before = await client.query<Plan>(
-      'SELECT indexed_start, backfill_target, backfill_cursor FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE',
-      [tableId, partition],
-    );
-    const expired = await client.query<{ data_file_id: bigint }>(
-      `UPDATE offsetlake.data_file SET expired_at = now()
-       WHERE table_id = $1 AND partition_id = $2 AND expired_at IS NULL AND start_offset < $3 RETURNING data_file_id`,
-      [tableId, partition, earliest],
-    );
-    const count = expired.rowCount ?? 0;
-    // An expired file can no longer be read, so its secondary index entries go with it.
-    if (count > 0) await client.query('DELETE FROM offsetlake.index_entry WHERE data_file_id = ANY($1::bigint[])', [expired.rows.map((row) => row.data_file_id)]);
-    const start = count === 0
-      ? 'indexed_start'
-      : `coalesce((SELECT min(start_offset) FROM offsetlake.data_file f WHERE f.table_id = $1 AND f.partition_id = $2 AND f.expired_at IS NULL), indexed_end)`;
-    const target = 'greatest(backfill_target, $3::bigint)';
-    const updated = await client.query<Omit<Row, 'expired' | 'before'>>(
-      `UPDATE offsetlake.lake_partition SET
-         indexed_start = ${start},
-         -- No plan (history none, or not planned yet) stays no plan: greatest() ignores NULLs.
-         backfill_target = CASE WHEN backfill_target IS NULL THEN NULL ELSE ${target} END,
-         backfill_cursor = CASE WHEN backfill_cursor IS NULL THEN NULL ${count === 0 ? `ELSE least(greatest(backfill_cursor, ${target}), ${start})` : `ELSE ${start}`} END,
-         earliest_offset = $3, earliest_checked_at = now()
-       WHERE table_id = $1 AND partition_id = $2
-       RETURNING partition_id, indexed_start, backfill_target, backfill_cursor`,
-      [tableId, partition, earliest],
-    );
-    return { ...updated.rows[0]!, expired: count, before: before.rows[0]! };
-  });
 }
