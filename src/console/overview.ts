@@ -9,7 +9,7 @@ import { formatSettings } from '../table/settings.js';
 import type { TableRecord } from '../table/record.js';
 import { kafkaPerServed } from '../catalog/reader-counters.js';
 import type { ReaderMetrics } from '../reader/metrics.js';
-import type { IndexMetrics } from '../reader/service.js';
+import type { IndexMetrics } from '../reader/read-api.js';
 import { chartPoints, lagSeconds, partitionKey, type Sample } from './history.js';
 
 export interface OverviewInput {

@@ -9,7 +9,7 @@ import type { TableRecord } from '../table/record.js';
 import { FileExpiredError } from '../build/rebuild.js';
 import { parseRange } from './range.js';
 import { BudgetWaitError } from '../common/limit.js';
-import type { ReaderService } from './service.js';
+import type { FileServing, ReadMeter } from './read-api.js';
 
 export interface ReaderRequest {
   method: string;
@@ -67,17 +67,17 @@ export class ClientGoneError extends Error {
 }
 
 /**
- * The response's share of the service's byte budget, waited for at most
- * `service.responseWaitMs`: then a 503 with Retry-After (S3's SlowDown), since the shares
- * may be held by clients that stopped reading until the write deadline cuts them off.
+ * The response's share of the byte budget, waited for at most `budget.waitMs`: then a
+ * 503 with Retry-After (S3's SlowDown), since the shares may be held by clients that
+ * stopped reading until the write deadline cuts them off.
  */
-async function responseShare(service: ReaderService, request: ReaderRequest, bytes: number): Promise<() => void> {
+async function responseShare({ budget, meter }: FileServing, request: ReaderRequest, bytes: number): Promise<() => void> {
   try {
-    return await service.responseBytes.acquire(bytes, { waitMs: service.responseWaitMs, ...(request.signal ? { signal: request.signal } : {}) });
+    return await budget.bytes.acquire(bytes, { waitMs: budget.waitMs, ...(request.signal ? { signal: request.signal } : {}) });
   } catch (error) {
     if (error instanceof BudgetWaitError && error.reason === 'aborted') throw new ClientGoneError();
     if (error instanceof BudgetWaitError) {
-      service.count('busy');
+      meter.count('busy');
       throw new HttpError(503, `the server is busy: no room for this response came free within ${Math.round(error.waitedMs / 1000)} s (what responses in flight may hold is taken); try again after the Retry-After seconds`, { 'retry-after': String(retryAfterSeconds) });
     }
     throw error;
@@ -180,9 +180,10 @@ export function bytesResponse(request: ReaderRequest, bytes: Uint8Array, content
  * anything else from a verified rebuild. Shared by the HTTP and the S3 faces, so both
  * count, cache and verify alike. Throws HttpError for what the request got wrong.
  */
-export async function fileResponse(service: ReaderService, request: ReaderRequest, table: TableRecord, file: CatalogFile, maxBody: number, maxBodyReason?: string): Promise<ReaderResponse> {
+export async function fileResponse(serving: FileServing, request: ReaderRequest, table: TableRecord, file: CatalogFile, maxBody: number, maxBodyReason?: string): Promise<ReaderResponse> {
+  const { meter } = serving;
   if (file.expiredAt) {
-    service.count('expired');
+    meter.count('expired');
     throw new HttpError(410, new FileExpiredError(file.dataFileId, file.expiredAt).message);
   }
   const size = Number(file.fileSizeBytes);
@@ -214,21 +215,21 @@ export async function fileResponse(service: ReaderService, request: ReaderReques
   }
   const footerStart = size - file.footer.byteLength;
   if (start >= footerStart) {
-    service.count('footerHits');
+    meter.count('footerHits');
     const body = file.footer.subarray(start - footerStart, end - footerStart);
-    service.served(body.byteLength);
+    meter.served(body.byteLength);
     return { status, headers, body };
   }
   // What responses in flight hold is bounded too (the cache bounds only what it keeps):
   // a response takes its bytes (a streamed one: what it may hold at once) from the
-  // service's budget before anything is rebuilt, and gives them back once its body has
-  // been written or abandoned; the others wait their turn, for at most the service's
-  // responseWaitMs (then a 503 with Retry-After).
+  // budget before anything is rebuilt, and gives them back once its body has
+  // been written or abandoned; the others wait their turn, for at most the budget's
+  // waitMs (then a 503 with Retry-After).
   let release: () => void;
   try {
-    release = await responseShare(service, request, Math.min(end - start, bufferedRangeBytes));
+    release = await responseShare(serving, request, Math.min(end - start, bufferedRangeBytes));
   } catch (error) {
-    if (error instanceof ClientGoneError) service.count('abandoned');
+    if (error instanceof ClientGoneError) meter.count('abandoned');
     throw error;
   }
   try {
@@ -237,14 +238,14 @@ export async function fileResponse(service: ReaderService, request: ReaderReques
       // they are the cache's own chunks, so responses of one row group share its bytes
       // instead of each holding a copy (a concatenated 8 MiB file per response in flight
       // was most of serve's resident memory).
-      const pieces = await producedPieces(service.range(table, file, start, end), request.signal);
-      service.served(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
+      const pieces = await producedPieces(serving.range(table, file, start, end), request.signal);
+      meter.served(pieces.reduce((sum, piece) => sum + piece.byteLength, 0));
       return { status, headers, body: releasing(pieces, release) };
     }
-    return { status, headers, body: releasing(await started(counted(service, service.range(table, file, start, end)), Math.max(0, 4 - start)), release) };
+    return { status, headers, body: releasing(await started(counted(meter, serving.range(table, file, start, end)), Math.max(0, 4 - start)), release) };
   } catch (error) {
     release();
-    if (error instanceof ClientGoneError) service.count('abandoned');
+    if (error instanceof ClientGoneError) meter.count('abandoned');
     throw error;
   }
 }
@@ -301,9 +302,9 @@ async function started(pieces: AsyncIterable<Uint8Array>, magicBytes: number): P
   })();
 }
 
-async function* counted(service: ReaderService, pieces: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+async function* counted(meter: ReadMeter, pieces: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
   for await (const piece of pieces) {
-    service.served(piece.byteLength);
+    meter.served(piece.byteLength);
     yield piece;
   }
 }

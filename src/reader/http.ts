@@ -24,7 +24,7 @@ import type { CatalogFile } from '../catalog/file-reads.js';
 import { TableError, type TableRecord } from '../table/record.js';
 import { FileExpiredError, RebuildMismatchError } from '../build/rebuild.js';
 import { GranuleMismatchError } from '../build/granules.js';
-import type { ReaderService } from './service.js';
+import type { ReadApi } from './read-api.js';
 import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 import { kafkaPerServed } from '../catalog/reader-counters.js';
@@ -168,13 +168,13 @@ export function fileEntry(table: TableRecord, file: CatalogFile) {
   };
 }
 
-export function readerHandler(service: ReaderService, options: ReaderHandlerOptions): ReaderHandler {
+export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): ReaderHandler {
   const maxBody = options.maxBodyBytes ?? Infinity;
 
   async function tableNamed(name: string): Promise<TableRecord> {
     if (!tableName.test(name)) throw new HttpError(400, `"${name}" is not a table name (lowercase letters, digits and _, at most 63)`);
     try {
-      return await service.table(name);
+      return await reader.table(name);
     } catch (error) {
       if (error instanceof TableError) throw new HttpError(404, error.message);
       throw error;
@@ -186,9 +186,9 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     if (!match) throw new HttpError(400, `"${idText}" is not a file name: expected <id>.parquet with a numeric id, as the manifest lists`);
     const id = BigInt(match[1]!);
     if (id > 9223372036854775807n) throw new HttpError(400, `file id ${id} is out of range`);
-    const file = await service.file(table, id);
+    const file = await reader.file(table, id);
     if (!file) throw new HttpError(404, `table ${table.name} has no file ${id}`);
-    return fileResponse(service, request, table, file, maxBody, options.maxBodyReason);
+    return fileResponse(reader.serving, request, table, file, maxBody, options.maxBodyReason);
   }
 
   const mounted = options.catalog;
@@ -201,14 +201,14 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     };
     if (parts.length === 1 && parts[0] === 'tables') {
       allow('GET, HEAD');
-      const tables = await service.tables();
+      const tables = await reader.tables();
       return json(200, { tables: tables.map((t) => ({ name: t.name, topic: t.topic, format: t.format, files: `/tables/${t.name}/files` })) });
     }
     if (parts.length === 1 && parts[0] === 'metrics') {
       allow('GET, HEAD');
-      const metrics = service.metrics;
-      if (!prefersJson(header(request, 'accept'))) return exposition(service, await options.lag?.());
-      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: service.cache.size, memory: processMemory(), lostOffsets: await service.lostOffsets(), indexes: await service.indexes() });
+      const metrics = reader.metrics;
+      if (!prefersJson(header(request, 'accept'))) return exposition(reader, await options.lag?.());
+      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: reader.cache.size, memory: processMemory(), lostOffsets: await reader.lostOffsets(), indexes: await reader.indexes() });
     }
     if (mounted && parts[0] === 'tables' && parts[2] === 'metadata' && parts.length === 4) {
       allow('GET, HEAD');
@@ -218,7 +218,7 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
       const table = await tableNamed(decodeSegment(parts[1]!));
       if (parts.length === 3) {
         allow('GET, HEAD');
-        const files = await service.files(table);
+        const files = await reader.files(table);
         return json(200, { table: table.name, topic: table.topic, format: table.format, granularity: table.settings.granularity, files: files.map((f) => fileEntry(table, f)) });
       }
       allow('GET, HEAD');
@@ -227,10 +227,10 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
     throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics${mounted ? ', /tables/:table/metadata/:name, /iceberg/v1/config' : ''}${options.console ? ', /console' : ''})`);
   }
 
-  const s3 = options.s3 ? s3Handler(service, options.s3, maxBody, mounted && ((request, table, name) => mounted.metadataFile(request, table, name))) : undefined;
+  const s3 = options.s3 ? s3Handler(reader, options.s3, maxBody, mounted && ((request, table, name) => mounted.metadataFile(request, table, name))) : undefined;
 
   return async (request) => {
-    service.count('requests');
+    reader.count('requests');
     if (s3 && isS3Request(request, options.s3!.bucket)) return s3(request);
     if (mounted?.claims(request)) {
       try {
@@ -261,9 +261,9 @@ export function readerHandler(service: ReaderService, options: ReaderHandlerOpti
 }
 
 /** GET /metrics in Prometheus's text exposition format (version 0.0.4). */
-function exposition(service: ReaderService, lag: readonly PartitionLag[] | undefined): ReaderResponse {
-  const { file, granule } = service.rebuildDurations;
-  const families = [...readerFamilies(service.metrics, { file: file.snapshot({ kind: 'file' }), granule: granule.snapshot({ kind: 'granule' }) }, service.cache.size), ...(lag ? lagFamilies(lag) : [])];
+function exposition(reader: ReadApi, lag: readonly PartitionLag[] | undefined): ReaderResponse {
+  const { file, granule } = reader.rebuildDurations;
+  const families = [...readerFamilies(reader.metrics, { file: file.snapshot({ kind: 'file' }), granule: granule.snapshot({ kind: 'granule' }) }, reader.cache.size), ...(lag ? lagFamilies(lag) : [])];
   return { status: 200, headers: { 'content-type': expositionContentType }, body: Buffer.from(renderExposition(families)) };
 }
 

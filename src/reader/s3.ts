@@ -20,7 +20,7 @@ import { TableError, type TableRecord } from '../table/record.js';
 import type { LiveFileKey } from '../catalog/file-reads.js';
 import { fileResponse, HttpError, PreconditionFailedError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 import { RebuildMismatchError } from '../build/rebuild.js';
-import type { ReaderService } from './service.js';
+import type { ReadApi } from './read-api.js';
 import { defaultS3Region, S3AuthError, verifySigV4, type S3Credentials } from './sigv4.js';
 
 export interface S3FaceOptions {
@@ -108,7 +108,7 @@ export type MetadataObjects = (request: ReaderRequest, table: TableRecord, name:
 
 const metadataKey = /^tables\/([a-z_][a-z0-9_]{0,62})\/metadata\/([^/]{1,200})$/;
 
-export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBody: number, metadataObjects?: MetadataObjects): (request: ReaderRequest) => Promise<ReaderResponse> {
+export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: number, metadataObjects?: MetadataObjects): (request: ReaderRequest) => Promise<ReaderResponse> {
   const now = options.now ?? Date.now;
   const region = options.region ?? defaultS3Region;
 
@@ -128,7 +128,7 @@ export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBod
       if (!decoded.startsWith('k:')) throw new S3Error(400, 'InvalidArgument', 'the continuation token is not one this endpoint gave');
       after = decoded.slice(2);
     }
-    const files = (await service.fileKeys(tableOfPrefix(prefix))).map((file) => ({ key: keyOf(file), file })).sort((a, b) => compareKeys(a.key, b.key));
+    const files = (await reader.fileKeys(tableOfPrefix(prefix))).map((file) => ({ key: keyOf(file), file })).sort((a, b) => compareKeys(a.key, b.key));
     // Entries in key order: objects, and common prefixes (each once) when a delimiter folds keys.
     const entries: ({ kind: 'object'; key: string; file: LiveFileKey } | { kind: 'prefix'; key: string })[] = [];
     for (const { key, file } of files) {
@@ -170,7 +170,7 @@ export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBod
 
   async function tableOfKey(key: string, name: string): Promise<TableRecord> {
     try {
-      return await service.table(name);
+      return await reader.table(name);
     } catch (error) {
       if (error instanceof TableError) throw new S3Error(404, 'NoSuchKey', `no object ${key}: ${error.message}`);
       throw error;
@@ -191,10 +191,10 @@ export function s3Handler(service: ReaderService, options: S3FaceOptions, maxBod
     const match = objectKey.exec(key);
     if (!match) throw new S3Error(404, 'NoSuchKey', `no object ${key}: keys are tables/<table>/files/<id>.parquet${metadataObjects ? ' and tables/<table>/metadata/<name> (Iceberg)' : ''}`);
     const table = await tableOfKey(key, match[1]!);
-    const file = await service.file(table, BigInt(match[2]!));
+    const file = await reader.file(table, BigInt(match[2]!));
     if (!file) throw new S3Error(404, 'NoSuchKey', `no object ${key}: table ${table.name} has no file ${match[2]}`);
     try {
-      const response = await fileResponse(service, request, table, file, maxBody);
+      const response = await fileResponse(reader.serving, request, table, file, maxBody);
       // object_store (polars, DataFusion) needs Last-Modified on every object response
       return { ...response, headers: { ...response.headers, 'last-modified': file.createdAt.toUTCString() } };
     } catch (error) {

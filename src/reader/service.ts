@@ -35,6 +35,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { Histogram } from '../common/exposition.js';
 import { log } from '../common/log.js';
+import type { FaceCounter, FileServing, IndexMetrics, LostOffsets, ReadApi } from './read-api.js';
 
 export interface ReaderServiceOptions {
   /** Budget of the cache of rebuilt chunks (and whole files without granules). Default 512 MiB. */
@@ -70,20 +71,6 @@ export interface ReaderServiceOptions {
   onRebuild?: (kind: 'file' | 'granule', seconds: number) => void;
 }
 
-export interface IndexMetrics {
-  table: string;
-  index: string;
-  kind: string;
-  state: string;
-  filesWithEntries: number;
-  filesWithout: number;
-  backfill: { filesDone: number; filesTotal: number; granulesDone: number; bytesRead: number };
-  entryBytes: number;
-  readsUsed: number;
-  readsSkipped: number;
-  lastError: string | null;
-}
-
 export const defaultCacheBytes = 512 * 1024 * 1024;
 export const defaultResponseWaitMs = 10_000;
 
@@ -102,7 +89,7 @@ interface GranuleServedFile {
 /** What the service remembers per file id at most (layouts and granules are small and never change). */
 const granularEntries = 2_000;
 
-export class ReaderService {
+export class ReaderService implements ReadApi {
   readonly cache: ByteBoundedCache<Uint8Array | HeldSpan>;
   private readonly counters: Omit<ReaderMetrics, 'kafkaRecords' | 'kafkaBytes' | 'granuleRecordHits'> = newMetrics();
   /** What was asked of Kafka (below the sharing, so a shared read counts once). */
@@ -120,6 +107,8 @@ export class ReaderService {
   readonly responseBytes: ByteBudget;
   /** How long a response waits for its share of `responseBytes` (ms). */
   readonly responseWaitMs: number;
+  /** What a file's response takes (src/reader/file-response.ts): the range producer, the counters, the budget. */
+  readonly serving: FileServing;
   /** A granule's Kafka read, at most `kafkaReadsAtOnce` at a time (it waits for nothing else limited: no deadlock). */
   private readonly readGranule: typeof granuleRecords;
   /** Granule builds on worker threads, when the service was given some. */
@@ -150,6 +139,7 @@ export class ReaderService {
     this.builds = options.buildThreads ? new BuildPool(options.buildThreads) : undefined;
     this.records = new CatalogRecords(catalog, options.records);
     this.onRebuild = options.onRebuild;
+    this.serving = { range: (table, file, start, end) => this.range(table, file, start, end), meter: this, budget: { bytes: this.responseBytes, waitMs: this.responseWaitMs } };
   }
 
   /** Stops the build workers (they also let the process end by themselves when idle). */
@@ -163,7 +153,7 @@ export class ReaderService {
   }
 
   /** Counts one event of the HTTP layer (requests, footer hits, expired, refused while busy, abandoned, cut off). */
-  count(counter: 'requests' | 'footerHits' | 'expired' | 'busy' | 'abandoned' | 'writeTimeouts', by = 1): void {
+  count(counter: FaceCounter, by = 1): void {
     this.counters[counter] += by;
     if (this.publishEveryMs > 0 && Date.now() - this.publishedAt >= this.publishEveryMs) void this.publish();
   }
@@ -190,7 +180,7 @@ export class ReaderService {
   }
 
   /** Offsets Kafka deleted before they were indexed, per table partition: never hidden. */
-  lostOffsets(): ReturnType<typeof lostOffsets> {
+  lostOffsets(): Promise<LostOffsets[]> {
     return lostOffsets(this.catalog);
   }
 
