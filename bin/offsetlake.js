@@ -35,7 +35,7 @@ const kafkaClientBundled = {
   setup(build) {
     build.onResolve({ filter: /^[^./]/ }, (args) => {
       const name = args.path.split('/').slice(0, args.path.startsWith('@') ? 2 : 1).join('/');
-      const bundled = (name === '@platformatic/kafka' || args.importer.includes('/node_modules/')) && !loadedFromNodeModules.has(name);
+      const bundled = (name === '@platformatic/kafka' || name === 'ajv' || args.importer.includes('/node_modules/')) && !loadedFromNodeModules.has(name);
       return bundled ? undefined : { external: true };
     });
   },
@@ -59,6 +59,8 @@ async function bundledEntry() {
       platform: 'node',
       format: 'esm',
       plugins: [kafkaClientBundled],
+      // the client's schema validators compiled when first called, not at every start (src/kafka/lazy-ajv.ts)
+      alias: { 'ajv/dist/2020.js': join(root, 'src', 'kafka', 'lazy-ajv.ts') },
       // the CommonJS packages bundled with the Kafka client (debug) call require()
       banner: { js: "import { createRequire as __offsetlakeRequire } from 'node:module'; const require = __offsetlakeRequire(import.meta.url);" },
       target: 'node22',
