@@ -189,8 +189,9 @@ export class OffsetlakeStack extends Stack {
           // whose entry reads ../dist/native.wasm beside itself when loaded: beside a bundle
           // there is no such file. Its `bundled` entry is the same code with the same wasm
           // bytes inline.
-          // Its option validators are compiled when first called, not at each cold start
-          // (src/kafka/lazy-ajv.ts: ~0.7 CPU s of every start).
+          // Its option validators are compiled when first called (src/kafka/lazy-ajv.ts), as in
+          // the CLI's bundle: minified, these bundles keep few, but each kept one is compiled
+          // at every cold start otherwise.
           esbuildArgs: { '--alias:@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled', '--alias:ajv/dist/2020.js': join(root, 'src', 'kafka', 'lazy-ajv.ts') },
         },
       });

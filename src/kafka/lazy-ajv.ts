@@ -5,9 +5,8 @@
  * @platformatic/kafka makes a validator for every option of every client (about 40
  * schemas) when its modules load, and calls one only for a client created with
  * `strict: true`; offsetlake never passes `strict`, so none is ever called. Compiling
- * them cost ~0.7 CPU s at each start of a process that reads Kafka (`run`, `serve`,
- * every Lambda cold start): a quarter of indexing a 0.2 GiB topic (docs/measurements.md,
- * "Cost"). The bundles (bin/offsetlake.js, infra/stack.ts) put this module in place of
+ * them cost ~0.7 CPU s at each start of a CLI process that reads Kafka (`run`, `serve`):
+ * an eighth of indexing a 0.2 GiB topic (docs/measurements.md, "Cost"). The bundles (bin/offsetlake.js, infra/stack.ts) put this module in place of
  * `ajv/dist/2020.js` for the client's import; a validator that is called behaves as
  * ajv's own, errors included (test/unit/kafka-lazy-ajv.test.ts).
  *
