@@ -18,6 +18,7 @@ import { produce } from '../../src/kafka/produce.js';
 import { readCommitted } from '../../src/kafka/read.js';
 import { createTopic } from '../../src/kafka/topics.js';
 import { expectScenarioHeld } from '../helpers/chaos-expectations.js';
+import { testedBlock } from '../helpers/docs-blocks.js';
 import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 
 let stack: ChaosStack;
@@ -44,8 +45,7 @@ describe('the three-broker stack', () => {
 
 describe('docs/cluster.md', () => {
   it('`stack up --brokers 3` and `stack status` as the page shows them, on this stack: the running nodes are kept (same pids), and status lists the controller and each broker', async () => {
-    const page = readFileSync(new URL('../../docs/cluster.md', import.meta.url), 'utf8');
-    const block = /<!-- tested: cluster-stack -->\n```sh\n([\s\S]*?)\n```/.exec(page)?.[1];
+    const block = testedBlock('docs/cluster.md', 'cluster-stack');
     expect(block).toBeDefined();
     const { config } = stack;
     // This stack's home and ports, as a user moves them; no DATABASE_URL (the tests' catalog is another).

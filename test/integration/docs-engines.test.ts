@@ -6,7 +6,6 @@
  * Iceberg REST catalog, which hands out the S3 face's settings).
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/build/files.js';
@@ -23,17 +22,11 @@ import { libpqConnectionString } from '../../src/cli/attach.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { DuckdbSession } from '../helpers/duckdb-session.js';
 import { asStackReader } from '../helpers/database.js';
+import { testedBlocks } from '../helpers/docs-blocks.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
-const enginesPage = readFileSync(new URL('../../docs/engines.md', import.meta.url), 'utf8');
-
-/** The snippets marked as tested, by name: the fenced block after each marker. */
-function snippets(): Map<string, { language: string; code: string }> {
-  const found = new Map<string, { language: string; code: string }>();
-  for (const match of enginesPage.matchAll(/<!-- tested: ([a-z0-9-]+) -->\n```(\w+)\n([\s\S]*?)\n```/g)) found.set(match[1]!, { language: match[2]!, code: match[3]! });
-  return found;
-}
+const snippets = () => testedBlocks('docs/engines.md');
 
 let engine: Engine;
 let reader: ListeningReader | undefined;

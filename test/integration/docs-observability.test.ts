@@ -7,14 +7,13 @@
  * processes logged must be a JSON object.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase } from '../helpers/database.js';
+import { testedBlock } from '../helpers/docs-blocks.js';
 import { parseExposition, sampleValue } from '../helpers/exposition.js';
 import { closedPort } from '../helpers/ports.js';
 
-const page = readFileSync(new URL('../../docs/observability.md', import.meta.url), 'utf8');
-const block = /<!-- tested: observability-scrape -->\n```sh\n([\s\S]*?)\n```/.exec(page)?.[1];
+const block = testedBlock('docs/observability.md', 'observability-scrape');
 
 let database: { url: string; drop: () => Promise<void> };
 

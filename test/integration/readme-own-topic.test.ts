@@ -6,13 +6,12 @@
  * against the two records the README's own lines write, not against anything of ours.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase } from '../helpers/database.js';
+import { testedBlock } from '../helpers/docs-blocks.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const block = /<!-- tested: own-topic -->\n```sh\n([\s\S]*?)\n```/.exec(readme)?.[1];
+const block = testedBlock('README.md', 'own-topic');
 
 let database: { url: string; drop: () => Promise<void> };
 
