@@ -120,3 +120,9 @@ export async function tablesOfTopic(catalog: Catalog, topic: string): Promise<Ta
   const result = await catalog.query<TableRow>(`SELECT ${tableColumns} FROM offsetlake.lake_table WHERE topic = $1 AND dropped_at IS NULL ORDER BY table_id`, [topic]);
   return result.rows.map(toRecord);
 }
+
+/** The table's uuid (Iceberg's table-uuid). */
+export async function tableUuid(catalog: Catalog | CatalogClient, tableId: bigint): Promise<string> {
+  const result = await catalog.query<{ table_uuid: string }>('SELECT table_uuid::text FROM offsetlake.lake_table WHERE table_id = $1', [tableId]);
+  return result.rows[0]!.table_uuid;
+}

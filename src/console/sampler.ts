@@ -2,7 +2,9 @@
  * Takes `status` (src/tables/status.ts, what `offsetlake status` shows) every few seconds
  * for the console, keeps the last of them whole and a bounded history of the figures the
  * charts and the lag in seconds need. One sampler per `serve` process, running whether or
- * not a page is open, so a page opened late still has the recent past to plot.
+ * not a page is open, so a page opened late still has the recent past to plot. serve's
+ * /metrics takes its lag from the samples too (`next`), so a scrape asks neither the
+ * catalog nor Kafka anything of its own.
  */
 import type { PartitionStatus } from '../tables/status.js';
 import { partitionKey, SampleHistory } from './history.js';
@@ -22,6 +24,8 @@ export class ConsoleSampler {
   private lastError: string | undefined;
   private inFlight: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Settled by the next sample to begin: what `next` hands out. */
+  private upcoming = upcomingSample();
 
   constructor(
     private readonly status: () => Promise<PartitionStatus[]>,
@@ -48,6 +52,8 @@ export class ConsoleSampler {
   /** One sample now; a sample still under way is not doubled (a slow Kafka would pile them up). */
   sample(): Promise<void> {
     this.inFlight ??= (async () => {
+      const waiting = this.upcoming;
+      this.upcoming = upcomingSample();
       try {
         const rows = await this.status();
         const at = this.clock();
@@ -57,13 +63,29 @@ export class ConsoleSampler {
           at,
           partitions: rows.map((r) => ({ key: partitionKey(r.table, r.partition), indexedStart: r.indexedStart, indexedEnd: r.indexedEnd, lastStableOffset: r.lastStableOffset })),
         });
+        waiting.resolve(this.last);
       } catch (error) {
         this.lastError = (error as Error).message;
+        waiting.reject(error);
       } finally {
         this.inFlight = undefined;
       }
     })();
     return this.inFlight;
+  }
+
+  /**
+   * The next sample to begin (on the timer's next tick; at once when the sampler is stopped),
+   * never one under way already: it began after the caller asked, so it holds whatever
+   * happened before, as a status taken then would; throws why it failed, if it did.
+   */
+  async next(): Promise<StatusSample> {
+    const upcoming = this.upcoming.promise;
+    if (this.timer === undefined) {
+      await this.inFlight;
+      void this.sample();
+    }
+    return upcoming;
   }
 
   /** The newest sample, waiting for the first; throws why the last attempt failed, if it did. */
@@ -72,4 +94,11 @@ export class ConsoleSampler {
     if (this.lastError !== undefined) throw new Error(this.lastError);
     return this.last!;
   }
+}
+
+/** A sample to come, with its settling functions; a failure no one waits for is not an unhandled rejection. */
+function upcomingSample(): PromiseWithResolvers<StatusSample> {
+  const upcoming = Promise.withResolvers<StatusSample>();
+  upcoming.promise.catch(() => {});
+  return upcoming;
 }

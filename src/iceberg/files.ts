@@ -23,11 +23,13 @@ import type { TableRecord } from '../table/record.js';
 import { HttpError } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';
 import { schemaVersionsUpTo, type VersionedSchema } from '../catalog/schema-versions.js';
+import { historyAsOf, membershipsUpTo, snapshotsBySequence, type Membership, type SnapshotHead, type SnapshotRecord } from '../catalog/iceberg-snapshots.js';
+import { tableUuid } from '../catalog/tables.js';
 import { entryStatus, manifestBytes, manifestListBytes, type ListedManifest, type ManifestFile } from './manifests.js';
-import { tableMetadata, type SnapshotRecord, type TableMetadata } from './metadata.js';
+import { tableMetadata, type TableMetadata } from './metadata.js';
 import { partitionSpec, partitionValue } from './partition.js';
 import { icebergSchema } from './schema.js';
-import { cutSnapshotIfChanged, historyAsOf, membershipsUpTo, snapshotIds, tableUuid, type CutOptions, type Membership } from './snapshots.js';
+import { cutSnapshotIfChanged, type CutOptions } from './snapshots.js';
 
 /** Where files are named: s3://<bucket> or the HTTP face's address. */
 export interface Root {
@@ -48,7 +50,7 @@ const manifestName = /^m-(-?\d{1,12})-(\d{1,19})-([0-9a-f]{16})\.avro$/;
 const filesPerQuery = 5_000;
 
 interface ManifestContext {
-  snapshots: Map<bigint, { snapshotId: bigint; cutAt: Date; schemaVersion: number }>;
+  snapshots: Map<bigint, SnapshotHead>;
   schemas: Map<number, VersionedSchema>;
 }
 
@@ -105,8 +107,8 @@ export class IcebergFiles {
     let match = metadataName.exec(name);
     if (match) {
       const sequence = BigInt(match[1]!);
-      const ids = await snapshotIds(this.catalog, table.tableId);
-      if (sequence !== 0n && String(ids.get(sequence)) !== match[2]) throw gone(`no snapshot ${match[2]} has sequence number ${sequence}`);
+      const snapshots = await snapshotsBySequence(this.catalog, table.tableId);
+      if (sequence !== 0n && String(snapshots.get(sequence)?.snapshotId) !== match[2]) throw gone(`no snapshot ${match[2]} has sequence number ${sequence}`);
       const built = await this.metadataAsOf(table, sequence, root);
       if (!built.location.endsWith(`/${name}`)) throw gone('that is not the name of its metadata before its first snapshot');
       return { bytes: Buffer.from(JSON.stringify(built.metadata)), contentType: 'application/json', modified: built.modified };
@@ -114,10 +116,10 @@ export class IcebergFiles {
     match = manifestListName.exec(name);
     if (match) {
       const snapshotId = BigInt(match[1]!);
-      const ids = await snapshotIds(this.catalog, table.tableId);
-      const sequence = [...ids].find(([, id]) => id === snapshotId)?.[0];
+      const context = await this.context(table);
+      const sequence = [...context.snapshots].find(([, s]) => s.snapshotId === snapshotId)?.[0];
       if (sequence === undefined) throw gone(`it has no snapshot ${snapshotId}`);
-      return this.manifestList(table, sequence, ids, root);
+      return this.manifestList(table, context, sequence, root);
     }
     match = manifestName.exec(name);
     if (match) {
@@ -129,8 +131,7 @@ export class IcebergFiles {
   }
 
   /** Snapshot `sequence`'s manifest list: one manifest per partition value with live files. */
-  private async manifestList(table: TableRecord, sequence: bigint, ids: Map<bigint, bigint>, root: Root): Promise<IcebergFile> {
-    const context = await this.context(table);
+  private async manifestList(table: TableRecord, context: ManifestContext, sequence: bigint, root: Root): Promise<IcebergFile> {
     const snapshot = context.snapshots.get(sequence)!;
     const byPartition = new Map<number, Membership[]>();
     for (const member of await membershipsUpTo(this.catalog, table.tableId, sequence)) {
@@ -178,15 +179,13 @@ export class IcebergFiles {
     if (batch.length > 0) await flush();
     const listed = wanted.flatMap((w) => (built.has(w.p) ? [built.get(w.p)!] : []));
     const spec = partitionSpec(context.schemas.get(snapshot.schemaVersion)!.schema, table.settings.granularity);
-    const parent = ids.get(sequence - 1n) ?? null;
+    const parent = context.snapshots.get(sequence - 1n)?.snapshotId ?? null;
     return { bytes: manifestListBytes(listed, { snapshotId: snapshot.snapshotId, parentSnapshotId: parent, sequenceNumber: sequence }, spec), contentType: 'application/octet-stream', modified: snapshot.cutAt };
   }
 
   /** What building manifests of the table needs of every snapshot and schema version, read once per request. */
   private async context(table: TableRecord): Promise<ManifestContext> {
-    const result = await this.catalog.query<{ sequence_number: string; snapshot_id: string; cut_at: Date; schema_version: number }>(
-      'SELECT sequence_number, snapshot_id, cut_at, schema_version FROM offsetlake.iceberg_snapshot WHERE table_id = $1', [table.tableId]);
-    const snapshots = new Map(result.rows.map((row) => [BigInt(row.sequence_number), { snapshotId: BigInt(row.snapshot_id), cutAt: row.cut_at, schemaVersion: row.schema_version }]));
+    const snapshots = await snapshotsBySequence(this.catalog, table.tableId);
     const schemas = await schemaVersionsUpTo(this.catalog, table.tableId, 2 ** 31 - 1);
     return { snapshots, schemas: new Map(schemas.map((s) => [s.version, s])) };
   }

@@ -6,18 +6,9 @@
  * is the same bytes every time it is given.
  */
 import type { TableSchema } from '../schema/table-schema.js';
+import type { SnapshotRecord } from '../catalog/iceberg-snapshots.js';
 import { highestFieldId, icebergSchema, nameMapping, type IcebergSchema } from './schema.js';
 import { specJson, type PartitionSpec } from './partition.js';
-
-export interface SnapshotRecord {
-  sequenceNumber: bigint;
-  snapshotId: bigint;
-  parentSnapshotId: bigint | null;
-  cutAt: Date;
-  schemaVersion: number;
-  /** Iceberg's summary: operation and counts, as strings. */
-  summary: Record<string, string>;
-}
 
 export interface MetadataInput {
   tableUuid: string;

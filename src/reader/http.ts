@@ -51,7 +51,7 @@ export interface ReaderHandlerOptions {
   s3?: S3FaceOptions;
   /** A table catalog served under a path of its own, such as the Iceberg REST catalog under /iceberg (src/iceberg/rest.ts). */
   catalog?: MountedCatalog;
-  /** Each partition's lag, for /metrics (`serve` knows Kafka's LSOs; without it no lag is published). */
+  /** Each partition's lag, for /metrics (`serve` gives its console's next status sample; without it no lag is published). */
   lag?: () => Promise<readonly PartitionLag[]>;
   /** The console in the browser (src/console/face.ts), when mounted. */
   console?: ConsoleRoutes;

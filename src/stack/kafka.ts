@@ -20,12 +20,14 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync
 import { join } from 'node:path';
 import { fetchMavenLibs, findJava } from './java.js';
 import {
+  daemonStatus,
   DaemonStartError,
   logFile,
   portAnswers,
   runningPid,
   startDaemon,
   stopDaemon,
+  stoppedStatus,
   waitUntil,
 } from './process.js';
 import type { Service, ServiceStatus, StackConfig } from './types.js';
@@ -308,10 +310,6 @@ function running(config: StackConfig, node: KafkaNode, pid: number, brokers: num
   return { name: node.name, state: 'running', pid, endpoint: `${config.host}:${startedPort(node) ?? node.port}`, log: logFile(config.paths, node.name), detail: detail(node, brokers) };
 }
 
-function stopped(config: StackConfig, node: KafkaNode): ServiceStatus {
-  return { name: node.name, state: 'stopped', log: logFile(config.paths, node.name) };
-}
-
 /** What is wrong with reusing a running node for `config` (another port, settings it lacks): said, never silently reused. */
 function startedOtherwise(config: StackConfig, node: KafkaNode, pid: number): string | undefined {
   const port = startedPort(node) ?? node.port;
@@ -409,14 +407,11 @@ export const kafkaService: Service = {
     const nodes = runningShape(config);
     await Promise.all(nodes.filter((node) => node.roles !== 'controller').map((node) => stopKafkaNode(config, node)));
     await Promise.all(nodes.filter((node) => node.roles === 'controller').map((node) => stopKafkaNode(config, node)));
-    return nodes.map((node) => stopped(config, node));
+    return nodes.map((node) => stoppedStatus(config.paths, node.name));
   },
 
   async status(config) {
     const nodes = runningShape(config);
-    return nodes.map((node) => {
-      const pid = runningPid(config.paths, node.name);
-      return pid === undefined ? stopped(config, node) : running(config, node, pid, nodes.length === 1 ? 1 : nodes.length - 1);
-    });
+    return nodes.map((node) => daemonStatus(config.paths, node.name, (pid) => running(config, node, pid, nodes.length === 1 ? 1 : nodes.length - 1)));
   },
 };

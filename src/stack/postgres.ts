@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import pg from 'pg';
-import { DaemonStartError, isAlive, isZombie, logFile, portAnswers, runningPid, startDaemon, stopDaemon, waitUntil } from './process.js';
+import { daemonStatus, DaemonStartError, downDaemon, isAlive, isZombie, logFile, portAnswers, runningPid, startDaemon, waitUntil } from './process.js';
 import type { Service, ServiceStatus, StackConfig } from './types.js';
 import { ensureDuckLakeReaderLogin } from '../catalog/reader-login.js';
 import type { Catalog } from '../catalog/db.js';
@@ -290,14 +290,11 @@ export const postgresService: Service = {
   async down(config) {
     if (config.databaseUrl) return [external(config)];
     // SIGINT is Postgres's fast shutdown; SIGTERM would wait for every client (a pool, a psql) to disconnect.
-    await stopDaemon(config.paths, name, 20_000, 'SIGINT');
-    return [{ name, state: 'stopped', log: logFile(config.paths, name) }];
+    return [await downDaemon(config.paths, name, 20_000, 'SIGINT')];
   },
 
   async status(config) {
     if (config.databaseUrl) return [external(config)];
-    const pid = runningPid(config.paths, name);
-    if (pid === undefined) return [{ name, state: 'stopped', log: logFile(config.paths, name) }];
-    return [running(config, pid)];
+    return [daemonStatus(config.paths, name, (pid) => running(config, pid))];
   },
 };

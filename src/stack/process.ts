@@ -7,7 +7,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import { createConnection } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { StackPaths } from './types.js';
+import type { ServiceStatus, StackPaths } from './types.js';
 
 export class MissingPrerequisiteError extends Error {
   override name = 'MissingPrerequisiteError';
@@ -116,6 +116,23 @@ export async function stopDaemon(paths: StackPaths, name: string, graceMs = 20_0
   }
   rmSync(pidFile(paths, name), { force: true });
   return true;
+}
+
+/** A daemon of this checkout that does not run, as `status` and `down` give it: its name and where its log is. */
+export function stoppedStatus(paths: StackPaths, name: string): ServiceStatus {
+  return { name, state: 'stopped', log: logFile(paths, name) };
+}
+
+/** `status` of one daemon: `running` of its pid while the process this checkout started for `name` runs, stopped otherwise. */
+export function daemonStatus(paths: StackPaths, name: string, running: (pid: number) => ServiceStatus): ServiceStatus {
+  const pid = runningPid(paths, name);
+  return pid === undefined ? stoppedStatus(paths, name) : running(pid);
+}
+
+/** `down` of one daemon: stops it as stopDaemon does and gives its status, stopped. */
+export async function downDaemon(paths: StackPaths, name: string, graceMs?: number, stopSignal?: NodeJS.Signals): Promise<ServiceStatus> {
+  await stopDaemon(paths, name, graceMs, stopSignal);
+  return stoppedStatus(paths, name);
 }
 
 function signal(pid: number, sig: NodeJS.Signals): void {

@@ -8,13 +8,14 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { join } from 'node:path';
 import { findJava } from './java.js';
 import {
+  daemonStatus,
   DaemonStartError,
+  downDaemon,
   logFile,
   portAnswers,
   requireCommand,
   runningPid,
   startDaemon,
-  stopDaemon,
   waitUntil,
 } from './process.js';
 import { kafkaBootstrap } from './kafka.js';
@@ -128,10 +129,6 @@ function running(config: StackConfig, pid: number, port: number): ServiceStatus 
   };
 }
 
-function stopped(config: StackConfig): ServiceStatus {
-  return { name, state: 'stopped', log: logFile(config.paths, name) };
-}
-
 export const registryService: Service = {
   name,
 
@@ -197,13 +194,10 @@ export const registryService: Service = {
 
   async down(config) {
     // Stops in about 2 s; SIGKILL only if it hangs.
-    await stopDaemon(config.paths, name, 20_000);
-    return [stopped(config)];
+    return [await downDaemon(config.paths, name, 20_000)];
   },
 
   async status(config) {
-    const pid = runningPid(config.paths, name);
-    if (pid === undefined) return [stopped(config)];
-    return [running(config, pid, startedPort(pid) ?? config.registryPort)];
+    return [daemonStatus(config.paths, name, (pid) => running(config, pid, startedPort(pid) ?? config.registryPort))];
   },
 };

@@ -50,7 +50,8 @@ export interface ServiceStatus {
  * Each service module exports one: `kafkaService` (src/stack/kafka.ts), `registryService`
  * (src/stack/registry.ts), `postgresService` (src/stack/postgres.ts, which also exports
  * `catalogDatabaseUrl(config): string`, DATABASE_URL or the embedded server's URL).
- * Readiness waits use `waitUntil` from process.ts; daemons use `startDaemon`/`stopDaemon`.
+ * Readiness waits use `waitUntil` from process.ts; daemons use `startDaemon`/`stopDaemon`,
+ * and `daemonStatus`/`downDaemon` for what `status` and `down` say of one.
  */
 export interface Service {
   name: string;
