@@ -22,6 +22,13 @@ export interface WriterSchema {
    * payload that fails in a skipped field may pass.
    */
   project?(columns: readonly string[]): WriterSchema | undefined;
+  /**
+   * The fast path, where a format has one (Avro, avro-columns.ts): fills `out` with the
+   * value `decode` gives each field of a struct `type` (slot i: field i), or with the whole
+   * value in slot 0, without a value object in between; false when it does not take this
+   * payload, and `decode` then gives the value or the error.
+   */
+  decodeColumns?(bytes: Buffer, offset: number, out: unknown[]): boolean;
 }
 
 export class DecodeError extends Error {
