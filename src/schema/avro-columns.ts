@@ -12,7 +12,8 @@
 import { isUtf8 } from 'node:buffer';
 import type avro from 'avsc';
 import { notColumnar, readBlockCount, readBoolean, readBytes, readDouble, readFixed, readFloat, readInt, readLong, type AvroCursor } from './avro-binary.js';
-import { signedBigInt } from './writer.js';
+import { skipperOf } from './avro-skip.js';
+import { signedBigInt, type ColumnDecoder } from './writer.js';
 import { setOwn } from '../common/objects.js';
 
 type Read = (c: AvroCursor) => unknown;
@@ -31,14 +32,11 @@ export interface AvroTypeView {
 }
 
 /**
- * Fills `out` with the values of the writer's columns (a record: one slot per field with
- * a column, in field order; any other type: the whole value in slot 0); false when the
- * payload is not one it reads exactly.
+ * The column decoder of a (non-recursive) writer type, or undefined where there is none.
+ * `slots`: only these of a record's slots are wanted (a projection); the other fields
+ * are skipped by their lengths (avro-skip.ts), their slots left as they were.
  */
-export type ColumnDecoder = (bytes: Buffer, offset: number, out: unknown[]) => boolean;
-
-/** The column decoder of a (non-recursive) writer type, or undefined where there is none. */
-export function columnDecoder(type: avro.Type, view: AvroTypeView): ColumnDecoder | undefined {
+export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: ReadonlySet<number>): ColumnDecoder | undefined {
   const compile = new Compiler(view);
   const cursor: AvroCursor = { bytes: Buffer.alloc(0), pos: 0 };
   const finish = (ok: boolean): boolean => {
@@ -48,15 +46,22 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView): ColumnDecode
   if (type.typeName === 'record' || type.typeName === 'error') {
     const fields = compile.fields(type, new Set());
     if (!fields || !fields.some((field) => field.column)) return wholeValue(compile.reader(type, new Set()), cursor, finish);
-    const reads = fields.map((field) => field.read);
-    const slots = slotsOf(fields);
+    const slotOf = slotsOf(fields);
+    const fieldTypes = (type as unknown as { fields: { type: avro.Type }[] }).fields.map((field) => field.type);
+    const underlying = (t: avro.Type): avro.Type | undefined => (view.logicalAttrs(t) ? (t as unknown as { underlyingType: avro.Type }).underlyingType : undefined);
+    const reads = fields.map((field, i) => {
+      if (!slots || (slotOf[i]! >= 0 && slots.has(slotOf[i]!))) return field.read;
+      const skip = skipperOf(fieldTypes[i]!, underlying);
+      return skip ?? field.read; // a skip's value, undefined, goes to no slot
+    });
+    const wanted = slotOf.map((slot) => (slot >= 0 && (!slots || slots.has(slot)) ? slot : -1));
     return (bytes, offset, out) => {
       cursor.bytes = bytes;
       cursor.pos = offset;
       try {
         for (let i = 0; i < reads.length; i++) {
           const value = reads[i]!(cursor);
-          const slot = slots[i]!;
+          const slot = wanted[i]!;
           if (slot >= 0) out[slot] = value;
         }
       } catch (error) {

@@ -219,11 +219,12 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
   // become JSON text of avsc's value), and a union of several branches at the top (a
   // struct whose fields are branches, not fields: rare, and not worth a second contract).
   const columnar = !recursive && (writer.typeName === 'record' || shape.type.kind !== 'struct');
-  const decodeColumns = columnar ? columnDecoder(type, { logicalAttrs: (t) => (t instanceof Marked ? t.attrs : undefined), protoAlias: protoAliases.get(type) }) : undefined;
+  const view = { logicalAttrs: (t: AvroType) => (t instanceof Marked ? t.attrs : undefined), protoAlias: protoAliases.get(type) };
+  const decodeColumns = columnar ? columnDecoder(type, view) : undefined;
   return {
     type: shape.type,
     decode: payloadDecoder(schema.id, type, shape),
-    ...(decodeColumns ? { decodeColumns } : {}),
+    ...(decodeColumns ? { decodeColumns, projectColumns: (slots: readonly number[]) => columnDecoder(type, view, new Set(slots)) } : {}),
     project(columns) {
       if (recursive || writer.typeName !== 'record') return undefined;
       const alias = protoAliases.get(writer);

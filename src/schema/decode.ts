@@ -26,7 +26,7 @@ import { converter, routeField, type Convert } from './merge.js';
 import type { RegistrySchema, SchemaType } from './registry.js';
 import type { Side, TableSchema } from './table-schema.js';
 import { readWireHeader } from './wire.js';
-import { DecodeError, type WriterSchema } from './writer.js';
+import { DecodeError, type ColumnDecoder, type WriterSchema } from './writer.js';
 import { dataRecord, ownValue } from '../common/objects.js';
 
 export type RegistryFormat = 'avro' | 'protobuf' | 'json-schema';
@@ -105,8 +105,8 @@ interface Route {
   writer: WriterSchema;
   /** [table column index, field of the decoded value (undefined: the whole value), convert, the field's slot in `decodeColumns`'s values] */
   targets: [number, string | undefined, Convert, number][];
-  /** The full writer's fast path (a projection keeps it: it reads every field, and the targets pick theirs). */
-  decodeColumns?: (bytes: Buffer, offset: number, out: unknown[]) => boolean;
+  /** The writer's fast path (of a projection: reading only the targets' fields). */
+  decodeColumns?: ColumnDecoder;
   /** `decodeColumns`'s values of the payload at hand, reused from record to record. */
   slots: unknown[];
 }
@@ -150,7 +150,9 @@ export class TableDecoder {
   private projected(route: Route, only: ReadonlySet<string>): Route {
     const targets = route.targets.filter(([column]) => only.has(this.columns[column]!.name));
     const fields = targets.map(([, field]) => field);
-    const fast = { ...(route.decodeColumns ? { decodeColumns: route.decodeColumns } : {}), slots: [] };
+    // the fast path of a projection reads the asked fields and skips the others, as `project` does
+    const projectedColumns = route.decodeColumns && route.writer.projectColumns?.(targets.map(([, , , slot]) => slot));
+    const fast = { ...(projectedColumns ? { decodeColumns: projectedColumns } : {}), slots: [] };
     if (targets.length === 0 || fields.includes(undefined)) return { writer: route.writer, targets, ...fast };
     return { writer: route.writer.project?.(fields as string[]) ?? route.writer, targets, ...fast };
   }

@@ -28,8 +28,20 @@ export interface WriterSchema {
    * value in slot 0, without a value object in between; false when it does not take this
    * payload, and `decode` then gives the value or the error.
    */
-  decodeColumns?(bytes: Buffer, offset: number, out: unknown[]): boolean;
+  decodeColumns?: ColumnDecoder;
+  /**
+   * `decodeColumns` for some of a struct's slots only, the other fields skipped by their
+   * lengths: the same values in those slots, for payloads `decode` takes without an error
+   * (as `project`).
+   */
+  projectColumns?(slots: readonly number[]): ColumnDecoder | undefined;
 }
+
+/**
+ * Fills `out` with the values of the writer's columns (a struct: slot i for field i;
+ * any other type: the whole value in slot 0); false when it does not take the payload.
+ */
+export type ColumnDecoder = (bytes: Buffer, offset: number, out: unknown[]) => boolean;
 
 export class DecodeError extends Error {
   override name = 'DecodeError';

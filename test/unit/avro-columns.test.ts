@@ -282,11 +282,12 @@ function usualValue(writer: WriterSchema, payload: Buffer): { value: unknown } |
 }
 
 describe('Avro column decoder: avsc decodes the same bytes', () => {
-  it('600 random schemas × 20 values: each column holds avsc\'s value by the mapping; the usual path agrees', () => {
+  it('600 random schemas × 20 values: each column holds avsc\'s value by the mapping; the usual path agrees; a projection reads the same', () => {
     const rnd = seededRandom(2027);
     const gen = new Gen(rnd);
     let fast = 0;
     let handedBack = 0;
+    let projected = 0;
     for (let s = 0; s < 600; s++) {
       const schema = gen.rnd() < 0.85 ? gen.record(3) : gen.schema(3);
       const text = JSON.stringify(schema);
@@ -313,9 +314,21 @@ describe('Avro column decoder: avsc decodes the same bytes', () => {
         expect('value' in usual, text).toBe(true);
         expect(comparable(ours), text).toEqual(model);
         expect(comparable(ours), text).toEqual(comparable((usual as { value: unknown }).value));
+        if (writer.type.kind === 'struct') {
+          // a projection: some fields read, the others skipped; the read ones hold the same values
+          const fieldCount = writer.type.fields.length;
+          const asked = Array.from({ length: fieldCount }, (_, i) => i).filter(() => gen.rnd() < 0.4);
+          const slots: unknown[] = [];
+          expect(writer.projectColumns!(asked)!(payload, 5, slots), text).toBe(true);
+          const all = Object.values(ours as Record<string, unknown>);
+          for (const slot of asked) expect(comparable(slots[slot]), text).toEqual(comparable(all[slot]));
+          for (let slot = 0; slot < fieldCount; slot++) if (!asked.includes(slot)) expect(slots[slot]).toBeUndefined();
+          projected++;
+        }
       }
     }
     expect(fast).toBeGreaterThan(10_000);
+    expect(projected).toBeGreaterThan(5_000);
     expect(handedBack).toBeGreaterThan(10);
   });
 
@@ -404,6 +417,7 @@ describe('Avro column decoder: the rows and the file are the usual path\'s', () 
     const table = { tableId: 1n, name: 'a', topic: 'a', format: 'avro', settings: resolveSettings({ row_group_rows: '64' }) } as unknown as TableRecord;
     let errorRows = 0;
     let rows = 0;
+    let projectedFiles = 0;
     for (let s = 0; s < 40; s++) {
       const text = s === 0 ? fuzzSchemas.avro.text : JSON.stringify(gen.rnd() < 0.8 ? gen.record(3) : gen.schema(2));
       const registry: RegistrySchema[] = [{ id: 7, type: 'AVRO', schema: text, references: [] }];
@@ -424,7 +438,16 @@ describe('Avro column decoder: the rows and the file are the usual path\'s', () 
       const errors = usualRows.arrays[usualRows.columns.findIndex((c) => c.name === '_error')]!;
       errorRows += errors.filter((e) => e !== null).length;
       rows += records.length;
+      // a rebuild of some columns of a file without error rows: the fast path of a projection against avsc's resolver
+      const valid: KafkaRecord[] = records.map((record) => ({ ...record, key: null, value: s === 0 ? record.value : Buffer.concat([header(7), reference.toBuffer(gen.value(JSON.parse(text) as Json, new Map()))]) })).filter((_, i) => i % 2 === 0);
+      const decodedNames = schema.columns.map((c) => c.name).filter((name) => !name.startsWith('_'));
+      const only = new Set(decodedNames.filter(() => rnd() < 0.4));
+      if (s > 0 && usualOnly(registry, () => fileRows(table, { ...schema }, 0, valid)).arrays.some((column, c) => schema.columns[c]!.name === '_error' && column.some((e) => e !== null))) continue;
+      if (s === 0) continue;
+      expect(comparable(fileRows(table, { ...schema }, 0, valid, only).arrays), text).toEqual(comparable(usualOnly(registry, () => fileRows(table, { ...schema }, 0, valid, only)).arrays));
+      projectedFiles++;
     }
+    expect(projectedFiles).toBeGreaterThan(15);
     // both paths reached: rows that decode, and rows with an error
     expect(errorRows).toBeGreaterThan(rows / 10);
     expect(errorRows).toBeLessThan(rows * 0.9);
