@@ -64,9 +64,9 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: Reado
           const slot = wanted[i]!;
           if (slot >= 0) out[slot] = value;
         }
-      } catch (error) {
-        if (error === notColumnar) return finish(false);
-        throw error;
+      } catch {
+        // notColumnar, or anything else unforeseen: the usual path decides, so no payload stops a build here
+        return finish(false);
       }
       return finish(cursor.pos === bytes.length);
     };
@@ -90,9 +90,8 @@ function wholeValue(reader: Reader | undefined, cursor: AvroCursor, finish: (ok:
     cursor.pos = offset;
     try {
       out[0] = read(cursor);
-    } catch (error) {
-      if (error === notColumnar) return finish(false);
-      throw error;
+    } catch {
+      return finish(false); // as above: the usual path decides
     }
     return finish(cursor.pos === bytes.length);
   };
