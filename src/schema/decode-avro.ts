@@ -12,10 +12,12 @@ import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { aliasAbsentFrom, checkDecimal, DecodeError, jsonText, mapType, signedBigInt, type WriterSchema } from './writer.js';
 import { ownValue, setOwn } from '../common/objects.js';
+import { columnDecoder } from './avro-columns.js';
 
 type AvroType = avro.Type;
 
-const BigLong = avro.types.LongType.__with({
+/** A long as bigint, never rounded: avsc unpacks the varint's 8 bytes, Node reads them. */
+export const BigLong = avro.types.LongType.__with({
   fromBuffer: (buf: Buffer) => buf.readBigInt64LE(),
   toBuffer: (n: bigint) => {
     const buf = Buffer.alloc(8);
@@ -213,9 +215,16 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
   const shape = walked.shape ?? { type: { kind: 'string' }, convert: () => null };
   const writer = type;
   const recursive = walked.recursive;
+  // The usual path, for the whole schema: a recursive one (its self-containing records
+  // become JSON text of avsc's value), and a union of several branches at the top (a
+  // struct whose fields are branches, not fields: rare, and not worth a second contract).
+  const columnar = !recursive && (writer.typeName === 'record' || shape.type.kind !== 'struct');
+  const view = { logicalAttrs: (t: AvroType) => (t instanceof Marked ? t.attrs : undefined), protoAlias: protoAliases.get(type) };
+  const decodeColumns = columnar ? columnDecoder(type, view) : undefined;
   return {
     type: shape.type,
     decode: payloadDecoder(schema.id, type, shape),
+    ...(decodeColumns ? { decodeColumns, projectColumns: (slots: readonly number[]) => columnDecoder(type, view, new Set(slots)) } : {}),
     project(columns) {
       if (recursive || writer.typeName !== 'record') return undefined;
       const alias = protoAliases.get(writer);

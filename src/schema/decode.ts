@@ -26,7 +26,7 @@ import { converter, routeField, type Convert } from './merge.js';
 import type { RegistrySchema, SchemaType } from './registry.js';
 import type { Side, TableSchema } from './table-schema.js';
 import { readWireHeader } from './wire.js';
-import { DecodeError, type WriterSchema } from './writer.js';
+import { DecodeError, type ColumnDecoder, type WriterSchema } from './writer.js';
 import { dataRecord, ownValue } from '../common/objects.js';
 
 export type RegistryFormat = 'avro' | 'protobuf' | 'json-schema';
@@ -103,8 +103,12 @@ function unusable(format: RegistryFormat, schema: RegistrySchema | undefined, id
 
 interface Route {
   writer: WriterSchema;
-  /** [table column index, field of the decoded value (undefined: the whole value), convert] */
-  targets: [number, string | undefined, Convert][];
+  /** [table column index, field of the decoded value (undefined: the whole value), convert, the field's slot in `decodeColumns`'s values] */
+  targets: [number, string | undefined, Convert, number][];
+  /** The writer's fast path (of a projection: reading only the targets' fields). */
+  decodeColumns?: ColumnDecoder;
+  /** `decodeColumns`'s values of the payload at hand, reused from record to record. */
+  slots: unknown[];
 }
 
 /** Per side, the route of each schema id (or why it cannot decode). */
@@ -146,8 +150,11 @@ export class TableDecoder {
   private projected(route: Route, only: ReadonlySet<string>): Route {
     const targets = route.targets.filter(([column]) => only.has(this.columns[column]!.name));
     const fields = targets.map(([, field]) => field);
-    if (targets.length === 0 || fields.includes(undefined)) return { writer: route.writer, targets };
-    return { writer: route.writer.project?.(fields as string[]) ?? route.writer, targets };
+    // the fast path of a projection reads the asked fields and skips the others, as `project` does
+    const projectedColumns = route.decodeColumns && route.writer.projectColumns?.(targets.map(([, , , slot]) => slot));
+    const fast = { ...(projectedColumns ? { decodeColumns: projectedColumns } : {}), slots: [] };
+    if (targets.length === 0 || fields.includes(undefined)) return { writer: route.writer, targets, ...fast };
+    return { writer: route.writer.project?.(fields as string[]) ?? route.writer, targets, ...fast };
   }
 
   private makeRoute(id: number, side: Side): Route | string {
@@ -162,9 +169,12 @@ export class TableDecoder {
     const sourceNames = whole ? [undefined] : (writer.type as Extract<ColumnType, { kind: 'struct' }>).fields.map((f) => f.name);
     fields.forEach((field, i) => {
       const column = routeField(this.columns, field.name, field.type);
-      if (column) targets.push([this.columns.indexOf(column), sourceNames[i], converter(column.type, field.type)]);
+      // slot i: a key is the whole value (slot 0), a value's field i is struct field i
+      if (column) targets.push([this.columns.indexOf(column), sourceNames[i], converter(column.type, field.type), i]);
     });
-    return { writer, targets };
+    // the fast path fills a struct's fields, not the struct: a key whose value is a record decodes the usual way
+    const fast = writer.decodeColumns && !(whole && writer.type.kind === 'struct') ? { decodeColumns: writer.decodeColumns } : {};
+    return { writer, targets, ...fast, slots: [] };
   }
 
   /**
@@ -212,6 +222,10 @@ export class TableDecoder {
     const route = this.route(header.schemaId, side, routes, only);
     if (typeof route === 'string') return route;
     if (route.targets.length === 0) return undefined;
+    if (route.decodeColumns) {
+      const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      if (route.decodeColumns(buf, header.offset, route.slots)) return this.fill(route, route.slots, arrays, row, header.schemaId);
+    }
     let decoded: unknown;
     try {
       decoded = route.writer.decode(bytes, header.offset);
@@ -225,11 +239,29 @@ export class TableDecoder {
         arrays[column]![row] = convert(field === undefined ? decoded : ownValue(decoded as Record<string, unknown>, field));
       }
     } catch {
-      // all or nothing: the side's columns stay null
-      for (const [column] of targets) arrays[column]![row] = null;
-      return `schema ${header.schemaId}: the decoded value does not fit the table's columns`;
+      return this.unfit(route, arrays, row, header.schemaId);
     }
     return undefined;
+  }
+
+  /** The fast path's columns: each target takes its field's slot, converted as the usual path converts the decoded value's field. */
+  private fill(route: Route, slots: readonly unknown[], arrays: unknown[][], row: number, schemaId: number): string | undefined {
+    const { targets } = route;
+    try {
+      for (let t = 0; t < targets.length; t++) {
+        const [column, , convert, slot] = targets[t]!;
+        arrays[column]![row] = convert(slots[slot]);
+      }
+    } catch {
+      return this.unfit(route, arrays, row, schemaId);
+    }
+    return undefined;
+  }
+
+  /** All or nothing: the side's columns stay null. */
+  private unfit(route: Route, arrays: unknown[][], row: number, schemaId: number): string {
+    for (const [column] of route.targets) arrays[column]![row] = null;
+    return `schema ${schemaId}: the decoded value does not fit the table's columns`;
   }
 }
 

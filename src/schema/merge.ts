@@ -111,6 +111,8 @@ export type Convert = (value: unknown) => unknown;
  * (which `takes` it). Struct fields the target has no column for are left out.
  */
 export function converter(target: ColumnType, source: ColumnType): Convert {
+  // the same type: every field routes to itself, so a copy would hold the same values
+  if (sameType(target, source)) return same;
   if (target.kind === 'struct' && source.kind === 'struct') {
     const routes: [string, string, Convert][] = [];
     for (const field of source.fields) {
@@ -130,8 +132,10 @@ export function converter(target: ColumnType, source: ColumnType): Convert {
     return (value) => (value === null || value === undefined ? null : (value as unknown[]).map(convert));
   }
   if (target.kind === 'int64' && source.kind === 'int32') return (value) => (typeof value === 'number' ? BigInt(value) : value);
-  return (value) => value;
+  return same;
 }
+
+const same: Convert = (value) => value;
 
 /** Adds ids for new columns, leaves and nested nodes; ids of existing ones never change. */
 export function withIds(previous: TableSchema, columns: readonly Column[]): TableSchema {

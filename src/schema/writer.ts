@@ -22,7 +22,26 @@ export interface WriterSchema {
    * payload that fails in a skipped field may pass.
    */
   project?(columns: readonly string[]): WriterSchema | undefined;
+  /**
+   * The fast path, where a format has one (Avro, avro-columns.ts): fills `out` with the
+   * value `decode` gives each field of a struct `type` (slot i: field i), or with the whole
+   * value in slot 0, without a value object in between; false when it does not take this
+   * payload, and `decode` then gives the value or the error.
+   */
+  decodeColumns?: ColumnDecoder;
+  /**
+   * `decodeColumns` for some of a struct's slots only, the other fields skipped by their
+   * lengths: the same values in those slots, for payloads `decode` takes without an error
+   * (as `project`).
+   */
+  projectColumns?(slots: readonly number[]): ColumnDecoder | undefined;
 }
+
+/**
+ * Fills `out` with the values of the writer's columns (a struct: slot i for field i;
+ * any other type: the whole value in slot 0); false when it does not take the payload.
+ */
+export type ColumnDecoder = (bytes: Buffer, offset: number, out: unknown[]) => boolean;
 
 export class DecodeError extends Error {
   override name = 'DecodeError';
