@@ -3,12 +3,14 @@
 # the Python readers the tests compare against (PyPI, test/python-env.sh), and PgBouncer, the transaction
 # pooler the integration tests reach the catalog through (Debian's package).
 set -euo pipefail
+# shellcheck source=test/apt-install.sh
+. "$(dirname "$0")/apt-install.sh"
 # The readers, exactly as pinned, in the project's own virtual environment (vitest.config.ts
 # puts it first on the tests' PATH).
 bash test/python-env.sh >/dev/null
 if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get install -y -qq pgbouncer >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; }
+    apt_install pgbouncer
   else
     echo "npm test needs PgBouncer (the integration tests reach Postgres through it): install it, e.g. sudo apt-get install pgbouncer" >&2
     exit 1
@@ -17,7 +19,7 @@ fi
 # The console's test drives Debian's Chromium headless (test/integration/console.test.ts).
 if [ -z "${OFFSETLAKE_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+    apt_install chromium
   else
     echo "npm test drives a headless Chromium for the console's test: install it, e.g. sudo apt-get install chromium (or set OFFSETLAKE_CHROMIUM to a Chromium binary)" >&2
     exit 1
@@ -49,8 +51,7 @@ if [ -n "$foreign" ]; then
     packages="qemu-user libc6-$cross-cross libstdc++6-$cross-cross libgcc-s1-$cross-cross"
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       # shellcheck disable=SC2086
-      apt-get install -y -qq --no-install-recommends $packages >/dev/null 2>&1 \
-        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages >/dev/null; }
+      apt_install --no-install-recommends $packages
     else
       echo "npm test runs the $foreign Lambda bundles under QEMU: install $packages, e.g. sudo apt-get install --no-install-recommends $packages" >&2
       exit 1
