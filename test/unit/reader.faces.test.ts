@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { readerHandler, type ReaderRequest, type ReaderResponse } from '../../src/reader/http.js';
 import { bodyBytes } from '../../src/reader/file-response.js';
-import type { FaceCounter, IndexMetrics, LostOffsets, ReadApi } from '../../src/reader/read-api.js';
+import type { FaceCounter, FileServing, IndexMetrics, LostOffsets, ReadApi } from '../../src/reader/read-api.js';
 import type { CatalogFile, LiveFileKey } from '../../src/catalog/file-reads.js';
 import { TableError, type TableRecord } from '../../src/table/record.js';
 import { defaultSettings } from '../../src/table/settings.js';
@@ -42,7 +42,7 @@ class MemoryReader implements ReadApi {
   failWith: Error | null = null;
   readonly cache = { size: { entries: 0, bytes: 0 } };
   readonly rebuildDurations = { file: new Histogram(), granule: new Histogram() };
-  readonly serving;
+  readonly serving: FileServing;
 
   constructor(readonly held: { file: CatalogFile; bytes: Uint8Array }[], budget = new ByteBudget(64 * 1024 * 1024), waitMs = 10_000) {
     const reader = this;
