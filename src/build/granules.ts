@@ -44,15 +44,38 @@ export function leavesOfColumns(schema: TableSchema, columns: readonly number[])
   return leafColumns(schema).flatMap((column, leaf) => (wanted.has(column) ? [leaf] : []));
 }
 
-/** The granule's records (committed, in its span, in the file's bucket), as many as the catalog says. */
-export async function granuleRecords(source: CommittedSource, table: TableRecord, file: CatalogFile, granule: Granule, options: Pick<SourceReadOptions, 'keep'> = {}): Promise<KafkaRecord[]> {
+/**
+ * The granule's records (committed, in its span, in the file's bucket), as many as the
+ * catalog says. `offsets` (the row group's first and last offset, from its footer) can
+ * narrow the read (`readSpan`): the span is the range's, shared by every bucket's file,
+ * and a file of a few stragglers at an hour's edge would otherwise fetch all of it.
+ */
+export async function granuleRecords(
+  source: CommittedSource, table: TableRecord, file: CatalogFile, granule: Granule,
+  options: Pick<SourceReadOptions, 'keep'> & { offsets?: { first: bigint; last: bigint } | null } = {},
+): Promise<KafkaRecord[]> {
+  const span = readSpan(granule, options.offsets ?? null);
+  const spanBytes = span.narrowed ? Math.ceil((granule.kafkaBytes * Number(span.endOffset - span.startOffset)) / Number(granule.endOffset - granule.startOffset)) : granule.kafkaBytes;
   // Fetches sized to the span's bytes (the catalog knows them): the client decodes every record a Fetch brings.
-  const records = await fileRecords(source, table, file, granule, undefined, { ...options, fetchBytes: fetchBytesForSpan(granule.kafkaBytes, granule.startOffset, granule.endOffset) });
+  const records = await fileRecords(source, table, file, span, undefined, { keep: options.keep, fetchBytes: fetchBytesForSpan(spanBytes, span.startOffset, span.endOffset) });
   if (records.length !== granule.rowCount) {
-    const error = new GranuleMismatchError(file.dataFileId, granule.rowGroup, null, `${records.length} records in offsets [${granule.startOffset}, ${granule.endOffset}), the catalog has ${granule.rowCount}`);
+    const error = new GranuleMismatchError(file.dataFileId, granule.rowGroup, null, `${records.length} records in offsets [${span.startOffset}, ${span.endOffset}), the catalog has ${granule.rowCount}`);
     throw await withCause(error, source, table.topic);
   }
   return records;
+}
+
+/**
+ * The offsets to read for a granule: its span, or its records' first to last offset when
+ * that is at most half of it (a file of a few stragglers at an hour's edge, a row group
+ * followed by aborted records). Nearly whole, narrowing would save little and split the
+ * range's other reads (src/reader/shared-reads.ts) around the held piece.
+ */
+export function readSpan(granule: Granule, offsets: { first: bigint; last: bigint } | null): { startOffset: bigint; endOffset: bigint; narrowed: boolean } {
+  const whole = { startOffset: granule.startOffset, endOffset: granule.endOffset, narrowed: false };
+  if (!offsets || offsets.first < granule.startOffset || offsets.last >= granule.endOffset) return whole;
+  const narrow = offsets.last + 1n - offsets.first;
+  return narrow * 2n <= granule.endOffset - granule.startOffset ? { startOffset: offsets.first, endOffset: offsets.last + 1n, narrowed: true } : whole;
 }
 
 /** The chunks the catalog holds for `leaves` of the granule: path, size and sha256 of each. */

@@ -36,3 +36,14 @@ export function fetchBytesForSpan(spanRecordBytes: number, from: bigint, until: 
   if (until <= from) return defaultMaxBytes;
   return Math.min(straddlingBatch + Number(until - from) * framingPerOffset + spanRecordBytes, defaultMaxBytes);
 }
+
+/**
+ * The Fetch size for reading part [from, until) of a read sized `fetchBytes` for
+ * [readFrom, readUntil): its share of the bytes, with room for the batch that straddles
+ * the part's end. A read assembled around records already held fetches only the gaps, and
+ * a small gap asked with the whole read's size would bring and decode the whole span.
+ */
+export function fetchBytesForPart(fetchBytes: number, from: bigint, until: bigint, readFrom: bigint, readUntil: bigint): number {
+  if (until - from >= readUntil - readFrom || readUntil <= readFrom) return fetchBytes;
+  return Math.min(fetchBytes, straddlingBatch + Math.ceil((fetchBytes * Number(until - from)) / Number(readUntil - readFrom)));
+}

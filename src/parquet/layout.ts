@@ -21,6 +21,13 @@ export interface RowGroupPlace {
   rows: number;
   /** One per leaf column, in the footer's (schema) order. */
   chunks: ChunkPlace[];
+  /**
+   * The row group's first and last Kafka offset, from its `_offset` chunk's exact
+   * statistics; null without them. Its records lie between the two, so a read of the
+   * row group can stop there: a file of a few records whose range spans thousands (a
+   * time bucket's stragglers at an hour's edge) is read from a few offsets, not the span.
+   */
+  offsets: { first: bigint; last: bigint } | null;
 }
 
 export interface FileLayout {
@@ -44,6 +51,7 @@ export function fileLayout(footer: Uint8Array, fileSize: number): FileLayout | {
   const rowGroups: RowGroupPlace[] = [];
   for (const [g, group] of metadata.row_groups.entries()) {
     const chunks: ChunkPlace[] = [];
+    let offsets: RowGroupPlace['offsets'] = null;
     for (const column of group.columns) {
       const meta = column.meta_data;
       if (!meta) return { problem: `row group ${g} has a column chunk without metadata` };
@@ -53,11 +61,19 @@ export function fileLayout(footer: Uint8Array, fileSize: number): FileLayout | {
       if (start !== at) return { problem: `column chunk ${path} of row group ${g} starts at byte ${start}, not ${at} where the one before it ends` };
       chunks.push({ path, start, end });
       at = end;
+      if (path === '_offset') offsets = exactBounds(meta.statistics);
     }
-    rowGroups.push({ rows: Number(group.num_rows), chunks });
+    rowGroups.push({ rows: Number(group.num_rows), chunks, offsets });
   }
   if (at > footerStart) return { problem: `column chunks run to byte ${at}, past the footer's start at ${footerStart}` };
   return { fileSize, rowGroups, dataEnd: at, footerStart };
+}
+
+/** An INT64 chunk's min and max when the footer holds both and does not call them inexact. */
+function exactBounds(statistics: { min_value?: unknown; max_value?: unknown; is_min_value_exact?: boolean; is_max_value_exact?: boolean } | undefined): RowGroupPlace['offsets'] {
+  if (!statistics || statistics.is_min_value_exact === false || statistics.is_max_value_exact === false) return null;
+  const { min_value: first, max_value: last } = statistics;
+  return typeof first === 'bigint' && typeof last === 'bigint' && first <= last ? { first, last } : null;
 }
 
 /** A byte range of the file as the parts that make it up, in order. */

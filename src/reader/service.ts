@@ -343,7 +343,7 @@ export class ReaderService implements ReadApi {
     const granule = granular.granules.granules[rowGroup]!;
     const started = performance.now();
     try {
-      const records = await this.readGranule(this.source, table, file, granule, { keep: partial || file.rangeFiles > 1 });
+      const records = await this.readGranule(this.source, table, file, granule, { keep: partial || file.rangeFiles > 1, offsets: layout.rowGroups[rowGroup]!.offsets });
       const built = await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves, { wantFile, ...(this.builds ? { build: this.builds.chunks } : {}) });
       this.rebuilt('granule', (performance.now() - started) / 1000);
       return built;

@@ -17,6 +17,7 @@
  */
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
+import { fetchBytesForPart } from '../kafka/fetch-size.js';
 import type { ByteBoundedCache } from './cache.js';
 
 /**
@@ -92,7 +93,8 @@ export function sharedReads(source: CommittedSource, cache: ByteBoundedCache<obj
         } else {
           const gapEnd = next && next.start < until ? next.start : until;
           const entry: SpanEntry = { start: position, end: gapEnd, key: `span:${partitionKey}:${position}-${gapEnd}` };
-          entry.fetching = fetchSpan(topic, partition, position, gapEnd, options);
+          const gapOptions = options?.fetchBytes ? { ...options, fetchBytes: fetchBytesForPart(options.fetchBytes, position, gapEnd, from, until) } : options;
+          entry.fetching = fetchSpan(topic, partition, position, gapEnd, gapOptions);
           entries.push(entry);
           entries.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
           partitions.set(partitionKey, entries);

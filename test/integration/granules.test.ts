@@ -21,6 +21,7 @@ import { rangeBuilder } from '../../src/build/files.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { kafkaSource } from '../../src/kafka/source.js';
+import { countingSource } from '../../src/kafka/counting-source.js';
 import { fileLayout, type FileLayout } from '../../src/parquet/index.js';
 import { bodyBytes } from '../../src/reader/http.js';
 import { rebuildFile } from '../../src/build/rebuild.js';
@@ -233,6 +234,39 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     const small = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 0 });
     await readAll(small, false);
     expect(small.metrics.kafkaBytes).toBe(2 * produced);
+  }, 120_000);
+
+  it('a file of a few stragglers in a long range reads only the offsets of its records, not the range: its bytes are the catalog\'s, and pyarrow reads its rows', async () => {
+    const topic = await newTopic(engine, 1, 'granules-stragglers');
+    // 300 records in one range; offsets 5 to 7 stamped in the hour before (late records, as at an
+    // hour's start with jittered clocks): their own bucket's file, over the range's offsets
+    const records: RecordToProduce[] = Array.from({ length: 300 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ i, pad: 'x'.repeat(200) }), timestamp: t0 + i * 10 - (i >= 5 && i <= 7 ? hour : 0) }));
+    const created = await testTable(engine, topic, { file_window: '2h' }, 'json');
+    await produce(engine.kafka, topic, records);
+    const table = await findTable(engine.catalog, created.name);
+    const indexer = await indexerFor(testRuntime(engine, 'granules-stragglers'), table, 0);
+    await indexer.advance();
+    await indexer.flush();
+    await indexer.release();
+    const files = await listFiles(engine.catalog, table.tableId);
+    expect(files.map((f) => [Number(f.recordCount), f.startOffset, f.endOffset]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual([[3, 0n, 300n], [297, 0n, 300n]]);
+    const stragglers = files.find((f) => f.recordCount === 3n)!;
+    const onTime = files.find((f) => f.recordCount === 297n)!;
+    const counted = countingSource(kafkaSource(engine.kafka));
+    const service = new ReaderService(engine.catalog, counted, { cacheBytes: 16 * 1024 * 1024 });
+    const served = Buffer.from(await bodyBytes(service.range(table, stragglers, 0, Number(stragglers.fileSizeBytes))));
+    expect(createHash('sha256').update(served).digest().equals(stragglers.sha256)).toBe(true);
+    expect(service.metrics).toMatchObject({ granuleRebuilds: 1, kafkaRecords: 3, kafkaBytes: producedBytes(records.slice(5, 8)) });
+    expect(counted.log.reads.map((read) => [read.from, read.until])).toEqual([[5n, 8n]]);
+    // the on-time file reads the rest of the range around the held stragglers: each record once
+    const onTimeBytes = Buffer.from(await bodyBytes(service.range(table, onTime, 0, Number(onTime.fileSizeBytes))));
+    expect(createHash('sha256').update(onTimeBytes).digest().equals(onTime.sha256)).toBe(true);
+    expect(counted.log.reads.map((read) => [read.from, read.until])).toEqual([[5n, 8n], [0n, 5n], [8n, 300n]]);
+    expect(service.metrics.kafkaRecords).toBe(300);
+    const path = join(dir, 'stragglers.parquet');
+    writeFileSync(path, served);
+    const { stdout } = await run('python3', [fileURLToPath(new URL('./granule_spans.py', import.meta.url)), path]);
+    expect((JSON.parse(stdout) as Record<string, unknown>)[path]).toEqual([{ rows: 3, first: '5', last: '7' }]);
   }, 120_000);
 
   it('a file indexed before granules existed is served whole once, then gets the same granules indexing would have given it', async () => {

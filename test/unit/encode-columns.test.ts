@@ -15,6 +15,7 @@ import { initialSchema, type TableSchema } from '../../src/schema/table-schema.j
 import type { RegistrySchema } from '../../src/schema/registry.js';
 import { avro, wire, zigzag } from '../helpers/spec-encoding.js';
 import { tableDecoder } from '../../src/schema/decode.js';
+import { readSpan } from '../../src/build/granules.js';
 
 const table = (format: TableFormat): TableRecord => ({ tableId: 1n, name: 't', topic: 't', format, settings: resolveSettings({}) }) as unknown as TableRecord;
 
@@ -110,5 +111,30 @@ describe('encodeColumns: the chunks of a granule read are the whole file’s', (
       record(3, Buffer.from(wire(7, [...avro.long(-1), ...avro.string('')])), { headers: [['h', null]] }),
     ];
     expectSameChunks('avro', schema, records);
+  });
+});
+
+describe('a row group\'s first and last offset (fileLayout), and the span a granule read takes (readSpan)', () => {
+  it('each row group of a file gives the first and last offset of the records put in it', () => {
+    // offsets 100 102 104 | 106 108 | ... : three row groups of two records (row_group_rows 2), the last of one
+    const records = [0, 1, 2, 3, 4].map((i) => record(i, '{"a":1}'));
+    const small = { ...table('json'), settings: resolveSettings({ row_group_rows: '2' }) } as TableRecord;
+    const file = encodeFile(small, initialSchema('json'), 3, records, encoderVersion);
+    expect(layoutOf(file.footer, file.byteLength).rowGroups.map((group) => group.offsets)).toEqual([
+      { first: 100n, last: 102n }, { first: 104n, last: 106n }, { first: 108n, last: 108n },
+    ]);
+  });
+
+  const granule = { rowGroup: 0, startOffset: 1000n, endOffset: 6000n, rowCount: 3, kafkaBytes: 0, chunkSha256: new Uint8Array(0) };
+  it('a granule whose records lie within half of its span is read from its first to its last offset; otherwise, whole', () => {
+    expect(readSpan(granule, { first: 5990n, last: 5992n })).toEqual({ startOffset: 5990n, endOffset: 5993n, narrowed: true });
+    expect(readSpan(granule, { first: 1000n, last: 3499n })).toEqual({ startOffset: 1000n, endOffset: 3500n, narrowed: true });
+    expect(readSpan(granule, { first: 1000n, last: 3500n })).toEqual({ startOffset: 1000n, endOffset: 6000n, narrowed: false });
+    expect(readSpan(granule, null)).toEqual({ startOffset: 1000n, endOffset: 6000n, narrowed: false });
+  });
+
+  it('offsets outside the granule\'s span (a footer that does not belong to it) are not trusted: the whole span is read', () => {
+    expect(readSpan(granule, { first: 999n, last: 1002n }).narrowed).toBe(false);
+    expect(readSpan(granule, { first: 5999n, last: 6000n }).narrowed).toBe(false);
   });
 });

@@ -4,7 +4,7 @@
  * kafka.test.ts reads a real span with it), so these are its bounds.
  */
 import { describe, expect, it } from 'vitest';
-import { fetchBytesFor } from '../../src/kafka/fetch-size.js';
+import { fetchBytesFor, fetchBytesForPart } from '../../src/kafka/fetch-size.js';
 import { defaultMaxBytes } from '../../src/kafka/read.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 
@@ -45,5 +45,18 @@ describe('fetchBytesFor', () => {
     const records = Array.from({ length: 10_000 }, (_, i) => record(i, 1024));
     expect(fetchBytesFor(records, 0n, 10_000n)).toBe(defaultMaxBytes);
     expect(fetchBytesFor([], 0n, 10_000_000_000n)).toBe(defaultMaxBytes);
+  });
+});
+
+describe('fetchBytesForPart', () => {
+  it('a gap of a read asks for its share of the read\'s bytes, never more than the read, and the whole read asks for all of it', () => {
+    const whole = 3_000_000;
+    expect(fetchBytesForPart(whole, 0n, 1000n, 0n, 1000n)).toBe(whole);
+    const tiny = fetchBytesForPart(whole, 0n, 5n, 0n, 5000n);
+    expect(tiny).toBeGreaterThanOrEqual(Math.ceil((whole * 5) / 5000));
+    expect(tiny).toBeLessThan(whole / 4);
+    const most = fetchBytesForPart(whole, 8n, 5000n, 0n, 5000n);
+    expect(most).toBeGreaterThanOrEqual(Math.ceil((whole * 4992) / 5000));
+    expect(most).toBeLessThanOrEqual(whole);
   });
 });

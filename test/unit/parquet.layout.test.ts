@@ -22,8 +22,8 @@ describe('rowGroupSpans', () => {
 const layout: FileLayout = {
   fileSize: 60,
   rowGroups: [
-    { rows: 10, chunks: [{ path: 'a', start: 4, end: 10 }, { path: 'b', start: 10, end: 11 }, { path: 'c', start: 11, end: 20 }] },
-    { rows: 4, chunks: [{ path: 'a', start: 20, end: 27 }, { path: 'b', start: 27, end: 33 }] },
+    { rows: 10, chunks: [{ path: 'a', start: 4, end: 10 }, { path: 'b', start: 10, end: 11 }, { path: 'c', start: 11, end: 20 }], offsets: null },
+    { rows: 4, chunks: [{ path: 'a', start: 20, end: 27 }, { path: 'b', start: 27, end: 33 }], offsets: null },
   ],
   dataEnd: 33,
   footerStart: 41,
