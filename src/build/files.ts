@@ -88,10 +88,33 @@ export function encodeColumns(
   } else if (!isRegistryFormat(table.format)) {
     picked = prepare(chosen, kafkaColumnArrays(partition, records, table.format, { only, valuesAreJson: options.noErrorRows ?? false }));
   } else {
-    const rows = fileRows(table, schema, partition, records, options.noErrorRows ? only : undefined);
-    picked = new PreparedData(columns.map((c) => rows.columns[c]!), columns.map((c) => rows.arrays[c]!), rows.rowCount);
+    picked = (options.noErrorRows ? chosenDecoded(table, schema, partition, records, chosen, only) : undefined) ?? pickedRows(table, schema, partition, records, columns);
   }
   return encoderFor(encoderVersion).encode(picked, { ...fileOptions(table, schema, encoderVersion), rowGroupRows: Math.max(1, records.length) });
+}
+
+/** The chosen columns of every row (a registry format's whole rows decoded and normalized, then picked). */
+function pickedRows(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], columns: readonly number[]): PreparedData {
+  const rows = fileRows(table, schema, partition, records);
+  return new PreparedData(columns.map((c) => rows.columns[c]!), columns.map((c) => rows.arrays[c]!), rows.rowCount);
+}
+
+/**
+ * A registry format's chosen columns of a file without error rows: only their fields
+ * decoded, only they normalized. Without error rows no column's value depends on another's
+ * (an error row's nulls are the only such dependence), so these are the values the whole
+ * rows give them. A value the chosen columns refuse contradicts the statistics: undefined,
+ * and the caller takes the whole rows (whose chunks the checksums then judge).
+ */
+function chosenDecoded(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], chosen: readonly Column[], only: ReadonlySet<string>): PreparedData | undefined {
+  if (!isRegistryFormat(table.format)) return undefined;
+  const decoded = tableDecoder(table.format, schema).decode(records, only);
+  try {
+    return prepare(chosen, { ...(kafkaColumnArrays(partition, records, table.format, { only }) as Record<string, unknown[]>), ...decoded });
+  } catch (error) {
+    if (error instanceof ValueError) return undefined;
+    throw error;
+  }
 }
 
 /** One file's bytes and exact statistics, as indexing records them. */

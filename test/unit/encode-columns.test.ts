@@ -13,7 +13,7 @@ import type { KafkaRecord } from '../../src/kafka/record.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
 import type { RegistrySchema } from '../../src/schema/registry.js';
-import { avro, wire, zigzag } from '../helpers/spec-encoding.js';
+import { avro, pb, utf8, wire, zigzag } from '../helpers/spec-encoding.js';
 import { tableDecoder } from '../../src/schema/decode.js';
 import { readSpan } from '../../src/build/granules.js';
 
@@ -99,6 +99,23 @@ describe('encodeColumns: the chunks of a granule read are the whole file’s', (
     expect(decoded.length).toBeGreaterThan(5);
     for (const name of decoded) expect(only[name], name).toEqual(name === 'agent' || name === 'e' ? full[name] : records.map(() => null));
     expectSameChunks('avro', schema, records, { noErrorRows: true });
+  });
+
+  it('protobuf: a file without error rows (noErrorRows), its chosen columns decoded and normalized alone, gives the same chunks', () => {
+    const text = 'syntax = "proto3"; package p; message Line { string sku = 1; int32 qty = 2; } message M { int64 id = 1; string name = 2; repeated Line lines = 3; map<string, int64> attrs = 4; optional string note = 5; }';
+    const registered: RegistrySchema = { id: 11, type: 'PROTOBUF', schema: text, references: [] };
+    const schema = mergeRegistrySchemas(initialSchema('protobuf'), 'protobuf', [{ schema: registered, sides: new Set(['value'] as const) }]);
+    // written field by field from the specification: tag, then a varint or a length and bytes; a map entry is a message of key 1 and value 2
+    const line = (t: number) => [...pb.bytes(1, utf8(`sku${t}`)), ...pb.varint(2, BigInt(t + 1))];
+    const payload = (i: number) => [
+      ...pb.varint(1, BigInt(i) * 1_000_003n), ...pb.bytes(2, utf8(`name ${i} é`)),
+      ...Array.from({ length: i % 3 }, (_, t) => pb.bytes(3, line(t))).flat(),
+      ...(i % 2 ? pb.bytes(4, [...pb.bytes(1, utf8('k')), ...pb.varint(2, BigInt(i))]) : []),
+      ...(i % 4 === 0 ? [] : pb.bytes(5, utf8(`note ${i}`))),
+    ];
+    const records = Array.from({ length: 8 }, (_, i) => record(i, Buffer.from(wire(11, payload(i), [0]))));
+    expect(tableDecoder('protobuf', schema).decode(records)._error).toEqual(records.map(() => null));
+    expectSameChunks('protobuf', schema, records, { noErrorRows: true });
   });
 
   it('avro: with a value that does not decode (an error row), asked alone or with the record columns', () => {
