@@ -374,7 +374,7 @@ export function appendRecords(batch: RecordBatch, source: BatchSource, fromOffse
         if (nameLength < -1 || p + nameLength > recordEnd) throw recordError(source, batch, i, start, `header ${h}'s name of ${nameLength} bytes runs past the record`);
         let name = '';
         if (nameLength > 0) {
-          name = data.toString('utf8', p, p + nameLength);
+          name = headerName(data, p, nameLength, h);
           p += nameLength;
           headerBytes += nameLength;
         }
@@ -404,6 +404,33 @@ export function appendRecords(batch: RecordBatch, source: BatchSource, fromOffse
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Header names repeat record after record (a producer sets the same few), so the name last
+ * decoded at each header position is kept with its bytes: one that matches is the same
+ * string, without decoding UTF-8 and allocating it again for every record.
+ */
+const keptNames: { bytes: Uint8Array; name: string }[] = [];
+const keptPositions = 8;
+const keptNameBytes = 64;
+
+function headerName(data: Buffer, at: number, length: number, position: number): string {
+  if (position >= keptPositions || length > keptNameBytes) return data.toString('utf8', at, at + length);
+  const kept = keptNames[position];
+  if (kept && kept.bytes.length === length) {
+    let same = true;
+    for (let i = 0; i < length; i++) {
+      if (kept.bytes[i] !== data[at + i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return kept.name;
+  }
+  const name = data.toString('utf8', at, at + length);
+  keptNames[position] = { bytes: Uint8Array.prototype.slice.call(data, at, at + length), name };
+  return name;
+}
 
 function recordError(source: BatchSource, batch: RecordBatch, index: number, at: number, what: string): CorruptRecordBatchError {
   return new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, `record ${index} (byte ${at} of its records): ${what}`);

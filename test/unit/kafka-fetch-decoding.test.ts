@@ -195,6 +195,18 @@ describe('record batches at every split and with every byte corrupted', () => {
     expect(values(decode(linked)).equals(expected)).toBe(true);
   });
 
+  test('header names are their bytes\' text however they repeat: the same name record after record, another name at the same place, long names, many headers, across batches', () => {
+    const long = 'n'.repeat(70);
+    const named = (names: string[][]) => names.map((list, i) => ({ offsetDelta: i, timestampDelta: i, key: null, value: null, headers: list.map((name, h): [string, Buffer] => [name, Buffer.from(`v${h}`)]) }));
+    const first: string[][] = [['source', 'trace'], ['source', 'trace'], ['sourcf', 'trace'], ['sourc', 'trace', 'é'], [long, long], Array.from({ length: 12 }, (_, h) => `h${h % 5}`), ['source', 'ключ'], []];
+    const second: string[][] = [['ключ', 'source'], ['source'], Array.from({ length: 12 }, (_, h) => `h${(h + 1) % 5}`)];
+    for (const names of [first, second]) {
+      const records = decodeRecords(recordBatch({ baseOffset: 0n, records: named(names) }), { topic: 't', partition: 0 });
+      expect(records.map((r) => r.headers.map(([name]) => name))).toEqual(names);
+      expect(records.map((r) => r.headers.map(([, value]) => value!.toString()))).toEqual(names.map((list) => list.map((_, h) => `v${h}`)));
+    }
+  });
+
   test('empty keys are not null keys; negative and large timestamp deltas; offsets and timestamps beyond 2^53 stay exact', () => {
     const batch = recordBatch({
       baseOffset: 2n ** 60n, baseTimestamp: 2n ** 54n + 1n, maxTimestamp: 0n,
