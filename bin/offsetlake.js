@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { bundleAliases } from './bundle-aliases.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -43,7 +44,7 @@ const kafkaClientBundled = {
 
 /** The entry module of a bundle at least as new as every source, made if needed; undefined if it cannot be. */
 async function bundledEntry() {
-  const newest = Math.max(newestSource(join(root, 'src')), newestSource(join(root, 'infra')), statSync(join(root, 'package.json')).mtimeMs);
+  const newest = Math.max(newestSource(join(root, 'src')), newestSource(join(root, 'infra')), statSync(join(root, 'package.json')).mtimeMs, statSync(join(root, 'bin', 'bundle-aliases.js')).mtimeMs);
   if (existsSync(pointer) && statSync(pointer).mtimeMs >= newest) {
     const entry = join(dist, readFileSync(pointer, 'utf8').trim(), 'main.js');
     if (existsSync(entry)) return entry;
@@ -59,8 +60,7 @@ async function bundledEntry() {
       platform: 'node',
       format: 'esm',
       plugins: [kafkaClientBundled],
-      // the client's schema validators compiled when first called, not at every start (src/kafka/lazy-ajv.ts)
-      alias: { 'ajv/dist/2020.js': join(root, 'src', 'kafka', 'lazy-ajv.ts') },
+      alias: bundleAliases(root),
       // the CommonJS packages bundled with the Kafka client (debug) call require()
       banner: { js: "import { createRequire as __offsetlakeRequire } from 'node:module'; const require = __offsetlakeRequire(import.meta.url);" },
       target: 'node22',

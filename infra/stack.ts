@@ -37,6 +37,7 @@ import { stackScopedName } from './names.js';
 import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import { latestCatalogVersion } from '../src/catalog/migrations.js';
 import { lambdaMetricNames, lambdaMetricsNamespace, lambdaServiceName, scheduledJobs } from './metric-names.js';
+import { bundleAliases } from '../bin/bundle-aliases.js';
 
 const root = projectRoot();
 
@@ -192,7 +193,7 @@ export class OffsetlakeStack extends Stack {
           // Its option validators are compiled when first called (src/kafka/lazy-ajv.ts), as in
           // the CLI's bundle: minified, these bundles keep few, but each kept one is compiled
           // at every cold start otherwise.
-          esbuildArgs: { '--alias:@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled', '--alias:ajv/dist/2020.js': join(root, 'src', 'kafka', 'lazy-ajv.ts') },
+          esbuildArgs: { '--alias:@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled', ...Object.fromEntries(Object.entries(bundleAliases(root)).map(([from, to]) => [`--alias:${from}`, to])) },
         },
       });
       login.grantRead(fn);

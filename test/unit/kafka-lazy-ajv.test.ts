@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Ajv2020 as EagerAjv2020 } from 'ajv/dist/2020.js';
 import * as eagerClient from '@platformatic/kafka';
 import { Ajv2020 as LazyAjv2020 } from '../../src/kafka/lazy-ajv.js';
+import { bundleAliases } from '../../bin/bundle-aliases.js';
 
 type Validator = ((data: unknown) => boolean) & { errors?: unknown[] | null };
 type Client = Record<string, unknown> & { ajv: { errorsText(errors: unknown): string } };
@@ -30,7 +31,7 @@ async function lazyClient(): Promise<Client> {
     bundle: true, platform: 'node', format: 'esm', target: 'node22', logLevel: 'silent', outfile,
     nodePaths: [join(root, 'node_modules')],
     // wasm-utils' bundled entry carries its wasm inline, as the Lambda bundles take it
-    alias: { 'ajv/dist/2020.js': join(root, 'src', 'kafka', 'lazy-ajv.ts'), '@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled' },
+    alias: { ...bundleAliases(root), '@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled' },
     banner: { js: "import { createRequire as __r } from 'node:module'; const require = __r(import.meta.url);" },
   });
   return (await import(pathToFileURL(outfile).href)) as Client;
