@@ -6,7 +6,7 @@ export interface PartitionLag {
   partition: number;
   /** LSO − indexed_end: committed offsets not yet in files. */
   records: bigint | number;
-  /** How long the partition has been behind (0 when caught up); absent where the process cannot know. */
+  /** Seconds since the partition was last seen caught up (0 while it is); absent where the process cannot date that (src/tables/lag.ts). */
   seconds?: number;
 }
 

@@ -5,7 +5,17 @@
  * not a page is open, so a page opened late still has the recent past to plot. serve's
  * /metrics takes its lag from the samples too (`next`), so a scrape asks neither the
  * catalog nor Kafka anything of its own.
+ *
+ * Each sample carries that lag as /metrics publishes it (src/tables/lag.ts, as `run
+ * --metrics-port` does): records behind, and seconds since the sample in which the
+ * partition was last seen caught up, the one before its current streak of samples behind;
+ * 0 while caught up. The sampler remembers that time per partition for the process's
+ * life, not only for the history's 30 minutes, so a long lag keeps its seconds. A
+ * partition behind in every sample so far (behind when serve started) has not been seen
+ * caught up and cannot be dated: its seconds are absent, not a guess.
  */
+import type { PartitionLag } from '../common/lag-metrics.js';
+import { PartitionLags } from '../tables/lag.js';
 import type { PartitionStatus } from '../tables/status.js';
 import { partitionKey, SampleHistory } from './history.js';
 
@@ -16,10 +26,14 @@ export const historySamples = 600;
 export interface StatusSample {
   at: number;
   rows: PartitionStatus[];
+  /** The rows' lag at `at`, as /metrics publishes it (rows without an LSO left out). */
+  lags: PartitionLag[];
 }
 
 export class ConsoleSampler {
   readonly history: SampleHistory;
+  /** No time to fall back on: a partition not yet seen caught up has no seconds. */
+  private readonly partitionLags = new PartitionLags();
   private last: StatusSample | undefined;
   private lastError: string | undefined;
   private inFlight: Promise<void> | undefined;
@@ -57,7 +71,7 @@ export class ConsoleSampler {
       try {
         const rows = await this.status();
         const at = this.clock();
-        this.last = { at, rows };
+        this.last = { at, rows, lags: this.partitionLags.lags(rows, at) };
         this.lastError = undefined;
         this.history.add({
           at,

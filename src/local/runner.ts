@@ -28,6 +28,7 @@ import { pause } from '../common/retry.js';
 import { IndexDrivers } from './index-drivers.js';
 import { RunMetrics } from './run-metrics.js';
 import type { PartitionLag } from '../common/lag-metrics.js';
+import { PartitionLags, type LagRow } from '../tables/lag.js';
 import type { MetricFamily } from '../common/exposition.js';
 
 export interface RunnerOptions {
@@ -108,9 +109,8 @@ export class LocalRunner {
   private readonly reads: ReadLog;
   /** What `--metrics-port` publishes. */
   private readonly metrics = new RunMetrics();
-  private readonly startedAt = Date.now();
-  /** Per table partition (indexer key), when its indexed_end was last seen at its LSO. */
-  private readonly caughtUpAt = new Map<string, number>();
+  /** When each partition was last seen caught up; one never seen so is behind since the run began. */
+  private readonly partitionLags = new PartitionLags(Date.now());
 
   /** `source`: where the indexers read committed records (default: the engine's Kafka; tests count what it reads). */
   constructor(private readonly engine: Engine, build: RangeBuilder, private readonly options: RunnerOptions, private readonly log: RunLog, source: CommittedSource = kafkaSource(engine.kafka)) {
@@ -148,16 +148,13 @@ export class LocalRunner {
 
   /** Each partition's lag: the LSO its event source last learnt minus its indexed_end; seconds since it was last caught up (or since the run began). */
   private lags(now = Date.now()): PartitionLag[] {
-    const lags: PartitionLag[] = [];
+    const rows: LagRow[] = [];
     for (const indexer of this.runtime.indexers.values()) {
       const lso = this.sources.get(`${indexer.table.topic}-${indexer.partition}`)?.lastStableOffset;
       const end = indexer.heldLease?.indexedEnd;
-      if (lso === undefined || end === undefined) continue;
-      const records = lso > end ? lso - end : 0n;
-      if (records === 0n) this.caughtUpAt.set(indexer.key, now);
-      lags.push({ table: indexer.table.name, partition: indexer.partition, records, seconds: records === 0n ? 0 : (now - (this.caughtUpAt.get(indexer.key) ?? this.startedAt)) / 1000 });
+      if (lso !== undefined && end !== undefined) rows.push({ table: indexer.table.name, partition: indexer.partition, indexedEnd: end, lastStableOffset: lso });
     }
-    return lags;
+    return this.partitionLags.lags(rows, now);
   }
 
   async run(signal?: AbortSignal): Promise<RunSummary> {

@@ -4,6 +4,7 @@ import { lastStableOffsets } from '../kafka/offsets.js';
 import { cleanupPolicy, compactionProblem, describeTopic } from '../kafka/topics.js';
 import { topicIdentityProblem } from './topic-identity.js';
 import { partitionRows } from '../catalog/partitions.js';
+import { recordsBehind } from './lag.js';
 
 export interface PartitionStatus {
   table: string;
@@ -65,7 +66,7 @@ export async function partitionStatus(engine: StatusEngine, tableName?: string):
       indexedEnd: row.indexed_end,
       lastStableOffset: lso,
       lsoError: lso === null ? (recreated ? 'the topic is another one now' : (lsos.errors.get(row.topic) ?? 'Kafka gave no last stable offset for it')) : null,
-      lag: lso === null ? null : lso > row.indexed_end ? lso - row.indexed_end : 0n,
+      lag: recordsBehind(row.indexed_end, lso),
       leaseOwner: row.lease_owner,
       leaseEpoch: row.lease_epoch,
       leaseLive: row.lease_live,

@@ -2,7 +2,9 @@
  * `serve`'s /metrics and `run --metrics-port` as a Prometheus server scrapes them, read by
  * prometheus_client's own parser (test/helpers/exposition_parse.py), against what the test
  * knows without our code: the records and bytes it produced with confluent-kafka, the bytes
- * and requests of the HTTP answers it got. Then the JSON logs of both processes: every
+ * and requests of the HTTP answers it got, lag in seconds 0 while caught up and, behind,
+ * more than 0 and no more than the test's own clock has run since it saw the partition
+ * caught up. Then the JSON logs of both processes: every
  * stderr line an object with time, level and message, and a request's trace id in its lines
  * and its response header.
  */
@@ -95,20 +97,37 @@ describe('Prometheus metrics and JSON logs', () => {
     await engine.close();
   });
 
-  it('serve and run --metrics-port publish lag, records and bytes indexed and read, bytes served and rebuild and commit durations that match what was produced and fetched', async () => {
+  it('serve and run --metrics-port publish lag in records and seconds, records and bytes indexed and read, bytes served and rebuild and commit durations that match what was produced and fetched', async () => {
     const topic = await newTopic(engine, 2, 'metrics');
     const sealed = await testTable(engine, topic, { file_window: '1s' });
     const held = await testTable(engine, topic, { file_window: '1h' });
+    // Both tables start at the empty topic's LSO: serve sees them caught up (its sample begins after the scrape asks).
+    const caughtUpSeen = Date.now();
+    requests += 1;
+    const empty = await scrape(`${base}/metrics`);
+    for (const table of [sealed.name, held.name]) {
+      for (const partition of ['0', '1']) {
+        expect(number(empty, 'offsetlake_partition_lag_records', { table, partition })).toBe(0);
+        expect(number(empty, 'offsetlake_partition_lag_seconds', { table, partition })).toBe(0);
+      }
+    }
     const produced = [records(0, 300), records(1, 120)];
     for (const [partition, batch] of produced.entries()) await produceWithLibrdkafka(engine.config.kafkaBrokers, topic, partition, 'none', batch);
     const total = produced.flat().length;
     const bytes = produced.flat().reduce((sum, r) => sum + weight(r), 0);
+    /** Seconds since the test saw the caught-up sample asked for: more than any partition can have been behind since. */
+    const sinceCaughtUpSeen = () => (Date.now() - caughtUpSeen) / 1000;
 
-    // Before any indexing, serve's lag is every record produced.
+    // Before any indexing, serve's lag is every record produced, behind since a later sample than the caught-up one.
     requests += 1;
     const before = await scrape(`${base}/metrics`);
+    const beforeAtMost = sinceCaughtUpSeen();
     for (const table of [sealed.name, held.name]) {
-      for (const [partition, batch] of produced.entries()) expect(number(before, 'offsetlake_partition_lag_records', { table, partition: String(partition) })).toBe(batch.length);
+      for (const [partition, batch] of produced.entries()) {
+        expect(number(before, 'offsetlake_partition_lag_records', { table, partition: String(partition) })).toBe(batch.length);
+        expect(number(before, 'offsetlake_partition_lag_seconds', { table, partition: String(partition) })).toBeGreaterThan(0);
+        expect(number(before, 'offsetlake_partition_lag_seconds', { table, partition: String(partition) })).toBeLessThanOrEqual(beforeAtMost);
+      }
     }
 
     const run = start(engine, ['run', '--metrics-port', '0', '--batch-window', '100ms']);
@@ -149,7 +168,16 @@ describe('Prometheus metrics and JSON logs', () => {
     for (const file of manifest.files) served += (await (await get(file.path)).arrayBuffer()).byteLength;
     requests += 1;
     const after = await scrape(`${base}/metrics`);
-    for (const partition of ['0', '1']) expect(number(after, 'offsetlake_partition_lag_records', { table: sealed.name, partition })).toBe(0);
+    const afterAtMost = sinceCaughtUpSeen();
+    for (const [partition, batch] of produced.entries()) {
+      const labels = { partition: String(partition) };
+      expect(number(after, 'offsetlake_partition_lag_records', { table: sealed.name, ...labels })).toBe(0);
+      expect(number(after, 'offsetlake_partition_lag_seconds', { table: sealed.name, ...labels })).toBe(0);
+      // The held table's records are still in no file (run released its open range unsealed): behind since the same sample as before.
+      expect(number(after, 'offsetlake_partition_lag_records', { table: held.name, ...labels })).toBe(batch.length);
+      expect(number(after, 'offsetlake_partition_lag_seconds', { table: held.name, ...labels })).toBeGreaterThan(number(before, 'offsetlake_partition_lag_seconds', { table: held.name, ...labels })!);
+      expect(number(after, 'offsetlake_partition_lag_seconds', { table: held.name, ...labels })).toBeLessThanOrEqual(afterAtMost);
+    }
     expect(number(after, 'offsetlake_read_served_bytes_total')).toBe(served);
     expect(number(after, 'offsetlake_read_kafka_records_total')).toBe(total);
     expect(number(after, 'offsetlake_read_kafka_bytes_total')).toBe(bytes);
