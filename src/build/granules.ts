@@ -10,7 +10,7 @@ import type { Granule } from '../catalog/file-writes.js';
 import type { TableRecord } from '../table/record.js';
 import { checkedChunks, leafColumns, type ChunkJob, type ChunkResult, type ExpectedChunk } from './granule-chunks.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
-import { fetchBytesForSpan } from '../kafka/fetch-size.js';
+import { fetchBytesForPart, fetchBytesForSpan } from '../kafka/fetch-size.js';
 import { SHA256_BYTES, type FileLayout } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import type { KafkaRecord } from '../kafka/record.js';
@@ -55,9 +55,10 @@ export async function granuleRecords(
   options: Pick<SourceReadOptions, 'keep'> & { offsets?: { first: bigint; last: bigint } | null } = {},
 ): Promise<KafkaRecord[]> {
   const span = readSpan(granule, options.offsets ?? null);
-  const spanBytes = span.narrowed ? Math.ceil((granule.kafkaBytes * Number(span.endOffset - span.startOffset)) / Number(granule.endOffset - granule.startOffset)) : granule.kafkaBytes;
-  // Fetches sized to the span's bytes (the catalog knows them): the client decodes every record a Fetch brings.
-  const records = await fileRecords(source, table, file, span, undefined, { keep: options.keep, fetchBytes: fetchBytesForSpan(spanBytes, span.startOffset, span.endOffset) });
+  // Fetches sized to the span's bytes (the catalog knows them), or to a narrowed read's share of
+  // them: the client decodes every record a Fetch brings.
+  const fetchBytes = fetchBytesForPart(fetchBytesForSpan(granule.kafkaBytes, granule.startOffset, granule.endOffset), span.startOffset, span.endOffset, granule.startOffset, granule.endOffset);
+  const records = await fileRecords(source, table, file, span, undefined, { keep: options.keep, fetchBytes });
   if (records.length !== granule.rowCount) {
     const error = new GranuleMismatchError(file.dataFileId, granule.rowGroup, null, `${records.length} records in offsets [${span.startOffset}, ${span.endOffset}), the catalog has ${granule.rowCount}`);
     throw await withCause(error, source, table.topic);

@@ -41,7 +41,8 @@ export function fetchBytesForSpan(spanRecordBytes: number, from: bigint, until: 
  * The Fetch size for reading part [from, until) of a read sized `fetchBytes` for
  * [readFrom, readUntil): its share of the bytes, with room for the batch that straddles
  * the part's end. A read assembled around records already held fetches only the gaps, and
- * a small gap asked with the whole read's size would bring and decode the whole span.
+ * a granule read narrowed to its records only those (src/build/granules.ts): a small part
+ * asked with the whole read's size would bring and decode the whole span.
  */
 export function fetchBytesForPart(fetchBytes: number, from: bigint, until: bigint, readFrom: bigint, readUntil: bigint): number {
   if (until - from >= readUntil - readFrom || readUntil <= readFrom) return fetchBytes;
