@@ -49,7 +49,8 @@ import { ChunkedWriter } from './chunked-writer.js';
 import { parquetFooter } from './footer.js';
 import { type Column, leaves, parquetSchema } from './schema.js';
 import { prepare, type PreparedData, type RowData } from './values.js';
-import { joinParts, writeParquet, type WriterSettings } from './writer.js';
+import { type ColumnStatistics, writtenStatistics } from './statistics.js';
+import { assembleParquet, encodeRowGroups, joinParts, type WriterSettings } from './writer.js';
 
 export interface EncodeOptions {
   /** Rows per row group; the last one holds the remainder. */
@@ -80,6 +81,11 @@ export interface EncodedFile {
   rowCount: number;
   /** Record this with the file: a rebuild must use the same encoder. */
   encoderVersion: string;
+  /**
+   * The file's exact statistics (statistics.ts), when the encoder took them in its own
+   * pass over the values; worked out on first use. Absent: whoever needs them walks the values.
+   */
+  readonly statistics?: ColumnStatistics[];
 }
 
 export interface Encoder {
@@ -214,10 +220,15 @@ function finish(bytes: Uint8Array, rowCount: number, encoderVersion: string): En
  * part on first use of `sha256` (a granule read checks its chunks' own checksums and
  * never needs the whole file's, so it neither joins nor hashes it).
  */
-function finishParts(parts: readonly Uint8Array[], rowCount: number, encoderVersion: string): EncodedFile {
+function finishParts(parts: readonly Uint8Array[], rowCount: number, encoderVersion: string, takeStatistics?: () => ColumnStatistics[]): EncodedFile {
   let joined: Uint8Array | undefined;
   let sha256: Uint8Array | undefined;
+  let statistics: ColumnStatistics[] | undefined;
   return {
+    get statistics() {
+      if (takeStatistics) statistics ??= takeStatistics();
+      return statistics;
+    },
     get bytes() {
       joined ??= joinParts(parts);
       return joined;
@@ -255,13 +266,15 @@ export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
     version,
     encode(data, options) {
       const rowGroupRows = checkedRowGroupRows(options);
-      const parts = writeParquet(data, {
+      const groups = encodeRowGroups(data, rowGroupRows, settings);
+      const parts = assembleParquet(data, groups, {
         rowGroupRows,
         fieldIds: options.fieldIds ?? {},
         keyValueMetadata: [{ key: ENCODER_METADATA_KEY, value: version }, ...sortedMetadata(options.keyValueMetadata)],
         createdBy: `offsetlake (${version})`,
       }, settings);
-      return finishParts(parts, data.rowCount, version);
+      // v2 raised cut bounds inside the values, and its statistics read them raised: they walk the values
+      return finishParts(parts, data.rowCount, version, settings.boundsRaisedInPlace ? undefined : () => writtenStatistics(data.columns, groups));
     },
   };
 }

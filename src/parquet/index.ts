@@ -29,5 +29,6 @@ export function buildDataFile(
   options: EncodeOptions & { encoderVersion?: string },
 ): DataFile {
   const prepared = prepare(columns, data);
-  return { file: encodeParquet(columns, prepared, options), statistics: columnStatistics(columns, prepared) };
+  const file = encodeParquet(columns, prepared, options);
+  return { file, statistics: file.statistics ?? columnStatistics(columns, prepared) };
 }

@@ -14,10 +14,17 @@
  *   nanCount    NaN values of float/double columns (0 for every other kind)
  * min/max skip nulls and NaN, and are null when nothing is left. Order and text form
  * (text is what the catalog stores) are in stat-text.ts.
+ *
+ * Two ways to the same figures: `columnStatistics` walks the values, and
+ * `writtenStatistics` gathers what our writer counted and bounded in its own pass over
+ * them (each column chunk's exact, uncut bounds), so that indexing does not walk every
+ * value a second time (issue 27). test/unit/parquet.statistics.test.ts holds both to a
+ * naive model written from the definitions above.
  */
 import { type Column, type ColumnType, leafCount, leaves, type ScalarKind, type ScalarType } from './schema.js';
 import { compareBytes, compareFloats, statText } from './stat-text.js';
 import { prepare, type RowData } from './values.js';
+import type { ChunkMeta } from './writer.js';
 
 export interface ColumnStatistics {
   /** Parquet path of the primitive column, joined with "." */
@@ -60,6 +67,21 @@ class Accumulator {
       this.max = value;
     } else if (this.compare(value, this.min) < 0) this.min = value;
     else if (this.compare(value, this.max) > 0) this.max = value;
+  }
+
+  /** A chunk's figures at once: its entries, nulls, NaNs and bounds (undefined when it has no value to bound). */
+  addChunk(count: number, nulls: number, nans: number, min: unknown, max: unknown): void {
+    this.valueCount += count;
+    this.nullCount += nulls;
+    this.nanCount += nans;
+    if (min === undefined) return;
+    if (this.min === undefined) {
+      this.min = min;
+      this.max = max;
+      return;
+    }
+    if (this.compare(min, this.min) < 0) this.min = min;
+    if (this.compare(max, this.max) > 0) this.max = max;
   }
 
   result(): ColumnStatistics {
@@ -156,4 +178,25 @@ export function columnStatistics(columns: readonly Column[], data: RowData): Col
     at += leafCount(column);
   });
   return accs.map((acc) => acc.result());
+}
+
+/** What the writer kept of one column chunk: its entries, nulls, NaNs and exact (uncut) bounds. */
+export type WrittenChunk = Pick<ChunkMeta, 'count' | 'nulls' | 'nans' | 'min' | 'max'>;
+
+/**
+ * A file's statistics from its row groups' column chunks as the writer left them (one per
+ * leaf, in leaf order): the figures `columnStatistics` takes from the same values. Bounds
+ * are combined in the column's order, the earliest of equals kept, as the accumulator
+ * does (a decimal the writer bounded as an INT32 number orders and prints as its bigint).
+ */
+export function writtenStatistics(columns: readonly Column[], rowGroups: readonly { chunks: readonly WrittenChunk[] }[]): ColumnStatistics[] {
+  return leaves(columns).map((leaf, at) => {
+    const acc = new Accumulator(leaf.path.join('.'), leaf.type);
+    for (const group of rowGroups) {
+      const chunk = group.chunks[at];
+      if (!chunk) throw new Error(`a row group has no column chunk for leaf ${acc.column}`);
+      acc.addChunk(chunk.count, chunk.nulls, chunk.nans, chunk.min, chunk.max);
+    }
+    return acc.result();
+  });
 }

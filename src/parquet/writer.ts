@@ -157,11 +157,16 @@ function reserve(bytes: number): void {
  * joined into one buffer only when its bytes are served (`joinParts`).
  */
 export function writeParquet(data: PreparedData, options: WriteOptions, settings: WriterSettings): readonly Uint8Array[] {
+  return assembleParquet(data, encodeRowGroups(data, options.rowGroupRows, settings), options, settings);
+}
+
+/** Every row group of the file, `rowGroupRows` rows each (the last one the rest), in order. */
+export function encodeRowGroups(data: PreparedData, rowGroupRows: number, settings: WriterSettings): EncodedRowGroup[] {
   const groups: EncodedRowGroup[] = [];
-  for (let start = 0; start < data.rowCount; start += options.rowGroupRows) {
-    groups.push(encodeRowGroup(data, start, Math.min(start + options.rowGroupRows, data.rowCount), settings));
+  for (let start = 0; start < data.rowCount; start += rowGroupRows) {
+    groups.push(encodeRowGroup(data, start, Math.min(start + rowGroupRows, data.rowCount), settings));
   }
-  return assembleParquet(data, groups, options, settings);
+  return groups;
 }
 
 /**

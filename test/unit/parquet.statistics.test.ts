@@ -1,7 +1,7 @@
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { describe, expect, it } from 'vitest';
-import { type Column, type ColumnStatistics, buildDataFile, columnStatistics, decimalText, leaves, type ScalarType } from '../../src/parquet/index.js';
+import { type Column, type ColumnStatistics, buildDataFile, columnStatistics, decimalText, encoderForCompression, encoders, leaves, type ScalarType } from '../../src/parquet/index.js';
 import { wellFormed } from '../helpers/strings.js';
 import { randomRows, typedColumns } from '../helpers/typed-rows.js';
 
@@ -119,6 +119,46 @@ describe('columnStatistics', () => {
     expect(decimalText(-5n, 2)).toBe('-0.05');
     expect(decimalText(12345n, 0)).toBe('12345');
     expect(decimalText(10n ** 30n, 4)).toBe('100000000000000000000000000.0000');
+  });
+});
+
+describe('statistics of a built file, taken in the writer\'s pass where the encoder can', () => {
+  // decimals of each physical form besides typedColumns' INT64 one: INT32 (precision <= 9) and FIXED_LEN_BYTE_ARRAY (> 18)
+  const withDecimals: Column[] = [
+    ...columns,
+    { name: 'cents', type: { kind: 'decimal', precision: 9, scale: 2 }, nullable: true },
+    { name: 'huge', type: { kind: 'decimal', precision: 30, scale: 3 }, nullable: true },
+  ];
+  const decimalRows = (n: number, seed: number): Record<string, unknown>[] => {
+    let state = BigInt(seed) * 6364136223846793005n + 1442695040888963407n;
+    const next = (): bigint => (state = (state * 6364136223846793005n + 1442695040888963407n) % 2n ** 64n);
+    const within = (limit: bigint): bigint => {
+      const v = next() % limit;
+      return next() % 2n === 0n ? v : -v;
+    };
+    const extremes = [10n ** 9n - 1n, -(10n ** 9n - 1n), 0n];
+    return randomRows(n, seed).map((row, i) => ({
+      ...row,
+      cents: i % 7 === 3 ? null : i % 50 < 3 ? extremes[i % 50] : within(10n ** 9n),
+      huge: i % 5 === 1 ? null : i === 17 ? -(10n ** 30n - 1n) : within(10n ** 30n),
+    }));
+  };
+
+  it.each(Object.keys(encoders))('%s: every leaf agrees with a naive sort, over row groups of 1, 37 and all rows', (encoderVersion) => {
+    for (const [seed, rowGroupRows] of [[1, 1], [2, 37], [3, 400]] as const) {
+      const rows = decimalRows(400, seed);
+      const expected = naiveStatistics(withDecimals, rows);
+      expect(buildDataFile(withDecimals, rows, { rowGroupRows, encoderVersion }).statistics, `seed ${seed}`).toEqual(expected);
+    }
+  });
+
+  it('the encoders of new files take them in their pass; v1 and v2 leave them to the walk over the values', () => {
+    const rows = decimalRows(50, 9);
+    const newFiles = new Set(Object.values(encoderForCompression));
+    for (const version of Object.keys(encoders)) {
+      const { file } = buildDataFile(withDecimals, rows, { rowGroupRows: 10, encoderVersion: version });
+      expect(file.statistics === undefined, version).toBe(!newFiles.has(version));
+    }
   });
 });
 
