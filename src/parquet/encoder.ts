@@ -83,9 +83,9 @@ export interface EncodedFile {
   encoderVersion: string;
   /**
    * The file's exact statistics (statistics.ts), when the encoder took them in its own
-   * pass over the values; worked out on first use. Absent: whoever needs them walks the values.
+   * pass over the values. Absent: whoever needs them walks the values.
    */
-  readonly statistics?: ColumnStatistics[];
+  statistics?: ColumnStatistics[];
 }
 
 export interface Encoder {
@@ -220,15 +220,11 @@ function finish(bytes: Uint8Array, rowCount: number, encoderVersion: string): En
  * part on first use of `sha256` (a granule read checks its chunks' own checksums and
  * never needs the whole file's, so it neither joins nor hashes it).
  */
-function finishParts(parts: readonly Uint8Array[], rowCount: number, encoderVersion: string, takeStatistics?: () => ColumnStatistics[]): EncodedFile {
+function finishParts(parts: readonly Uint8Array[], rowCount: number, encoderVersion: string, statistics?: ColumnStatistics[]): EncodedFile {
   let joined: Uint8Array | undefined;
   let sha256: Uint8Array | undefined;
-  let statistics: ColumnStatistics[] | undefined;
   return {
-    get statistics() {
-      if (takeStatistics) statistics ??= takeStatistics();
-      return statistics;
-    },
+    ...(statistics ? { statistics } : {}),
     get bytes() {
       joined ??= joinParts(parts);
       return joined;
@@ -273,8 +269,9 @@ export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
         keyValueMetadata: [{ key: ENCODER_METADATA_KEY, value: version }, ...sortedMetadata(options.keyValueMetadata)],
         createdBy: `offsetlake (${version})`,
       }, settings);
-      // v2 raised cut bounds inside the values, and its statistics read them raised: they walk the values
-      return finishParts(parts, data.rowCount, version, settings.boundsRaisedInPlace ? undefined : () => writtenStatistics(data.columns, groups));
+      // v2 raised cut bounds inside the values, and its statistics read them raised: they walk the values.
+      // Taken now, as text: the chunks' bounds are views into the records, which a file kept for its bytes would hold.
+      return finishParts(parts, data.rowCount, version, settings.boundsRaisedInPlace ? undefined : writtenStatistics(data.columns, groups));
     },
   };
 }
