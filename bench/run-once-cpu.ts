@@ -3,7 +3,7 @@
  * side by side on the same topic (issue 27: the emulator no longer reads every record
  * twice nor turns it into base64).
  *
- *   node --import tsx bench/run-once-cpu.ts [--mb 200] [--rounds 2] [--builds /path/old,/path/new] [--topic NAME] [--cpu-prof DIR] [--run-args '--build-threads 1']
+ *   node --import tsx bench/run-once-cpu.ts [--mb 200] [--rounds 2] [--builds /path/old,/path/new] [--topic NAME] [--format json|avro] [--cpu-prof DIR] [--run-args '--build-threads 1']
  *
  * Needs the local stack (`offsetlake stack up`; the `OFFSETLAKE_*_PORT` variables move it).
  * A topic of 3 partitions is filled once (reused when it already holds the records) with
@@ -40,6 +40,8 @@ const { values } = parseArgs({
     'cpu-prof': { type: 'string' },
     // more flags of `run --once`, the same for every build
     'run-args': { type: 'string' },
+    // the table's format over an existing topic (`--topic`), e.g. bench:peers' Avro one kept with --keep
+    format: { type: 'string', default: 'json' },
   },
 });
 const targetBytes = Number(values.mb) * 1e6;
@@ -116,7 +118,7 @@ async function runOnce(build: string): Promise<RunResult> {
   url.pathname = `/${name}`;
   const own = await openEngine({ databaseUrl: url.toString() });
   try {
-    const table = await createTableFromTopic(own, { name: 'bench', topic, format: 'json', settings: resolveSettings({ file_window: '1h' }) });
+    const table = await createTableFromTopic(own, { name: 'bench', topic, format: values.format as 'json' | 'avro', settings: resolveSettings({ file_window: '1h' }) });
     // Tables start at the LSO; this one indexes the whole topic.
     await own.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [table.tableId]);
     const brokerBefore = brokerCpuSeconds();

@@ -335,6 +335,7 @@ export function appendRecords(batch: RecordBatch, source: BatchSource, fromOffse
   const logAppendTime = (batch.attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0;
   const baseTimestamp = logAppendTime ? Number(batch.maxTimestamp) : Number(batch.baseTimestamp);
   const end = data.length;
+  const place: BatchPlace = { data, baseOffset: base, baseTimestamp };
   let total = 0;
   bytes = data;
   p = 0;
@@ -351,47 +352,41 @@ export function appendRecords(batch: RecordBatch, source: BatchSource, fromOffse
         p = end; // the rest is past the read's end
         break;
       }
-      let keyLength = varint();
-      let key: Buffer | null = null;
+      const keyLength = varint();
+      const keyAt = p;
       if (keyLength >= 0) {
         if (p + keyLength > recordEnd) throw recordError(source, batch, i, start, `its key of ${keyLength} bytes runs past the record`);
-        key = data.subarray(p, p + keyLength);
         p += keyLength;
-      } else keyLength = 0;
-      let valueLength = varint();
-      let value: Buffer | null = null;
+      }
+      const valueLength = varint();
+      const valueAt = p;
       if (valueLength >= 0) {
         if (p + valueLength > recordEnd) throw recordError(source, batch, i, start, `its value of ${valueLength} bytes runs past the record`);
-        value = data.subarray(p, p + valueLength);
         p += valueLength;
-      } else valueLength = 0;
+      }
       const headerCount = varint();
       if (headerCount < 0 || headerCount > recordEnd - p) throw recordError(source, batch, i, start, `header count ${headerCount}`);
-      const headers: [string, Buffer | null][] = new Array(headerCount);
+      const headersAt = p;
       let headerBytes = 0;
       for (let h = 0; h < headerCount; h++) {
         const nameLength = varint();
         if (nameLength < -1 || p + nameLength > recordEnd) throw recordError(source, batch, i, start, `header ${h}'s name of ${nameLength} bytes runs past the record`);
-        let name = '';
         if (nameLength > 0) {
-          name = headerName(data, p, nameLength, h);
           p += nameLength;
           headerBytes += nameLength;
         }
         const headerLength = varint();
-        let headerValue: Buffer | null = null;
         if (headerLength >= 0) {
           if (p + headerLength > recordEnd) throw recordError(source, batch, i, start, `header ${h}'s value of ${headerLength} bytes runs past the record`);
-          headerValue = data.subarray(p, p + headerLength);
           p += headerLength;
           headerBytes += headerLength;
         }
-        headers[h] = [name, headerValue];
       }
       if (p !== recordEnd) throw recordError(source, batch, i, start, `it says ${length} bytes but its fields take ${p - (recordEnd - length)}`);
       if (offsetDelta < from) continue;
-      total += keyLength + valueLength + headerBytes;
-      out.push({ offset: BigInt(base + offsetDelta), timestamp: logAppendTime ? baseTimestamp : baseTimestamp + timestampDelta, key, value, headers });
+      const size = (keyLength > 0 ? keyLength : 0) + (valueLength > 0 ? valueLength : 0) + headerBytes;
+      total += size;
+      out.push(new RecordView(place, offsetDelta, logAppendTime ? 0 : timestampDelta, keyAt, keyLength, valueAt, valueLength, headersAt, headerCount, size));
     }
     if (p !== end) throw new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, `${end - p} bytes are left after its ${batch.recordCount} records`);
   } catch (error) {
@@ -404,6 +399,82 @@ export function appendRecords(batch: RecordBatch, source: BatchSource, fromOffse
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** What the records of one decoded batch share: its bytes (decompressed), its first offset and timestamp. */
+interface BatchPlace {
+  data: Buffer;
+  baseOffset: number;
+  baseTimestamp: number;
+}
+
+/**
+ * A record as positions in its batch's bytes: one small object of small integers, which
+ * the garbage collector copies cheaply while the record waits for its range to seal
+ * (a record as an object with a bigint, two Buffers and its headers' arrays was seven
+ * objects, and records outlive the young generation: GC was the largest share of
+ * indexing, issue 27). Keys, values and headers are made when asked for, each time as
+ * new views into the same bytes, so nothing that reads a record holds more than it uses.
+ */
+class RecordView implements BatchRecord {
+  constructor(
+    private readonly place: BatchPlace,
+    private readonly offsetDelta: number,
+    private readonly timestampDelta: number,
+    private readonly keyAt: number,
+    private readonly keyLength: number,
+    private readonly valueAt: number,
+    private readonly valueLength: number,
+    private readonly headersAt: number,
+    private readonly headerCount: number,
+    /** Key + value + header name and value bytes (`recordBytes`). */
+    readonly byteSize: number,
+  ) {}
+
+  get offset(): bigint {
+    return BigInt(this.place.baseOffset + this.offsetDelta);
+  }
+
+  get timestamp(): number {
+    return this.place.baseTimestamp + this.timestampDelta;
+  }
+
+  get key(): Buffer | null {
+    return this.keyLength < 0 ? null : this.place.data.subarray(this.keyAt, this.keyAt + this.keyLength);
+  }
+
+  get value(): Buffer | null {
+    return this.valueLength < 0 ? null : this.place.data.subarray(this.valueAt, this.valueAt + this.valueLength);
+  }
+
+  get headers(): [string, Buffer | null][] {
+    if (this.headerCount === 0) return [];
+    const data = this.place.data;
+    const headers: [string, Buffer | null][] = new Array(this.headerCount);
+    // checked when the batch was decoded: read again without the checks
+    bytes = data;
+    p = this.headersAt;
+    try {
+      for (let h = 0; h < this.headerCount; h++) {
+        const nameLength = varint();
+        let name = '';
+        if (nameLength > 0) {
+          name = headerName(data, p, nameLength, h);
+          p += nameLength;
+        }
+        const valueLength = varint();
+        let value: Buffer | null = null;
+        if (valueLength >= 0) {
+          value = data.subarray(p, p + valueLength);
+          p += valueLength;
+        }
+        headers[h] = [name, value];
+      }
+    } finally {
+      bytes = EMPTY;
+    }
+    return headers;
+  }
+}
 
 /**
  * Header names repeat record after record (a producer sets the same few), so the name last
@@ -443,7 +514,8 @@ function appendRecordsExactly(batch: RecordBatch, data: Buffer, source: BatchSou
   appendRecords(relative, source, 0n, BigInt(batch.lastOffsetDelta) + 1n, decoded);
   const logAppendTime = (batch.attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0;
   let total = 0;
-  for (const r of decoded) {
+  for (const view of decoded) {
+    const r = { offset: view.offset, timestamp: view.timestamp, key: view.key, value: view.value, headers: view.headers };
     const offset = batch.baseOffset + r.offset;
     if (offset < fromOffset || offset >= untilOffset) continue;
     r.offset = offset;
