@@ -23,10 +23,12 @@ export interface PackedRecords {
 export function packRecords(records: readonly KafkaRecord[]): PackedRecords {
   let size = 0;
   let headers = 0;
+  // each field read once per pass: a committed read's record makes a new view each time it is asked
   for (const record of records) {
     size += (record.key?.byteLength ?? 0) + (record.value?.byteLength ?? 0);
-    for (const [, value] of record.headers) size += value?.byteLength ?? 0;
-    headers += record.headers.length;
+    const own = record.headers;
+    for (const [, value] of own) size += value?.byteLength ?? 0;
+    headers += own.length;
   }
   const packed: PackedRecords = {
     offsets: new BigInt64Array(records.length),
@@ -56,8 +58,9 @@ export function packRecords(records: readonly KafkaRecord[]): PackedRecords {
     packed.timestamps[r] = record.timestamp;
     put(record.key, packed.places, r * 4);
     put(record.value, packed.places, r * 4 + 2);
-    packed.headerCounts[r] = record.headers.length;
-    for (const [name, value] of record.headers) {
+    const own = record.headers;
+    packed.headerCounts[r] = own.length;
+    for (const [name, value] of own) {
       packed.headerNames[header] = name;
       put(value, packed.headerPlaces, header * 2);
       header += 1;

@@ -23,7 +23,8 @@ export function fetchBytesFor(records: readonly KafkaRecord[], from: bigint, unt
   let bytes = straddlingBatch + Number(until - from) * framingPerOffset;
   for (const record of records) {
     if (bytes >= defaultMaxBytes) break;
-    if (record.offset >= from && record.offset < until) bytes += recordBytes(record);
+    const offset = record.offset;
+    if (offset >= from && offset < until) bytes += recordBytes(record);
   }
   return Math.min(bytes, defaultMaxBytes);
 }

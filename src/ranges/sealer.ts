@@ -124,13 +124,14 @@ export class RangeSealer {
   push(records: readonly KafkaRecord[], nextPosition: bigint, now: number): SealedRange[] {
     const sealed: SealedRange[] = [];
     for (const record of records) {
-      if (record.offset < this.next) {
-        throw new RangeOrderError(`record offset ${record.offset} is below the reader's position ${this.next}: records are pushed once, in order`);
+      const offset = record.offset; // once: a committed read's record makes it when asked
+      if (offset < this.next) {
+        throw new RangeOrderError(`record offset ${offset} is below the reader's position ${this.next}: records are pushed once, in order`);
       }
       const reason = this.sealBefore(record, now);
-      if (reason) sealed.push(this.seal(reason, record.offset));
+      if (reason) sealed.push(this.seal(reason, offset));
       this.add(record, now);
-      this.next = record.offset + 1n;
+      this.next = offset + 1n;
     }
     if (nextPosition < this.next) {
       throw new RangeOrderError(`next position ${nextPosition} is below the offset after the last record pushed (${this.next})`);

@@ -192,17 +192,19 @@ export class TableDecoder {
     const errors = new Array<string | null>(n);
     for (let i = 0; i < n; i++) {
       const record = records[i]!;
+      // read once: a committed read's record makes a new view of its bytes each time it is asked
+      const { key, value } = record;
       const problems: string[] = [];
       values[i] = null;
-      if (record.value !== null) {
-        const problem = this.decodeSide(record.value, 'value', arrays, i, false, routes, only);
+      if (value !== null) {
+        const problem = this.decodeSide(value, 'value', arrays, i, false, routes, only);
         if (problem) {
           problems.push(`value: ${problem}`);
-          values[i] = record.value;
+          values[i] = value;
         }
       }
-      if (record.key !== null) {
-        const problem = this.decodeSide(record.key, 'key', arrays, i, true, routes, only);
+      if (key !== null) {
+        const problem = this.decodeSide(key, 'key', arrays, i, true, routes, only);
         if (problem) problems.push(`key: ${problem}`);
       }
       // toWellFormed: a message may quote a key that holds a lone surrogate
