@@ -14,7 +14,7 @@ import type { KafkaRecord } from '../kafka/record.js';
 import type { TableFormat } from '../table/settings.js';
 import { jsonValueError } from './json-text.js';
 import type { Column, ColumnType } from './schema.js';
-import type { ColumnArrays } from './values.js';
+import { alreadyNormalized, type ColumnArrays } from './values.js';
 
 export const headersType: ColumnType = {
   kind: 'list',
@@ -73,7 +73,7 @@ export function kafkaColumnArrays(partition: number, records: readonly KafkaReco
   if (wants('_offset')) arrays._offset = records.map((r) => r.offset);
   if (wants('_timestamp')) arrays._timestamp = records.map((r) => r.timestamp);
   if (wants('_key')) arrays._key = records.map((r) => r.key);
-  if (wants('_headers')) arrays._headers = records.map((r) => r.headers.map(([key, value]) => ({ key, value })));
+  if (wants('_headers')) arrays._headers = headerLists(records);
   const checked = format === 'json' && !options.valuesAreJson;
   if (!checked) {
     if (wants('_value')) arrays._value = records.map((r) => r.value);
@@ -92,4 +92,29 @@ export function kafkaColumnArrays(partition: number, records: readonly KafkaReco
   if (wants('_value')) arrays._value = values;
   if (wants('_error')) arrays._error = errors;
   return arrays;
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * Every record's headers as `_headers` values, normalized as `prepare` would make them
+ * (each key its UTF-8 bytes, made once per distinct name and shared: header names repeat
+ * record after record). A name that is not well-formed text (a lone surrogate, which no
+ * UTF-8 decode makes) leaves the lists to `prepare`, which refuses it in its words.
+ */
+function headerLists(records: readonly KafkaRecord[]): { key: Uint8Array | string; value: Uint8Array | null }[][] {
+  const keys = new Map<string, Uint8Array>();
+  let normalized = true;
+  const lists = records.map((r) => r.headers.map(([name, value]) => {
+    let key: Uint8Array | string | undefined = keys.get(name);
+    if (key === undefined) {
+      if (name.isWellFormed()) keys.set(name, (key = utf8.encode(name)));
+      else {
+        normalized = false;
+        key = name;
+      }
+    }
+    return { key, value };
+  }));
+  return normalized ? alreadyNormalized(lists, headersType) : lists;
 }

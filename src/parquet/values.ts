@@ -19,7 +19,7 @@
  *   list             array of element values;  struct  object keyed by field name
  * Normalized: int64/timestamp/decimal → bigint, string/json → Uint8Array.
  */
-import { type Column, type ColumnType, type FieldType, sameColumns, type ScalarType, validateColumns } from './schema.js';
+import { type Column, type ColumnType, type FieldType, sameColumns, sameType, type ScalarType, validateColumns } from './schema.js';
 import { ownValue, setOwn } from '../common/objects.js';
 
 export type Row = Readonly<Record<string, unknown>>;
@@ -45,6 +45,20 @@ export class ValueError extends Error {
     super(`${path} (row ${row}) must be ${expected}, got ${got}`);
   }
 }
+/**
+ * Column arrays their maker built already normalized for a type, which `prepare` then
+ * takes as they are: the Kafka columns' headers (kafka-table.ts) come out of the records
+ * in the normalized form, so normalizing them again was a new list, struct and key bytes
+ * per header per row for nothing.
+ */
+const normalizedFor = new WeakMap<readonly unknown[], ColumnType>();
+
+/** Marks `values` as normalized for `type` (a non-nullable column's values, none null). */
+export function alreadyNormalized<T extends readonly unknown[]>(values: T, type: ColumnType): T {
+  normalizedFor.set(values, type);
+  return values;
+}
+
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
@@ -69,6 +83,8 @@ export function prepare(columns: readonly Column[], data: RowData): PreparedData
       }
     }
     const n = rows ? rows.length : source!.length;
+    const marked = source && Array.isArray(source) ? normalizedFor.get(source) : undefined;
+    if (marked && !column.nullable && sameType(marked, column.type)) return source as unknown[];
     const values = new Array<unknown>(n);
     const normalize = fieldNormalizer(column, column.name);
     try {
