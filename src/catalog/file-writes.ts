@@ -163,27 +163,35 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
   await client.query('SELECT 1 FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR KEY SHARE', [lease.tableId, lease.partition]);
   const indexes = await checkIndexCoverage(client, lease.tableId, range.indexIds);
   for (const file of range.files) {
+    // One statement a file (its row, its column statistics, its granules and page index):
+    // each statement is a round trip, through RDS Proxy on Lambda. The rows the CTEs insert
+    // reference the file's row, which the foreign keys see at the statement's end.
+    const c = file.columns;
+    const g = file.granules?.granules ?? [];
     const inserted = await client.query<{ data_file_id: bigint }>(
-      `INSERT INTO offsetlake.data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
-         footer_size, footer, sha256, seal_reason, schema_version, encoder_version, source, lease_epoch)
-       VALUES ($1, $2, $3, $4, to_timestamp($5::double precision / 1000), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-       RETURNING data_file_id`,
+      `WITH file AS (
+         INSERT INTO offsetlake.data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
+           footer_size, footer, sha256, seal_reason, schema_version, encoder_version, source, lease_epoch, page_index)
+         VALUES ($1, $2, $3, $4, to_timestamp($5::double precision / 1000), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+         RETURNING data_file_id),
+       stats AS (
+         INSERT INTO offsetlake.file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value, min_value_utf8, max_value_utf8)
+         SELECT file.data_file_id, $1, s.* FROM file, unnest($17::int[], $18::bigint[], $19::bigint[], $20::bigint[], $21::text[], $22::text[], $23::bytea[], $24::bytea[]) AS s),
+       granules AS (
+         INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256)
+         SELECT file.data_file_id, r.* FROM file, unnest($25::int[], $26::bigint[], $27::bigint[], $28::bigint[], $29::bigint[], $30::bytea[]) AS r)
+       SELECT data_file_id FROM file`,
       [
         lease.tableId, lease.partition, range.startOffset, range.endOffset, file.bucket, file.recordCount, file.fileSizeBytes,
         file.footer.byteLength, file.footer, file.sha256, range.reason, file.schemaVersion, file.encoderVersion, source, lease.epoch,
+        file.granules ? Buffer.from(file.granules.pageIndex) : null,
+        c.map((x) => x.columnId), c.map((x) => x.valueCount), c.map((x) => x.nullCount),
+        c.map((x) => x.nanCount), c.map((x) => asText(x.min)), c.map((x) => asText(x.max)), c.map((x) => asUtf8(x.min)), c.map((x) => asUtf8(x.max)),
+        g.map((x) => x.rowGroup), g.map((x) => x.startOffset), g.map((x) => x.endOffset), g.map((x) => x.rowCount), g.map((x) => x.kafkaBytes),
+        g.map((x) => Buffer.from(x.chunkSha256.buffer, x.chunkSha256.byteOffset, x.chunkSha256.byteLength)),
       ],
     );
     const fileId = inserted.rows[0]!.data_file_id;
-    const c = file.columns;
-    await client.query(
-      `INSERT INTO offsetlake.file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value, min_value_utf8, max_value_utf8)
-       SELECT $1, $2, * FROM unnest($3::int[], $4::bigint[], $5::bigint[], $6::bigint[], $7::text[], $8::text[], $9::bytea[], $10::bytea[])`,
-      [
-        fileId, lease.tableId, c.map((s) => s.columnId), c.map((s) => s.valueCount), c.map((s) => s.nullCount),
-        c.map((s) => s.nanCount), c.map((s) => asText(s.min)), c.map((s) => asText(s.max)), c.map((s) => asUtf8(s.min)), c.map((s) => asUtf8(s.max)),
-      ],
-    );
-    if (file.granules) await insertGranules(client, fileId, file.granules);
     await insertIndexEntries(client, fileId, file.indexEntries.filter((entry) => indexes.has(String(entry.indexId))));
   }
 }

@@ -176,7 +176,8 @@ function settle<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }>
 }
 
 const commitSelect = 'SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live%FOR NO KEY UPDATE';
-const fileInsert = 'INSERT INTO offsetlake.data_file %';
+// the file's statement inserts its row in a CTE first (src/catalog/file-writes.ts insertRange)
+const fileInsert = '%INSERT INTO offsetlake.data_file %';
 const leaseTakeover = 'UPDATE offsetlake.lake_partition SET%lease_epoch = CASE WHEN lease_owner = $3%';
 
 describe('a file commit racing a lease takeover on two connections (real Postgres)', () => {
