@@ -167,7 +167,6 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
     // each statement is a round trip, through RDS Proxy on Lambda. The rows the CTEs insert
     // reference the file's row, which the foreign keys see at the statement's end.
     const c = file.columns;
-    const g = file.granules?.granules ?? [];
     const inserted = await client.query<{ data_file_id: bigint }>(
       `WITH file AS (
          INSERT INTO offsetlake.data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
@@ -187,8 +186,7 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
         file.granules ? Buffer.from(file.granules.pageIndex) : null,
         c.map((x) => x.columnId), c.map((x) => x.valueCount), c.map((x) => x.nullCount),
         c.map((x) => x.nanCount), c.map((x) => asText(x.min)), c.map((x) => asText(x.max)), c.map((x) => asUtf8(x.min)), c.map((x) => asUtf8(x.max)),
-        g.map((x) => x.rowGroup), g.map((x) => x.startOffset), g.map((x) => x.endOffset), g.map((x) => x.rowCount), g.map((x) => x.kafkaBytes),
-        g.map((x) => Buffer.from(x.chunkSha256.buffer, x.chunkSha256.byteOffset, x.chunkSha256.byteLength)),
+        ...granuleColumns(file.granules?.granules ?? []),
       ],
     );
     const fileId = inserted.rows[0]!.data_file_id;
@@ -201,16 +199,20 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
  * existed gets them at its first whole rebuild, and two readers may both try.
  */
 export async function insertGranules(client: Catalog | CatalogClient, dataFileId: bigint, file: FileGranules): Promise<void> {
-  const g = file.granules;
   await client.query(
     `WITH added AS (
        INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256)
        SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[])
        ON CONFLICT DO NOTHING)
      UPDATE offsetlake.data_file SET page_index = $8 WHERE data_file_id = $1 AND page_index IS NULL`,
-    [
-      dataFileId, g.map((x) => x.rowGroup), g.map((x) => x.startOffset), g.map((x) => x.endOffset), g.map((x) => x.rowCount), g.map((x) => x.kafkaBytes),
-      g.map((x) => Buffer.from(x.chunkSha256.buffer, x.chunkSha256.byteOffset, x.chunkSha256.byteLength)), Buffer.from(file.pageIndex),
-    ],
+    [dataFileId, ...granuleColumns(file.granules), Buffer.from(file.pageIndex)],
   );
+}
+
+/** Granules as the arrays the granule table's unnest takes: row group, offsets, rows, Kafka bytes, chunk checksums. */
+function granuleColumns(g: FileGranules['granules']): unknown[] {
+  return [
+    g.map((x) => x.rowGroup), g.map((x) => x.startOffset), g.map((x) => x.endOffset), g.map((x) => x.rowCount), g.map((x) => x.kafkaBytes),
+    g.map((x) => Buffer.from(x.chunkSha256.buffer, x.chunkSha256.byteOffset, x.chunkSha256.byteLength)),
+  ];
 }
