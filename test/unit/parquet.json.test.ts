@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstInvalidUtf8, jsonValueError, kafkaColumnArrays, locateJsonError } from '../../src/parquet/index.js';
+import { firstInvalidUtf8, jsonValueError, kafkaColumnArrays, kafkaTableColumns, locateJsonError, prepare, ValueError } from '../../src/parquet/index.js';
 import { wellFormed } from '../helpers/strings.js';
 
 const utf8 = new TextEncoder();
@@ -106,5 +106,15 @@ describe('kafkaColumnArrays', () => {
     const raw = kafkaColumnArrays(4, records, 'raw');
     expect(raw._value).toEqual(records.map((r) => r.value));
     expect(raw._error).toBeUndefined();
+  });
+
+  it('a header name that is not well-formed text (a lone surrogate) is refused by the file\'s build, naming the headers column, not written', () => {
+    const records = [
+      { offset: 0n, timestamp: 1, key: null, value: utf8.encode('{}'), headers: [['ok', null]] as const },
+      { offset: 1n, timestamp: 2, key: null, value: utf8.encode('{}'), headers: [['bad\ud800', null]] as const },
+    ];
+    const arrays = kafkaColumnArrays(0, records, 'json');
+    expect(() => prepare(kafkaTableColumns('json'), arrays)).toThrow(ValueError);
+    expect(() => prepare(kafkaTableColumns('json'), arrays)).toThrow(/_headers\.element\.key \(row 1\) must be well-formed text \(it holds a lone surrogate\)/);
   });
 });
