@@ -172,6 +172,12 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
   #bytesLeft: number;
   #recordsRead = 0;
   #bytesRead = 0;
+  /**
+   * The highest LSO a Fetch of this read reported. A lower one later comes from a new
+   * leader whose high watermark has not caught up yet: offsets below this one are stable,
+   * so the read waits for them instead of ending there.
+   */
+  #stableSeen = -1n;
   readonly #table: string | undefined;
   readonly #kafka: KafkaConnection;
 
@@ -232,7 +238,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     this.#recordsRead += batch.records.length;
     this.#bytesRead += batch.bytes;
     if (batch.nextOffset >= this.untilOffset) this.#end = 'until';
-    else if (batch.nextOffset >= batch.lastStableOffset) this.#end = 'lso';
+    else if (batch.nextOffset >= batch.lastStableOffset && batch.nextOffset >= this.#stableSeen) this.#end = 'lso';
     else if (this.#recordsLeft <= 0 || this.#bytesLeft <= 0) this.#end = 'limit';
     else if (this.#options.prefetch) {
       this.#pending = this.#fetchFrom(batch.nextOffset);
@@ -255,7 +261,13 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     for (;;) {
       const response = await this.#fetchOnce(from, empty === 0 ? 0 : Math.min(500, 10 * 2 ** empty));
       const until = response.lastStableOffset > from && response.lastStableOffset < this.untilOffset ? response.lastStableOffset : this.untilOffset;
+      if (response.lastStableOffset > this.#stableSeen) this.#stableSeen = response.lastStableOffset;
       if (response.lastStableOffset <= from) {
+        if (from < this.#stableSeen) {
+          // A leader that moved reports less than this read already saw stable: asked again, after a pause.
+          if (++empty >= this.#options.stallLimit) throw new ReadStalledError(this.topic, this.partition, from, response.lastStableOffset, empty);
+          continue;
+        }
         // Nothing stable at or after `from`: the read ends at the LSO.
         this.#end = 'lso';
         return null;
