@@ -55,7 +55,11 @@ function options(argv: string[]): Options {
   if (!table) throw new Error('--table <name> is required: a JSON table that `npm run bench:peers -- --keep` left');
   const sizes = (value('sizes') ?? '512,1024,1769,2048,3008').split(',').map(Number);
   if (sizes.some((size) => !Number.isInteger(size) || size < 128 || size > 10240)) throw new Error('--sizes takes Lambda memory sizes in MB, 128 to 10240');
-  return { table, sizes, rounds: Number(value('rounds') ?? 2), port: Number(value('port') ?? 38950) };
+  const rounds = Number(value('rounds') ?? 2);
+  const port = Number(value('port') ?? 38950);
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds takes a whole number of rounds, at least 1');
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error('--port takes a TCP port for the serve that records the requests');
+  return { table, sizes, rounds, port };
 }
 
 interface FunctionUrlEvent { rawPath: string; headers: Record<string, string>; requestContext: { http: { method: string } } }
@@ -129,7 +133,16 @@ writeFileSync(resultFile, JSON.stringify({ initMs, requests, maxRssKiB: usage.ma
 process.exit(0);
 `;
 
-interface SandboxRun { initMs: number; requests: { ms: number; status: number; bytes: number }[]; maxRssKiB: number; cpuMs: number; cgroupPeakBytes?: number; killed?: string }
+interface SandboxRun {
+  initMs: number;
+  requests: { ms: number; status: number; bytes: number }[];
+  maxRssKiB: number;
+  cpuMs: number;
+  /** Held to Lambda's CPU share and memory by a cgroup (false: this process could not make one, and the run had the whole machine). */
+  limited: boolean;
+  cgroupPeakBytes?: number;
+  killed?: string;
+}
 
 const cgroupRoot = '/sys/fs/cgroup';
 
@@ -174,9 +187,9 @@ async function sandboxRun(bundleDir: string, events: FunctionUrlEvent[], sizeMb:
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])));
     if (!existsSync(resultFile)) {
       const peak = group?.peak();
-      return { initMs: 0, requests: [], maxRssKiB: 0, cpuMs: 0, ...(peak === undefined ? {} : { cgroupPeakBytes: peak }), killed: signal === 'SIGKILL' ? `killed at ${sizeMb} MB (out of memory)` : `exited ${code ?? signal}: ${stderr.slice(-500)}` };
+      return { initMs: 0, requests: [], maxRssKiB: 0, cpuMs: 0, limited: group !== undefined, ...(peak === undefined ? {} : { cgroupPeakBytes: peak }), killed: signal === 'SIGKILL' ? `killed at ${sizeMb} MB (out of memory)` : `exited ${code ?? signal}: ${stderr.slice(-500)}` };
     }
-    const result = JSON.parse(readFileSync(resultFile, 'utf8')) as SandboxRun;
+    const result = { ...(JSON.parse(readFileSync(resultFile, 'utf8')) as Omit<SandboxRun, 'limited'>), limited: group !== undefined };
     const peak = group?.peak();
     return peak === undefined ? result : { ...result, cgroupPeakBytes: peak };
   } finally {
@@ -226,14 +239,15 @@ async function main(): Promise<void> {
   for (const size of opts.sizes) {
     for (const query of Object.keys(requests)) {
       const runs = rows.filter((row) => row.size === size && row.query === query).map((row) => row.run);
+      const share = runs.every((r) => r.limited) ? (size / oneVcpuMb).toFixed(2) : 'not held (no cgroup)';
       if (runs.some((r) => r.killed)) {
-        console.log(`| ${size} MB | ${(size / oneVcpuMb).toFixed(2)} | ${query} | ${runs.find((r) => r.killed)!.killed} | | | | | | |`);
+        console.log(`| ${size} MB | ${share} | ${query} | ${runs.find((r) => r.killed)!.killed} | | | | | | |`);
         continue;
       }
       const span = (values: number[], digits: number) => `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}`;
       const billed = runs.map((r) => r.requests.reduce((sum, q) => sum + Math.ceil(q.ms), 0) / 1000);
       const gbSeconds = billed.map((s) => (s * size) / 1024);
-      console.log(`| ${size} MB | ${(size / oneVcpuMb).toFixed(2)} | ${query} | ${span(runs.map((r) => r.initMs), 0)} ms | ${span(billed, 2)} s | ${span(runs.map((r) => Math.max(...r.requests.map((q) => q.ms))), 0)} ms | ${span(runs.map((r) => r.maxRssKiB / 1024), 0)} MiB | ${span(runs.map((r) => (r.cgroupPeakBytes ?? 0) / 2 ** 20), 0)} MiB | ${span(gbSeconds, 2)} | ${span(gbSeconds.map((g) => g * armPricePerGbSecond * 1000), 3)} |`);
+      console.log(`| ${size} MB | ${share} | ${query} | ${span(runs.map((r) => r.initMs), 0)} ms | ${span(billed, 2)} s | ${span(runs.map((r) => Math.max(...r.requests.map((q) => q.ms))), 0)} ms | ${span(runs.map((r) => r.maxRssKiB / 1024), 0)} MiB | ${span(runs.map((r) => (r.cgroupPeakBytes ?? 0) / 2 ** 20), 0)} MiB | ${span(gbSeconds, 2)} | ${span(gbSeconds.map((g) => g * armPricePerGbSecond * 1000), 3)} |`);
     }
   }
   const out = join(root, 'bench/results', `reader-lambda-memory-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
