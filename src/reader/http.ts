@@ -208,7 +208,7 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
       allow('GET, HEAD');
       const metrics = reader.metrics;
       if (!prefersJson(header(request, 'accept'))) return exposition(reader, await options.lag?.());
-      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: reader.cache.size, memory: processMemory(), lostOffsets: await reader.lostOffsets(), indexes: await reader.indexes() });
+      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: reader.cache.size, heldRecords: reader.heldRecords.size, memory: processMemory(), lostOffsets: await reader.lostOffsets(), indexes: await reader.indexes() });
     }
     if (mounted && parts[0] === 'tables' && parts[2] === 'metadata' && parts.length === 4) {
       allow('GET, HEAD');
@@ -263,7 +263,7 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
 /** GET /metrics in Prometheus's text exposition format (version 0.0.4). */
 function exposition(reader: ReadApi, lag: readonly PartitionLag[] | undefined): ReaderResponse {
   const { file, granule } = reader.rebuildDurations;
-  const families = [...readerFamilies(reader.metrics, { file: file.snapshot({ kind: 'file' }), granule: granule.snapshot({ kind: 'granule' }) }, reader.cache.size), ...(lag ? lagFamilies(lag) : [])];
+  const families = [...readerFamilies(reader.metrics, { file: file.snapshot({ kind: 'file' }), granule: granule.snapshot({ kind: 'granule' }) }, reader.cache.size, reader.heldRecords.size), ...(lag ? lagFamilies(lag) : [])];
   return { status: 200, headers: { 'content-type': expositionContentType }, body: Buffer.from(renderExposition(families)) };
 }
 

@@ -40,7 +40,7 @@ export function newMetrics(): ReaderMetrics {
 }
 
 /** The read path's counters and rebuild durations as exposition families (GET /metrics's default answer). */
-export function readerFamilies(metrics: ReaderMetrics, rebuildDurations: { file: HistogramSample; granule: HistogramSample }, cache: { entries: number; bytes: number }): MetricFamily[] {
+export function readerFamilies(metrics: ReaderMetrics, rebuildDurations: { file: HistogramSample; granule: HistogramSample }, cache: { entries: number; bytes: number }, heldRecords: { entries: number; bytes: number }): MetricFamily[] {
   const counter = (name: string, help: string, value: number): MetricFamily => ({ name, help, type: 'counter', samples: [{ value }] });
   return [
     counter('offsetlake_read_requests_total', 'HTTP and S3 requests the read API received, /metrics included.', metrics.requests),
@@ -65,6 +65,7 @@ export function readerFamilies(metrics: ReaderMetrics, rebuildDurations: { file:
     counter('offsetlake_read_write_timeouts_total', 'Responses cut off because their client took nothing for the write deadline.', metrics.writeTimeouts),
     { name: 'offsetlake_read_cache_entries', help: 'Entries in the cache of rebuilt chunks and files.', type: 'gauge', samples: [{ value: cache.entries }] },
     { name: 'offsetlake_read_cache_bytes', help: 'Bytes held by the cache of rebuilt chunks and files.', type: 'gauge', samples: [{ value: cache.bytes }] },
+    { name: 'offsetlake_read_held_record_bytes', help: 'Bytes of records held for the reads that share them (a range\'s other files, a row group\'s other columns), in their share of the cache budget.', type: 'gauge', samples: [{ value: heldRecords.bytes }] },
     { name: 'offsetlake_rebuild_duration_seconds', help: 'Time to rebuild from Kafka and verify a whole file (kind="file") or a row group\'s columns (kind="granule").', type: 'histogram', samples: [rebuildDurations.file, rebuildDurations.granule] },
   ];
 }

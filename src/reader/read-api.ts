@@ -52,7 +52,10 @@ export interface FileServing {
 /** What GET /metrics reports. */
 export interface ReadStatus {
   readonly metrics: ReaderMetrics;
+  /** Rebuilt chunks and files kept for later reads. */
   readonly cache: { readonly size: { entries: number; bytes: number } };
+  /** Records held for the reads that share them (a range's other files, a granule's other columns). */
+  readonly heldRecords: { readonly size: { entries: number; bytes: number } };
   readonly rebuildDurations: { readonly file: Histogram; readonly granule: Histogram };
   /** Offsets Kafka deleted before they were indexed, per table partition: never hidden. */
   lostOffsets(): Promise<LostOffsets[]>;

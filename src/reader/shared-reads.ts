@@ -10,9 +10,9 @@
  * - the column chunks of one granule, which engines ask for one request at a time.
  *
  * A read says whether what it fetches is worth holding (`keep`); a span being fetched is
- * joined by any read that needs it, held or not. Held spans live in the reader's
- * byte-bounded cache beside the rebuilt chunks, least recently used going first, so what
- * they hold is bounded by the same budget. Records of a span are the topic's committed
+ * joined by any read that needs it, held or not. Held spans live in a byte-bounded cache
+ * of their own, a share of the reader's budget (src/reader/service.ts `heldRecordsShare`),
+ * least recently used going first, so that they never push out the rebuilt chunks. Records of a span are the topic's committed
  * records, whatever table asks: spans are keyed by topic, topic id and partition.
  */
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
@@ -45,7 +45,7 @@ export interface SharedReads extends CommittedSource {
 }
 
 /** `source` with its reads shared through `cache` (the reader's). */
-export function sharedReads(source: CommittedSource, cache: ByteBoundedCache<object & { byteLength: number }>): SharedReads {
+export function sharedReads(source: CommittedSource, cache: ByteBoundedCache<HeldSpan>): SharedReads {
   const partitions = new Map<string, SpanEntry[]>();
   let heldReads = 0;
 
@@ -88,7 +88,7 @@ export function sharedReads(source: CommittedSource, cache: ByteBoundedCache<obj
         let span: HeldSpan | undefined;
         let endsEarly = false;
         if (next && next.start <= position) {
-          span = next.fetching ? await next.fetching.catch(() => undefined) : (cache.get(next.key) as HeldSpan | undefined);
+          span = next.fetching ? await next.fetching.catch(() => undefined) : cache.get(next.key);
           if (!span) continue; // let go, or its fetch failed, meanwhile: looked up again, then fetched
         } else {
           const gapEnd = next && next.start < until ? next.start : until;

@@ -236,6 +236,36 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     expect(small.metrics.kafkaBytes).toBe(2 * produced);
   }, 120_000);
 
+  it('records held for a scan\'s partial reads do not push out the chunks it rebuilt: the same column of every row group asked again is served with no Kafka read', async () => {
+    const topic = await newTopic(engine, 1, 'granules-heldshare');
+    // ~1 KiB values that compress well: the rebuilt `_value` chunks are small, the records held for the other columns are not
+    const records: RecordToProduce[] = Array.from({ length: 1_200 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ i, pad: 'x'.repeat(1_000) }), timestamp: t0 + i }));
+    const created = await testTable(engine, topic, { row_group_rows: '100', file_window: '2h' }, 'json');
+    await produce(engine.kafka, topic, records);
+    const table = await findTable(engine.catalog, created.name);
+    const indexer = await indexerFor(testRuntime(engine, 'granules-heldshare'), table, 0);
+    await indexer.advance();
+    await indexer.flush();
+    await indexer.release();
+    const files = await listFiles(engine.catalog, table.tableId);
+    const valueChunks = files.flatMap((file) => layoutOf(file).rowGroups.map((group) => ({ file, chunk: group.chunks.find((c) => c.path === '_value')! })));
+    expect(valueChunks.length).toBe(12);
+    const cacheBytes = 1024 * 1024;
+    // the premise: the chunks fit in the budget many times over, the records of the scan do not
+    expect(valueChunks.reduce((n, { chunk }) => n + chunk.end - chunk.start, 0)).toBeLessThan(cacheBytes / 4);
+    expect(producedBytes(records)).toBeGreaterThan(cacheBytes);
+    const counted = countingSource(kafkaSource(engine.kafka));
+    const service = new ReaderService(engine.catalog, counted, { cacheBytes });
+    const scan = async () => Promise.all(valueChunks.map(async ({ file, chunk }) => Buffer.from(await bodyBytes(service.range(table, file, chunk.start, chunk.end)))));
+    const first = await scan();
+    expect(counted.log.bytes).toBe(producedBytes(records));
+    const reads = counted.log.reads.length;
+    const again = await scan();
+    expect(again.map((bytes, i) => bytes.equals(first[i]!))).toEqual(valueChunks.map(() => true));
+    expect(counted.log.reads.length, 'Kafka reads of the second scan').toBe(reads);
+    expect(service.metrics.chunkCacheHits).toBe(valueChunks.length);
+  }, 120_000);
+
   it('a file of a few stragglers in a long range reads only the offsets of its records, not the range: its bytes are the catalog\'s, and pyarrow reads its rows', async () => {
     const topic = await newTopic(engine, 1, 'granules-stragglers');
     // 300 records in one range; offsets 5 to 7 stamped in the hour before (late records, as at an

@@ -41,6 +41,7 @@ class MemoryReader implements ReadApi {
   bytesServed = 0;
   failWith: Error | null = null;
   readonly cache = { size: { entries: 0, bytes: 0 } };
+  readonly heldRecords = { size: { entries: 0, bytes: 0 } };
   readonly rebuildDurations = { file: new Histogram(), granule: new Histogram() };
   readonly serving: FileServing;
 
