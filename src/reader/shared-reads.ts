@@ -12,8 +12,9 @@
  * A read says whether what it fetches is worth holding (`keep`); a span being fetched is
  * joined by any read that needs it, held or not. Held spans live in a byte-bounded cache
  * of their own, a share of the reader's budget (src/reader/service.ts `heldRecordsShare`),
- * least recently used going first, so that they never push out the rebuilt chunks. Records of a span are the topic's committed
- * records, whatever table asks: spans are keyed by topic, topic id and partition.
+ * least recently used going first, so that they never push out the rebuilt chunks.
+ * Records of a span are the topic's committed records, whatever table asks: spans are
+ * keyed by topic, topic id and partition.
  */
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
@@ -44,7 +45,7 @@ export interface SharedReads extends CommittedSource {
   readonly heldReads: number;
 }
 
-/** `source` with its reads shared through `cache` (the reader's). */
+/** `source` with its reads shared through `cache` (the reader's share for held records). */
 export function sharedReads(source: CommittedSource, cache: ByteBoundedCache<HeldSpan>): SharedReads {
   const partitions = new Map<string, SpanEntry[]>();
   let heldReads = 0;
