@@ -114,7 +114,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
       expect(Object.keys(fn.Properties.Environment.Variables)).toEqual(expect.arrayContaining(['DATABASE_SECRET_ARN', 'DATABASE_HOST', 'KAFKA_BROKERS', 'KAFKA_AUTH']));
       expect(fn.Properties.Environment.Variables).not.toHaveProperty('DATABASE_URL');
     }
-    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 512, 1024, 1024, 1024, 1024, 1769]);
+    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 512, 1024, 1024, 1024, 1024, 2048]);
     expect(memoryForFileBytes(128 * MiB)).toBe(1024);
     expect(memoryForFileBytes(512 * MiB)).toBe(3328);
     expect(memoryForFileBytes(1024 * MiB)).toBe(6400);
@@ -401,7 +401,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
   it('the reader behind a function URL with InvokeMode RESPONSE_STREAM (the function is told so in OFFSETLAKE_READER_INVOKE_MODE), a 180 s timeout for 200 MB at 2 MB/s; the handler checks a bearer token from its own secret', () => {
     const urls = Object.values(template.findResources('AWS::Lambda::Url')) as Resource[];
     expect(urls.map((u) => [u.Properties.AuthType, u.Properties.InvokeMode])).toEqual([['NONE', 'RESPONSE_STREAM']]);
-    const reader = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).find((f) => f.Properties.MemorySize === 1769)!;
+    const reader = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).find((f) => f.Properties.MemorySize === 2048)!;
     expect(urls[0]!.Properties.TargetFunctionArn).toEqual({ 'Fn::GetAtt': [Object.entries(template.findResources('AWS::Lambda::Function')).find(([, f]) => f === reader)![0], 'Arn'] });
     expect(Object.keys(reader.Properties.Environment.Variables)).toContain('OFFSETLAKE_TOKEN_SECRET_ARN');
     expect([reader.Properties.Environment.Variables.OFFSETLAKE_READER_INVOKE_MODE, reader.Properties.Timeout]).toEqual(['RESPONSE_STREAM', 180]);
@@ -411,7 +411,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
   it('-c readerInvokeMode=BUFFERED: the function URL is BUFFERED and the function is told so; another value is refused with the choices', () => {
     const buffered = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, readerInvokeMode: 'BUFFERED' });
     expect((Object.values(buffered.findResources('AWS::Lambda::Url')) as Resource[]).map((u) => u.Properties.InvokeMode)).toEqual(['BUFFERED']);
-    const reader = (Object.values(buffered.findResources('AWS::Lambda::Function')) as Resource[]).find((f) => f.Properties.MemorySize === 1769)!;
+    const reader = (Object.values(buffered.findResources('AWS::Lambda::Function')) as Resource[]).find((f) => f.Properties.MemorySize === 2048)!;
     expect(reader.Properties.Environment.Variables.OFFSETLAKE_READER_INVOKE_MODE).toBe('BUFFERED');
     expect(() => settingsFromContext((key) => ({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, readerInvokeMode: 'STREAM' } as Record<string, unknown>)[key]))
       .toThrow('context "readerInvokeMode" must be one of RESPONSE_STREAM, BUFFERED, got "STREAM"');
@@ -550,7 +550,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { GroupId: 'sg-0123456789abcdef0', FromPort: 5432, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 443, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     const memories = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler').map((f) => f.Properties.MemorySize);
-    expect(memories.sort((a, b) => a - b)).toEqual([256, 512, 512, 1769, 3328, 3328, 3328, 3328]);
+    expect(memories.sort((a, b) => a - b)).toEqual([256, 512, 512, 2048, 3328, 3328, 3328, 3328]);
   });
 
   it('interface endpoints for Secrets Manager and Step Functions, open to the functions on 443; no function reserves concurrency', () => {
