@@ -64,6 +64,12 @@ function options(argv: string[]): Options {
 
 interface FunctionUrlEvent { rawPath: string; headers: Record<string, string>; requestContext: { http: { method: string } } }
 
+/** The bytes a `bytes=first-last` request asks for (DuckDB's are all of that form); -1 for any other (not checked). */
+function rangeLength(event: FunctionUrlEvent): number {
+  const match = /^bytes=(\d+)-(\d+)$/.exec(event.headers.range ?? '');
+  return match ? Number(match[2]) - Number(match[1]) + 1 : -1;
+}
+
 /** DuckDB's requests for each query, made through a `serve` of this checkout. */
 async function duckdbRequests(table: string, port: number): Promise<Record<string, FunctionUrlEvent[]>> {
   const cli = join(root, 'bin/offsetlake.js');
@@ -126,7 +132,8 @@ for (const event of JSON.parse(readFileSync(eventsFile, 'utf8'))) {
   const ms = performance.now() - start;
   const nul = head.indexOf(0);
   const status = nul > 0 ? JSON.parse(head.subarray(0, nul).toString()).statusCode : 0;
-  requests.push({ ms, status, bytes });
+  // the body: what follows the prelude's JSON and its 8 NUL bytes
+  requests.push({ ms, status, bytes: nul > 0 ? bytes - nul - 8 : bytes });
 }
 const usage = process.resourceUsage();
 writeFileSync(resultFile, JSON.stringify({ initMs, requests, maxRssKiB: usage.maxRSS, cpuMs: (usage.userCPUTime + usage.systemCPUTime) / 1000 }));
@@ -227,6 +234,8 @@ async function main(): Promise<void> {
         const result = await sandboxRun(bundleDir, events, size, env);
         const bad = result.requests.filter((r) => r.status < 200 || r.status > 299);
         if (bad.length > 0) throw new Error(`${size} MB, ${query}: ${bad.length} request(s) answered ${bad[0]!.status}`);
+        const short = result.requests.findIndex((r, i) => rangeLength(events[i]!) >= 0 && r.bytes !== rangeLength(events[i]!));
+        if (!result.killed && short >= 0) throw new Error(`${size} MB, ${query}: request ${short} (${events[short]!.headers.range}) got ${result.requests[short]!.bytes} bytes of body`);
         rows.push({ size, query, run: result });
         const summed = result.requests.reduce((sum, r) => sum + r.ms, 0);
         console.log(`round ${round + 1}, ${size} MB, ${query}: ${result.killed ?? `INIT ${result.initMs.toFixed(0)} ms, requests ${(summed / 1000).toFixed(2)} s, CPU ${(result.cpuMs / 1000).toFixed(2)} s, peak RSS ${(result.maxRssKiB / 1024).toFixed(0)} MiB, cgroup peak ${((result.cgroupPeakBytes ?? 0) / 2 ** 20).toFixed(0)} MiB`}`);
