@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { kafkaSource } from '../kafka/source.js';
 import { readerHandler } from '../reader/http.js';
 import { defaultWriteTimeoutMs, readerServer } from '../reader/node-server.js';
-import { defaultCacheBytes, defaultResponseWaitMs, ReaderService } from '../reader/service.js';
+import { defaultCacheBytes, defaultResponseWaitMs, heldRecordsShare, ReaderService } from '../reader/service.js';
 import { defaultBuildThreads } from '../build/pool.js';
 import { formatBytes, formatDuration, parseBytes, parseDuration } from '../table/settings.js';
 import { withEngine } from './engine.js';
@@ -60,7 +60,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     const consoleFace = new ConsoleFace(service, sampler, { tokenRequired: !values['no-auth'] });
     const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs }, s3), console: consoleFace, lag: async () => (await sampler.next()).lags }), { writeTimeoutMs, onWriteTimeout: () => service.count('writeTimeouts') });
     const bound = await listenOn(server, port, host, { port: '--port', host: '--host' });
-    progress(`serving http://${host}:${bound}/tables, the console http://${host}:${bound}/console and the Iceberg catalog http://${host}:${bound}/iceberg (snapshots at most every ${formatDuration(snapshotIntervalMs)}; cache ${formatBytes(cacheBytes)}, ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
+    progress(`serving http://${host}:${bound}/tables, the console http://${host}:${bound}/console and the Iceberg catalog http://${host}:${bound}/iceberg (snapshots at most every ${formatDuration(snapshotIntervalMs)}; cache ${formatBytes(cacheBytes)} (${Math.round(heldRecordsShare * 100)} % of it for records held between reads), ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication' : 'bearer token required'})` +
       (s3 ? `, and S3 at endpoint http://${host}:${bound} bucket ${s3.bucket}${s3.region === defaultS3Region ? '' : ` region ${s3.region}`} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
     const stop = new AbortController();
     const onSignal = () => stop.abort();
