@@ -79,15 +79,20 @@ async function indexedTable(c: Case): Promise<{ table: TableRecord; files: Catal
     headers: i % 3 === 0 ? [] : [['h', `v${i}`], ['h', i % 2 ? null : 'x'], ['trace', randomUUID()]],
     timestamp: t0 + i * 10 - (i % 9 === 4 ? hour : 0),
   }));
-  const created = await testTable(engine, topic, { row_group_rows: '40', file_window: '2h', ...c.settings }, c.format);
+  return { ...(await indexedRecords(topic, c.label, records, { row_group_rows: '40', file_window: '2h', ...c.settings }, c.format, c.encoder)), records };
+}
+
+/** A table over `topic` (one partition), `records` produced to it and indexed to the end by one indexer: the table and its files. */
+async function indexedRecords(topic: string, label: string, records: RecordToProduce[], settings: Record<string, string>, format: TableFormat = 'json', encoder?: string): Promise<{ table: TableRecord; files: CatalogFile[] }> {
+  const created = await testTable(engine, topic, settings, format);
   await produce(engine.kafka, topic, records);
   const table = await findTable(engine.catalog, created.name);
-  const runtime = testRuntime(engine, `granules-${c.label}`, c.encoder ? { build: rangeBuilder(engine.catalog, undefined, c.encoder) } : {});
+  const runtime = testRuntime(engine, `granules-${label}`, encoder ? { build: rangeBuilder(engine.catalog, undefined, encoder) } : {});
   const indexer = await indexerFor(runtime, table, 0);
   await indexer.advance();
   await indexer.flush();
   await indexer.release();
-  return { table, files: await listFiles(engine.catalog, table.tableId), records };
+  return { table, files: await listFiles(engine.catalog, table.tableId) };
 }
 
 /** Key, value and header bytes of what was produced, as Kafka stores them (UTF-8 for text). */
@@ -240,14 +245,7 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     const topic = await newTopic(engine, 1, 'granules-heldshare');
     // ~1 KiB values that compress well: the rebuilt `_value` chunks are small, the records held for the other columns are not
     const records: RecordToProduce[] = Array.from({ length: 1_200 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ i, pad: 'x'.repeat(1_000) }), timestamp: t0 + i }));
-    const created = await testTable(engine, topic, { row_group_rows: '100', file_window: '2h' }, 'json');
-    await produce(engine.kafka, topic, records);
-    const table = await findTable(engine.catalog, created.name);
-    const indexer = await indexerFor(testRuntime(engine, 'granules-heldshare'), table, 0);
-    await indexer.advance();
-    await indexer.flush();
-    await indexer.release();
-    const files = await listFiles(engine.catalog, table.tableId);
+    const { table, files } = await indexedRecords(topic, 'heldshare', records, { row_group_rows: '100', file_window: '2h' });
     const valueChunks = files.flatMap((file) => layoutOf(file).rowGroups.map((group) => ({ file, chunk: group.chunks.find((c) => c.path === '_value')! })));
     expect(valueChunks.length).toBe(12);
     const cacheBytes = 1024 * 1024;
@@ -271,14 +269,7 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     // 300 records in one range; offsets 5 to 7 stamped in the hour before (late records, as at an
     // hour's start with jittered clocks): their own bucket's file, over the range's offsets
     const records: RecordToProduce[] = Array.from({ length: 300 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ i, pad: 'x'.repeat(200) }), timestamp: t0 + i * 10 - (i >= 5 && i <= 7 ? hour : 0) }));
-    const created = await testTable(engine, topic, { file_window: '2h' }, 'json');
-    await produce(engine.kafka, topic, records);
-    const table = await findTable(engine.catalog, created.name);
-    const indexer = await indexerFor(testRuntime(engine, 'granules-stragglers'), table, 0);
-    await indexer.advance();
-    await indexer.flush();
-    await indexer.release();
-    const files = await listFiles(engine.catalog, table.tableId);
+    const { table, files } = await indexedRecords(topic, 'stragglers', records, { file_window: '2h' });
     expect(files.map((f) => [Number(f.recordCount), f.startOffset, f.endOffset]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual([[3, 0n, 300n], [297, 0n, 300n]]);
     const stragglers = files.find((f) => f.recordCount === 3n)!;
     const onTime = files.find((f) => f.recordCount === 297n)!;
