@@ -9,8 +9,8 @@
  * timestamps over the 24 hours before it ran), on the local stack that is up.
  *
  * 1. The requests: `offsetlake serve` and DuckDB 1.4.4 through `offsetlake attach`, with
- *    DuckDB's HTTP log on (bench/duckdb_requests.py), for a full scan and for one hour (12
- *    hours before now): every GET in the order DuckDB made it.
+ *    DuckDB's HTTP log on (bench/peers/query.py, `httpLog`), for a full scan and for one
+ *    hour (12 hours before now): every GET in the order DuckDB made it.
  * 2. The bundle: `cdk synth -c architecture=<this machine's>` and the Reader's asset,
  *    copied where no node_modules are reachable, as the runtime loads it.
  * 3. For each memory size, each query, each round: a new process (a new sandbox: its
@@ -95,8 +95,8 @@ async function duckdbRequests(table: string, port: number): Promise<Record<strin
     const scratch = mkdtempSync(join(tmpdir(), 'offsetlake-lambda-memory-'));
     for (const [name, sql] of Object.entries(queries)) {
       const spec = join(scratch, `${name}.json`);
-      writeFileSync(spec, JSON.stringify({ setup: ['LOAD ducklake', 'LOAD postgres', 'LOAD httpfs', ...attach], sql }));
-      const out = JSON.parse((await run(join(venv, 'bin/python'), [join(root, 'bench/duckdb_requests.py'), spec], { maxBuffer: 64 * 1024 * 1024 })).stdout) as { rows: string[][]; requests: { method: string; url: string; range: string | null }[] };
+      writeFileSync(spec, JSON.stringify({ setup: ['LOAD ducklake', 'LOAD postgres', 'LOAD httpfs', ...attach], sql, httpLog: true }));
+      const out = JSON.parse((await run(join(venv, 'bin/python'), [join(root, 'bench/peers/query.py'), spec], { maxBuffer: 64 * 1024 * 1024 })).stdout) as { rows: unknown[][]; requests: { method: string; url: string; range: string | null }[] };
       found[name] = out.requests.map((request) => ({
         rawPath: new URL(request.url).pathname,
         headers: request.range ? { range: request.range } : ({} as Record<string, string>),

@@ -2,8 +2,11 @@
 new process: the set-up statements (LOAD, secrets, ATTACH) run first and are not timed,
 then the query, whose wall time and rows are printed.
 
-usage: query.py SPEC.json   where SPEC is {"setup": [SQL, ...], "sql": SQL}
-prints one JSON line: {"seconds": s, "columns": [...], "rows": [[...], ...]} or {"error": "..."}
+usage: query.py SPEC.json   where SPEC is {"setup": [SQL, ...], "sql": SQL, "httpLog": false}
+prints one JSON line: {"seconds": s, "columns": [...], "rows": [[...], ...]} or {"error": "..."};
+with "httpLog": true also "requests": [{"method", "url", "range"}, ...], every HTTP request
+DuckDB made for the query in the order it made them (what a reader has to answer for it;
+bench/reader-lambda-memory.ts replays them)
 """
 import datetime
 import decimal
@@ -38,11 +41,19 @@ def main():
     try:
         for statement in spec.get("setup", []):
             connection.execute(statement)
+        if spec.get("httpLog"):
+            connection.execute("CALL enable_logging('HTTP')")
         started = time.perf_counter()
         cursor = connection.execute(spec["sql"])
         rows = cursor.fetchall()
         seconds = time.perf_counter() - started
-        print(json.dumps({"seconds": seconds, "columns": [d[0] for d in cursor.description], "rows": plain(rows)}))
+        answer = {"seconds": seconds, "columns": [d[0] for d in cursor.description], "rows": plain(rows)}
+        if spec.get("httpLog"):
+            logged = connection.execute(
+                "SELECT request.type, request.url, request.headers['Range'] FROM duckdb_logs_parsed('HTTP') ORDER BY request.start_time"
+            ).fetchall()
+            answer["requests"] = [{"method": method, "url": url, "range": byte_range} for method, url, byte_range in logged]
+        print(json.dumps(answer))
     except Exception as error:
         print(json.dumps({"error": f"{type(error).__name__}: {error}"}))
         sys.exit(1)
