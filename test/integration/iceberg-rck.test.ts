@@ -7,7 +7,7 @@
  * one fails on a write the catalog does not serve (or on one of the reasons listed here).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,7 +66,9 @@ describe("Iceberg's REST Compatibility Kit against serve's catalog", () => {
       // the launcher exits 1 when any test fails: the report says which and why
       () => resolve());
     });
-    const all = outcomes(readFileSync(join(reports, 'TEST-junit-platform-suite.xml'), 'utf8'));
+    const report = readFileSync(join(reports, 'TEST-junit-platform-suite.xml'), 'utf8');
+    rmSync(reports, { recursive: true, force: true });
+    const all = outcomes(report);
     expect(all.length).toBe(157);
     const passed = all.filter((o) => o.result === 'passed').map((o) => o.test).sort();
     expect(passed).toEqual([

@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -74,10 +74,11 @@ describe('values Postgres text cannot hold, and names from Object.prototype', ()
     await checkTable(engine, table);
     // pyarrow reads the rebuilt file: every character is there (hyparquet drops a leading U+FEFF)
     const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file!);
-    const path = join(mkdtempSync(join(tmpdir(), 'nul-')), 'f.parquet');
+    const dir = mkdtempSync(join(tmpdir(), 'offsetlake-nul-'));
+    const path = join(dir, 'f.parquet');
     writeFileSync(path, rebuilt.bytes);
     const script = 'import json, sys, pyarrow.parquet as pq; t = pq.read_table(sys.argv[1]); print(json.dumps([t.column(c).to_pylist() for c in ("s", "constructor")]))';
-    const { stdout } = await promisify(execFile)('python3', ['-c', script, path]);
+    const { stdout } = await promisify(execFile)('python3', ['-c', script, path]).finally(() => rmSync(dir, { recursive: true, force: true }));
     expect(JSON.parse(stdout)).toEqual([strings, strings]);
   });
 });

@@ -5,7 +5,7 @@
  * (test/unit/iceberg_spec.py), or from the table spec's field ids, never from our code.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -137,6 +137,7 @@ describe('the Avro manifest list and manifest of a data file', () => {
         { id: 12, type: 'float', values: [1.5, null] },
       ],
     });
+    rmSync(dir, { recursive: true, force: true });
     const [list] = seen.manifests!;
     expect(list).toMatchObject({
       path: manifestPath, length: manifest.byteLength, spec_id: 0, content: 0, sequence_number: 3, min_sequence_number: 3, added_snapshot_id: 7,

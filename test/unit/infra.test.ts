@@ -3,10 +3,13 @@
  * backfill state machine, and IAM statements no wider than needed. Synthesized
  * in-process with asset bundling skipped (the bundles are `cdk synth`'s job in CI).
  */
-import { App, Stack } from 'aws-cdk-lib';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, type AppProps, Stack } from 'aws-cdk-lib';
 import { stackScopedName } from '../../infra/names.js';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { offsetlakeApp } from '../../infra/app.js';
 import { resolveDefinitionString } from '../helpers/template-definitions.js';
 import { localstackCoreFromContext, memoryForFileBytes, settingsFromContext, type OffsetlakeSettings } from '../../infra/config.js';
@@ -22,8 +25,20 @@ const clusterNetwork = {
   kafkaSecurityGroupId: 'sg-0cccccccccccccccc',
 };
 
+/**
+ * Every app of this file synthesizes into one folder, removed at the end: an App without
+ * an outdir makes a new cdk.outXXXXXX in the system's temporary folder and leaves it.
+ */
+const outdirs = mkdtempSync(join(tmpdir(), 'offsetlake-infra-test-'));
+let apps = 0;
+afterAll(() => rmSync(outdirs, { recursive: true, force: true }));
+
+function testApp(props: AppProps = {}): App {
+  return new App({ ...props, outdir: join(outdirs, String(++apps)) });
+}
+
 function synthStacks(context: Record<string, unknown>, ids: string[]): Template[] {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = testApp({ context: { 'aws:cdk:bundling-stacks': [] } });
   const settings: OffsetlakeSettings = settingsFromContext((key) => context[key]);
   const stacks = ids.map((id) => new OffsetlakeStack(app, id, { settings, env: { account: '123456789012', region: 'eu-west-1' } }));
   return stacks.map((stack) => Template.fromStack(stack));
@@ -462,7 +477,7 @@ describe('stack-scoped physical names', () => {
   it('a 128-character stack name gives a proxy name of at most 60 and a state machine name of at most 80 characters, each distinct per stack and valid for its service', () => {
     const long = `Lake${'x'.repeat(120)}Prod`;
     const names = (id: string) => {
-      const app = new App();
+      const app = testApp();
       const stack = new Stack(app, id);
       return { proxy: stackScopedName(stack, 'catalog', 60), machine: stackScopedName(stack, 'backfill', 80) };
     };
@@ -588,7 +603,7 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
   const context = { mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders,payments', stackName: 'Lake', ...clusterNetwork };
   /** Through the app, as `cdk synth` builds it, so the flag's wiring is what is tested. */
   const synthApp = (extra: Record<string, unknown>): Template => {
-    const { stack } = offsetlakeApp(new App({ context: { ...context, ...extra, 'aws:cdk:bundling-stacks': [] } }));
+    const { stack } = offsetlakeApp(testApp({ context: { ...context, ...extra, 'aws:cdk:bundling-stacks': [] } }));
     return Template.fromStack(stack);
   };
   const byType = (template: Template, type: string): Resource[] => Object.values(template.findResources(type)) as Resource[];
