@@ -67,7 +67,10 @@ export function planMemory(budgetBytes: number, partitions: number, builds: numb
   // Tables whose files are small anyway need no more than their file_bytes.
   const smallest = Math.min(costs.minRangeBytes, largestFileBytes);
   if (rangeBytes < smallest) {
-    const needed = fixedBytes + perRange * smallest;
+    // Whole bytes, and one more: `run` without --memory plans again with exactly this
+    // budget, and a fractional or float-rounded product would leave room / perRange a
+    // hair below `smallest`, refusing the budget this message asks for.
+    const needed = fixedBytes + Math.ceil(perRange * smallest) + 1;
     return {
       neededBytes: needed,
       problem: `--memory ${mib(budgetBytes)} is too small for ${partitions} partition(s) and ${builds} build(s) at once: the process needs about ${mib(costs.baseBytes)} + ${mib(costs.perPartitionBytes)} per partition before any range, each range ${costs.holdFactor}× its bytes held and ${costs.buildFactor}× more while built; give at least ${mib(needed)} (or fewer --builds)`,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planMemory, type MemoryCosts } from '../../src/local/memory-budget.js';
+import { measuredCosts, planMemory, type MemoryCosts } from '../../src/local/memory-budget.js';
 
 const MiB = 1024 * 1024;
 const costs: MemoryCosts = { baseBytes: 100 * MiB, perPartitionBytes: 10 * MiB, holdFactor: 2, buildFactor: 1.5, minRangeBytes: MiB };
@@ -33,5 +33,22 @@ describe('run --memory: the split of the budget', () => {
   it('a budget below the process and its partitions is refused with what it would need', () => {
     const plan = planMemory(120 * MiB, 3, 2, 128 * MiB, costs);
     expect('problem' in plan && plan.problem).toMatch(/--memory 120 MiB is too small for 3 partition\(s\) and 2 build\(s\) at once: .* give at least 137 MiB/);
+  });
+
+  it('the budget a refusal asks for is accepted: run without --memory plans with it (24 partitions of the measured costs had been refused at 1107 MiB, "give at least 1107 MiB")', () => {
+    for (const c of [costs, measuredCosts]) {
+      for (let partitions = 1; partitions <= 200; partitions++) {
+        for (const builds of [1, 2, 3, 4, 8]) {
+          for (const largest of [64 * 1024, 128 * MiB]) {
+            const refused = planMemory(64 * MiB, partitions, builds, largest, c);
+            expect('problem' in refused, `${partitions} partitions, ${builds} builds`).toBe(true);
+            if (!('problem' in refused)) continue;
+            const plan = planMemory(refused.neededBytes, partitions, builds, largest, c);
+            expect('problem' in plan ? plan.problem : plan.rangeBytes, `${partitions} partitions, ${builds} builds`).toBe(Math.min(largest, c.minRangeBytes));
+            expect(refused.problem).toContain(`give at least ${Math.round(refused.neededBytes / MiB)} MiB`);
+          }
+        }
+      }
+    }
   });
 });
