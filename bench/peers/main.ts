@@ -225,6 +225,8 @@ interface WorkloadResult {
   /** A query through the attach that every file's statistics prune: DuckLake's catalog step alone. */
   catalogOnlyS?: number;
   sizes: { parquetCopyBytes?: number; icebergDataBytes?: number; offsetlakeFileBytes?: number };
+  /** Tables besides this workload's that `run --once` also looked at (absent: none). */
+  otherTables?: string[];
 }
 
 // ---------------------------------------------------------------- the run
@@ -353,6 +355,13 @@ async function main(): Promise<void> {
 
     // offsetlake
     {
+      // `run --once` looks at every table of the catalog: others (kept by an earlier
+      // --keep, or the user's own) add their checks to this figure, so they are said.
+      const others = (JSON.parse(await offsetlake(['table', 'list', '--json'], 'table list')) as { name: string }[]).map((t) => t.name).filter((name) => name !== table);
+      if (others.length > 0) {
+        result.otherTables = others;
+        console.log(`note: the catalog holds ${others.length} other table(s) (${others.slice(0, 5).join(', ')}${others.length > 5 ? ', …' : ''}); run --once looks at them too, so the figure below includes that. Drop them for a figure of this table alone.`);
+      }
       const { usage } = await measured(python, node, [cli, 'run', '--once'], 'offsetlake run --once', { stdoutFile: join(scratch, `run-${format}.log`) });
       account('offsetlake', usage);
       const files = JSON.parse(await offsetlake(['files', table, '--json'], 'offsetlake files')) as unknown;
