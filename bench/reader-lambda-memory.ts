@@ -35,6 +35,7 @@ import { promisify } from 'node:util';
 import { projectRoot } from '../infra/root.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 import { deployedCopy, node22, synthesizeFunctions } from '../test/helpers/lambda-bundles.js';
+import { startServe } from './serve-process.js';
 
 const run = promisify(execFile);
 const root = projectRoot();
@@ -73,16 +74,8 @@ function rangeLength(event: FunctionUrlEvent): number {
 /** DuckDB's requests for each query, made through a `serve` of this checkout. */
 async function duckdbRequests(table: string, port: number): Promise<Record<string, FunctionUrlEvent[]>> {
   const cli = join(root, 'bin/offsetlake.js');
-  const serve = spawn(process.execPath, [cli, 'serve', '--port', String(port), '--no-auth'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const serve = await startServe({ port });
   try {
-    for (let tries = 0; ; tries++) {
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/metrics`)).ok) break;
-      } catch {
-        if (tries > 300) throw new Error(`offsetlake serve did not answer on port ${port}`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-    }
     const attach = (JSON.parse((await run(process.execPath, [cli, 'attach', '--url', `http://127.0.0.1:${port}`, '--no-auth', '--json'])).stdout) as { statements: string[] }).statements;
     const venv = (await run('bash', [join(root, 'test/python-env.sh'), 'bench/peers/requirements.txt'], { cwd: root })).stdout.trim().split('\n').pop()!;
     const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 12 * 3_600_000);
@@ -107,7 +100,7 @@ async function duckdbRequests(table: string, port: number): Promise<Record<strin
     rmSync(scratch, { recursive: true, force: true });
     return found;
   } finally {
-    serve.kill('SIGTERM');
+    await serve.stop();
   }
 }
 

@@ -28,7 +28,7 @@
  *    d. peak RSS of a `serve` process (cache 16 MiB) answering one whole-file GET of the
  *       big file, above its RSS before the GET; goal ≤ 4 row groups' bytes.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -60,6 +60,7 @@ import { wireHeader } from '../src/schema/wire.js';
 import { resolveSettings, type TableFormat } from '../src/table/settings.js';
 import { createTableFromTopic } from '../src/tables/create-table.js';
 import { profiled } from './profile.js';
+import { startServe } from './serve-process.js';
 
 const fileMiB = Number(process.argv[2] ?? 128);
 const serveSeconds = Number(process.argv[3] ?? 10);
@@ -69,7 +70,6 @@ const bigMiB = Number(process.argv[5] ?? 1024);
 const parts = process.env.BENCH_PARTS ?? '23abcd';
 const MiB = 1024 * 1024;
 const recordValueBytes = 1024;
-const repo = fileURLToPath(new URL('..', import.meta.url));
 /** Ports of the `serve` processes this bench starts: OFFSETLAKE_CHAOS_PORTS's block when set (a machine's own), else 8650. */
 const servePort = Number(process.env.OFFSETLAKE_CHAOS_PORTS ?? 8650) + 1;
 
@@ -311,27 +311,6 @@ async function timed(work: () => Promise<unknown>): Promise<number> {
   return performance.now() - t;
 }
 
-/** A `serve --no-auth` child process on `port`, ready when it answers /metrics. */
-async function startServe(port: number, cache: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/offsetlake.js', 'serve', '--no-auth', '--port', String(port), '--cache', cache], { cwd: repo, env: process.env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = once(child, 'exit').then(() => { throw new Error(`serve exited: ${stderr}`); });
-  exited.catch(() => {});
-  for (let i = 0; i < 300; i++) {
-    if (/serving http/.test(stderr)) return child;
-    await Promise.race([new Promise((resolve) => setTimeout(resolve, 100)), exited]);
-  }
-  child.kill();
-  throw new Error(`serve did not start: ${stderr}`);
-}
-
-async function stopServe(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  child.kill('SIGTERM');
-  await once(child, 'exit');
-}
-
 function getJson<T>(url: string): Promise<T> {
   return new Promise((resolve, reject) => {
     get(url, { headers: { accept: 'application/json' } }, (response) => {
@@ -369,7 +348,7 @@ async function enginesOverServe(table: TableRecord, file: CatalogFile): Promise<
   const middle = Math.floor(layout.rowGroups.length / 2);
   type Metrics = { kafkaBytes: number; bytesServed: number; requests: number; granuleRebuilds: number; partialGranuleRebuilds: number; granuleRecordHits: number; rebuilds: number };
   for (const engineName of ['duckdb', 'pyarrow']) {
-    const child = await startServe(servePort, '512MiB'); // serve's default
+    const serve = await startServe({ port: servePort, args: ['--cache', '512MiB'] }); // serve's default cache
     try {
       const base = `http://127.0.0.1:${servePort}`;
       const url = `${base}/tables/${table.name}/files/${file.dataFileId}.parquet`;
@@ -391,7 +370,7 @@ async function enginesOverServe(table: TableRecord, file: CatalogFile): Promise<
         figures.push(line);
       }
     } finally {
-      await stopServe(child);
+      await serve.stop();
     }
   }
 }
@@ -447,7 +426,7 @@ async function wholeFileMemory(table: TableRecord): Promise<void> {
   const groupBytes = Math.max(...layout.rowGroups.map((group) => group.chunks.at(-1)!.end - group.chunks[0]!.start));
   for (const warm of [false, true]) {
     const port = servePort + 1;
-    const child = await startServe(port, '16MiB');
+    const serve = await startServe({ port, args: ['--cache', '16MiB'] });
     try {
       const url = `http://127.0.0.1:${port}/tables/${table.name}/files/${file.dataFileId}.parquet`;
       const fetchRange = (range?: string) =>
@@ -462,19 +441,19 @@ async function wholeFileMemory(table: TableRecord): Promise<void> {
       await fetchRange(`bytes=${size - 8}-${size - 1}`);
       if (warm) await fetchRange(`bytes=0-${layout.rowGroups[1]!.chunks.at(-1)!.end - 1}`);
       await new Promise((resolve) => setTimeout(resolve, 500));
-      const base = status(child.pid!, 'VmRSS');
-      writeFileSync(`/proc/${child.pid}/clear_refs`, '5'); // resets VmHWM to the current RSS
+      const base = status(serve.child.pid!, 'VmRSS');
+      writeFileSync(`/proc/${serve.child.pid}/clear_refs`, '5'); // resets VmHWM to the current RSS
       const t = performance.now();
       const got = await fetchRange();
       const ms = performance.now() - t;
-      const peak = status(child.pid!, 'VmHWM');
+      const peak = status(serve.child.pid!, 'VmHWM');
       if (got !== size) throw new Error(`the whole-file GET gave ${got} bytes, the file has ${size}`);
       const line = `d. whole-file GET of ${mib(size)} (${layout.rowGroups.length} row groups of ≤ ${mib(groupBytes)}) in ${s(ms)} (${(size / MiB / (ms / 1000)).toFixed(0)} MiB/s), base ${warm ? 'warm' : 'cold'}: ` +
         `serve's peak RSS ${mib(peak)}, base ${mib(base)}, peak − base ${mib(peak - base)} = ${((peak - base) / groupBytes).toFixed(1)} row groups (goal ≤ 4)`;
       console.log(line);
       figures.push(line);
     } finally {
-      await stopServe(child);
+      await serve.stop();
     }
   }
 }

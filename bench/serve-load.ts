@@ -21,12 +21,10 @@
  *    misses of the phase (/metrics); the server's peak RSS (/proc, every 200 ms) vs --cache.
  * Figures are printed, never asserted; exit 1 when any byte was wrong or a request failed.
  */
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createTableFromTopic } from '../src/tables/create-table.js';
 import { listFiles, type CatalogFile } from '../src/catalog/file-reads.js';
@@ -41,6 +39,7 @@ import { rebuildFile } from '../src/build/rebuild.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 import { seededRandom } from '../test/helpers/random.js';
+import { startServe } from './serve-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -61,7 +60,6 @@ const fileMiB = Number(values['file-mib']);
 const random = seededRandom(Number(values.seed));
 const MiB = 1024 * 1024;
 const log = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
-const cli = fileURLToPath(new URL('../bin/offsetlake.js', import.meta.url));
 
 useLocalStackDefaults();
 const engine = await openEngine();
@@ -111,16 +109,8 @@ for (const file of files) {
 log('truth rebuilt in this process, every sha256 equal to the catalog\'s');
 
 // The server: the real CLI.
-const server = spawn(process.execPath, [cli, 'serve', '--no-auth', '--port', '0', '--cache', values.cache], { env: process.env, stdio: ['ignore', 'ignore', 'pipe'] });
-const port = await new Promise<number>((resolve, reject) => {
-  let said = '';
-  server.stderr!.on('data', (chunk: Buffer) => {
-    said += chunk.toString();
-    const match = /serving http:\/\/[^:]+:(\d+)\//.exec(said);
-    if (match) resolve(Number(match[1]));
-  });
-  server.on('exit', (code) => reject(new Error(`serve exited (${code}): ${said}`)));
-});
+const serve = await startServe({ port: 0, args: ['--cache', values.cache] });
+const { port, child: server } = serve;
 let peakRss = 0;
 const rssTimer = setInterval(() => {
   try {
@@ -285,7 +275,7 @@ try {
 } finally {
   clearInterval(rssTimer);
   agent.destroy();
-  server.kill('SIGTERM');
+  await serve.stop();
   await engine.close();
 }
 process.exit(failed ? 1 : 0);

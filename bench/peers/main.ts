@@ -33,6 +33,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stackConfig } from '../../src/stack/config.js';
+import { startServe, type ServeProcess } from '../serve-process.js';
 import { fetchConnect, icebergVersion, connectVersion } from './connect.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -413,7 +414,7 @@ async function main(): Promise<void> {
       // open while DuckDB scans: a scan longer than that loses its connection at COMMIT. Such
       // a query is said as failed, then timed again with the timeout lifted for that session.
       for (const lifted of [false, true]) {
-        const serve = await startServe(node, cli, options.servePort);
+        const serve = await serveOn(options.servePort);
         try {
           // attach checks that serve answers, so it is asked once one runs
           const attach = await attachStatements(node, cli, options.servePort);
@@ -433,7 +434,7 @@ async function main(): Promise<void> {
           // (within its budget), DuckDB's own caches empty.
           if (answer.seconds !== undefined) warmAnswers[name] = { ...(await timed('offsetlakeWarm', setup, name, result.sql.offsetlake[name])), ...(lifted ? { note: answer.note } : {}) };
         } finally {
-          await stopServe(serve);
+          await serve.stop();
         }
         const failed = lakeAnswers[name]!.seconds === undefined;
         if (!failed || lifted || !/server closed the connection|idle-in-transaction|terminating connection/i.test(lakeAnswers[name]!.note ?? '')) break;
@@ -448,13 +449,13 @@ async function main(): Promise<void> {
       // The floor of any query through the attach: DuckLake's catalog step (snapshot,
       // schema, the file list and its statistics, from Postgres) for a query whose
       // statistics leave no file to read.
-      const serve = await startServe(node, cli, options.servePort);
+      const serve = await serveOn(options.servePort);
       try {
         const setup = ['LOAD ducklake', 'LOAD postgres', 'LOAD httpfs', ...(await attachStatements(node, cli, options.servePort))];
         const pruned = await timed('offsetlake', setup, 'catalogFloor', `SELECT count(*) AS n FROM lake.${table} WHERE _timestamp < TIMESTAMPTZ '2000-01-01 00:00:00+00'`);
         if (pruned.seconds !== undefined) result.catalogOnlyS = pruned.seconds;
       } finally {
-        await stopServe(serve);
+        await serve.stop();
       }
     }
     for (const system of ['icebergSink', 'offsetlake', 'offsetlakeWarm'] as const) {
@@ -554,28 +555,12 @@ function agree(_name: QueryName, answer: QueryResult, copy: QueryResult, compare
 
 // ---------------------------------------------------------------- offsetlake serve
 
-async function startServe(node: string, cli: string, port: number): Promise<Started> {
-  const serve = start(node, [cli, 'serve', '--port', String(port), '--no-auth']);
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (serve.child.exitCode !== null) throw new Error(`offsetlake serve exited: ${(await serve.done).stderr.slice(-1000)}`);
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/metrics`);
-      if (response.ok) return serve;
-    } catch {
-      // not yet listening
-    }
-    if (Date.now() > deadline) throw new Error(`offsetlake serve did not answer on port ${port} within 60 s`);
-    await sleep(200);
-  }
-}
-
-async function stopServe(serve: Started): Promise<void> {
-  if (serve.child.exitCode !== null || serve.child.pid === undefined) return;
-  process.kill(-serve.child.pid, 'SIGTERM');
-  const ended = await Promise.race([serve.done.then(() => true), sleep(15_000).then(() => false)]);
-  if (!ended) process.kill(-serve.child.pid, 'SIGKILL');
-  await serve.done;
+/** serve on `port`, in a process group of its own, ended with the benchmark's other children however the run ends. */
+async function serveOn(port: number): Promise<ServeProcess> {
+  const serve = await startServe({ port, detached: true });
+  children.add(serve.child);
+  serve.child.once('close', () => children.delete(serve.child));
+  return serve;
 }
 
 async function metrics(port: number): Promise<{ kafkaBytes: number; kafkaRecords: number; bytesServed: number }> {
