@@ -16,14 +16,14 @@ import { checkedTopic, TableTopicError } from '../tables/topic-identity.js';
 import { UnknownTopicError } from '../kafka/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import { ownerName, redact } from '../runtime/engine.js';
-import { indexerFor, indexPartitions, type IndexerRuntime } from '../indexer/handler.js';
+import { indexerFor, indexPartitions, type DeliveryOutcome, type IndexerRuntime, type PartitionDelivery } from '../indexer/handler.js';
 import type { PartitionIndexer } from '../indexer/partition.js';
 import type { RangeBuilder } from '../build/files.js';
 import { kafkaSource, type CommittedSource } from '../kafka/source.js';
 import { countingSource, type ReadLog } from '../kafka/counting-source.js';
 import { defaultEmulatorOptions, PartitionEventSource, type EmulatorOptions } from './emulator.js';
 import { limitConcurrency } from '../common/limit.js';
-import { describePlan, measuredCosts, planMemory, type MemoryCosts, type MemoryPlan } from './memory-budget.js';
+import { defaultDeliveriesAtOnce, describePlan, measuredCosts, planMemory, type MemoryCosts, type MemoryPlan } from './memory-budget.js';
 import { pause } from '../common/retry.js';
 import { IndexDrivers } from './index-drivers.js';
 import { RunMetrics } from './run-metrics.js';
@@ -40,6 +40,8 @@ export interface RunnerOptions {
   memoryCosts: MemoryCosts;
   /** File builds running at once. */
   maxConcurrentBuilds: number;
+  /** Deliveries (a partition's committed read of one event's worth, and its indexing) running at once, over all partitions. */
+  deliveriesAtOnce: number;
   /** How often idle partitions are looked at (age seals, new records, new tables). */
   pollIntervalMs: number;
   /** Index what is committed now, flush every open range, and stop. */
@@ -52,6 +54,7 @@ export const defaultRunnerOptions: RunnerOptions = {
   memoryBudgetGiven: false,
   memoryCosts: measuredCosts,
   maxConcurrentBuilds: 2,
+  deliveriesAtOnce: defaultDeliveriesAtOnce,
   pollIntervalMs: 500,
   once: false,
   emulator: defaultEmulatorOptions,
@@ -107,6 +110,8 @@ export class LocalRunner {
   private plan: MemoryPlan | null = null;
   /** What the indexers read: `records` of the summary. */
   private readonly reads: ReadLog;
+  /** One delivery indexed, at most `deliveriesAtOnce` at a time. */
+  private readonly deliveries: (delivery: PartitionDelivery) => Promise<DeliveryOutcome[]>;
   /** What `--metrics-port` publishes. */
   private readonly metrics = new RunMetrics();
   /** When each partition was last seen caught up; one never seen so is behind since the run began. */
@@ -126,6 +131,7 @@ export class LocalRunner {
       releaseAfterEvent: false,
       onCommit: (table, _partition, ranges, seconds) => this.metrics.committed(table.name, ranges, seconds),
     };
+    this.deliveries = limitConcurrency(options.deliveriesAtOnce, (delivery: PartitionDelivery) => indexPartitions([delivery], this.runtime));
     this.indexes = new IndexDrivers(engine.catalog, source, this.runtime.owner, log);
     // Every Fetch retried (a leader moved, a broker restarts) is said in the run's log.
     engine.kafka.onRetry ??= log;
@@ -282,7 +288,7 @@ export class LocalRunner {
     try {
       await source.pump(async (delivery) => {
         try {
-          const outcomes = await indexPartitions([delivery], this.runtime);
+          const outcomes = await this.deliveries(delivery);
           for (const outcome of outcomes) {
             this.summary.rangesCommitted += outcome.rangesCommitted;
             this.summary.filesCommitted += outcome.filesCommitted;
@@ -321,10 +327,11 @@ export class LocalRunner {
   private replan(largestFileBytes: number): void {
     const partitions = this.runtime.indexers.size;
     if (partitions === 0 || (this.plan && this.plan.partitions === partitions)) return;
-    let plan = planMemory(this.options.memoryBudgetBytes, partitions, this.options.maxConcurrentBuilds, largestFileBytes, this.options.memoryCosts);
+    const demand = { partitions, builds: this.options.maxConcurrentBuilds, deliveries: this.options.deliveriesAtOnce, largestFileBytes };
+    let plan = planMemory(this.options.memoryBudgetBytes, demand, this.options.memoryCosts);
     if ('problem' in plan && !this.options.memoryBudgetGiven) {
       // No --memory: the default is a starting point, not a limit the user asked for.
-      plan = planMemory(plan.neededBytes, partitions, this.options.maxConcurrentBuilds, largestFileBytes, this.options.memoryCosts);
+      plan = planMemory(plan.neededBytes, demand, this.options.memoryCosts);
     }
     if ('problem' in plan) {
       if (!this.plan) throw new MemoryBudgetError(plan.problem);

@@ -11,6 +11,7 @@ import { tickIdlePartitions } from '../../src/indexer/tick.js';
 import { openTransaction, produce, type ProducedPartition } from '../../src/kafka/produce.js';
 import { highWatermark } from '../../src/kafka/offsets.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
+import { kafkaSource, type CommittedSource } from '../../src/kafka/source.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { growTopic, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
@@ -151,10 +152,40 @@ describe('live indexing against the real broker and Postgres', () => {
       const topic = await newTopic(engine, 2, 'capacity');
       const created = await table(topic, {}, 'json', engine);
       await produce(engine.kafka, topic, Array.from({ length: 40 }, (_, i) => ({ key: null, value: JSON.stringify({ i, pad: 'c'.repeat(200) }), partition: i % 2, timestamp: t0 + i })));
-      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 1000, memoryCosts: { baseBytes: 0, perPartitionBytes: 0, holdFactor: 1, buildFactor: 1, minRangeBytes: 1 }, emulator: { ...defaultRunnerOptions.emulator, batchSize: 4 } }, () => {});
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 1000, memoryCosts: { baseBytes: 0, perDeliveryBytes: 0, perPartitionBytes: 0, holdFactor: 1, buildFactor: 1, minRangeBytes: 1 }, emulator: { ...defaultRunnerOptions.emulator, batchSize: 4 } }, () => {});
       const summary = await runner.run();
       expect(summary.capacitySeals).toBeGreaterThan(0);
       expect(await reasons(created.tableId, engine)).toContain('capacity');
+      await checkTable(engine, await findTable(engine.catalog, created.name));
+    });
+
+    it('run reads at most deliveriesAtOnce partitions at a time, however many it indexes, and indexes every committed record of each', async () => {
+      const engine = await testEngine('deliveries');
+      onTestFinished(() => engine.close());
+      const topic = await newTopic(engine, 6, 'deliveries');
+      const created = await table(topic, {}, 'json', engine);
+      await produce(engine.kafka, topic, Array.from({ length: 120 }, (_, i) => ({ key: null, value: JSON.stringify({ i, pad: 'd'.repeat(100) }), partition: i % 6, timestamp: t0 + i })));
+      const kafka = kafkaSource(engine.kafka);
+      let reading = 0;
+      let most = 0;
+      const watched: CommittedSource = {
+        ...kafka,
+        async *read(...args) {
+          most = Math.max(most, ++reading);
+          try {
+            yield* kafka.read(...args);
+          } finally {
+            reading--;
+          }
+        },
+      };
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, deliveriesAtOnce: 2, emulator: { ...defaultRunnerOptions.emulator, batchSize: 5 } }, () => {}, watched);
+      await runner.run();
+      expect(most).toBe(2);
+      const committed = await readCommittedIndependently(engine.config.kafkaBrokers, Array.from({ length: 6 }, (_, partition) => ({ topic, partition, start: 0n, end: 20n })));
+      const files = await listFiles(engine.catalog, created.tableId);
+      expect([0, 1, 2, 3, 4, 5].map((p) => files.filter((f) => f.partition === p).reduce((n, f) => n + Number(f.recordCount), 0))).toEqual(committed.map((records) => records.length));
+      expect(committed.flat().length).toBe(120);
       await checkTable(engine, await findTable(engine.catalog, created.name));
     });
 
