@@ -168,11 +168,16 @@ describe('live indexing against the real broker and Postgres', () => {
       const kafka = kafkaSource(engine.kafka);
       let reading = 0;
       let most = 0;
+      // The first read waits (up to 2 s) for a second to start: reads of a few records end
+      // in a millisecond, and on a busy machine they would seldom overlap by themselves.
+      let paired = false;
       const watched: CommittedSource = {
         ...kafka,
         async *read(...args) {
           most = Math.max(most, ++reading);
+          if (reading >= 2) paired = true;
           try {
+            for (let waited = 0; !paired && waited < 2000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
             yield* kafka.read(...args);
           } finally {
             reading--;
