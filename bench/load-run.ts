@@ -55,7 +55,7 @@ useProjectPython();
 const { values } = parseArgs({
   options: {
     duration: { type: 'string', default: '10m' },
-    // 256 MiB is refused for 3 partitions: the process needs about 260 MiB before any range (src/local/memory-budget.ts).
+    // 256 MiB is refused for 3 partitions: the process needs about 272 MiB before any range (src/local/memory-budget.ts).
     memory: { type: 'string', default: '512MiB' },
     share: { type: 'string', default: '0.75' },
     calibrate: { type: 'string', default: '30s' },
