@@ -146,12 +146,18 @@ describe('live indexing against the real broker and Postgres', () => {
       expect(await reasons(created.tableId)).toEqual(['flush']);
     });
 
-    it('capacity: the memory budget of the local runner seals the largest open range', async () => {
-      const engine = await testEngine('capacity');
+    /** A catalog of its own (a runner indexes every table it finds), a topic of `partitions`, a JSON table over it, and `records` spread over the partitions. */
+    const runnerTable = async (label: string, partitions: number, records: number, padBytes: number) => {
+      const engine = await testEngine(label);
       onTestFinished(() => engine.close());
-      const topic = await newTopic(engine, 2, 'capacity');
+      const topic = await newTopic(engine, partitions, label);
       const created = await table(topic, {}, 'json', engine);
-      await produce(engine.kafka, topic, Array.from({ length: 40 }, (_, i) => ({ key: null, value: JSON.stringify({ i, pad: 'c'.repeat(200) }), partition: i % 2, timestamp: t0 + i })));
+      await produce(engine.kafka, topic, Array.from({ length: records }, (_, i) => ({ key: null, value: JSON.stringify({ i, pad: 'p'.repeat(padBytes) }), partition: i % partitions, timestamp: t0 + i })));
+      return { engine, topic, created };
+    };
+
+    it('capacity: the memory budget of the local runner seals the largest open range', async () => {
+      const { engine, created } = await runnerTable('capacity', 2, 40, 200);
       const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 1000, memoryCosts: { baseBytes: 0, perDeliveryBytes: 0, perPartitionBytes: 0, holdFactor: 1, buildFactor: 1, minRangeBytes: 1 }, emulator: { ...defaultRunnerOptions.emulator, batchSize: 4 } }, () => {});
       const summary = await runner.run();
       expect(summary.capacitySeals).toBeGreaterThan(0);
@@ -160,11 +166,7 @@ describe('live indexing against the real broker and Postgres', () => {
     });
 
     it('run reads at most deliveriesAtOnce partitions at a time, however many it indexes, and indexes every committed record of each', async () => {
-      const engine = await testEngine('deliveries');
-      onTestFinished(() => engine.close());
-      const topic = await newTopic(engine, 6, 'deliveries');
-      const created = await table(topic, {}, 'json', engine);
-      await produce(engine.kafka, topic, Array.from({ length: 120 }, (_, i) => ({ key: null, value: JSON.stringify({ i, pad: 'd'.repeat(100) }), partition: i % 6, timestamp: t0 + i })));
+      const { engine, topic, created } = await runnerTable('deliveries', 6, 120, 100);
       const kafka = kafkaSource(engine.kafka);
       let reading = 0;
       let most = 0;
