@@ -11,8 +11,8 @@ import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../table/record.js';
 import { compressionOf } from '../table/settings.js';
 import {
-  buildDataFile, bytesOfRange, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError,
-  type Column, type ColumnArrays, type DataFile, type EncodedFile, type EncodeOptions,
+  buildDataFile, bytesOfRange, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
+  type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
@@ -36,7 +36,7 @@ export function fileRows(table: TableRecord, schema: TableSchema, partition: num
   if (isRegistryFormat(table.format)) {
     // `decodedOnly`: a rebuild of some columns of a file without error rows (TableDecoder.decode)
     const decoded = tableDecoder(table.format, schema).decode(records, decodedOnly);
-    return prepareDecoded(schema.columns, { ...(data as Record<string, unknown[]>), ...decoded }, records);
+    return prepareDecoded(schema.columns, { ...data, ...decoded }, records);
   }
   return prepare(schema.columns, data);
 }
@@ -110,7 +110,7 @@ function chosenDecoded(table: TableRecord, schema: TableSchema, partition: numbe
   if (!isRegistryFormat(table.format)) return undefined;
   const decoded = tableDecoder(table.format, schema).decode(records, only);
   try {
-    return prepare(chosen, { ...(kafkaColumnArrays(partition, records, table.format, { only }) as Record<string, unknown[]>), ...decoded });
+    return prepare(chosen, { ...kafkaColumnArrays(partition, records, table.format, { only }), ...decoded });
   } catch (error) {
     if (error instanceof ValueError) return undefined;
     throw error;
@@ -130,7 +130,7 @@ export function buildFile(table: TableRecord, schema: TableSchema, partition: nu
  * touched, and which fail depends on nothing but the records and the schema, so a
  * rebuild makes the same rows.
  */
-export function prepareDecoded(columns: readonly Column[], data: Record<string, unknown[]>, records: readonly KafkaRecord[]): PreparedData {
+export function prepareDecoded(columns: readonly Column[], data: Record<string, ArrayLike<unknown> | ColumnVector>, records: readonly KafkaRecord[]): PreparedData {
   try {
     return prepare(columns, data);
   } catch (error) {
@@ -144,19 +144,21 @@ export function prepareDecoded(columns: readonly Column[], data: Record<string, 
       if (!problem) break;
       if (attempt === 2 || kafka.has(problem.column)) throw problem;
       const side = problem.column === KEY_COLUMN ? 'key' : 'value';
-      for (const name of side === 'key' ? [KEY_COLUMN] : valueColumns) data[name]![row] = null;
-      if (side === 'value') data._value![row] = records[row]!.value;
+      // the decoded columns, `_value` and `_error` are the decoder's arrays (the record columns are checked to fit above)
+      const decoded = data as Record<string, unknown[]>;
+      for (const name of side === 'key' ? [KEY_COLUMN] : valueColumns) decoded[name]![row] = null;
+      if (side === 'value') decoded._value![row] = records[row]!.value;
       const text = `${side}: column ${problem.path} cannot hold the decoded value (it must be ${problem.expected})`;
-      data._error![row] = data._error![row] ? `${data._error![row] as string}; ${text}` : text;
+      decoded._error![row] = decoded._error![row] ? `${decoded._error![row] as string}; ${text}` : text;
     }
   }
   return prepare(columns, data);
 }
 
 /** Why one row's values do not fit the columns, if they do not. */
-function refusal(columns: readonly Column[], data: Record<string, unknown[]>, row: number): ValueError | undefined {
+function refusal(columns: readonly Column[], data: Record<string, ArrayLike<unknown> | ColumnVector>, row: number): ValueError | undefined {
   try {
-    prepare(columns, Object.fromEntries(columns.map((c) => [c.name, [data[c.name]![row]]])));
+    prepare(columns, Object.fromEntries(columns.map((c) => [c.name, [valueAt(data[c.name]!, row)]])));
     return undefined;
   } catch (error) {
     if (error instanceof ValueError) return error;

@@ -13,7 +13,7 @@
  */
 import type { TableFormat } from '../table/settings.js';
 import type { Column, ColumnType, ScalarType } from '../parquet/schema.js';
-import type { PreparedData } from '../parquet/values.js';
+import { columnValues, type PreparedData } from '../parquet/values.js';
 import { ownValue } from '../common/objects.js';
 import { IndexDefinitionError, indexColumnText, type IndexColumn, type IndexKind } from './definition.js';
 import { jsonFieldReader, unknownText } from './json-field.js';
@@ -106,7 +106,7 @@ export function resolveIndexColumn(columns: readonly Column[], format: TableForm
     const at = columns.findIndex((c) => c.name === '_headers');
     return {
       column, keyType: 'binary', type: { kind: 'binary' }, typeText: 'blob',
-      values: (data) => (data.arrays[at] as { key: Uint8Array; value: Uint8Array | null }[][]).map((headers) => firstHeader(headers, name)),
+      values: (data) => (columnValues(data.arrays[at]!) as { key: Uint8Array; value: Uint8Array | null }[][]).map((headers) => firstHeader(headers, name)),
     };
   }
   if (column.kind === 'json') {
@@ -118,7 +118,7 @@ export function resolveIndexColumn(columns: readonly Column[], format: TableForm
     const field = jsonFieldReader(column.path);
     return {
       column, keyType: 'string', type: { kind: 'string' }, typeText: 'varchar',
-      values: (data) => (data.arrays[at] as (Uint8Array | null)[]).map((json) => (json === null ? null : field(json))),
+      values: (data) => (columnValues(data.arrays[at]!) as (Uint8Array | null)[]).map((json) => (json === null ? null : field(json))),
     };
   }
   const [top, ...rest] = column.path;
@@ -144,7 +144,7 @@ export function resolveIndexColumn(columns: readonly Column[], format: TableForm
   return {
     column, keyType, type: scalar, typeText: typeText(scalar),
     values: (data) => {
-      const top = data.arrays[at]!;
+      const top = columnValues(data.arrays[at]!);
       if (rest.length === 0) return top.map((value) => scalarValue(keyType, value));
       return top.map((value) => {
         let v: unknown = value;

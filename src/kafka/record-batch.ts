@@ -37,12 +37,14 @@
  * A Fetch response may end inside a batch (the broker cuts at the byte limit): that
  * partial batch is dropped, as Kafka's clients drop it, and fetched again from its offset.
  */
-import { gunzipSync, zstdDecompressSync } from 'node:zlib';
+// a namespace: zstd came in Node 22.15, and the encoder (which imports recordColumns from here) is also run under older Nodes
+import * as zlib from 'node:zlib';
 import { decompressFrameSync as lz4FrameDecompress, uncompressSync as lz4BlockDecompress } from 'lz4-napi';
 import { uncompressSync as snappyUncompress } from 'snappy';
 import { crc32c } from './crc32c.js';
 import { CorruptRecordBatchError } from './errors.js';
-import type { KafkaRecord } from './record.js';
+import { isUtf8 } from 'node:buffer';
+import type { ByteSpanColumn, KafkaRecord, RecordColumns } from './record.js';
 
 /** Where a batch comes from, for errors. */
 export interface BatchSource {
@@ -184,10 +186,10 @@ export function batchRecordBytes(batch: RecordBatch, source: BatchSource): Buffe
   if (codec === 0) return batch.data;
   try {
     switch (codec) {
-      case 1: return gunzipSync(batch.data);
+      case 1: return zlib.gunzipSync(batch.data);
       case 2: return snappyDecompress(batch.data);
       case 3: return lz4Decompress(batch.data);
-      case 4: return zstdDecompressSync(batch.data);
+      case 4: return zlib.zstdDecompressSync(batch.data);
     }
   } catch (error) {
     if (error instanceof CorruptRecordBatchError) throw error;
@@ -416,16 +418,17 @@ interface BatchPlace {
  * new views into the same bytes, so nothing that reads a record holds more than it uses.
  */
 class RecordView implements BatchRecord {
+  // read by recordColumns too, which turns many records into columns without their getters
   constructor(
-    private readonly place: BatchPlace,
-    private readonly offsetDelta: number,
-    private readonly timestampDelta: number,
-    private readonly keyAt: number,
-    private readonly keyLength: number,
-    private readonly valueAt: number,
-    private readonly valueLength: number,
-    private readonly headersAt: number,
-    private readonly headerCount: number,
+    readonly place: BatchPlace,
+    readonly offsetDelta: number,
+    readonly timestampDelta: number,
+    readonly keyAt: number,
+    readonly keyLength: number,
+    readonly valueAt: number,
+    readonly valueLength: number,
+    readonly headersAt: number,
+    readonly headerCount: number,
     /** Key + value + header name and value bytes (`recordBytes`). */
     readonly byteSize: number,
   ) {}
@@ -501,6 +504,136 @@ function headerName(data: Buffer, at: number, length: number, position: number):
   const name = data.toString('utf8', at, at + length);
   keptNames[position] = { bytes: Uint8Array.prototype.slice.call(data, at, at + length), name };
   return name;
+}
+
+/**
+ * Records as columns (record.ts): a committed read's records give the places they already
+ * have in their batches' bytes, with no key, value or header object made; any other
+ * records (an MSK event's, a build worker's) give their own arrays as the places.
+ */
+export function recordColumns(records: readonly KafkaRecord[]): RecordColumns {
+  const n = records.length;
+  let headerTotal = 0;
+  for (let i = 0; i < n; i++) {
+    const record = records[i]!;
+    headerTotal += record instanceof RecordView ? record.headerCount : record.headers.length;
+  }
+  const columns: RecordColumns = {
+    count: n,
+    offsets: new Float64Array(n),
+    timestamps: new Float64Array(n),
+    key: spanColumn(n),
+    value: spanColumn(n),
+    headerStarts: new Int32Array(n + 1),
+    headerNames: spanColumn(headerTotal),
+    headerValues: spanColumn(headerTotal),
+  };
+  const names = new Map<string, number>();
+  // the source index of the last view's bytes in each column (a column's sources grow apart when other records come between)
+  let lastData: Uint8Array | null = null;
+  const at = { key: 0, value: 0, names: 0, values: 0 };
+  let header = 0;
+  for (let i = 0; i < n; i++) {
+    const record = records[i]!;
+    columns.headerStarts[i] = header;
+    if (record instanceof RecordView) {
+      const { place } = record;
+      if (place.data !== lastData) {
+        lastData = place.data;
+        at.key = columns.key.sources.push(place.data) - 1;
+        at.value = columns.value.sources.push(place.data) - 1;
+        at.values = columns.headerValues.sources.push(place.data) - 1;
+        at.names = columns.headerNames ? columns.headerNames.sources.push(place.data) - 1 : 0;
+      }
+      if (columns.offsets) columns.offsets[i] = place.baseOffset + record.offsetDelta;
+      columns.timestamps[i] = place.baseTimestamp + record.timestampDelta;
+      setSpan(columns.key, i, at.key, record.keyAt, record.keyLength);
+      setSpan(columns.value, i, at.value, record.valueAt, record.valueLength);
+      if (record.headerCount > 0) header = viewHeaders(columns, record, at.names, at.values, header);
+      continue;
+    }
+    lastData = null; // the next view's bytes are a source again
+    const offset = record.offset;
+    if (columns.offsets && offset <= MAX_SAFE && offset >= -MAX_SAFE) columns.offsets[i] = Number(offset);
+    else columns.offsets = null;
+    columns.timestamps[i] = record.timestamp;
+    ownSpan(columns.key, i, record.key);
+    ownSpan(columns.value, i, record.value);
+    for (const [name, value] of record.headers) {
+      ownSpan(columns.headerValues, header, value);
+      if (columns.headerNames) {
+        let source = names.get(name);
+        if (source === undefined && name.isWellFormed()) names.set(name, (source = columns.headerNames.sources.push(utf8.encode(name)) - 1));
+        if (source === undefined) columns.headerNames = null;
+        else setSpan(columns.headerNames, header, source, 0, columns.headerNames.sources[source]!.length);
+      }
+      header++;
+    }
+  }
+  columns.headerStarts[n] = header;
+  return columns;
+}
+
+const utf8 = new TextEncoder();
+
+function spanColumn(n: number): ByteSpanColumn {
+  return { sources: [], source: new Int32Array(n), starts: new Int32Array(n), lengths: new Int32Array(n) };
+}
+
+function setSpan(column: ByteSpanColumn, i: number, source: number, start: number, length: number): void {
+  column.source[i] = source;
+  column.starts[i] = start;
+  column.lengths[i] = length < 0 ? -1 : length;
+}
+
+function ownSpan(column: ByteSpanColumn, i: number, bytes: Uint8Array | null): void {
+  if (bytes === null) setSpan(column, i, 0, 0, -1);
+  else setSpan(column, i, column.sources.push(bytes) - 1, 0, bytes.length);
+}
+
+/** A view's headers as places (checked when its batch was decoded: read again without the checks); returns the next header entry. */
+function viewHeaders(columns: RecordColumns, record: RecordView, nameSource: number, valueSource: number, header: number): number {
+  const data = record.place.data;
+  bytes = data;
+  p = record.headersAt;
+  try {
+    for (let h = 0; h < record.headerCount; h++, header++) {
+      const nameLength = varint();
+      const nameAt = p;
+      if (nameLength > 0) p += nameLength;
+      const valueLength = varint();
+      setSpan(columns.headerValues, header, valueSource, p, valueLength);
+      if (valueLength > 0) p += valueLength;
+      if (columns.headerNames === null) continue;
+      // a name that is not UTF-8 is read as text with U+FFFD in its place (`headers`): the records' own headers say it
+      if (nameLength > 0 && !validName(data, nameAt, nameLength, h)) columns.headerNames = null;
+      else setSpan(columns.headerNames, header, nameSource, nameAt, nameLength > 0 ? nameLength : 0);
+    }
+  } finally {
+    bytes = EMPTY;
+  }
+  return header;
+}
+
+/** Whether a header name's bytes are UTF-8; the bytes last found so at each position are kept (names repeat record after record). */
+const keptValidNames: Uint8Array[] = [];
+
+function validName(data: Uint8Array, at: number, length: number, position: number): boolean {
+  const kept = position < keptPositions ? keptValidNames[position] : undefined;
+  if (kept && kept.length === length) {
+    let same = true;
+    for (let i = 0; i < length; i++) {
+      if (kept[i] !== data[at + i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return true;
+  }
+  const name = data.subarray(at, at + length);
+  if (!isUtf8(name)) return false;
+  if (position < keptPositions && length <= keptNameBytes) keptValidNames[position] = Uint8Array.prototype.slice.call(name);
+  return true;
 }
 
 function recordError(source: BatchSource, batch: RecordBatch, index: number, at: number, what: string): CorruptRecordBatchError {

@@ -19,3 +19,32 @@ export function recordBytes(record: KafkaRecord): number {
   for (const [name, value] of record.headers) bytes += Buffer.byteLength(name, 'utf8') + (value?.byteLength ?? 0);
   return bytes;
 }
+
+/**
+ * Records as columns: every field of record i at index i of a flat array, and keys,
+ * values, header names and header values as positions in bytes the records already lie
+ * in (a batch's decompressed records), so that encoding them makes no object or Buffer
+ * per record (issue 27). A length of -1 is null. `recordColumns` (record-batch.ts) makes
+ * them from any records.
+ */
+export interface RecordColumns {
+  count: number;
+  /** Offsets as numbers, or null when one lies beyond 2^53 (then read `offset` of the records). */
+  offsets: Float64Array | null;
+  timestamps: Float64Array;
+  key: ByteSpanColumn;
+  value: ByteSpanColumn;
+  /** Record i's headers are entries [headerStarts[i], headerStarts[i + 1]) of `headerNames` and `headerValues`. */
+  headerStarts: Int32Array;
+  /** UTF-8 names (never null; an empty name is empty), or null when a name is not well-formed text (a lone surrogate): the records' own headers then. */
+  headerNames: ByteSpanColumn | null;
+  headerValues: ByteSpanColumn;
+}
+
+/** Byte strings as places in shared bytes: entry i is `sources[source[i]]` from `starts[i]`, `lengths[i]` long (-1: null). */
+export interface ByteSpanColumn {
+  sources: Uint8Array[];
+  source: Int32Array;
+  starts: Int32Array;
+  lengths: Int32Array;
+}

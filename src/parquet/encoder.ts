@@ -48,7 +48,7 @@ import { compressSync as snappyCompressSync } from 'snappy';
 import { ChunkedWriter } from './chunked-writer.js';
 import { parquetFooter } from './footer.js';
 import { type Column, leaves, parquetSchema } from './schema.js';
-import { prepare, type PreparedData, type RowData } from './values.js';
+import { prepare, type PreparedData, type RowData, withArrays } from './values.js';
 import { type ColumnStatistics, writtenStatistics } from './statistics.js';
 import { assembleParquet, encodeRowGroups, joinParts, type WriterSettings } from './writer.js';
 
@@ -128,11 +128,12 @@ export function hyparquetEncoder(settings: HyparquetSettings): Encoder {
   const plain = new Set(settings.plainColumns);
   return {
     version,
-    encode(data, options) {
+    encode(given, options) {
+      const data = withArrays(given);
       const rowGroupRows = checkedRowGroupRows(options);
       const columnData: ColumnSource[] = data.columns.map((column, i) => ({
         name: column.name,
-        data: data.arrays[i]!,
+        data: data.arrays[i] as unknown[], // withArrays: every column an array
         // hyparquet-writer's dictionary keys values with a Map, for which -0 and +0 are one
         // key: whichever comes first would be written for both. PLAIN keeps each as given.
         ...(hasFloatingLeaf(column) || plain.has(column.name) ? { encoding: 'PLAIN' as const } : {}),
@@ -260,7 +261,9 @@ export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
   const { version } = settings;
   return {
     version,
-    encode(data, options) {
+    encode(given, options) {
+      // v2 raised bounds inside Buffer values: it is given them as arrays, as when it was written
+      const data = settings.boundsRaisedInPlace ? withArrays(given) : given;
       const rowGroupRows = checkedRowGroupRows(options);
       const groups = encodeRowGroups(data, rowGroupRows, settings);
       const parts = assembleParquet(data, groups, {

@@ -13,7 +13,6 @@
  * test/unit/parquet.json-validator.test.ts holds the validator to JSON.parse and to
  * Python's json module.
  */
-import { isUtf8 } from 'node:buffer';
 
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -21,6 +20,11 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 export function jsonValueError(value: Uint8Array): string | null {
   // jsonValueReason decides too: a value the fast check refused that JSON.parse took would be valid
   return isJsonText(value) ? null : jsonValueReason(value);
+}
+
+/** `jsonValueError` of bytes [start, start + length) of `bytes`: a view is made only for a value that is not JSON. */
+export function jsonSpanError(bytes: Uint8Array, start: number, length: number): string | null {
+  return isJsonText(bytes, start, start + length) ? null : jsonValueReason(bytes.subarray(start, start + length));
 }
 
 /**
@@ -44,11 +48,13 @@ export function jsonValueReason(value: Uint8Array): string | null {
   }
 }
 
-// Byte classes. In a string body: 0 any byte that stands for itself (non-ASCII bytes
-// included: the whole value is checked to be UTF-8 first), 1 the closing quote,
-// 2 a backslash, 3 a control character (U+0000 to U+001F must be escaped).
+// Byte classes. In a string body: 0 an ASCII byte that stands for itself, 1 the closing
+// quote, 2 a backslash, 3 a control character (U+0000 to U+001F must be escaped), 4 the
+// first byte of a UTF-8 sequence, checked there (outside strings JSON is ASCII: the
+// grammar refuses any other byte).
 const IN_STRING = new Uint8Array(256);
 IN_STRING.fill(3, 0, 0x20);
+IN_STRING.fill(4, 0x80, 0x100);
 IN_STRING[0x22] = 1;
 IN_STRING[0x5c] = 2;
 // JSON whitespace: space, tab, line feed, carriage return; nothing else (no BOM, no NBSP)
@@ -66,9 +72,10 @@ const IN_OBJECT = 1;
 let openKept = new Uint8Array(64);
 
 /**
- * Whether `b` is one JSON text (RFC 8259) in UTF-8: well-formed UTF-8 throughout
- * (no overlong forms, surrogates or code points above U+10FFFF, checked by Node's
- * simdutf-backed `isUtf8`), then exactly the JSON grammar over the bytes — whitespace
+ * Whether bytes [from, to) of `b` are one JSON text (RFC 8259) in UTF-8: well-formed
+ * UTF-8 throughout (no overlong forms, surrogates or code points above U+10FFFF; only
+ * strings can hold bytes above 0x7F, and each sequence is checked where it stands, so
+ * the bytes need no view of their own), and exactly the JSON grammar over the bytes — whitespace
  * only space, tab, LF and CR; strings without raw control characters and with only the
  * escapes \" \\ \/ \b \f \n \r \t \uXXXX (any four hex digits: an escaped lone surrogate
  * is JSON text, and JSON.parse takes it); numbers `-? (0 | [1-9][0-9]*) (.[0-9]+)?
@@ -76,10 +83,9 @@ let openKept = new Uint8Array(64);
  * A leading byte order mark is not JSON text. Iterative: containers are counted in
  * `open`, so nesting depth is bounded by memory, not by the call stack.
  */
-export function isJsonText(b: Uint8Array): boolean {
-  if (!isUtf8(b)) return false;
-  const n = b.length;
-  let i = 0;
+export function isJsonText(b: Uint8Array, from = 0, to = b.length): boolean {
+  const n = to;
+  let i = from;
   let depth = 0;
   let open = openKept;
   value: for (;;) {
@@ -170,6 +176,11 @@ function stringEnd(b: Uint8Array, i: number, n: number): number {
     while (i < n && (k = kind[b[i]!]!) === 0) i++;
     if (i >= n) return -1;
     if (k === 1) return i + 1;
+    if (k === 4) {
+      i = utf8SequenceEnd(b, i, n);
+      if (i < 0) return -1;
+      continue;
+    }
     if (k !== 2 || i + 1 >= n) return -1; // a control character, or a backslash at the end
     const e = b[i + 1]!;
     if (e === 0x75) {
@@ -203,6 +214,18 @@ function numberEnd(b: Uint8Array, i: number, n: number): number {
     if (i === start) return -1;
   }
   return i;
+}
+
+/** The index after the well-formed UTF-8 sequence of two to four bytes that starts at i, or -1. */
+function utf8SequenceEnd(b: Uint8Array, i: number, n: number): number {
+  const c = b[i]!;
+  const length = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (length === 0 || i + length > n) return -1;
+  // second-byte limits exclude overlongs, surrogates and code points above U+10FFFF
+  const second = b[i + 1]!;
+  if (second < (c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80) || second > (c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf)) return -1;
+  for (let k = 2; k < length; k++) if ((b[i + k]! & 0xc0) !== 0x80) return -1;
+  return i + length;
 }
 
 /** Index of the first byte that does not start or continue a well-formed UTF-8 sequence. */

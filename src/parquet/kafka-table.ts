@@ -10,11 +10,12 @@
  * of its leaves `_headers.list.element.key` / `.value`. A record without headers has
  * an empty list, never null.
  */
-import type { KafkaRecord } from '../kafka/record.js';
+import type { ByteSpanColumn, KafkaRecord } from '../kafka/record.js';
+import { recordColumns } from '../kafka/record-batch.js';
 import type { TableFormat } from '../table/settings.js';
-import { jsonValueError } from './json-text.js';
+import { jsonSpanError } from './json-text.js';
 import type { Column, ColumnType } from './schema.js';
-import { alreadyNormalized, type ColumnArrays } from './values.js';
+import { ByteSpans, type ColumnArrays, type ColumnVector, KeyValueLists, SafeInt64s } from './values.js';
 
 export const headersType: ColumnType = {
   kind: 'list',
@@ -62,59 +63,65 @@ export interface ColumnArrayOptions {
 }
 
 /**
- * Column arrays for `kafkaTableColumns(format)` from one partition's records. A null
- * value (a tombstone) is not an error: `_value` and `_error` are both null.
+ * Columns for `kafkaTableColumns(format)` from one partition's records, made from the
+ * records as columns (`recordColumns`): keys, values and headers as places in the bytes
+ * the records lie in, offsets and timestamps as numbers, so that nothing is made per
+ * record (issue 27). A null value (a tombstone) is not an error: `_value` and `_error`
+ * are both null. A json value that is not JSON leaves `_value` null and `_error` its
+ * reason.
  */
 export function kafkaColumnArrays(partition: number, records: readonly KafkaRecord[], format: TableFormat, options: ColumnArrayOptions = {}): ColumnArrays {
   const n = records.length;
   const wants = (name: string) => options.only === undefined || options.only.has(name);
-  const arrays: Record<string, unknown[]> = {};
+  const columns = recordColumns(records);
+  const arrays: Record<string, ArrayLike<unknown> | ColumnVector> = {};
   if (wants('_partition')) arrays._partition = new Array<number>(n).fill(partition);
-  if (wants('_offset')) arrays._offset = records.map((r) => r.offset);
-  if (wants('_timestamp')) arrays._timestamp = records.map((r) => r.timestamp);
-  if (wants('_key')) arrays._key = records.map((r) => r.key);
-  if (wants('_headers')) arrays._headers = headerLists(records);
+  if (wants('_offset')) arrays._offset = columns.offsets ? new SafeInt64s(columns.offsets) : records.map((r) => r.offset);
+  if (wants('_timestamp')) arrays._timestamp = new SafeInt64s(columns.timestamps);
+  if (wants('_key')) arrays._key = byteSpans(columns.key);
+  if (wants('_headers')) {
+    arrays._headers = columns.headerNames
+      ? new KeyValueLists(columns.headerStarts, byteSpans(columns.headerNames), byteSpans(columns.headerValues))
+      : headerLists(records);
+  }
   const checked = format === 'json' && !options.valuesAreJson;
   if (!checked) {
-    if (wants('_value')) arrays._value = records.map((r) => r.value);
+    if (wants('_value')) arrays._value = byteSpans(columns.value);
     if (format === 'json' && wants('_error')) arrays._error = new Array<string | null>(n).fill(null);
     return arrays;
   }
   if (!wants('_value') && !wants('_error')) return arrays;
-  const values = new Array<Uint8Array | null>(n);
-  const errors = new Array<string | null>(n);
+  const { sources, source, starts } = columns.value;
+  const lengths = new Int32Array(columns.value.lengths);
+  const errors = new Array<string | null>(n).fill(null);
   for (let i = 0; i < n; i++) {
-    const value = records[i]!.value;
-    const error = value === null ? null : jsonValueError(value);
-    values[i] = error === null ? value : null;
+    if (lengths[i]! < 0) continue;
+    const error = jsonSpanError(sources[source[i]!]!, starts[i]!, lengths[i]!);
+    if (error === null) continue;
     errors[i] = error;
+    lengths[i] = -1;
   }
-  if (wants('_value')) arrays._value = values;
+  if (wants('_value')) arrays._value = new ByteSpans(sources, source, starts, lengths);
   if (wants('_error')) arrays._error = errors;
   return arrays;
+}
+
+function byteSpans(column: ByteSpanColumn): ByteSpans {
+  return new ByteSpans(column.sources, column.source, column.starts, column.lengths);
 }
 
 const utf8 = new TextEncoder();
 
 /**
- * Every record's headers as `_headers` values, normalized as `prepare` would make them
- * (each key its UTF-8 bytes, made once per distinct name and shared: header names repeat
- * record after record). A name that is not well-formed text (a lone surrogate, which no
- * UTF-8 decode makes) leaves the lists to `prepare`, which refuses it in its words.
+ * Every record's headers as `_headers` values, for records whose header names are not all
+ * well-formed text (a lone surrogate, which no UTF-8 decode makes): `prepare` refuses them
+ * in its words. The names that are, as their UTF-8 bytes, made once per distinct name.
  */
 function headerLists(records: readonly KafkaRecord[]): { key: Uint8Array | string; value: Uint8Array | null }[][] {
   const keys = new Map<string, Uint8Array>();
-  let normalized = true;
-  const lists = records.map((r) => r.headers.map(([name, value]) => {
+  return records.map((r) => r.headers.map(([name, value]) => {
     let key: Uint8Array | string | undefined = keys.get(name);
-    if (key === undefined) {
-      if (name.isWellFormed()) keys.set(name, (key = utf8.encode(name)));
-      else {
-        normalized = false;
-        key = name;
-      }
-    }
+    if (key === undefined) key = name.isWellFormed() ? keys.set(name, utf8.encode(name)).get(name)! : name;
     return { key, value };
   }));
-  return normalized ? alreadyNormalized(lists, headersType) : lists;
 }

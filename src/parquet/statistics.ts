@@ -23,7 +23,7 @@
  */
 import { type Column, type ColumnType, leafCount, leaves, type ScalarKind, type ScalarType } from './schema.js';
 import { compareBytes, compareFloats, statText } from './stat-text.js';
-import { prepare, type RowData } from './values.js';
+import { columnValues, prepare, type RowData } from './values.js';
 import type { ChunkMeta } from './writer.js';
 
 export interface ColumnStatistics {
@@ -167,7 +167,7 @@ export function columnStatistics(columns: readonly Column[], data: RowData): Col
   const accs = leaves(columns).map((leaf) => new Accumulator(leaf.path.join('.'), leaf.type));
   let at = 0;
   prepared.columns.forEach((column, c) => {
-    const values = prepared.arrays[c]!;
+    const values = columnValues(prepared.arrays[c]!);
     if (column.type.kind === 'list' || column.type.kind === 'struct') {
       const feed = feeder(column.type, accs, at);
       for (const value of values) feed(value);

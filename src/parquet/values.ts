@@ -19,20 +19,123 @@
  *   list             array of element values;  struct  object keyed by field name
  * Normalized: int64/timestamp/decimal → bigint, string/json → Uint8Array.
  */
-import { type Column, type ColumnType, type FieldType, sameColumns, sameType, type ScalarType, validateColumns } from './schema.js';
+import { type Column, type ColumnType, type FieldType, sameColumns, type ScalarType, validateColumns } from './schema.js';
 import { ownValue, setOwn } from '../common/objects.js';
 
 export type Row = Readonly<Record<string, unknown>>;
-export type ColumnArrays = Readonly<Record<string, ArrayLike<unknown>>>;
+export type ColumnArrays = Readonly<Record<string, ArrayLike<unknown> | ColumnVector>>;
 export type RowData = readonly Row[] | ColumnArrays | PreparedData;
 
-/** Column arrays already normalized for `columns`; build once, encode and take statistics from it. */
+/**
+ * Column arrays already normalized for `columns`; build once, encode and take statistics
+ * from it. A column is an array of values, or a vector that holds them without an object
+ * per value (the Kafka columns of a committed read's records): `columnValues` gives any
+ * column as an array, for code that wants one.
+ */
 export class PreparedData {
   constructor(
     readonly columns: readonly Column[],
-    readonly arrays: readonly unknown[][],
+    readonly arrays: readonly (unknown[] | ColumnVector)[],
     readonly rowCount: number,
   ) {}
+}
+
+/**
+ * Byte strings (binary, or UTF-8 for string and json columns) as places in bytes they
+ * already lie in: value i is `sources[source[i]]` from `starts[i]`, `lengths[i]` bytes
+ * long, -1 for null. The writer copies them from there, so a column of a million values
+ * is four arrays, not a million views.
+ */
+export class ByteSpans {
+  readonly length: number;
+  constructor(
+    readonly sources: readonly Uint8Array[],
+    readonly source: Int32Array,
+    readonly starts: Int32Array,
+    readonly lengths: Int32Array,
+  ) {
+    this.length = starts.length;
+  }
+
+  /** Value i as a view (null for null). */
+  at(i: number): Uint8Array | null {
+    const length = this.lengths[i]!;
+    if (length < 0) return null;
+    const start = this.starts[i]!;
+    return this.sources[this.source[i]!]!.subarray(start, start + length);
+  }
+}
+
+/** int64 or timestamp values that are safe integers, as numbers: no bigint per value. */
+export class SafeInt64s {
+  readonly length: number;
+  constructor(readonly numbers: Float64Array) {
+    this.length = numbers.length;
+  }
+
+  at(i: number): bigint {
+    return BigInt(this.numbers[i]!);
+  }
+}
+
+/**
+ * A non-null list of non-null {key: string, value: binary nullable} structs per row (Kafka
+ * headers): row i's entries are [starts[i], starts[i + 1]) of `keys` and `values`.
+ */
+export class KeyValueLists {
+  readonly length: number;
+  constructor(
+    readonly starts: Int32Array,
+    readonly keys: ByteSpans,
+    readonly values: ByteSpans,
+  ) {
+    this.length = starts.length - 1;
+  }
+
+  at(i: number): { key: Uint8Array; value: Uint8Array | null }[] {
+    const list: { key: Uint8Array; value: Uint8Array | null }[] = [];
+    for (let e = this.starts[i]!; e < this.starts[i + 1]!; e++) list.push({ key: this.keys.at(e)!, value: this.values.at(e) });
+    return list;
+  }
+}
+
+export type ColumnVector = ByteSpans | SafeInt64s | KeyValueLists;
+
+export function isColumnVector(values: unknown): values is ColumnVector {
+  return values instanceof ByteSpans || values instanceof SafeInt64s || values instanceof KeyValueLists;
+}
+
+/** A column's values as an array (a vector's made now). */
+export function columnValues(values: ArrayLike<unknown> | ColumnVector): readonly unknown[] {
+  if (!isColumnVector(values)) return values as readonly unknown[];
+  const out = new Array<unknown>(values.length);
+  for (let i = 0; i < values.length; i++) out[i] = values.at(i);
+  return out;
+}
+
+/** Value i of a column, whatever holds it. */
+export function valueAt(values: ArrayLike<unknown> | ColumnVector, i: number): unknown {
+  return isColumnVector(values) ? values.at(i) : values[i];
+}
+
+/** The data with every column an array: for encoders written before vectors (their bytes stay theirs). */
+export function withArrays(data: PreparedData): PreparedData {
+  if (!data.arrays.some(isColumnVector)) return data;
+  return new PreparedData(data.columns, data.arrays.map((values) => columnValues(values) as unknown[]), data.rowCount);
+}
+
+/** Whether a vector holds values of the column's type as `prepare` would make them. */
+function vectorFits(column: Column, vector: ColumnVector): boolean {
+  const { type } = column;
+  if (vector instanceof SafeInt64s) return type.kind === 'int64' || type.kind === 'timestamp';
+  if (vector instanceof ByteSpans) {
+    if (type.kind !== 'binary' && type.kind !== 'string' && type.kind !== 'json') return false;
+    return column.nullable || !vector.lengths.some((length) => length < 0);
+  }
+  if (type.kind !== 'list' || type.element.nullable || type.element.type.kind !== 'struct') return false;
+  const [key, value, ...rest] = type.element.type.fields;
+  return rest.length === 0 && key?.name === 'key' && !key.nullable && key.type.kind === 'string' && value?.name === 'value' && value.type.kind === 'binary'
+    && (value.nullable || !vector.values.lengths.some((length) => length < 0));
 }
 
 const utf8 = new TextEncoder();
@@ -45,20 +148,6 @@ export class ValueError extends Error {
     super(`${path} (row ${row}) must be ${expected}, got ${got}`);
   }
 }
-/**
- * Column arrays their maker built already normalized for a type, which `prepare` then
- * takes as they are: the Kafka columns' headers (kafka-table.ts) come out of the records
- * in the normalized form, so normalizing them again was a new list, struct and key bytes
- * per header per row for nothing.
- */
-const normalizedFor = new WeakMap<readonly unknown[], ColumnType>();
-
-/** Marks `values` as normalized for `type` (a non-nullable column's values, none null). */
-export function alreadyNormalized<T extends readonly unknown[]>(values: T, type: ColumnType): T {
-  normalizedFor.set(values, type);
-  return values;
-}
-
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
@@ -82,9 +171,11 @@ export function prepare(columns: readonly Column[], data: RowData): PreparedData
         throw new Error(`column ${column.name} has ${source.length} values, other columns have ${rowCount}`);
       }
     }
+    if (isColumnVector(source)) {
+      if (!vectorFits(column, source)) throw new Error(`column ${column.name} (${column.type.kind}) cannot take the values given as ${source.constructor.name}`);
+      return source;
+    }
     const n = rows ? rows.length : source!.length;
-    const marked = source && Array.isArray(source) ? normalizedFor.get(source) : undefined;
-    if (marked && !column.nullable && sameType(marked, column.type)) return source as unknown[];
     const values = new Array<unknown>(n);
     const normalize = fieldNormalizer(column, column.name);
     try {

@@ -28,7 +28,7 @@ import type { SchemaElement } from 'hyparquet-writer';
 import { type Column, type FieldType, isScalar, leafCount, leaves, parquetSchema, type ScalarType } from './schema.js';
 import { compareBytes, compareFloats } from './stat-text.js';
 import { CompactType, CompactWriter } from './thrift.js';
-import type { PreparedData } from './values.js';
+import { ByteSpans, KeyValueLists, type PreparedData, SafeInt64s } from './values.js';
 import { PARQUET_MAGIC } from './footer.js';
 
 export type Codec = 'UNCOMPRESSED' | 'SNAPPY' | 'LZ4_RAW';
@@ -91,7 +91,8 @@ interface LeafPlan {
 /** One row group's entries of a leaf: levels, and the value of each entry that has one. */
 interface LeafChunk {
   count: number;
-  values: ArrayLike<unknown>;
+  /** An array, or a vector of byte spans or safe-integer int64s (values.ts): its values are written from where they lie. */
+  values: ArrayLike<unknown> | ByteSpans | SafeInt64s;
   /** Entry i's value is values[offset + i]; null or undefined where it has none. */
   offset: number;
   def: Uint8Array | null;
@@ -186,9 +187,10 @@ export function encodeRowGroup(data: PreparedData, start: number, end: number, s
   const chunks: ChunkMeta[] = [];
   data.columns.forEach((column, c) => {
     const own = plans.filter((p) => p.column === c);
+    const values = data.arrays[c]!;
     const leafChunks = isScalar(column.type)
-      ? [flatChunk(column, data.arrays[c]!, start, end)]
-      : shred(column, data.arrays[c]!, start, end);
+      ? [flatChunk(column, values as ArrayLike<unknown> | ByteSpans | SafeInt64s, start, end)]
+      : values instanceof KeyValueLists ? shredKeyValueLists(values, start, end) : shred(column, values as readonly unknown[], start, end);
     own.forEach((plan, k) => chunks.push(writeChunk(parts, plan, leafChunks[k]!, settings)));
   });
   return { rows: end - start, parts: parts.list, chunks };
@@ -267,14 +269,63 @@ function leafPlans(columns: readonly Column[], schema: readonly SchemaElement[])
   return plans;
 }
 
-function flatChunk(column: Column, values: readonly unknown[], start: number, end: number): LeafChunk {
+function flatChunk(column: Column, values: ArrayLike<unknown> | ByteSpans | SafeInt64s, start: number, end: number): LeafChunk {
   const count = end - start;
   let def: Uint8Array | null = null;
   if (column.nullable) {
     def = new Uint8Array(count);
-    for (let i = 0; i < count; i++) def[i] = values[start + i] === null ? 0 : 1;
+    if (values instanceof ByteSpans) for (let i = 0; i < count; i++) def[i] = values.lengths[start + i]! < 0 ? 0 : 1;
+    else if (values instanceof SafeInt64s) def.fill(1);
+    else for (let i = 0; i < count; i++) def[i] = values[start + i] === null ? 0 : 1;
   }
   return { count, values, offset: start, def, rep: null };
+}
+
+/**
+ * `shred` of a KeyValueLists column (`list<struct<key, value>>`, neither list nor element
+ * null): per row one entry per pair (repetition 0 for the first, 1 after), or one empty
+ * entry for an empty list; the key's definition level is 1, the value's 2 (1 when null).
+ */
+function shredKeyValueLists(lists: KeyValueLists, start: number, end: number): LeafChunk[] {
+  const { starts } = lists;
+  let count = 0;
+  for (let row = start; row < end; row++) count += Math.max(1, starts[row + 1]! - starts[row]!);
+  const rep = new Uint8Array(count);
+  const keyDef = new Uint8Array(count);
+  const valueDef = new Uint8Array(count);
+  const keys = entrySpans(count);
+  const values = entrySpans(count);
+  let at = 0;
+  for (let row = start; row < end; row++) {
+    const first = starts[row]!;
+    const last = starts[row + 1]!;
+    if (first === last) {
+      keys.lengths[at] = values.lengths[at] = -1;
+      at++;
+      continue;
+    }
+    for (let e = first; e < last; e++, at++) {
+      rep[at] = e === first ? 0 : 1;
+      keyDef[at] = 1;
+      copySpan(lists.keys, e, keys, at);
+      copySpan(lists.values, e, values, at);
+      valueDef[at] = values.lengths[at]! < 0 ? 1 : 2;
+    }
+  }
+  return [
+    { count, values: new ByteSpans(lists.keys.sources, keys.source, keys.starts, keys.lengths), offset: 0, def: keyDef, rep },
+    { count, values: new ByteSpans(lists.values.sources, values.source, values.starts, values.lengths), offset: 0, def: valueDef, rep },
+  ];
+}
+
+function entrySpans(count: number): { source: Int32Array; starts: Int32Array; lengths: Int32Array } {
+  return { source: new Int32Array(count), starts: new Int32Array(count), lengths: new Int32Array(count) };
+}
+
+function copySpan(from: ByteSpans, i: number, to: { source: Int32Array; starts: Int32Array; lengths: Int32Array }, at: number): void {
+  to.source[at] = from.source[i]!;
+  to.starts[at] = from.starts[i]!;
+  to.lengths[at] = from.lengths[i]!;
 }
 
 /** Growable level and value lists of one leaf while a nested column is shredded. */
@@ -346,6 +397,7 @@ function writeChunk(parts: Parts, leaf: LeafPlan, chunk: LeafChunk, settings: Wr
   const { values, offset, def, rep, count } = chunk;
   const { maxDef } = leaf;
   const width = fixedWidth(leaf.physical, leaf.typeLength);
+  const spanLengths = values instanceof ByteSpans ? values.lengths : null;
   const compare = comparatorOf(leaf.physical);
   let rowsBefore = 0;
   let i = 0;
@@ -361,7 +413,9 @@ function writeChunk(parts: Parts, leaf: LeafPlan, chunk: LeafChunk, settings: Wr
       }
       if (def !== null && def[i] !== maxDef) continue;
       present++;
-      valueBytes += width || (leaf.physical === 'BYTE_ARRAY' ? 4 + (values[offset + i] as Uint8Array).length : 0);
+      if (width) valueBytes += width;
+      else if (spanLengths) valueBytes += 4 + spanLengths[offset + i]!;
+      else if (leaf.physical === 'BYTE_ARRAY') valueBytes += 4 + ((values as ArrayLike<unknown>)[offset + i] as Uint8Array).length;
     }
     if (leaf.physical === 'BOOLEAN') valueBytes = Math.ceil(present / 8);
     const bounds = writePage(parts, leaf, chunk, first, i, valueBytes, settings, meta);
@@ -437,8 +491,11 @@ function writeLevels(levels: Uint8Array, from: number, to: number, max: number, 
   return at;
 }
 
-function writeValues(leaf: LeafPlan, values: ArrayLike<unknown>, offset: number, def: Uint8Array | null, from: number, to: number, at: number): PageBounds {
+function writeValues(leaf: LeafPlan, vector: LeafChunk['values'], offset: number, def: Uint8Array | null, from: number, to: number, at: number): PageBounds {
   const { maxDef, physical } = leaf;
+  if (vector instanceof ByteSpans) return writeSpans(vector, offset, def, maxDef, from, to, at);
+  if (vector instanceof SafeInt64s) return writeSafeInt64s(vector, offset, def, maxDef, from, to, at);
+  const values = vector;
   const view = scratchView;
   let nulls = 0;
   let nans = 0;
@@ -546,6 +603,77 @@ function writeValues(leaf: LeafPlan, values: ArrayLike<unknown>, offset: number,
     }
   }
   return { min, max, nulls, nans, bounded: min !== undefined };
+}
+
+/** writeValues of BYTE_ARRAY spans: each copied from where it lies, the bounds compared there too; only the bounds become arrays. */
+function writeSpans(spans: ByteSpans, offset: number, def: Uint8Array | null, maxDef: number, from: number, to: number, at: number): PageBounds {
+  const { sources, source, starts, lengths } = spans;
+  const view = scratchView;
+  let nulls = 0;
+  let min = -1;
+  let max = -1;
+  for (let i = from; i < to; i++) {
+    if (def !== null && def[i] !== maxDef) {
+      nulls++;
+      continue;
+    }
+    const k = offset + i;
+    const length = lengths[k]!;
+    const bytes = sources[source[k]!]!;
+    const start = starts[k]!;
+    view.setUint32(at, length, true);
+    at += 4;
+    if (length <= 16) for (let b = 0; b < length; b++) scratch[at + b] = bytes[start + b]!;
+    else scratch.set(bytes.subarray(start, start + length), at);
+    at += length;
+    if (min < 0) min = max = k;
+    else if (compareSpans(spans, k, min) < 0) min = k;
+    else if (compareSpans(spans, k, max) > 0) max = k;
+  }
+  if (min < 0) return { min: undefined, max: undefined, nulls, nans: 0, bounded: false };
+  return { min: spans.at(min), max: spans.at(max), nulls, nans: 0, bounded: true };
+}
+
+/** compareBytes of spans a and b, where they lie. */
+function compareSpans(spans: ByteSpans, a: number, b: number): number {
+  const x = spans.sources[spans.source[a]!]!;
+  const y = spans.sources[spans.source[b]!]!;
+  const xAt = spans.starts[a]!;
+  const yAt = spans.starts[b]!;
+  const xLength = spans.lengths[a]!;
+  const yLength = spans.lengths[b]!;
+  const n = xLength < yLength ? xLength : yLength;
+  for (let i = 0; i < n; i++) {
+    const p = x[xAt + i]!;
+    const q = y[yAt + i]!;
+    if (p !== q) return p < q ? -1 : 1;
+  }
+  return xLength < yLength ? -1 : xLength > yLength ? 1 : 0;
+}
+
+const TWO_TO_32 = 2 ** 32;
+
+/** writeValues of int64s held as safe-integer numbers: two's complement in two words, no bigint but the bounds. */
+function writeSafeInt64s(vector: SafeInt64s, offset: number, def: Uint8Array | null, maxDef: number, from: number, to: number, at: number): PageBounds {
+  const { numbers } = vector;
+  const view = scratchView;
+  let nulls = 0;
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = from; i < to; i++) {
+    if (def !== null && def[i] !== maxDef) {
+      nulls++;
+      continue;
+    }
+    const v = numbers[offset + i]!;
+    view.setUint32(at, v >>> 0, true); // ToUint32 is v modulo 2^32: the low word of any safe integer
+    view.setInt32(at + 4, Math.floor(v / TWO_TO_32), true);
+    at += 8;
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  if (min === Infinity) return { min: undefined, max: undefined, nulls, nans: 0, bounded: false };
+  return { min: BigInt(min), max: BigInt(max), nulls, nans: 0, bounded: true };
 }
 
 /** Two's complement, big-endian, `length` bytes: the FIXED_LEN_BYTE_ARRAY form of a decimal. */

@@ -15,7 +15,8 @@ import { committedSlice } from '../../src/kafka/committed.js';
 import { crc32c, crc32cJs, crc32cImplementation } from '../../src/kafka/crc32c.js';
 import { CorruptRecordBatchError, MalformedResponseError, UnsupportedRecordFormatError } from '../../src/kafka/errors.js';
 import { parseFetchResponse } from '../../src/kafka/fetch-response.js';
-import { batchCodec, decodeRecords, isControlBatch, parseRecordBatches, type RecordBatch } from '../../src/kafka/record-batch.js';
+import { batchCodec, decodeRecords, isControlBatch, parseRecordBatches, recordColumns, type RecordBatch } from '../../src/kafka/record-batch.js';
+import type { ByteSpanColumn } from '../../src/kafka/record.js';
 import { batchBytes, recordBatch, recordBytes } from '../helpers/record-batch-bytes.js';
 
 const dir = new URL('../fixtures/kafka/', import.meta.url);
@@ -108,6 +109,33 @@ describe.each(responses)('$file', ({ fixture, version, file, from, maxBytes, bod
       expect(partition.abortedTransactions?.map((t) => t.firstOffset)).toEqual([6n, 15n]);
       expect([slice.abortedRecords, slice.controlBatches]).toEqual([6, 5]);
     }
+  });
+
+  test('as columns (recordColumns), hold what confluent-kafka\'s read_committed consumer reads, at places in the batches\' bytes', () => {
+    // Prepare
+    const start = BigInt(from);
+    const { partition } = partitionOf(body, version);
+    const slice = committedSlice(parseRecordBatches(partition.records!, source(fixture)), partition.abortedTransactions, start, BigInt(fixture.highWatermark), source(fixture));
+    // Act
+    const columns = recordColumns(slice.records);
+    // Assess
+    const span = (column: ByteSpanColumn, i: number) => {
+      const length = column.lengths[i]!;
+      return length < 0 ? null : Buffer.from(column.sources[column.source[i]!]!.subarray(column.starts[i]!, column.starts[i]! + length)).toString('hex');
+    };
+    const read = Array.from({ length: columns.count }, (_, i) => ({
+      offset: String(columns.offsets![i]), timestamp: columns.timestamps[i],
+      key: span(columns.key, i), value: span(columns.value, i),
+      headers: Array.from({ length: columns.headerStarts[i + 1]! - columns.headerStarts[i]! }, (_, h) => {
+        const entry = columns.headerStarts[i]! + h;
+        return [Buffer.from(span(columns.headerNames!, entry)!, 'hex').toString('utf8'), span(columns.headerValues, entry)];
+      }),
+    }));
+    expect(read).toEqual(fixture.records.filter((r) => BigInt(r.offset) >= start && BigInt(r.offset) < slice.nextOffset));
+    // no copy: places lie in the response itself (uncompressed batches) or in one decompressed buffer per batch
+    const batches = parseRecordBatches(partition.records!, source(fixture)).filter((batch) => !isControlBatch(batch));
+    if (batches.every((batch) => batchCodec(batch) === 'none')) expect(columns.value.sources.every((bytes) => bytes.buffer === body.buffer)).toBe(true);
+    expect(new Set(columns.value.sources).size).toBeLessThanOrEqual(batches.length);
   });
 
   test('keys, values and header values are views, not copies', () => {

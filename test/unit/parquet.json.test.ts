@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstInvalidUtf8, jsonValueError, kafkaColumnArrays, kafkaTableColumns, locateJsonError, prepare, ValueError } from '../../src/parquet/index.js';
+import { columnValues, firstInvalidUtf8, jsonValueError, kafkaColumnArrays, kafkaTableColumns, locateJsonError, prepare, ValueError } from '../../src/parquet/index.js';
 import { wellFormed } from '../helpers/strings.js';
 
 const utf8 = new TextEncoder();
@@ -98,13 +98,16 @@ describe('kafkaColumnArrays', () => {
       { offset: 2n, timestamp: 3, key: null, value: null, headers: [] },
     ];
     const json = kafkaColumnArrays(4, records, 'json');
-    expect(json._partition).toEqual([4, 4, 4]);
-    expect(json._value).toEqual([records[0]!.value, null, null]);
-    expect(json._error).toEqual([null, 'value is not valid JSON: unexpected "o" at byte 1', null]);
+    expect(columnValues(json._partition!)).toEqual([4, 4, 4]);
+    expect(columnValues(json._offset!)).toEqual([0n, 1n, 2n]);
+    expect(columnValues(json._timestamp!)).toEqual([1n, 2n, 3n]);
+    expect(columnValues(json._key!)).toEqual([null, utf8.encode('k'), null]);
+    expect(columnValues(json._value!)).toEqual([records[0]!.value, null, null]);
+    expect(columnValues(json._error!)).toEqual([null, 'value is not valid JSON: unexpected "o" at byte 1', null]);
     // header keys as the UTF-8 bytes the column holds (normalized where they are made)
-    expect(json._headers).toEqual([[], [{ key: new Uint8Array([0x68]), value: null }], []]);
+    expect(columnValues(json._headers!)).toEqual([[], [{ key: new Uint8Array([0x68]), value: null }], []]);
     const raw = kafkaColumnArrays(4, records, 'raw');
-    expect(raw._value).toEqual(records.map((r) => r.value));
+    expect(columnValues(raw._value!)).toEqual(records.map((r) => r.value));
     expect(raw._error).toBeUndefined();
   });
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/table/record.js';
 import { buildFile, prepareDecoded } from '../../src/build/files.js';
 import { initialSchema as startSchema } from '../../src/schema/table-schema.js';
-import { kafkaColumnArrays, statText, type Column } from '../../src/parquet/index.js';
+import { columnValues, kafkaColumnArrays, statText, type Column } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { tableDecoder, type RegistryFormat } from '../../src/schema/decode.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
@@ -111,7 +111,7 @@ describe('names that come from data are only names: every Object.prototype membe
   it('header keys of every such name are kept in order', () => {
     const rows = records([wire(7, utf8('{}'))]).map((r) => ({ ...r, headers: PROTOTYPE_NAMES.map((k) => [k, Buffer.from(k)] as [string, Uint8Array]) }));
     // each key as its UTF-8 bytes, as the column holds it
-    expect(kafkaColumnArrays(0, rows, "json-schema")._headers![0]).toEqual(PROTOTYPE_NAMES.map((key) => ({ key: new TextEncoder().encode(key), value: Buffer.from(key) })));
+    expect(columnValues(kafkaColumnArrays(0, rows, "json-schema")._headers!)[0]).toEqual(PROTOTYPE_NAMES.map((key) => ({ key: new TextEncoder().encode(key), value: Buffer.from(key) })));
   });
 });
 
@@ -194,9 +194,9 @@ describe('no record stops a partition', () => {
   it('a decoded value its column cannot take makes that side of its row an error row; other rows are untouched', () => {
     const columns: Column[] = [...startSchema('avro').columns, { name: 'n', type: { kind: 'int32' }, nullable: true }, { name: 's', type: { kind: 'string' }, nullable: true }];
     const rows = records([wire(1, [1]), wire(1, [2]), wire(1, [3])]);
-    const data = { ...(kafkaColumnArrays(0, rows, 'avro') as Record<string, unknown[]>), _value: [null, null, null], _error: [null, null, null], n: [1, 2 ** 40, 3], s: ['a', 'b', 'c'] };
+    const data = { ...kafkaColumnArrays(0, rows, 'avro'), _value: [null, null, null], _error: [null, null, null], n: [1, 2 ** 40, 3], s: ['a', 'b', 'c'] };
     const prepared = prepareDecoded(columns, data, rows);
-    const at = (name: string) => prepared.arrays[columns.findIndex((c) => c.name === name)]!;
+    const at = (name: string) => columnValues(prepared.arrays[columns.findIndex((c) => c.name === name)]!);
     expect(at('n')).toEqual([1, null, 3]);
     expect(at('s').map((b) => (b === null ? null : Buffer.from(b as Uint8Array).toString()))).toEqual(['a', null, 'c']);
     expect(at('_value')).toEqual([null, rows[1]!.value, null]);
