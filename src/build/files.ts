@@ -177,7 +177,7 @@ export function granulesOf(
 ): FileGranules | null {
   const layout = fileLayout(file.footer, file.byteLength);
   if ('problem' in layout) return null;
-  const spans = rowGroupSpans(layout.rowGroups.map((group) => group.rows), records.map((record) => record.offset), startOffset, endOffset);
+  const spans = rowGroupSpans(layout.rowGroups.map((group) => group.rows), (row) => records[row]!.offset, startOffset, endOffset);
   const kafkaBytes = spans.map(() => 0);
   for (const record of spanRecords) {
     const at = granuleHolding(spans, record.offset);

@@ -39,14 +39,8 @@ export const staleMetadataCodes: ReadonlySet<number> = new Set([
 export const OFFSET_OUT_OF_RANGE = 1;
 export const UNKNOWN_TOPIC_OR_PARTITION = 3;
 
-/** `orders-3`, as Kafka's own tools name a topic-partition. */
-export function partitionName(topic: string, partition: number): string {
-  return `${topic}-${partition}`;
-}
-
-export class KafkaError extends Error {
-  override name = 'KafkaError';
-}
+export { CorruptRecordBatchError, KafkaError, partitionName } from './batch-errors.js';
+import { KafkaError, partitionName } from './batch-errors.js';
 
 /** The topic does not exist (or this client may not see it). */
 export class UnknownTopicError extends KafkaError {
@@ -114,18 +108,6 @@ export class UnsupportedRecordFormatError extends KafkaError {
   override name = 'UnsupportedRecordFormatError';
   constructor(readonly topic: string, readonly partition: number, readonly offset: bigint, readonly magic: number) {
     super(`the record batch at offset ${offset} of ${partitionName(topic, partition)} uses message format v${magic}; only v2 (Kafka 0.11+) is supported`);
-  }
-}
-
-/**
- * A record batch that fails its CRC-32C or does not parse (a length past its end, bytes
- * left over, a codec that does not decompress it). Names the partition, the batch's base
- * offset and what is wrong; never skipped, since its records would be lost unseen.
- */
-export class CorruptRecordBatchError extends KafkaError {
-  override name = 'CorruptRecordBatchError';
-  constructor(readonly topic: string, readonly partition: number, readonly offset: bigint, readonly reason: string, options?: ErrorOptions) {
-    super(`the record batch at offset ${offset} of ${partitionName(topic, partition)} is corrupt: ${reason}`, options);
   }
 }
 

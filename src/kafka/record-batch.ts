@@ -42,7 +42,7 @@ import * as zlib from 'node:zlib';
 import { decompressFrameSync as lz4FrameDecompress, uncompressSync as lz4BlockDecompress } from 'lz4-napi';
 import { uncompressSync as snappyUncompress } from 'snappy';
 import { crc32c } from './crc32c.js';
-import { CorruptRecordBatchError } from './errors.js';
+import { CorruptRecordBatchError } from './batch-errors.js';
 import { isUtf8 } from 'node:buffer';
 import type { ByteSpanColumn, KafkaRecord, RecordColumns } from './record.js';
 

@@ -146,13 +146,13 @@ export function chunkChecksums(group: RowGroupPlace, parts: readonly Uint8Array[
  * tile the file's offsets (records of other buckets and offsets without a committed
  * record fall in the span they are in).
  */
-export function rowGroupSpans(rowsPerGroup: readonly number[], rowOffsets: readonly bigint[], rangeStart: bigint, rangeEnd: bigint): { start: bigint; end: bigint }[] {
+export function rowGroupSpans(rowsPerGroup: readonly number[], offsetOfRow: (row: number) => bigint, rangeStart: bigint, rangeEnd: bigint): { start: bigint; end: bigint }[] {
   const spans: { start: bigint; end: bigint }[] = [];
   let row = 0;
   rowsPerGroup.forEach((rows, g) => {
-    const start = g === 0 ? rangeStart : rowOffsets[row]!;
+    const start = g === 0 ? rangeStart : offsetOfRow(row);
     row += rows;
-    const end = g === rowsPerGroup.length - 1 ? rangeEnd : rowOffsets[row]!;
+    const end = g === rowsPerGroup.length - 1 ? rangeEnd : offsetOfRow(row);
     spans.push({ start, end });
   });
   return spans;
