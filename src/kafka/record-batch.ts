@@ -37,13 +37,13 @@
  * A Fetch response may end inside a batch (the broker cuts at the byte limit): that
  * partial batch is dropped, as Kafka's clients drop it, and fetched again from its offset.
  */
+import { isUtf8 } from 'node:buffer';
 // a namespace: zstd came in Node 22.15, and the encoder (which imports recordColumns from here) is also run under older Nodes
 import * as zlib from 'node:zlib';
 import { decompressFrameSync as lz4FrameDecompress, uncompressSync as lz4BlockDecompress } from 'lz4-napi';
 import { uncompressSync as snappyUncompress } from 'snappy';
 import { crc32c } from './crc32c.js';
 import { CorruptRecordBatchError } from './batch-errors.js';
-import { isUtf8 } from 'node:buffer';
 import type { ByteSpanColumn, KafkaRecord, RecordColumns } from './record.js';
 
 /** Where a batch comes from, for errors. */
@@ -491,16 +491,7 @@ const keptNameBytes = 64;
 function headerName(data: Buffer, at: number, length: number, position: number): string {
   if (position >= keptPositions || length > keptNameBytes) return data.toString('utf8', at, at + length);
   const kept = keptNames[position];
-  if (kept && kept.bytes.length === length) {
-    let same = true;
-    for (let i = 0; i < length; i++) {
-      if (kept.bytes[i] !== data[at + i]) {
-        same = false;
-        break;
-      }
-    }
-    if (same) return kept.name;
-  }
+  if (kept && keptMatches(kept.bytes, data, at, length)) return kept.name;
   const name = data.toString('utf8', at, at + length);
   keptNames[position] = { bytes: Uint8Array.prototype.slice.call(data, at, at + length), name };
   return name;
@@ -620,19 +611,17 @@ const keptValidNames: Uint8Array[] = [];
 
 function validName(data: Uint8Array, at: number, length: number, position: number): boolean {
   const kept = position < keptPositions ? keptValidNames[position] : undefined;
-  if (kept && kept.length === length) {
-    let same = true;
-    for (let i = 0; i < length; i++) {
-      if (kept[i] !== data[at + i]) {
-        same = false;
-        break;
-      }
-    }
-    if (same) return true;
-  }
+  if (kept && keptMatches(kept, data, at, length)) return true;
   const name = data.subarray(at, at + length);
   if (!isUtf8(name)) return false;
   if (position < keptPositions && length <= keptNameBytes) keptValidNames[position] = Uint8Array.prototype.slice.call(name);
+  return true;
+}
+
+/** Whether bytes [at, at + length) of `data` are the kept name's bytes. */
+function keptMatches(kept: Uint8Array, data: Uint8Array, at: number, length: number): boolean {
+  if (kept.length !== length) return false;
+  for (let i = 0; i < length; i++) if (kept[i] !== data[at + i]) return false;
   return true;
 }
 

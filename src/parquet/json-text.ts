@@ -219,13 +219,21 @@ function numberEnd(b: Uint8Array, i: number, n: number): number {
 /** The index after the well-formed UTF-8 sequence of two to four bytes that starts at i, or -1. */
 function utf8SequenceEnd(b: Uint8Array, i: number, n: number): number {
   const c = b[i]!;
-  const length = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  const length = utf8SequenceLength(c);
   if (length === 0 || i + length > n) return -1;
-  // second-byte limits exclude overlongs, surrogates and code points above U+10FFFF
-  const second = b[i + 1]!;
-  if (second < (c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80) || second > (c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf)) return -1;
+  if (!secondByteFits(c, b[i + 1]!)) return -1;
   for (let k = 2; k < length; k++) if ((b[i + k]! & 0xc0) !== 0x80) return -1;
   return i + length;
+}
+
+/** The length of the UTF-8 sequence that lead byte `c` starts (2 to 4), or 0 when no well-formed one starts with it. */
+function utf8SequenceLength(c: number): number {
+  return c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+
+/** The second byte's limits after lead byte `c`: they exclude overlongs, surrogates and code points above U+10FFFF. */
+function secondByteFits(c: number, second: number): boolean {
+  return second >= (c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80) && second <= (c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf);
 }
 
 /** Index of the first byte that does not start or continue a well-formed UTF-8 sequence. */
@@ -237,12 +245,9 @@ export function firstInvalidUtf8(b: Uint8Array): number {
       i++;
       continue;
     }
-    const len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    const len = utf8SequenceLength(c);
     if (len === 0 || i + len > b.length) return i;
-    // second-byte limits exclude overlongs, surrogates and code points above U+10FFFF
-    const lo = c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80;
-    const hi = c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf;
-    if (b[i + 1]! < lo || b[i + 1]! > hi) return i + 1;
+    if (!secondByteFits(c, b[i + 1]!)) return i + 1;
     for (let k = 2; k < len; k++) if ((b[i + k]! & 0xc0) !== 0x80) return i + k;
     i += len;
   }
