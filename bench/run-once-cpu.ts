@@ -25,6 +25,8 @@ import { openEngine } from '../src/runtime/engine.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic, topicPartitions } from '../src/kafka/topics.js';
 import { lastStableOffset } from '../src/kafka/offsets.js';
+import { readCommitted } from '../src/kafka/read.js';
+import { recordBytes as recordBytesOf } from '../src/kafka/record.js';
 import { createTableFromTopic } from '../src/tables/create-table.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { stackConfig } from '../src/stack/config.js';
@@ -99,9 +101,18 @@ let recordBytes = 0;
     end = BigInt(wanted);
   }
   records = Number(end);
-  for (let n = 0; n < records; n++) {
-    const r = record(n, 0);
-    recordBytes += r.key.length + Buffer.byteLength(r.value) + 'source'.length + r.headers[0]![1].length;
+  if (values.topic === undefined) {
+    for (let n = 0; n < records; n++) {
+      const r = record(n, 0);
+      recordBytes += r.key.length + Buffer.byteLength(r.value) + 'source'.length + r.headers[0]![1].length;
+    }
+  } else {
+    // another's topic (bench:peers' --keep): its own records' bytes, read once
+    for (let p = 0; p < partitions; p++) {
+      for await (const batch of readCommitted(engine.kafka, topic, p, 0n, await lastStableOffset(engine.kafka, topic, p))) {
+        for (const r of batch.records) recordBytes += recordBytesOf(r);
+      }
+    }
   }
   process.stderr.write(`${topic}: ${records} records, ${(recordBytes / 1e6).toFixed(1)} MB of key + value + header bytes (${(recordBytes / records).toFixed(0)} B each)\n`);
 }

@@ -11,11 +11,12 @@ import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../table/record.js';
 import { compressionOf } from '../table/settings.js';
 import {
-  buildDataFile, bytesOfRange, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
+  buildDataFile, ByteSpans, bytesOfRange, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
   type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
+import { recordColumns } from '../kafka/record-batch.js';
 import { fieldIds, type TableSchema } from '../schema/table-schema.js';
 import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
 import { schemaForRecords } from './schema-for-records.js';
@@ -32,10 +33,11 @@ export type RangeBuilder = (table: TableRecord, partition: number, range: Sealed
 
 /** The rows of one file, normalized for its columns: what both the bytes and the statistics come from. */
 export function fileRows(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], decodedOnly?: ReadonlySet<string>): PreparedData {
-  const data: ColumnArrays = kafkaColumnArrays(partition, records, table.format);
+  const columns = recordColumns(records);
+  const data: ColumnArrays = kafkaColumnArrays(partition, records, table.format, { columns });
   if (isRegistryFormat(table.format)) {
     // `decodedOnly`: a rebuild of some columns of a file without error rows (TableDecoder.decode)
-    const decoded = tableDecoder(table.format, schema).decode(records, decodedOnly);
+    const decoded = tableDecoder(table.format, schema).decode(records, decodedOnly, columns);
     return prepareDecoded(schema.columns, { ...data, ...decoded }, records);
   }
   return prepare(schema.columns, data);
@@ -60,7 +62,7 @@ export function encodeRows(table: TableRecord, schema: TableSchema, rows: Prepar
  * no decoding changes them (an error row of a registry format touches `_value`, `_error`
  * and the decoded columns only; decoded fields named like these are renamed, decode.ts).
  */
-const recordColumns = new Set(['_partition', '_offset', '_timestamp', '_key', '_headers']);
+const recordColumnNames = new Set(['_partition', '_offset', '_timestamp', '_key', '_headers']);
 
 /**
  * Some top-level columns (by index) of some of a file's rows, as a file of one row group:
@@ -82,7 +84,7 @@ export function encodeColumns(
   const chosen = columns.map((c) => schema.columns[c]!);
   const only = new Set(chosen.map((column) => column.name));
   let picked: PreparedData;
-  if (chosen.every((column) => recordColumns.has(column.name))) {
+  if (chosen.every((column) => recordColumnNames.has(column.name))) {
     // 'raw': the same record columns as every format, without the JSON check of values.
     picked = prepare(chosen, kafkaColumnArrays(partition, records, 'raw', { only }));
   } else if (!isRegistryFormat(table.format)) {
@@ -108,9 +110,10 @@ function pickedRows(table: TableRecord, schema: TableSchema, partition: number, 
  */
 function chosenDecoded(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], chosen: readonly Column[], only: ReadonlySet<string>): PreparedData | undefined {
   if (!isRegistryFormat(table.format)) return undefined;
-  const decoded = tableDecoder(table.format, schema).decode(records, only);
+  const columns = recordColumns(records);
+  const decoded = tableDecoder(table.format, schema).decode(records, only, columns);
   try {
-    return prepare(chosen, { ...kafkaColumnArrays(partition, records, table.format, { only }), ...decoded });
+    return prepare(chosen, { ...kafkaColumnArrays(partition, records, table.format, { only, columns }), ...decoded });
   } catch (error) {
     if (error instanceof ValueError) return undefined;
     throw error;
@@ -144,9 +147,13 @@ export function prepareDecoded(columns: readonly Column[], data: Record<string, 
       if (!problem) break;
       if (attempt === 2 || kafka.has(problem.column)) throw problem;
       const side = problem.column === KEY_COLUMN ? 'key' : 'value';
-      // the decoded columns, `_value` and `_error` are the decoder's arrays (the record columns are checked to fit above)
+      // the decoded columns (arrays, or byte spans of their own), `_value` and `_error` are the decoder's (the record columns are checked to fit above)
       const decoded = data as Record<string, unknown[]>;
-      for (const name of side === 'key' ? [KEY_COLUMN] : valueColumns) decoded[name]![row] = null;
+      for (const name of side === 'key' ? [KEY_COLUMN] : valueColumns) {
+        const column = data[name]!;
+        if (column instanceof ByteSpans) column.lengths[row] = -1;
+        else decoded[name]![row] = null;
+      }
       if (side === 'value') decoded._value![row] = records[row]!.value;
       const text = `${side}: column ${problem.path} cannot hold the decoded value (it must be ${problem.expected})`;
       decoded._error![row] = decoded._error![row] ? `${decoded._error![row] as string}; ${text}` : text;

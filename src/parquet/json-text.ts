@@ -236,17 +236,17 @@ function secondByteFits(c: number, second: number): boolean {
   return second >= (c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80) && second <= (c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf);
 }
 
-/** Index of the first byte that does not start or continue a well-formed UTF-8 sequence. */
-export function firstInvalidUtf8(b: Uint8Array): number {
-  let i = 0;
-  while (i < b.length) {
+/** Index of the first byte of [from, to) that does not start or continue a well-formed UTF-8 sequence there; -1 if none. */
+export function firstInvalidUtf8(b: Uint8Array, from = 0, to = b.length): number {
+  let i = from;
+  while (i < to) {
     const c = b[i]!;
     if (c < 0x80) {
       i++;
       continue;
     }
     const len = utf8SequenceLength(c);
-    if (len === 0 || i + len > b.length) return i;
+    if (len === 0 || i + len > to) return i;
     if (!secondByteFits(c, b[i + 1]!)) return i + 1;
     for (let k = 2; k < len; k++) if ((b[i + k]! & 0xc0) !== 0x80) return i + k;
     i += len;

@@ -10,7 +10,7 @@
  * of its leaves `_headers.list.element.key` / `.value`. A record without headers has
  * an empty list, never null.
  */
-import type { ByteSpanColumn, KafkaRecord } from '../kafka/record.js';
+import type { ByteSpanColumn, KafkaRecord, RecordColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
 import type { TableFormat } from '../table/settings.js';
 import { jsonSpanError } from './json-text.js';
@@ -60,6 +60,8 @@ export interface ColumnArrayOptions {
    * chunks are checked against their sha256 after): `_value` takes them unchecked.
    */
   valuesAreJson?: boolean;
+  /** `recordColumns(records)`, when the caller made them already (a registry table's decoder reads them too). */
+  columns?: RecordColumns;
 }
 
 /**
@@ -73,7 +75,7 @@ export interface ColumnArrayOptions {
 export function kafkaColumnArrays(partition: number, records: readonly KafkaRecord[], format: TableFormat, options: ColumnArrayOptions = {}): ColumnArrays {
   const n = records.length;
   const wants = (name: string) => options.only === undefined || options.only.has(name);
-  const columns = recordColumns(records);
+  const columns = options.columns ?? recordColumns(records);
   const arrays: Record<string, ArrayLike<unknown> | ColumnVector> = {};
   if (wants('_partition')) arrays._partition = new Array<number>(n).fill(partition);
   if (wants('_offset')) arrays._offset = columns.offsets ? new SafeInt64s(columns.offsets) : records.map((r) => r.offset);

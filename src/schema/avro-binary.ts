@@ -7,10 +7,16 @@
  * Pure, no avsc.
  */
 
-/** A read position in one payload; the payload ends where `bytes` ends. */
+/**
+ * A read position in one payload, which lies in `bytes` before `end`: a record's value
+ * in its batch's bytes, read where it lies. A read may run past `end` into the bytes
+ * after it (a varint's continuation); the decoder then ends beyond `end`, and the
+ * payload is not taken.
+ */
 export interface AvroCursor {
   bytes: Buffer;
   pos: number;
+  end: number;
 }
 
 /** The payload is not one the column decoder reads exactly (malformed, or beyond its bounds). */
@@ -58,7 +64,7 @@ export function readInt(c: AvroCursor): number {
  */
 export function readLong(c: AvroCursor): bigint {
   const buf = c.bytes;
-  const end = buf.length;
+  const end = c.end;
   let pos = c.pos;
   let raw = 0;
   let scale = 1;
@@ -87,20 +93,20 @@ export function readLong(c: AvroCursor): bigint {
 
 /** A boolean: avsc takes any byte but 0 as true. */
 export function readBoolean(c: AvroCursor): boolean {
-  if (c.pos >= c.bytes.length) throw notColumnar;
+  if (c.pos >= c.end) throw notColumnar;
   return c.bytes[c.pos++]! !== 0;
 }
 
 export function readFloat(c: AvroCursor): number {
   const pos = c.pos;
-  if (pos + 4 > c.bytes.length) throw notColumnar;
+  if (pos + 4 > c.end) throw notColumnar;
   c.pos = pos + 4;
   return c.bytes.readFloatLE(pos);
 }
 
 export function readDouble(c: AvroCursor): number {
   const pos = c.pos;
-  if (pos + 8 > c.bytes.length) throw notColumnar;
+  if (pos + 8 > c.end) throw notColumnar;
   c.pos = pos + 8;
   return c.bytes.readDoubleLE(pos);
 }
@@ -112,7 +118,7 @@ export function readDouble(c: AvroCursor): number {
 export function readFixed(c: AvroCursor, size: number): Buffer {
   const pos = c.pos;
   const end = pos + size;
-  if (end > c.bytes.length) throw notColumnar;
+  if (end > c.end) throw notColumnar;
   c.pos = end;
   return c.bytes.subarray(pos, end);
 }
@@ -142,6 +148,6 @@ export function readBlockCount(c: AvroCursor, itemBytes: number): number {
     }
     n = -n;
   }
-  if (c.pos > c.bytes.length || n > MAX_BLOCK_ITEMS || n * itemBytes > c.bytes.length - c.pos) throw notColumnar;
+  if (c.pos > c.end || n > MAX_BLOCK_ITEMS || n * itemBytes > c.end - c.pos) throw notColumnar;
   return n;
 }

@@ -15,6 +15,7 @@ import { notColumnar, readBlockCount, readBoolean, readBytes, readDouble, readFi
 import { skipperOf } from './avro-skip.js';
 import { signedBigInt, type ColumnDecoder } from './writer.js';
 import { setOwn } from '../common/objects.js';
+import { firstInvalidUtf8 } from '../parquet/json-text.js';
 
 type Read = (c: AvroCursor) => unknown;
 
@@ -35,12 +36,18 @@ export interface AvroTypeView {
  * The column decoder of a (non-recursive) writer type, or undefined where there is none.
  * `slots`: only these of a record's slots are wanted (a projection); the other fields
  * are skipped by their lengths (avro-skip.ts), their slots left as they were.
+ * `spanSlots`: of these, a field that is an Avro string or bytes is given as a span, its
+ * place in the payload's bytes (`spans[2 * slot]` its start, `spans[2 * slot + 1]` its
+ * length) with `out[slot]` left undefined, so that no view is made of it (issue 27); a
+ * string's UTF-8 is checked where it lies, as for the view.
  */
-export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: ReadonlySet<number>): ColumnDecoder | undefined {
+export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: ReadonlySet<number>, spanSlots?: ReadonlySet<number>): ColumnDecoder | undefined {
   const compile = new Compiler(view);
-  const cursor: AvroCursor = { bytes: Buffer.alloc(0), pos: 0 };
+  const cursor: AvroCursor = { bytes: empty, pos: 0, end: 0 };
+  let spanOut: Int32Array = noSpans;
   const finish = (ok: boolean): boolean => {
     cursor.bytes = empty; // keeps no payload alive
+    spanOut = noSpans;
     return ok;
   };
   if (type.typeName === 'record' || type.typeName === 'error') {
@@ -49,15 +56,32 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: Reado
     const slotOf = slotsOf(fields);
     const fieldTypes = (type as unknown as { fields: { type: avro.Type }[] }).fields.map((field) => field.type);
     const underlying = (t: avro.Type): avro.Type | undefined => (view.logicalAttrs(t) ? (t as unknown as { underlyingType: avro.Type }).underlyingType : undefined);
+    const spanRead = (slot: number, utf8: boolean): Read => (c) => {
+      const size = readInt(c);
+      const start = c.pos;
+      const end = start + size;
+      if (size < 0 || end > c.end) throw notColumnar;
+      if (utf8 && firstInvalidUtf8(c.bytes, start, end) >= 0) throw notColumnar; // the usual path says "a string is not valid UTF-8"
+      c.pos = end;
+      spanOut[2 * slot] = start;
+      spanOut[2 * slot + 1] = size;
+      return undefined;
+    };
     const reads = fields.map((field, i) => {
-      if (!slots || (slotOf[i]! >= 0 && slots.has(slotOf[i]!))) return field.read;
+      const slot = slotOf[i]!;
+      if (!slots || (slot >= 0 && slots.has(slot))) {
+        if (spanSlots?.has(slot) && (field === primitives.string || field === primitives.bytes)) return spanRead(slot, field === primitives.string);
+        return field.read;
+      }
       const skip = skipperOf(fieldTypes[i]!, underlying);
       return skip ?? field.read; // a skip's value, undefined, goes to no slot
     });
     const wanted = slotOf.map((slot) => (slot >= 0 && (!slots || slots.has(slot)) ? slot : -1));
-    return (bytes, offset, out) => {
+    return (bytes, offset, end, out, spans) => {
       cursor.bytes = bytes;
       cursor.pos = offset;
+      cursor.end = end;
+      spanOut = spans;
       try {
         for (let i = 0; i < reads.length; i++) {
           const value = reads[i]!(cursor);
@@ -68,13 +92,14 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: Reado
         // notColumnar, or anything else unforeseen: the usual path decides, so no payload stops a build here
         return finish(false);
       }
-      return finish(cursor.pos === bytes.length);
+      return finish(cursor.pos === end);
     };
   }
   return wholeValue(compile.reader(type, new Set()), cursor, finish);
 }
 
 const empty = Buffer.alloc(0);
+const noSpans = new Int32Array(0);
 
 /** Each field's slot in `out` (−1: no column). */
 function slotsOf(fields: readonly Reader[]): number[] {
@@ -85,15 +110,16 @@ function slotsOf(fields: readonly Reader[]): number[] {
 function wholeValue(reader: Reader | undefined, cursor: AvroCursor, finish: (ok: boolean) => boolean): ColumnDecoder | undefined {
   if (!reader) return undefined;
   const { read } = reader;
-  return (bytes, offset, out) => {
+  return (bytes, offset, end, out) => {
     cursor.bytes = bytes;
     cursor.pos = offset;
+    cursor.end = end;
     try {
       out[0] = read(cursor);
     } catch {
       return finish(false); // as above: the usual path decides
     }
-    return finish(cursor.pos === bytes.length);
+    return finish(cursor.pos === end);
   };
 }
 
@@ -211,7 +237,7 @@ class Compiler {
           for (; n > 0; n--) {
             const value = read(c);
             out.push(column ? value : null);
-            if (c.pos > c.bytes.length) throw notColumnar;
+            if (c.pos > c.end) throw notColumnar;
           }
         }
         return out;
@@ -237,7 +263,7 @@ class Compiler {
             if (!isUtf8(keyBytes)) throw notColumnar;
             const key = keyBytes.toString('utf8');
             const value = read(c);
-            if (c.pos > c.bytes.length) throw notColumnar;
+            if (c.pos > c.end) throw notColumnar;
             keys ??= new Set();
             if (keys.has(key)) throw notColumnar;
             keys.add(key);

@@ -56,7 +56,7 @@ export function skipperOf(type: avro.Type, underlying: (type: avro.Type) => avro
         for (let n = readBlockCount(c, 0); n > 0; n = readBlockCount(c, 0)) {
           for (; n > 0; n--) {
             item(c);
-            if (c.pos > c.bytes.length) throw notColumnar;
+            if (c.pos > c.end) throw notColumnar;
           }
         }
       };

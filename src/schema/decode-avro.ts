@@ -224,7 +224,7 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
   return {
     type: shape.type,
     decode: payloadDecoder(schema.id, type, shape),
-    ...(decodeColumns ? { decodeColumns, projectColumns: (slots: readonly number[]) => columnDecoder(type, view, new Set(slots)) } : {}),
+    ...(decodeColumns ? { decodeColumns, projectColumns: (slots, spanSlots) => columnDecoder(type, view, slots && new Set(slots), spanSlots) } : {}),
     project(columns) {
       if (recursive || writer.typeName !== 'record') return undefined;
       const alias = protoAliases.get(writer);

@@ -17,7 +17,9 @@
  */
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
-import type { KafkaRecord } from '../kafka/record.js';
+import type { KafkaRecord, RecordColumns } from '../kafka/record.js';
+import { recordColumns } from '../kafka/record-batch.js';
+import { ByteSpans, columnValues } from '../parquet/values.js';
 import type { TableFormat } from '../table/settings.js';
 import { avroWriter } from './decode-avro.js';
 import { jsonSchemaWriter } from './decode-json-schema.js';
@@ -103,12 +105,17 @@ function unusable(format: RegistryFormat, schema: RegistrySchema | undefined, id
 
 interface Route {
   writer: WriterSchema;
-  /** [table column index, field of the decoded value (undefined: the whole value), convert, the field's slot in `decodeColumns`'s values] */
-  targets: [number, string | undefined, Convert, number][];
+  /**
+   * [table column index, field of the decoded value (undefined: the whole value), convert,
+   * the field's slot in `decodeColumns`'s values, whether the fast path gives it as a span]
+   */
+  targets: [number, string | undefined, Convert, number, boolean][];
   /** The writer's fast path (of a projection: reading only the targets' fields). */
   decodeColumns?: ColumnDecoder;
   /** `decodeColumns`'s values of the payload at hand, reused from record to record. */
   slots: unknown[];
+  /** `decodeColumns`'s spans of the payload at hand (two per slot). */
+  spans: Int32Array;
 }
 
 /** Per side, the route of each schema id (or why it cannot decode). */
@@ -121,10 +128,17 @@ export class TableDecoder {
   private readonly projections = new Map<string, Routes>();
   /** The decoded columns: everything after Kafka's own. */
   readonly columns: Column[];
+  /**
+   * Which of them are built as places in the records' bytes (ByteColumn): an Avro
+   * table's nullable string and binary columns, whose values the column decoder can give
+   * as spans (a value that is not bytes turns its column back into an array).
+   */
+  private readonly byteColumns: boolean[];
 
   constructor(private readonly format: RegistryFormat, private readonly schema: TableSchema) {
     const kafka = new Set(kafkaTableColumns(format).map((c) => c.name));
     this.columns = schema.columns.filter((c) => !kafka.has(c.name));
+    this.byteColumns = this.columns.map((c) => format === 'avro' && c.nullable && (c.type.kind === 'string' || c.type.kind === 'binary'));
   }
 
   /** The routes of a decode: every column's, or those filling only the columns in `only`. */
@@ -151,8 +165,8 @@ export class TableDecoder {
     const targets = route.targets.filter(([column]) => only.has(this.columns[column]!.name));
     const fields = targets.map(([, field]) => field);
     // the fast path of a projection reads the asked fields and skips the others, as `project` does
-    const projectedColumns = route.decodeColumns && route.writer.projectColumns?.(targets.map(([, , , slot]) => slot));
-    const fast = { ...(projectedColumns ? { decodeColumns: projectedColumns } : {}), slots: [] };
+    const projectedColumns = route.decodeColumns && route.writer.projectColumns?.(targets.map(([, , , slot]) => slot), spanSlots(targets));
+    const fast = { ...(projectedColumns ? { decodeColumns: projectedColumns } : {}), slots: [], spans: route.spans };
     if (targets.length === 0 || fields.includes(undefined)) return { writer: route.writer, targets, ...fast };
     return { writer: route.writer.project?.(fields as string[]) ?? route.writer, targets, ...fast };
   }
@@ -170,11 +184,14 @@ export class TableDecoder {
     fields.forEach((field, i) => {
       const column = routeField(this.columns, field.name, field.type);
       // slot i: a key is the whole value (slot 0), a value's field i is struct field i
-      if (column) targets.push([this.columns.indexOf(column), sourceNames[i], converter(column.type, field.type), i]);
+      if (column) targets.push([this.columns.indexOf(column), sourceNames[i], converter(column.type, field.type), i, !whole && this.byteColumns[this.columns.indexOf(column)]! && column.type.kind === field.type.kind]);
     });
+    const spans = new Int32Array(2 * fields.length);
     // the fast path fills a struct's fields, not the struct: a key whose value is a record decodes the usual way
-    const fast = writer.decodeColumns && !(whole && writer.type.kind === 'struct') ? { decodeColumns: writer.decodeColumns } : {};
-    return { writer, targets, ...fast, slots: [] };
+    if (!writer.decodeColumns || (whole && writer.type.kind === 'struct')) return { writer, targets, slots: [], spans };
+    const asSpans = spanSlots(targets);
+    const decodeColumns = (asSpans.size > 0 && writer.projectColumns?.(undefined, asSpans)) || writer.decodeColumns;
+    return { writer, targets, decodeColumns, slots: [], spans };
   }
 
   /**
@@ -184,61 +201,75 @@ export class TableDecoder {
    * statistics say it has no error rows), whose named columns then get the values a full
    * decode gives them, for less work.
    */
-  decode(records: readonly KafkaRecord[], only?: ReadonlySet<string>): Record<string, unknown[]> {
-    const n = records.length;
+  decode(records: readonly KafkaRecord[], only?: ReadonlySet<string>, columns: RecordColumns = recordColumns(records)): Record<string, unknown[] | ByteSpans> {
+    const n = columns.count;
     const routes = this.routesFor(only);
-    const arrays = this.columns.map(() => new Array<unknown>(n).fill(null));
+    const { key, value } = columns;
+    const arrays: Decoded[] = this.columns.map((_, c) => (this.byteColumns[c] ? new ByteColumn(n, value.sources) : new Array<unknown>(n).fill(null)));
     const values = new Array<Uint8Array | null>(n);
     const errors = new Array<string | null>(n);
     for (let i = 0; i < n; i++) {
-      const record = records[i]!;
-      // read once: a committed read's record makes a new view of its bytes each time it is asked
-      const { key, value } = record;
       const problems: string[] = [];
       values[i] = null;
-      if (value !== null) {
-        const problem = this.decodeSide(value, 'value', arrays, i, false, routes, only);
+      const valueLength = value.lengths[i]!;
+      if (valueLength >= 0) {
+        const bytes = value.sources[value.source[i]!]!;
+        const start = value.starts[i]!;
+        const problem = this.decodeSide(bytes, start, start + valueLength, value.source[i]!, 'value', arrays, i, false, routes, only);
         if (problem) {
           problems.push(`value: ${problem}`);
-          values[i] = value;
+          values[i] = bytes.subarray(start, start + valueLength);
         }
       }
-      if (key !== null) {
-        const problem = this.decodeSide(key, 'key', arrays, i, true, routes, only);
+      const keyLength = key.lengths[i]!;
+      if (keyLength >= 0) {
+        const start = key.starts[i]!;
+        const problem = this.decodeSide(key.sources[key.source[i]!]!, start, start + keyLength, -1, 'key', arrays, i, true, routes, only);
         if (problem) problems.push(`key: ${problem}`);
       }
       // toWellFormed: a message may quote a key that holds a lone surrogate
       errors[i] = problems.length > 0 ? problems.join('; ').toWellFormed() : null;
     }
-    const out = dataRecord<unknown[]>();
+    const out = dataRecord<unknown[] | ByteSpans>();
     out._value = values;
     out._error = errors;
-    this.columns.forEach((column, c) => (out[column.name] = arrays[c]!));
+    this.columns.forEach((column, c) => {
+      const decoded = arrays[c]!;
+      out[column.name] = decoded instanceof ByteColumn ? decoded.values() : decoded;
+    });
     return out;
   }
 
-  /** Fills the record's columns for one side; the reason when it cannot. */
-  private decodeSide(bytes: Uint8Array, side: Side, arrays: unknown[][], row: number, optional: boolean, routes: Routes, only?: ReadonlySet<string>): string | undefined {
-    const header = readWireHeader(bytes);
+  /**
+   * Fills the record's columns for one side from its bytes [start, end) of `bytes`
+   * (`source`: their index among the values' sources, for spans; -1 for a key); the reason
+   * when it cannot.
+   */
+  private decodeSide(
+    bytes: Uint8Array, start: number, end: number, source: number, side: Side, arrays: Decoded[], row: number, optional: boolean, routes: Routes, only?: ReadonlySet<string>,
+  ): string | undefined {
+    const header = readWireHeader(bytes, start, end);
     if (typeof header === 'string') return optional ? undefined : header;
     const route = this.route(header.schemaId, side, routes, only);
     if (typeof route === 'string') return route;
     if (route.targets.length === 0) return undefined;
     if (route.decodeColumns) {
       const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      if (route.decodeColumns(buf, header.offset, route.slots)) return this.fill(route, route.slots, arrays, row, header.schemaId);
+      if (route.decodeColumns(buf, header.offset, end, route.slots, route.spans)) return this.fill(route, arrays, row, source, header.schemaId);
     }
+    // the usual path: a view of the payload alone
+    const payload = bytes.subarray(start, end);
     let decoded: unknown;
     try {
-      decoded = route.writer.decode(bytes, header.offset);
+      decoded = route.writer.decode(payload, header.offset - start);
     } catch (error) {
-      return error instanceof DecodeError ? error.message : `schema ${header.schemaId} cannot decode the ${bytes.byteLength} bytes`;
+      return error instanceof DecodeError ? error.message : `schema ${header.schemaId} cannot decode the ${payload.byteLength} bytes`;
     }
     const { targets } = route;
     try {
       for (let t = 0; t < targets.length; t++) {
         const [column, field, convert] = targets[t]!;
-        arrays[column]![row] = convert(field === undefined ? decoded : ownValue(decoded as Record<string, unknown>, field));
+        put(arrays[column]!, row, convert(field === undefined ? decoded : ownValue(decoded as Record<string, unknown>, field)));
       }
     } catch {
       return this.unfit(route, arrays, row, header.schemaId);
@@ -246,13 +277,19 @@ export class TableDecoder {
     return undefined;
   }
 
-  /** The fast path's columns: each target takes its field's slot, converted as the usual path converts the decoded value's field. */
-  private fill(route: Route, slots: readonly unknown[], arrays: unknown[][], row: number, schemaId: number): string | undefined {
-    const { targets } = route;
+  /**
+   * The fast path's columns: each target takes its field's slot, converted as the usual
+   * path converts the decoded value's field; a span (its slot undefined) is the field's
+   * bytes as they lie, which the usual path's conversion leaves as they are.
+   */
+  private fill(route: Route, arrays: Decoded[], row: number, source: number, schemaId: number): string | undefined {
+    const { targets, slots, spans } = route;
     try {
       for (let t = 0; t < targets.length; t++) {
-        const [column, , convert, slot] = targets[t]!;
-        arrays[column]![row] = convert(slots[slot]);
+        const [column, , convert, slot, span] = targets[t]!;
+        const value = slots[slot];
+        if (span && value === undefined) (arrays[column] as ByteColumn).span(row, source, spans[2 * slot]!, spans[2 * slot + 1]!);
+        else put(arrays[column]!, row, convert(value));
       }
     } catch {
       return this.unfit(route, arrays, row, schemaId);
@@ -261,9 +298,74 @@ export class TableDecoder {
   }
 
   /** All or nothing: the side's columns stay null. */
-  private unfit(route: Route, arrays: unknown[][], row: number, schemaId: number): string {
-    for (const [column] of route.targets) arrays[column]![row] = null;
+  private unfit(route: Route, arrays: Decoded[], row: number, schemaId: number): string {
+    for (const [column] of route.targets) put(arrays[column]!, row, null);
     return `schema ${schemaId}: the decoded value does not fit the table's columns`;
+  }
+}
+
+/** The slots of the targets the fast path may give as spans. */
+function spanSlots(targets: Route['targets']): Set<number> {
+  return new Set(targets.filter(([, , , , span]) => span).map(([, , , slot]) => slot));
+}
+
+type Decoded = unknown[] | ByteColumn;
+
+function put(column: Decoded, row: number, value: unknown): void {
+  if (column instanceof ByteColumn) column.set(row, value);
+  else column[row] = value;
+}
+
+/**
+ * A decoded string or binary column as places in bytes (ByteSpans): the column decoder's
+ * spans in the records' own bytes, any other byte value as a source of its own, null as
+ * -1. A value of another kind (an enum's symbol, JSON text) turns it into an array of
+ * the values, which `prepare` then normalizes as any other.
+ */
+class ByteColumn {
+  private readonly sources: Uint8Array[];
+  private readonly source: Int32Array;
+  private readonly starts: Int32Array;
+  private readonly lengths: Int32Array;
+  private array: unknown[] | undefined;
+
+  constructor(n: number, shared: readonly Uint8Array[]) {
+    this.sources = [...shared];
+    this.source = new Int32Array(n);
+    this.starts = new Int32Array(n);
+    this.lengths = new Int32Array(n).fill(-1);
+  }
+
+  span(row: number, source: number, start: number, length: number): void {
+    if (this.array) this.array[row] = this.sources[source]!.subarray(start, start + length);
+    else {
+      this.source[row] = source;
+      this.starts[row] = start;
+      this.lengths[row] = length;
+    }
+  }
+
+  set(row: number, value: unknown): void {
+    if (!this.array) {
+      if (value === null || value === undefined) {
+        this.lengths[row] = -1;
+        return;
+      }
+      if (value instanceof Uint8Array) {
+        this.span(row, this.sources.push(value) - 1, 0, value.byteLength);
+        return;
+      }
+      this.array = columnValues(this.spans()) as unknown[];
+    }
+    this.array[row] = value;
+  }
+
+  values(): unknown[] | ByteSpans {
+    return this.array ?? this.spans();
+  }
+
+  private spans(): ByteSpans {
+    return new ByteSpans(this.sources, this.source, this.starts, this.lengths);
   }
 }
 

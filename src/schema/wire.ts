@@ -13,16 +13,17 @@ export const HEADER_BYTES = 5;
 
 export interface WireHeader {
   schemaId: number;
-  /** Where the payload (or, for Protobuf, the message indexes) starts. */
+  /** Where the payload (or, for Protobuf, the message indexes) starts, in the bytes read. */
   offset: number;
 }
 
-/** The header, or the reason the bytes are not in the wire format. */
-export function readWireHeader(bytes: Uint8Array): WireHeader | string {
-  if (bytes.byteLength < HEADER_BYTES) return `${bytes.byteLength} bytes are too short for the wire format (magic byte + 4-byte schema id)`;
-  if (bytes[0] !== MAGIC_BYTE) return `wrong magic byte 0x${bytes[0]!.toString(16).padStart(2, '0')} (expected 0x00)`;
-  const schemaId = ((bytes[1]! << 24) | (bytes[2]! << 16) | (bytes[3]! << 8) | bytes[4]!) | 0;
-  return { schemaId, offset: HEADER_BYTES };
+/** The header of the bytes [start, end) (all of them by default), or the reason they are not in the wire format. */
+export function readWireHeader(bytes: Uint8Array, start = 0, end = bytes.byteLength): WireHeader | string {
+  const length = end - start;
+  if (length < HEADER_BYTES) return `${length} bytes are too short for the wire format (magic byte + 4-byte schema id)`;
+  if (bytes[start] !== MAGIC_BYTE) return `wrong magic byte 0x${bytes[start]!.toString(16).padStart(2, '0')} (expected 0x00)`;
+  const schemaId = ((bytes[start + 1]! << 24) | (bytes[start + 2]! << 16) | (bytes[start + 3]! << 8) | bytes[start + 4]!) | 0;
+  return { schemaId, offset: start + HEADER_BYTES };
 }
 
 /** Protobuf's message indexes at `offset`: the path and where the payload starts, or a reason. */

@@ -265,12 +265,31 @@ function comparable(v: unknown): unknown {
 
 const header = (id: number): Buffer => Buffer.from([0, 0, 0, 0, id]);
 
+const noiseRandom = seededRandom(4099);
+/** Up to 8 bytes, mostly with the varint continuation bit set: what a payload read past its end would run into. */
+const noise = (): Buffer => Buffer.from(Array.from({ length: Math.floor(noiseRandom() * 9) }, () => Math.floor(noiseRandom() * 256) | (noiseRandom() < 0.7 ? 0x80 : 0)));
+
 /** The fast path's values of one payload as a struct (by column name), or undefined when it hands it back. */
 function fastValue(writer: WriterSchema, payload: Buffer): unknown {
   const slots: unknown[] = [];
-  if (!writer.decodeColumns!(payload, 5, slots)) return undefined;
+  if (!writer.decodeColumns!(payload, 5, payload.length, slots, new Int32Array(0))) return undefined;
   if (writer.type.kind !== 'struct') return slots[0];
   return Object.fromEntries(writer.type.fields.map((f, i) => [f.name, slots[i]]));
+}
+
+/**
+ * The fast path of a struct writer asked for every slot as a span, reading the payload
+ * where it lies among other bytes (`before` and `after` it, as a record's value lies in
+ * its batch): the values, a span's taken from the bytes, or undefined when handed back.
+ */
+function spannedValue(writer: WriterSchema, payload: Buffer, before: Buffer, after: Buffer): unknown[] | undefined {
+  const fieldCount = (writer.type as Extract<WriterSchema['type'], { kind: 'struct' }>).fields.length;
+  const all = new Set(Array.from({ length: fieldCount }, (_, i) => i));
+  const bytes = Buffer.concat([before, payload, after]);
+  const slots: unknown[] = [];
+  const spans = new Int32Array(2 * fieldCount);
+  if (!writer.projectColumns!(undefined, all)!(bytes, before.length + 5, before.length + payload.length, slots, spans)) return undefined;
+  return slots.map((value, slot) => (value === undefined ? bytes.subarray(spans[2 * slot]!, spans[2 * slot]! + spans[2 * slot + 1]!) : value));
 }
 
 /** The usual path's value (avsc's decode, then the shape's conversion), or its error text. */
@@ -305,6 +324,12 @@ describe('Avro column decoder: avsc decodes the same bytes', () => {
         const model = expected(JSON.parse(text) as Json, decodedByAvsc, new Map());
         const usual = usualValue(writer, payload);
         const ours = fastValue(writer, payload);
+        // among other bytes, with strings and bytes as spans: the same values, or handed back alike
+        const spanned = writer.type.kind === 'struct' ? spannedValue(writer, payload, noise(), noise()) : undefined;
+        if (writer.type.kind === 'struct') {
+          expect(spanned === undefined, `${text}: spans and values hand back alike`).toBe(ours === undefined);
+          if (ours !== undefined) expect(comparable(spanned), text).toEqual(comparable(Object.values(ours as Record<string, unknown>)));
+        }
         if (ours === undefined) {
           // handed back: only a payload the usual path refuses (here: a decimal over its precision)
           expect('error' in usual, `${text}: handed back a payload the usual path decodes`).toBe(true);
@@ -320,7 +345,7 @@ describe('Avro column decoder: avsc decodes the same bytes', () => {
           const fieldCount = writer.type.fields.length;
           const asked = Array.from({ length: fieldCount }, (_, i) => i).filter(() => gen.rnd() < 0.4);
           const slots: unknown[] = [];
-          expect(writer.projectColumns!(asked)!(payload, 5, slots), text).toBe(true);
+          expect(writer.projectColumns!(asked)!(payload, 5, payload.length, slots, new Int32Array(0)), text).toBe(true);
           const all = Object.values(ours as Record<string, unknown>);
           for (const slot of asked) expect(comparable(slots[slot]), text).toEqual(comparable(all[slot]));
           for (let slot = 0; slot < fieldCount; slot++) if (!asked.includes(slot)) expect(slots[slot]).toBeUndefined();
@@ -357,6 +382,12 @@ describe('Avro column decoder: avsc decodes the same bytes', () => {
         }
         const usual = usualValue(writer, bytes);
         const ours = fastValue(writer, bytes);
+        if (writer.type.kind === 'struct') {
+          // where it lies among other bytes, strings and bytes as spans: read past its end, it is handed back as alone
+          const spanned = spannedValue(writer, bytes, noise(), noise());
+          expect(spanned === undefined, `${text} ${bytes.toString('hex')}`).toBe(ours === undefined);
+          if (ours !== undefined) expect(comparable(spanned)).toEqual(comparable(Object.values(ours as Record<string, unknown>)));
+        }
         if (ours === undefined) {
           handedBack++;
           continue;
@@ -376,7 +407,7 @@ describe('Avro column decoder: avsc decodes the same bytes', () => {
     for (let i = 0; i < 20_000; i++) {
       const length = 1 + Math.floor(rnd() * 10);
       const bytes = Buffer.from(Array.from({ length }, (_, j) => (j < length - 1 ? 0x80 : 0) | Math.floor(rnd() * 128)));
-      const cursor = { bytes, pos: 0 };
+      const cursor = { bytes, pos: 0, end: length };
       expect(readLong(cursor)).toBe(reference.decode(bytes, 0).value);
       expect(cursor.pos).toBe(length);
     }

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/table/record.js';
 import { buildFile, prepareDecoded } from '../../src/build/files.js';
 import { initialSchema as startSchema } from '../../src/schema/table-schema.js';
-import { columnValues, kafkaColumnArrays, statText, type Column } from '../../src/parquet/index.js';
+import { columnValues, kafkaColumnArrays, statText, valueAt, type Column } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { tableDecoder, type RegistryFormat } from '../../src/schema/decode.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
@@ -35,7 +35,7 @@ function asJsonb<T>(value: T): T {
 }
 function decodeOne(format: RegistryFormat, schema: TableSchema, value: Uint8Array): Record<string, unknown> {
   const columns = tableDecoder(format, schema).decode(records([value]));
-  return Object.fromEntries(Object.entries(columns).map(([name, values]) => [name, values[0]]));
+  return Object.fromEntries(Object.entries(columns).map(([name, values]) => [name, valueAt(values, 0)]));
 }
 
 describe('a table schema read back from the catalog (jsonb reorders keys) is the same schema', () => {
