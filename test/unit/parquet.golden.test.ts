@@ -13,6 +13,13 @@ import type { KafkaRecord } from '../../src/kafka/record.js';
 import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves, prepare, ownWriterSettings } from '../../src/parquet/index.js';
 import { fieldIds } from '../../src/schema/table-schema.js';
 import { assembleParquet, encodeRowGroup, joinParts, writeParquet } from '../../src/parquet/writer.js';
+import { encodeFile } from '../../src/build/files.js';
+import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
+import { initialSchema } from '../../src/schema/table-schema.js';
+import type { RegistrySchema } from '../../src/schema/registry.js';
+import type { TableRecord } from '../../src/table/record.js';
+import { resolveSettings } from '../../src/table/settings.js';
+import { avro, wire, zigzag } from '../helpers/spec-encoding.js';
 
 const utf8 = new TextEncoder();
 
@@ -238,5 +245,41 @@ describe('row groups of our writer encoded apart (as on worker threads)', () => 
     const apart = new Map(starts.toReversed().map((start) => [start, encodeRowGroup(data, start, Math.min(start + 700, data.rowCount), settings)]));
     const assembled = joinParts(assembleParquet(data, starts.map((start) => structuredClone(apart.get(start)!)), options, settings));
     expect(Buffer.from(assembled).equals(Buffer.from(whole))).toBe(true);
+  });
+});
+
+/**
+ * A registry table's file goes through the decoder before the writer: its string and
+ * bytes fields reach the writer as places in the records' bytes (issue 27), other values
+ * as arrays. The bytes were pinned by the build before spans (8904a7c), which gave every
+ * value as an array: how values reach the writer must not change a file.
+ */
+describe('an avro table file, decoded from the wire format, keeps its bytes', () => {
+  const fields = [
+    { name: 'id', type: 'string' }, { name: 'blob', type: 'bytes' }, { name: 'n', type: 'long' },
+    { name: 'maybe', type: ['null', 'string'] }, { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['BUY', 'SELL'] } },
+    { name: 'dev', type: { type: 'record', name: 'Dev', fields: [{ name: 'os', type: 'string' }] } }, { name: 'note', type: 'string' },
+  ];
+  const registered: RegistrySchema = { id: 7, type: 'AVRO', schema: JSON.stringify({ type: 'record', name: 'Trade', fields }), references: [] };
+  const schema = mergeRegistrySchemas(initialSchema('avro'), 'avro', [{ schema: registered, sides: new Set(['value'] as const) }]);
+  const payload = (i: number): number[] => [
+    ...avro.string(`trade-${i % 211}`), ...zigzag(BigInt(i % 5)), ...Array.from({ length: i % 5 }, (_, k) => (i * 7 + k) & 0xff), ...avro.long(BigInt(i) * 1_000_003n - 500_000n),
+    ...(i % 3 === 0 ? zigzag(0n) : [...zigzag(1n), ...avro.string(`maybe ü${'😀'.repeat(i % 3)}`)]), ...zigzag(BigInt(i % 2)), ...avro.string(`os${i % 4}`),
+    ...avro.string(i % 13 === 0 ? '' : `note ${'x'.repeat(i % 40)} ${i}`),
+  ];
+  // every 17th value is not in the wire format, every 19th is cut short, every 23rd a tombstone: error rows and nulls
+  const records: KafkaRecord[] = Array.from({ length: 2_000 }, (_, i) => {
+    const bytes = Buffer.from(wire(7, payload(i)));
+    const value = i % 23 === 0 ? null : i % 17 === 0 ? Buffer.from('plain') : i % 19 === 0 ? bytes.subarray(0, bytes.length - 1) : bytes;
+    return { offset: 5_000n + BigInt(i), timestamp: 1_700_000_000_000 + i, key: Buffer.from(`k${i % 9}`), value, headers: [] };
+  });
+  const table = { tableId: 1n, name: 't', topic: 't', format: 'avro', settings: resolveSettings({ row_group_rows: 700 }) } as unknown as TableRecord;
+  const pinnedAvro: Record<string, { byteLength: number; sha256: string }> = {
+    [V3_LZ4]: { byteLength: 70651, sha256: '8951acba3a8ce292585d88bdc0ac58b425f9b0fa1f561be29bf618eeb703549d' },
+    [V2_LZ4]: { byteLength: 70651, sha256: 'd229ca6f29eae373ac9e6c8c6c81d70950c112fcd4a7302f7aad855763e78024' },
+  };
+  it.each([V3_LZ4, V2_LZ4])('%s', (version) => {
+    const f = encodeFile(table, schema, 2, records, version);
+    expect(golden(f.bytes, f.sha256)).toEqual(pinnedAvro[version]);
   });
 });
