@@ -11,7 +11,7 @@ import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../table/record.js';
 import { compressionOf } from '../table/settings.js';
 import {
-  buildDataFile, ByteSpans, bytesOfRange, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
+  buildDataFile, ByteSpans, bytesOfRange, SafeInt64s, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
   type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
@@ -147,11 +147,12 @@ export function prepareDecoded(columns: readonly Column[], data: Record<string, 
       if (!problem) break;
       if (attempt === 2 || kafka.has(problem.column)) throw problem;
       const side = problem.column === KEY_COLUMN ? 'key' : 'value';
-      // the decoded columns (arrays, or byte spans of their own), `_value` and `_error` are the decoder's (the record columns are checked to fit above)
+      // the decoded columns (arrays, or vectors of their own), `_value` and `_error` are the decoder's (the record columns are checked to fit above)
       const decoded = data as Record<string, unknown[]>;
       for (const name of side === 'key' ? [KEY_COLUMN] : valueColumns) {
         const column = data[name]!;
         if (column instanceof ByteSpans) column.lengths[row] = -1;
+        else if (column instanceof SafeInt64s) column.numbers[row] = NaN;
         else decoded[name]![row] = null;
       }
       if (side === 'value') decoded._value![row] = records[row]!.value;

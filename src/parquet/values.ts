@@ -66,15 +66,16 @@ export class ByteSpans {
   }
 }
 
-/** int64 or timestamp values that are safe integers, as numbers: no bigint per value. */
+/** int64 or timestamp values that are safe integers, as numbers: no bigint per value. NaN is null. */
 export class SafeInt64s {
   readonly length: number;
   constructor(readonly numbers: Float64Array) {
     this.length = numbers.length;
   }
 
-  at(i: number): bigint {
-    return BigInt(this.numbers[i]!);
+  at(i: number): bigint | null {
+    const v = this.numbers[i]!;
+    return Number.isNaN(v) ? null : BigInt(v);
   }
 }
 
@@ -127,7 +128,7 @@ export function withArrays(data: PreparedData): PreparedData {
 /** Whether a vector holds values of the column's type as `prepare` would make them. */
 function vectorFits(column: Column, vector: ColumnVector): boolean {
   const { type } = column;
-  if (vector instanceof SafeInt64s) return type.kind === 'int64' || type.kind === 'timestamp';
+  if (vector instanceof SafeInt64s) return (type.kind === 'int64' || type.kind === 'timestamp') && (column.nullable || !vector.numbers.some(Number.isNaN));
   if (vector instanceof ByteSpans) {
     if (type.kind !== 'binary' && type.kind !== 'string' && type.kind !== 'json') return false;
     return column.nullable || !vector.lengths.some((length) => length < 0);

@@ -275,7 +275,7 @@ function flatChunk(column: Column, values: ArrayLike<unknown> | ByteSpans | Safe
   if (column.nullable) {
     def = new Uint8Array(count);
     if (values instanceof ByteSpans) for (let i = 0; i < count; i++) def[i] = values.lengths[start + i]! < 0 ? 0 : 1;
-    else if (values instanceof SafeInt64s) def.fill(1);
+    else if (values instanceof SafeInt64s) for (let i = 0; i < count; i++) def[i] = Number.isNaN(values.numbers[start + i]) ? 0 : 1;
     else for (let i = 0; i < count; i++) def[i] = values[start + i] === null ? 0 : 1;
   }
   return { count, values, offset: start, def, rep: null };

@@ -63,6 +63,12 @@ export function readInt(c: AvroCursor): number {
  * of more than 10 bytes, or one running past the payload, is not read here.
  */
 export function readLong(c: AvroCursor): bigint {
+  const value = readLongOrNumber(c);
+  return typeof value === 'number' ? BigInt(value) : value;
+}
+
+/** `readLong`'s value as a number where it takes up to 7 bytes (a safe integer), as bigint where it takes more. */
+export function readLongOrNumber(c: AvroCursor): number | bigint {
   const buf = c.bytes;
   const end = c.end;
   let pos = c.pos;
@@ -74,7 +80,7 @@ export function readLong(c: AvroCursor): bigint {
     raw += (b & 0x7f) * scale;
     if (b < 0x80) {
       c.pos = pos;
-      return BigInt(raw % 2 ? -(raw + 1) / 2 : raw / 2);
+      return raw % 2 ? -(raw + 1) / 2 : raw / 2;
     }
     scale *= 128;
   }

@@ -11,7 +11,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type avro from 'avsc';
-import { notColumnar, readBlockCount, readBoolean, readBytes, readDouble, readFixed, readFloat, readInt, readLong, type AvroCursor } from './avro-binary.js';
+import { notColumnar, readBlockCount, readBoolean, readBytes, readDouble, readFixed, readFloat, readInt, readLong, readLongOrNumber, type AvroCursor } from './avro-binary.js';
 import { skipperOf } from './avro-skip.js';
 import { signedBigInt, type ColumnDecoder } from './writer.js';
 import { setOwn } from '../common/objects.js';
@@ -36,18 +36,19 @@ export interface AvroTypeView {
  * The column decoder of a (non-recursive) writer type, or undefined where there is none.
  * `slots`: only these of a record's slots are wanted (a projection); the other fields
  * are skipped by their lengths (avro-skip.ts), their slots left as they were.
- * `spanSlots`: of these, a field that is an Avro string or bytes is given as a span, its
- * place in the payload's bytes (`spans[2 * slot]` its start, `spans[2 * slot + 1]` its
- * length) with `out[slot]` left undefined, so that no view is made of it (issue 27); a
+ * `scratchSlots`: of these, a field that is an Avro string or bytes is given as a span,
+ * its place in the payload's bytes (`scratch[2 * slot]` its start, `scratch[2 * slot + 1]`
+ * its length), and a long that is a safe integer as a number in `scratch[2 * slot]`, with
+ * `out[slot]` left undefined, so that no view or bigint is made of it (issue 27); a
  * string's UTF-8 is checked where it lies, as for the view.
  */
-export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: ReadonlySet<number>, spanSlots?: ReadonlySet<number>): ColumnDecoder | undefined {
+export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: ReadonlySet<number>, scratchSlots?: ReadonlySet<number>): ColumnDecoder | undefined {
   const compile = new Compiler(view);
   const cursor: AvroCursor = { bytes: empty, pos: 0, end: 0 };
-  let spanOut: Int32Array = noSpans;
+  let scratch: Float64Array = noScratch;
   const finish = (ok: boolean): boolean => {
     cursor.bytes = empty; // keeps no payload alive
-    spanOut = noSpans;
+    scratch = noScratch;
     return ok;
   };
   if (type.typeName === 'record' || type.typeName === 'error') {
@@ -63,25 +64,32 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: Reado
       if (size < 0 || end > c.end) throw notColumnar;
       if (utf8 && firstInvalidUtf8(c.bytes, start, end) >= 0) throw notColumnar; // the usual path says "a string is not valid UTF-8"
       c.pos = end;
-      spanOut[2 * slot] = start;
-      spanOut[2 * slot + 1] = size;
+      scratch[2 * slot] = start;
+      scratch[2 * slot + 1] = size;
+      return undefined;
+    };
+    const numberRead = (slot: number): Read => (c) => {
+      const value = readLongOrNumber(c);
+      if (typeof value !== 'number') return value; // beyond 2^53: the bigint, in its slot
+      scratch[2 * slot] = value;
       return undefined;
     };
     const reads = fields.map((field, i) => {
       const slot = slotOf[i]!;
       if (!slots || (slot >= 0 && slots.has(slot))) {
-        if (spanSlots?.has(slot) && (field === primitives.string || field === primitives.bytes)) return spanRead(slot, field === primitives.string);
+        if (scratchSlots?.has(slot) && (field === primitives.string || field === primitives.bytes)) return spanRead(slot, field === primitives.string);
+        if (scratchSlots?.has(slot) && field === primitives['abstract:long']) return numberRead(slot);
         return field.read;
       }
       const skip = skipperOf(fieldTypes[i]!, underlying);
       return skip ?? field.read; // a skip's value, undefined, goes to no slot
     });
     const wanted = slotOf.map((slot) => (slot >= 0 && (!slots || slots.has(slot)) ? slot : -1));
-    return (bytes, offset, end, out, spans) => {
+    return (bytes, offset, end, out, fieldScratch) => {
       cursor.bytes = bytes;
       cursor.pos = offset;
       cursor.end = end;
-      spanOut = spans;
+      scratch = fieldScratch;
       try {
         for (let i = 0; i < reads.length; i++) {
           const value = reads[i]!(cursor);
@@ -99,7 +107,7 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: Reado
 }
 
 const empty = Buffer.alloc(0);
-const noSpans = new Int32Array(0);
+const noScratch = new Float64Array(0);
 
 /** Each field's slot in `out` (−1: no column). */
 function slotsOf(fields: readonly Reader[]): number[] {

@@ -224,7 +224,7 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
   return {
     type: shape.type,
     decode: payloadDecoder(schema.id, type, shape),
-    ...(decodeColumns ? { decodeColumns, projectColumns: (slots, spanSlots) => columnDecoder(type, view, slots && new Set(slots), spanSlots) } : {}),
+    ...(decodeColumns ? { decodeColumns, projectColumns: (slots, scratchSlots) => columnDecoder(type, view, slots && new Set(slots), scratchSlots) } : {}),
     project(columns) {
       if (recursive || writer.typeName !== 'record') return undefined;
       const alias = protoAliases.get(writer);

@@ -19,7 +19,7 @@ import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
 import type { KafkaRecord, RecordColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
-import { ByteSpans, columnValues } from '../parquet/values.js';
+import { ByteSpans, columnValues, SafeInt64s, type ColumnVector } from '../parquet/values.js';
 import type { TableFormat } from '../table/settings.js';
 import { avroWriter } from './decode-avro.js';
 import { jsonSchemaWriter } from './decode-json-schema.js';
@@ -107,15 +107,16 @@ interface Route {
   writer: WriterSchema;
   /**
    * [table column index, field of the decoded value (undefined: the whole value), convert,
-   * the field's slot in `decodeColumns`'s values, whether the fast path gives it as a span]
+   * the field's slot in `decodeColumns`'s values, whether the fast path may give it in
+   * `scratch` (into a column vector, ColumnDecoder)]
    */
   targets: [number, string | undefined, Convert, number, boolean][];
   /** The writer's fast path (of a projection: reading only the targets' fields). */
   decodeColumns?: ColumnDecoder;
   /** `decodeColumns`'s values of the payload at hand, reused from record to record. */
   slots: unknown[];
-  /** `decodeColumns`'s spans of the payload at hand (two per slot). */
-  spans: Int32Array;
+  /** `decodeColumns`'s spans and numbers of the payload at hand (two per slot). */
+  scratch: Float64Array;
 }
 
 /** Per side, the route of each schema id (or why it cannot decode). */
@@ -129,16 +130,21 @@ export class TableDecoder {
   /** The decoded columns: everything after Kafka's own. */
   readonly columns: Column[];
   /**
-   * Which of them are built as places in the records' bytes (ByteColumn): an Avro
-   * table's nullable string and binary columns, whose values the column decoder can give
-   * as spans (a value that is not bytes turns its column back into an array).
+   * Which of them are built as column vectors: an Avro table's nullable string and
+   * binary columns as places in the records' bytes (ByteColumn), its nullable int64 and
+   * timestamp columns as numbers (Int64Column), whose values the column decoder can give
+   * without a view or bigint each (a value they cannot hold turns them back into arrays).
    */
-  private readonly byteColumns: boolean[];
+  private readonly vectorColumns: ('bytes' | 'int64' | undefined)[];
 
   constructor(private readonly format: RegistryFormat, private readonly schema: TableSchema) {
     const kafka = new Set(kafkaTableColumns(format).map((c) => c.name));
     this.columns = schema.columns.filter((c) => !kafka.has(c.name));
-    this.byteColumns = this.columns.map((c) => format === 'avro' && c.nullable && (c.type.kind === 'string' || c.type.kind === 'binary'));
+    this.vectorColumns = this.columns.map((c) => {
+      if (format !== 'avro' || !c.nullable) return undefined;
+      const { kind } = c.type;
+      return kind === 'string' || kind === 'binary' ? 'bytes' : kind === 'int64' || kind === 'timestamp' ? 'int64' : undefined;
+    });
   }
 
   /** The routes of a decode: every column's, or those filling only the columns in `only`. */
@@ -165,8 +171,8 @@ export class TableDecoder {
     const targets = route.targets.filter(([column]) => only.has(this.columns[column]!.name));
     const fields = targets.map(([, field]) => field);
     // the fast path of a projection reads the asked fields and skips the others, as `project` does
-    const projectedColumns = route.decodeColumns && route.writer.projectColumns?.(targets.map(([, , , slot]) => slot), spanSlots(targets));
-    const fast = { ...(projectedColumns ? { decodeColumns: projectedColumns } : {}), slots: [], spans: route.spans };
+    const projectedColumns = route.decodeColumns && route.writer.projectColumns?.(targets.map(([, , , slot]) => slot), scratchSlots(targets));
+    const fast = { ...(projectedColumns ? { decodeColumns: projectedColumns } : {}), slots: [], scratch: route.scratch };
     if (targets.length === 0 || fields.includes(undefined)) return { writer: route.writer, targets, ...fast };
     return { writer: route.writer.project?.(fields as string[]) ?? route.writer, targets, ...fast };
   }
@@ -184,14 +190,16 @@ export class TableDecoder {
     fields.forEach((field, i) => {
       const column = routeField(this.columns, field.name, field.type);
       // slot i: a key is the whole value (slot 0), a value's field i is struct field i
-      if (column) targets.push([this.columns.indexOf(column), sourceNames[i], converter(column.type, field.type), i, !whole && this.byteColumns[this.columns.indexOf(column)]! && column.type.kind === field.type.kind]);
+      // a field of the column's own kind is the column's value unconverted: the fast path may give it in its scratch
+      const at = this.columns.indexOf(column!);
+      if (column) targets.push([at, sourceNames[i], converter(column.type, field.type), i, !whole && this.vectorColumns[at] !== undefined && column.type.kind === field.type.kind]);
     });
-    const spans = new Int32Array(2 * fields.length);
+    const scratch = new Float64Array(2 * fields.length);
     // the fast path fills a struct's fields, not the struct: a key whose value is a record decodes the usual way
-    if (!writer.decodeColumns || (whole && writer.type.kind === 'struct')) return { writer, targets, slots: [], spans };
-    const asSpans = spanSlots(targets);
-    const decodeColumns = (asSpans.size > 0 && writer.projectColumns?.(undefined, asSpans)) || writer.decodeColumns;
-    return { writer, targets, decodeColumns, slots: [], spans };
+    if (!writer.decodeColumns || (whole && writer.type.kind === 'struct')) return { writer, targets, slots: [], scratch };
+    const inScratch = scratchSlots(targets);
+    const decodeColumns = (inScratch.size > 0 && writer.projectColumns?.(undefined, inScratch)) || writer.decodeColumns;
+    return { writer, targets, decodeColumns, slots: [], scratch };
   }
 
   /**
@@ -201,11 +209,14 @@ export class TableDecoder {
    * statistics say it has no error rows), whose named columns then get the values a full
    * decode gives them, for less work.
    */
-  decode(records: readonly KafkaRecord[], only?: ReadonlySet<string>, columns: RecordColumns = recordColumns(records)): Record<string, unknown[] | ByteSpans> {
+  decode(records: readonly KafkaRecord[], only?: ReadonlySet<string>, columns: RecordColumns = recordColumns(records)): Record<string, unknown[] | ColumnVector> {
     const n = columns.count;
     const routes = this.routesFor(only);
     const { key, value } = columns;
-    const arrays: Decoded[] = this.columns.map((_, c) => (this.byteColumns[c] ? new ByteColumn(n, value.sources) : new Array<unknown>(n).fill(null)));
+    const arrays: Decoded[] = this.columns.map((_, c) => {
+      const vector = this.vectorColumns[c];
+      return vector === 'bytes' ? new ByteColumn(n, value.sources) : vector === 'int64' ? new Int64Column(n) : new Array<unknown>(n).fill(null);
+    });
     const values = new Array<Uint8Array | null>(n);
     const errors = new Array<string | null>(n);
     for (let i = 0; i < n; i++) {
@@ -230,12 +241,12 @@ export class TableDecoder {
       // toWellFormed: a message may quote a key that holds a lone surrogate
       errors[i] = problems.length > 0 ? problems.join('; ').toWellFormed() : null;
     }
-    const out = dataRecord<unknown[] | ByteSpans>();
+    const out = dataRecord<unknown[] | ColumnVector>();
     out._value = values;
     out._error = errors;
     this.columns.forEach((column, c) => {
       const decoded = arrays[c]!;
-      out[column.name] = decoded instanceof ByteColumn ? decoded.values() : decoded;
+      out[column.name] = Array.isArray(decoded) ? decoded : decoded.values();
     });
     return out;
   }
@@ -255,7 +266,7 @@ export class TableDecoder {
     if (route.targets.length === 0) return undefined;
     if (route.decodeColumns) {
       const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      if (route.decodeColumns(buf, header.offset, end, route.slots, route.spans)) return this.fill(route, arrays, row, source, header.schemaId);
+      if (route.decodeColumns(buf, header.offset, end, route.slots, route.scratch)) return this.fill(route, arrays, row, source, header.schemaId);
     }
     // the usual path: a view of the payload alone
     const payload = bytes.subarray(start, end);
@@ -279,17 +290,21 @@ export class TableDecoder {
 
   /**
    * The fast path's columns: each target takes its field's slot, converted as the usual
-   * path converts the decoded value's field; a span (its slot undefined) is the field's
-   * bytes as they lie, which the usual path's conversion leaves as they are.
+   * path converts the decoded value's field; a value in the scratch (its slot undefined)
+   * is the field's bytes as they lie or its long as a number, which the usual path's
+   * conversion leaves as they are.
    */
   private fill(route: Route, arrays: Decoded[], row: number, source: number, schemaId: number): string | undefined {
-    const { targets, slots, spans } = route;
+    const { targets, slots, scratch } = route;
     try {
       for (let t = 0; t < targets.length; t++) {
-        const [column, , convert, slot, span] = targets[t]!;
+        const [column, , convert, slot, inScratch] = targets[t]!;
         const value = slots[slot];
-        if (span && value === undefined) (arrays[column] as ByteColumn).span(row, source, spans[2 * slot]!, spans[2 * slot + 1]!);
-        else put(arrays[column]!, row, convert(value));
+        if (inScratch && value === undefined) {
+          const decoded = arrays[column]!;
+          if (decoded instanceof ByteColumn) decoded.span(row, source, scratch[2 * slot]!, scratch[2 * slot + 1]!);
+          else put(decoded, row, scratch[2 * slot]!);
+        } else put(arrays[column]!, row, convert(value));
       }
     } catch {
       return this.unfit(route, arrays, row, schemaId);
@@ -304,17 +319,55 @@ export class TableDecoder {
   }
 }
 
-/** The slots of the targets the fast path may give as spans. */
-function spanSlots(targets: Route['targets']): Set<number> {
-  return new Set(targets.filter(([, , , , span]) => span).map(([, , , slot]) => slot));
+/** The slots of the targets the fast path may give in its scratch. */
+function scratchSlots(targets: Route['targets']): Set<number> {
+  return new Set(targets.filter(([, , , , inScratch]) => inScratch).map(([, , , slot]) => slot));
 }
 
-type Decoded = unknown[] | ByteColumn;
+type Decoded = unknown[] | ByteColumn | Int64Column;
 
 function put(column: Decoded, row: number, value: unknown): void {
-  if (column instanceof ByteColumn) column.set(row, value);
-  else column[row] = value;
+  if (Array.isArray(column)) column[row] = value;
+  else column.set(row, value);
 }
+
+/**
+ * A decoded int64 or timestamp column as numbers (SafeInt64s, NaN for null): the column
+ * decoder's longs, any bigint or number that is a safe integer. Any other value (one
+ * beyond 2^53, or of another kind) turns it into an array of the values, which `prepare`
+ * then normalizes (or refuses) as any other.
+ */
+class Int64Column {
+  private readonly numbers: Float64Array;
+  private array: unknown[] | undefined;
+
+  constructor(n: number) {
+    this.numbers = new Float64Array(n).fill(NaN);
+  }
+
+  set(row: number, value: unknown): void {
+    if (!this.array) {
+      if (value === null || value === undefined) {
+        this.numbers[row] = NaN;
+        return;
+      }
+      const number = typeof value === 'bigint' && value >= MIN_SAFE && value <= MAX_SAFE ? Number(value) : value;
+      if (Number.isSafeInteger(number)) {
+        this.numbers[row] = number as number;
+        return;
+      }
+      this.array = columnValues(this.values()) as unknown[];
+    }
+    this.array[row] = value;
+  }
+
+  values(): unknown[] | SafeInt64s {
+    return this.array ?? new SafeInt64s(this.numbers);
+  }
+}
+
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
  * A decoded string or binary column as places in bytes (ByteSpans): the column decoder's

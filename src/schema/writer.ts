@@ -32,19 +32,20 @@ export interface WriterSchema {
   /**
    * `decodeColumns` for some of a struct's slots only (all of them: undefined), the other
    * fields skipped by their lengths: the same values in those slots, for payloads `decode`
-   * takes without an error (as `project`). Of `spanSlots`, the byte and string fields are
-   * given as spans (ColumnDecoder).
+   * takes without an error (as `project`). Of `scratchSlots`, the byte and string fields
+   * are given as spans and the longs as numbers (ColumnDecoder).
    */
-  projectColumns?(slots: readonly number[] | undefined, spanSlots?: ReadonlySet<number>): ColumnDecoder | undefined;
+  projectColumns?(slots: readonly number[] | undefined, scratchSlots?: ReadonlySet<number>): ColumnDecoder | undefined;
 }
 
 /**
  * Fills `out` with the values of the writer's columns (a struct: slot i for field i;
  * any other type: the whole value in slot 0) from the payload in `bytes` [offset, end);
- * false when it does not take the payload. A slot given as a span is left undefined in
- * `out`: the value is `bytes` from `spans[2 * slot]`, `spans[2 * slot + 1]` long.
+ * false when it does not take the payload. A slot given in `scratch` is left undefined in
+ * `out`: a string or bytes value is `bytes` from `scratch[2 * slot]`, `scratch[2 * slot + 1]`
+ * long; a long is the number `scratch[2 * slot]`.
  */
-export type ColumnDecoder = (bytes: Buffer, offset: number, end: number, out: unknown[], spans: Int32Array) => boolean;
+export type ColumnDecoder = (bytes: Buffer, offset: number, end: number, out: unknown[], scratch: Float64Array) => boolean;
 
 export class DecodeError extends Error {
   override name = 'DecodeError';

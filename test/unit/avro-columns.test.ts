@@ -272,24 +272,31 @@ const noise = (): Buffer => Buffer.from(Array.from({ length: Math.floor(noiseRan
 /** The fast path's values of one payload as a struct (by column name), or undefined when it hands it back. */
 function fastValue(writer: WriterSchema, payload: Buffer): unknown {
   const slots: unknown[] = [];
-  if (!writer.decodeColumns!(payload, 5, payload.length, slots, new Int32Array(0))) return undefined;
+  if (!writer.decodeColumns!(payload, 5, payload.length, slots, new Float64Array(0))) return undefined;
   if (writer.type.kind !== 'struct') return slots[0];
   return Object.fromEntries(writer.type.fields.map((f, i) => [f.name, slots[i]]));
 }
 
 /**
- * The fast path of a struct writer asked for every slot as a span, reading the payload
- * where it lies among other bytes (`before` and `after` it, as a record's value lies in
- * its batch): the values, a span's taken from the bytes, or undefined when handed back.
+ * The fast path of a struct writer asked for every slot in its scratch, reading the
+ * payload where it lies among other bytes (`before` and `after` it, as a record's value
+ * lies in its batch): the values (a string's or bytes' taken from the bytes at its span, a
+ * long's from its number), or undefined when handed back.
  */
 function spannedValue(writer: WriterSchema, payload: Buffer, before: Buffer, after: Buffer): unknown[] | undefined {
-  const fieldCount = (writer.type as Extract<WriterSchema['type'], { kind: 'struct' }>).fields.length;
-  const all = new Set(Array.from({ length: fieldCount }, (_, i) => i));
+  const fields = (writer.type as Extract<WriterSchema['type'], { kind: 'struct' }>).fields;
+  const all = new Set(fields.map((_, i) => i));
   const bytes = Buffer.concat([before, payload, after]);
   const slots: unknown[] = [];
-  const spans = new Int32Array(2 * fieldCount);
-  if (!writer.projectColumns!(undefined, all)!(bytes, before.length + 5, before.length + payload.length, slots, spans)) return undefined;
-  return slots.map((value, slot) => (value === undefined ? bytes.subarray(spans[2 * slot]!, spans[2 * slot]! + spans[2 * slot + 1]!) : value));
+  const scratch = new Float64Array(2 * fields.length);
+  if (!writer.projectColumns!(undefined, all)!(bytes, before.length + 5, before.length + payload.length, slots, scratch)) return undefined;
+  return slots.map((value, slot) => {
+    if (value !== undefined) return value;
+    const kind = fields[slot]!.type.kind;
+    if (kind === 'string' || kind === 'binary') return bytes.subarray(scratch[2 * slot]!, scratch[2 * slot]! + scratch[2 * slot + 1]!);
+    expect(kind === 'int64' || kind === 'timestamp', `slot ${slot} (${kind}) left undefined`).toBe(true);
+    return BigInt(scratch[2 * slot]!);
+  });
 }
 
 /** The usual path's value (avsc's decode, then the shape's conversion), or its error text. */
@@ -345,7 +352,7 @@ describe('Avro column decoder: avsc decodes the same bytes', () => {
           const fieldCount = writer.type.fields.length;
           const asked = Array.from({ length: fieldCount }, (_, i) => i).filter(() => gen.rnd() < 0.4);
           const slots: unknown[] = [];
-          expect(writer.projectColumns!(asked)!(payload, 5, payload.length, slots, new Int32Array(0)), text).toBe(true);
+          expect(writer.projectColumns!(asked)!(payload, 5, payload.length, slots, new Float64Array(0)), text).toBe(true);
           const all = Object.values(ours as Record<string, unknown>);
           for (const slot of asked) expect(comparable(slots[slot]), text).toEqual(comparable(all[slot]));
           for (let slot = 0; slot < fieldCount; slot++) if (!asked.includes(slot)) expect(slots[slot]).toBeUndefined();

@@ -273,7 +273,7 @@ describe('an avro table file, decoded from the wire format, keeps its bytes', ()
     const value = i % 23 === 0 ? null : i % 17 === 0 ? Buffer.from('plain') : i % 19 === 0 ? bytes.subarray(0, bytes.length - 1) : bytes;
     return { offset: 5_000n + BigInt(i), timestamp: 1_700_000_000_000 + i, key: Buffer.from(`k${i % 9}`), value, headers: [] };
   });
-  const table = { tableId: 1n, name: 't', topic: 't', format: 'avro', settings: resolveSettings({ row_group_rows: 700 }) } as unknown as TableRecord;
+  const table = { tableId: 1n, name: 't', topic: 't', format: 'avro', settings: resolveSettings({ row_group_rows: '700' }) } as unknown as TableRecord;
   const pinnedAvro: Record<string, { byteLength: number; sha256: string }> = {
     [V3_LZ4]: { byteLength: 70651, sha256: '8951acba3a8ce292585d88bdc0ac58b425f9b0fa1f561be29bf618eeb703549d' },
     [V2_LZ4]: { byteLength: 70651, sha256: 'd229ca6f29eae373ac9e6c8c6c81d70950c112fcd4a7302f7aad855763e78024' },

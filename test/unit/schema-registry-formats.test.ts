@@ -145,8 +145,8 @@ describe('Avro', () => {
     const arrays = tableDecoder('avro', table).decode([record(0, bytes)]);
     expect(arrays._error).toEqual([null]);
     expect(arrays._value).toEqual([null]);
-    expect(arrays.id).toEqual([9007199254740993n]);
-    expect(arrays.at).toEqual([1_700_000_000_123n]);
+    expect(columnValues(arrays.id!)).toEqual([9007199254740993n]);
+    expect(columnValues(arrays.at!)).toEqual([1_700_000_000_123n]);
     // the whole file builds
     expect(() => buildDataFile(table.columns, { _partition: [0], _offset: [0n], _timestamp: [0], _key: [null], _headers: [[]], ...arrays }, { rowGroupRows: 10 })).not.toThrow();
   });
@@ -168,7 +168,7 @@ describe('Avro', () => {
       null,
       'value: Avro schema 11: 1 bytes left after the value',
     ]);
-    expect(arrays.id).toEqual([null, null, null, null, null]);
+    expect(columnValues(arrays.id!)).toEqual([null, null, null, null, null]);
     expect(valueAt(arrays._value!, 0)).toEqual(Uint8Array.from([1, 0, 0, 0, 11, 2]));
     expect(valueAt(arrays._value!, 3)).toBeNull();
   });
