@@ -190,9 +190,10 @@ export class TableDecoder {
     fields.forEach((field, i) => {
       const column = routeField(this.columns, field.name, field.type);
       // slot i: a key is the whole value (slot 0), a value's field i is struct field i
+      if (!column) return;
+      const at = this.columns.indexOf(column);
       // a field of the column's own kind is the column's value unconverted: the fast path may give it in its scratch
-      const at = this.columns.indexOf(column!);
-      if (column) targets.push([at, sourceNames[i], converter(column.type, field.type), i, !whole && this.vectorColumns[at] !== undefined && column.type.kind === field.type.kind]);
+      targets.push([at, sourceNames[i], converter(column.type, field.type), i, !whole && this.vectorColumns[at] !== undefined && column.type.kind === field.type.kind]);
     });
     const scratch = new Float64Array(2 * fields.length);
     // the fast path fills a struct's fields, not the struct: a key whose value is a record decodes the usual way
