@@ -15,7 +15,7 @@ import {
   type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
-import { recordBytes, type KafkaRecord } from '../kafka/record.js';
+import { columnRecordBytes, recordBytes, recordCount, type ByteSpanColumn, type FileRecords, type KafkaRecord, type RecordColumns, type SelfContainedColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
 import { fieldIds, type TableSchema } from '../schema/table-schema.js';
 import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
@@ -31,14 +31,18 @@ import type { IndexDefinition } from '../indexes/definition.js';
 /** Turns a sealed range into the catalog's files (Parquet built in memory, statistics taken). */
 export type RangeBuilder = (table: TableRecord, partition: number, range: SealedRange) => Promise<NewRange>;
 
-/** The rows of one file, normalized for its columns: what both the bytes and the statistics come from. */
-export function fileRows(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], decodedOnly?: ReadonlySet<string>): PreparedData {
-  const columns = recordColumns(records);
+/**
+ * The rows of one file, normalized for its columns: what both the bytes and the
+ * statistics come from. `columns`: `recordColumns(records)`, when the caller made them;
+ * `decodedOnly`: a rebuild of some columns of a file without error rows (TableDecoder.decode).
+ */
+export function fileRows(
+  table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, { columns = recordColumns(records), decodedOnly }: { columns?: RecordColumns; decodedOnly?: ReadonlySet<string> } = {},
+): PreparedData {
   const data: ColumnArrays = kafkaColumnArrays(partition, records, table.format, { columns });
   if (isRegistryFormat(table.format)) {
-    // `decodedOnly`: a rebuild of some columns of a file without error rows (TableDecoder.decode)
     const decoded = tableDecoder(table.format, schema).decode(records, decodedOnly, columns);
-    return prepareDecoded(schema.columns, { ...data, ...decoded }, records);
+    return prepareDecoded(schema.columns, { ...data, ...decoded }, columns);
   }
   return prepare(schema.columns, data);
 }
@@ -48,7 +52,7 @@ function fileOptions(table: TableRecord, schema: TableSchema, encoderVersion: st
 }
 
 /** One file's bytes, as a rebuild or a query needs them: the same inputs give the same bytes. */
-export function encodeFile(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string): EncodedFile {
+export function encodeFile(table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, encoderVersion: string): EncodedFile {
   return encodeRows(table, schema, fileRows(table, schema, partition, records), encoderVersion);
 }
 
@@ -78,7 +82,7 @@ const recordColumnNames = new Set(['_partition', '_offset', '_timestamp', '_key'
  * chosen columns come from (Avro skips the others).
  */
 export function encodeColumns(
-  table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string, columns: readonly number[],
+  table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, encoderVersion: string, columns: readonly number[],
   options: { noErrorRows?: boolean } = {},
 ): EncodedFile {
   const chosen = columns.map((c) => schema.columns[c]!);
@@ -92,11 +96,11 @@ export function encodeColumns(
   } else {
     picked = (options.noErrorRows ? chosenDecoded(table, schema, partition, records, chosen, only) : undefined) ?? pickedRows(table, schema, partition, records, columns);
   }
-  return encoderFor(encoderVersion).encode(picked, { ...fileOptions(table, schema, encoderVersion), rowGroupRows: Math.max(1, records.length) });
+  return encoderFor(encoderVersion).encode(picked, { ...fileOptions(table, schema, encoderVersion), rowGroupRows: Math.max(1, recordCount(records)) });
 }
 
 /** The chosen columns of every row (a registry format's whole rows decoded and normalized, then picked). */
-function pickedRows(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], columns: readonly number[]): PreparedData {
+function pickedRows(table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, columns: readonly number[]): PreparedData {
   const rows = fileRows(table, schema, partition, records);
   return new PreparedData(columns.map((c) => rows.columns[c]!), columns.map((c) => rows.arrays[c]!), rows.rowCount);
 }
@@ -108,7 +112,7 @@ function pickedRows(table: TableRecord, schema: TableSchema, partition: number, 
  * rows give them. A value the chosen columns refuse contradicts the statistics: undefined,
  * and the caller takes the whole rows (whose chunks the checksums then judge).
  */
-function chosenDecoded(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], chosen: readonly Column[], only: ReadonlySet<string>): PreparedData | undefined {
+function chosenDecoded(table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, chosen: readonly Column[], only: ReadonlySet<string>): PreparedData | undefined {
   if (!isRegistryFormat(table.format)) return undefined;
   const columns = recordColumns(records);
   const decoded = tableDecoder(table.format, schema).decode(records, only, columns);
@@ -121,7 +125,7 @@ function chosenDecoded(table: TableRecord, schema: TableSchema, partition: numbe
 }
 
 /** One file's bytes and exact statistics, as indexing records them. */
-export function buildFile(table: TableRecord, schema: TableSchema, partition: number, records: readonly KafkaRecord[], encoderVersion: string): DataFile {
+export function buildFile(table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, encoderVersion: string): DataFile {
   return buildDataFile(schema.columns, fileRows(table, schema, partition, records), fileOptions(table, schema, encoderVersion));
 }
 
@@ -133,7 +137,7 @@ export function buildFile(table: TableRecord, schema: TableSchema, partition: nu
  * touched, and which fail depends on nothing but the records and the schema, so a
  * rebuild makes the same rows.
  */
-export function prepareDecoded(columns: readonly Column[], data: Record<string, ArrayLike<unknown> | ColumnVector>, records: readonly KafkaRecord[]): PreparedData {
+export function prepareDecoded(columns: readonly Column[], data: Record<string, ArrayLike<unknown> | ColumnVector>, records: RecordColumns): PreparedData {
   try {
     return prepare(columns, data);
   } catch (error) {
@@ -141,7 +145,7 @@ export function prepareDecoded(columns: readonly Column[], data: Record<string, 
   }
   const kafka = new Set(kafkaTableColumns('avro').map((c) => c.name));
   const valueColumns = columns.filter((c) => !kafka.has(c.name) && c.name !== KEY_COLUMN).map((c) => c.name);
-  for (let row = 0; row < records.length; row++) {
+  for (let row = 0; row < records.count; row++) {
     for (let attempt = 0; ; attempt++) {
       const problem = refusal(columns, data, row);
       if (!problem) break;
@@ -155,7 +159,7 @@ export function prepareDecoded(columns: readonly Column[], data: Record<string, 
         else if (column instanceof SafeInt64s) column.numbers[row] = NaN;
         else decoded[name]![row] = null;
       }
-      if (side === 'value') decoded._value![row] = records[row]!.value;
+      if (side === 'value') decoded._value![row] = spanAt(records.value, row);
       const text = `${side}: column ${problem.path} cannot hold the decoded value (it must be ${problem.expected})`;
       decoded._error![row] = decoded._error![row] ? `${decoded._error![row] as string}; ${text}` : text;
     }
@@ -174,22 +178,35 @@ function refusal(columns: readonly Column[], data: Record<string, ArrayLike<unkn
   }
 }
 
+/** Records with their columns (`recordColumns` of them), for what needs both. */
+export interface RecordsAndColumns {
+  records: FileRecords;
+  columns: RecordColumns;
+}
+
 /**
  * A built file's granules: its row groups and chunk positions from its footer, each
  * chunk's sha256, and each row group's offset span from its records' offsets (the file's
- * rows are its records in offset order). Null for a file whose chunks do not tile its
- * bytes (it is served whole).
+ * rows are its records in offset order). `span`: every committed record of the file's
+ * offsets, of any bucket, whose bytes each granule counts. Null for a file whose chunks do
+ * not tile its bytes (it is served whole).
  */
 export function granulesOf(
-  file: EncodedFile, records: readonly KafkaRecord[], startOffset: bigint, endOffset: bigint, spanRecords: Iterable<KafkaRecord>,
+  file: EncodedFile, own: RecordsAndColumns, startOffset: bigint, endOffset: bigint, span: readonly RecordsAndColumns[],
 ): FileGranules | null {
   const layout = fileLayout(file.footer, file.byteLength);
   if ('problem' in layout) return null;
-  const spans = rowGroupSpans(layout.rowGroups.map((group) => group.rows), (row) => records[row]!.offset, startOffset, endOffset);
+  const spans = rowGroupSpans(layout.rowGroups.map((group) => group.rows), (row) => offsetAt(own, row), startOffset, endOffset);
   const kafkaBytes = spans.map(() => 0);
-  for (const record of spanRecords) {
-    const at = granuleHolding(spans, record.offset);
-    if (at >= 0) kafkaBytes[at]! += recordBytes(record);
+  for (const set of span) {
+    const { records, columns } = set;
+    const { offsets } = columns;
+    const list = 'count' in records ? undefined : records;
+    for (let i = 0; i < columns.count; i++) {
+      // as numbers where the offsets are: no bigint per record
+      const at = offsets ? granuleHolding(spans, offsets[i]!) : granuleHolding(spans, list![i]!.offset);
+      if (at >= 0) kafkaBytes[at]! += columns.headerNames ? columnRecordBytes(columns as SelfContainedColumns, i) : recordBytes(list![i]!);
+    }
   }
   return {
     granules: layout.rowGroups.map((group, rowGroup) => ({
@@ -200,8 +217,17 @@ export function granulesOf(
   };
 }
 
+function offsetAt({ records, columns }: RecordsAndColumns, row: number): bigint {
+  return columns.offsets ? BigInt(columns.offsets[row]!) : (records as readonly KafkaRecord[])[row]!.offset;
+}
+
+function spanAt(column: ByteSpanColumn, row: number): Uint8Array | null {
+  const length = column.lengths[row]!;
+  return length < 0 ? null : column.sources[column.source[row]!]!.subarray(column.starts[row]!, column.starts[row]! + length);
+}
+
 /** The index of the span holding `offset` (spans are sorted and tile), or -1. */
-function granuleHolding(spans: readonly { start: bigint; end: bigint }[], offset: bigint): number {
+function granuleHolding(spans: readonly { start: bigint; end: bigint }[], offset: bigint | number): number {
   let low = 0;
   let high = spans.length - 1;
   while (low <= high) {
@@ -241,6 +267,9 @@ function* recordsOf(range: SealedRange): Iterable<KafkaRecord> {
   for (const file of range.files) yield* file.records;
 }
 
+/** A range to build: a sealed range whose files' records may come as columns (on a build worker). */
+export type RangeToBuild = Omit<SealedRange, 'files'> & { files: { bucket: number; records: FileRecords }[] };
+
 /** What building a range's files takes once the catalog has been asked: pure, so that it runs on any thread. */
 export interface RangeBuildInput {
   table: TableRecord;
@@ -250,17 +279,18 @@ export interface RangeBuildInput {
   indexes: IndexDefinition[];
   encoderVersion: string;
   partition: number;
-  range: SealedRange;
+  range: RangeToBuild;
 }
 
 /** A sealed range's files: per bucket the Parquet file built in memory, its statistics, granules and index entries. */
 export function buildRangeFiles({ table, schema, schemaVersion, indexes, encoderVersion, partition, range }: RangeBuildInput): NewRange {
-  const files = range.files.map((file) => {
-    const rows = fileRows(table, schema, partition, file.records);
+  const span = range.files.map((file) => ({ records: file.records, columns: recordColumns(file.records) }));
+  const files = range.files.map((file, f) => {
+    const rows = fileRows(table, schema, partition, file.records, { columns: span[f]!.columns });
     const built = buildDataFile(schema.columns, rows, fileOptions(table, schema, encoderVersion));
-    const granules = granulesOf(built.file, file.records, range.startOffset, range.endOffset, recordsOf(range));
+    const granules = granulesOf(built.file, span[f]!, range.startOffset, range.endOffset, span);
     const entries = fileIndexEntries(indexes, indexResolver(table, schema), rows);
-    return toNewDataFile(built, schema, schemaVersion, file.bucket, file.records.length, granules, entries);
+    return toNewDataFile(built, schema, schemaVersion, file.bucket, span[f]!.columns.count, granules, entries);
   });
   return { startOffset: range.startOffset, endOffset: range.endOffset, reason: range.reason, files, indexIds: indexes.map((index) => index.indexId) };
 }

@@ -6,7 +6,7 @@
  * it runs the same on the reader's thread and on a build worker (src/build/pool.ts).
  */
 import type { TableRecord } from '../table/record.js';
-import type { KafkaRecord } from '../kafka/record.js';
+import type { FileRecords } from '../kafka/record.js';
 import { bytesOfRange, fileLayout, leafCount, sha256OfRange } from '../parquet/index.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { encodeColumns } from './files.js';
@@ -24,8 +24,8 @@ export interface ChunkJob {
   schema: TableSchema;
   partition: number;
   encoderVersion: string;
-  /** The granule's records: committed, in its span, in the file's bucket. */
-  records: readonly KafkaRecord[];
+  /** The granule's records: committed, in its span, in the file's bucket (as columns on a build worker). */
+  records: FileRecords;
   expected: readonly ExpectedChunk[];
   /** Also hand back the built one-row-group file (a query reads it as a file of its own). */
   wantFile: boolean;

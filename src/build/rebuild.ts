@@ -17,6 +17,7 @@ import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import { bucketOf } from '../ranges/buckets.js';
 import { compactionProblem } from '../kafka/topics.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
+import { recordColumns } from '../kafka/record-batch.js';
 import { schemaVersion } from '../catalog/schema-versions.js';
 
 export class RebuildMismatchError extends Error {
@@ -169,7 +170,8 @@ export async function verifiedFile(catalog: Catalog, source: CommittedSource, ta
     bytesRead += recordBytes(record);
     if (!file.hasGranules) spanRecords.push(record);
   });
-  const rows = fileRows(table, schema, file.partition, records);
+  const columns = recordColumns(records);
+  const rows = fileRows(table, schema, file.partition, records, { columns });
   const built = encodeRows(table, schema, rows, file.encoderVersion);
   const differences: string[] = [];
   if (BigInt(records.length) !== file.recordCount) differences.push(`${records.length} records, the catalog has ${file.recordCount}`);
@@ -180,7 +182,9 @@ export async function verifiedFile(catalog: Catalog, source: CommittedSource, ta
     const compacted = await compactionCause(source, table.topic);
     throw new RebuildMismatchError(file.dataFileId, compacted ? [compacted, ...differences] : differences);
   }
-  if (!file.hasGranules) await addGranules(catalog, file, granulesOf(built, records, file.startOffset, file.endOffset, spanRecords));
+  if (!file.hasGranules) {
+    await addGranules(catalog, file, granulesOf(built, { records, columns }, file.startOffset, file.endOffset, [{ records: spanRecords, columns: recordColumns(spanRecords) }]));
+  }
   return { built, records, rows, schema, bytesRead };
 }
 

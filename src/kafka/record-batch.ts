@@ -44,7 +44,7 @@ import { decompressFrameSync as lz4FrameDecompress, uncompressSync as lz4BlockDe
 import { uncompressSync as snappyUncompress } from 'snappy';
 import { crc32c } from './crc32c.js';
 import { CorruptRecordBatchError } from './batch-errors.js';
-import type { ByteSpanColumn, KafkaRecord, RecordColumns } from './record.js';
+import type { ByteSpanColumn, FileRecords, KafkaRecord, RecordColumns } from './record.js';
 
 /** Where a batch comes from, for errors. */
 export interface BatchSource {
@@ -500,9 +500,11 @@ function headerName(data: Buffer, at: number, length: number, position: number):
 /**
  * Records as columns (record.ts): a committed read's records give the places they already
  * have in their batches' bytes, with no key, value or header object made; any other
- * records (an MSK event's, a build worker's) give their own arrays as the places.
+ * records (an MSK event's) give their own arrays as the places; columns (a build worker's)
+ * are what they are.
  */
-export function recordColumns(records: readonly KafkaRecord[]): RecordColumns {
+export function recordColumns(records: FileRecords): RecordColumns {
+  if ('count' in records) return records;
   const n = records.length;
   let headerTotal = 0;
   for (let i = 0; i < n; i++) {

@@ -41,6 +41,29 @@ export interface RecordColumns {
   headerValues: ByteSpanColumn;
 }
 
+/**
+ * Columns that need no records beside them: every offset a number and every header name
+ * UTF-8. A build worker gets its records so (src/build/record-transfer.ts).
+ */
+export interface SelfContainedColumns extends RecordColumns {
+  offsets: Float64Array;
+  headerNames: ByteSpanColumn;
+}
+
+/** The records a build takes: records, or columns that need none (`recordColumns` gives either as columns). */
+export type FileRecords = readonly KafkaRecord[] | SelfContainedColumns;
+
+export function recordCount(records: FileRecords): number {
+  return 'count' in records ? records.count : records.length;
+}
+
+/** Key + value + header bytes of record i of `columns` (`recordBytes` of it): the lengths of its spans. */
+export function columnRecordBytes(columns: SelfContainedColumns, i: number): number {
+  let bytes = Math.max(0, columns.key.lengths[i]!) + Math.max(0, columns.value.lengths[i]!);
+  for (let h = columns.headerStarts[i]!; h < columns.headerStarts[i + 1]!; h++) bytes += columns.headerNames.lengths[h]! + Math.max(0, columns.headerValues.lengths[h]!);
+  return bytes;
+}
+
 /** Byte strings as places in shared bytes: entry i is `sources[source[i]]` from `starts[i]`, `lengths[i]` long (-1: null). */
 export interface ByteSpanColumn {
   sources: Uint8Array[];

@@ -10,7 +10,7 @@
  * of its leaves `_headers.list.element.key` / `.value`. A record without headers has
  * an empty list, never null.
  */
-import type { ByteSpanColumn, KafkaRecord, RecordColumns } from '../kafka/record.js';
+import type { ByteSpanColumn, FileRecords, KafkaRecord, RecordColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
 import type { TableFormat } from '../table/settings.js';
 import { jsonSpanError } from './json-text.js';
@@ -72,19 +72,19 @@ export interface ColumnArrayOptions {
  * are both null. A json value that is not JSON leaves `_value` null and `_error` its
  * reason.
  */
-export function kafkaColumnArrays(partition: number, records: readonly KafkaRecord[], format: TableFormat, options: ColumnArrayOptions = {}): ColumnArrays {
-  const n = records.length;
+export function kafkaColumnArrays(partition: number, records: FileRecords, format: TableFormat, options: ColumnArrayOptions = {}): ColumnArrays {
   const wants = (name: string) => options.only === undefined || options.only.has(name);
   const columns = options.columns ?? recordColumns(records);
+  const n = columns.count;
   const arrays: Record<string, ArrayLike<unknown> | ColumnVector> = {};
   if (wants('_partition')) arrays._partition = new Array<number>(n).fill(partition);
-  if (wants('_offset')) arrays._offset = columns.offsets ? new SafeInt64s(columns.offsets) : records.map((r) => r.offset);
+  if (wants('_offset')) arrays._offset = columns.offsets ? new SafeInt64s(columns.offsets) : theRecords(records).map((r) => r.offset);
   if (wants('_timestamp')) arrays._timestamp = new SafeInt64s(columns.timestamps);
   if (wants('_key')) arrays._key = byteSpans(columns.key);
   if (wants('_headers')) {
     arrays._headers = columns.headerNames
       ? new KeyValueLists(columns.headerStarts, byteSpans(columns.headerNames), byteSpans(columns.headerValues))
-      : headerLists(records);
+      : headerLists(theRecords(records));
   }
   const checked = format === 'json' && !options.valuesAreJson;
   if (!checked) {
@@ -106,6 +106,12 @@ export function kafkaColumnArrays(partition: number, records: readonly KafkaReco
   if (wants('_value')) arrays._value = new ByteSpans(sources, source, starts, lengths);
   if (wants('_error')) arrays._error = errors;
   return arrays;
+}
+
+/** The records beside columns that need them (an offset beyond 2^53, a header name that is not UTF-8): self-contained columns never do. */
+function theRecords(records: FileRecords): readonly KafkaRecord[] {
+  if ('count' in records) throw new Error('self-contained record columns lack an offset or a header name');
+  return records;
 }
 
 function byteSpans(column: ByteSpanColumn): ByteSpans {

@@ -17,7 +17,7 @@
  */
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
-import type { KafkaRecord, RecordColumns } from '../kafka/record.js';
+import type { FileRecords, KafkaRecord, RecordColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
 import { ByteSpans, columnValues, SafeInt64s, type ColumnVector } from '../parquet/values.js';
 import type { TableFormat } from '../table/settings.js';
@@ -210,7 +210,7 @@ export class TableDecoder {
    * statistics say it has no error rows), whose named columns then get the values a full
    * decode gives them, for less work.
    */
-  decode(records: readonly KafkaRecord[], only?: ReadonlySet<string>, columns: RecordColumns = recordColumns(records)): Record<string, unknown[] | ColumnVector> {
+  decode(records: FileRecords, only?: ReadonlySet<string>, columns: RecordColumns = recordColumns(records)): Record<string, unknown[] | ColumnVector> {
     const n = columns.count;
     const routes = this.routesFor(only);
     const { key, value } = columns;

@@ -10,6 +10,7 @@ import { buildFile, prepareDecoded } from '../../src/build/files.js';
 import { initialSchema as startSchema } from '../../src/schema/table-schema.js';
 import { columnValues, kafkaColumnArrays, statText, valueAt, type Column } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
+import { recordColumns } from '../../src/kafka/record-batch.js';
 import { tableDecoder, type RegistryFormat } from '../../src/schema/decode.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import type { RegistrySchema } from '../../src/schema/registry.js';
@@ -195,7 +196,7 @@ describe('no record stops a partition', () => {
     const columns: Column[] = [...startSchema('avro').columns, { name: 'n', type: { kind: 'int32' }, nullable: true }, { name: 's', type: { kind: 'string' }, nullable: true }];
     const rows = records([wire(1, [1]), wire(1, [2]), wire(1, [3])]);
     const data = { ...kafkaColumnArrays(0, rows, 'avro'), _value: [null, null, null], _error: [null, null, null], n: [1, 2 ** 40, 3], s: ['a', 'b', 'c'] };
-    const prepared = prepareDecoded(columns, data, rows);
+    const prepared = prepareDecoded(columns, data, recordColumns(rows));
     const at = (name: string) => columnValues(prepared.arrays[columns.findIndex((c) => c.name === name)]!);
     expect(at('n')).toEqual([1, null, 3]);
     expect(at('s').map((b) => (b === null ? null : Buffer.from(b as Uint8Array).toString()))).toEqual(['a', null, 'c']);
