@@ -15,7 +15,7 @@ import {
   type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
-import { columnRecordBytes, recordBytes, recordCount, type ByteSpanColumn, type FileRecords, type KafkaRecord, type RecordColumns, type SelfContainedColumns } from '../kafka/record.js';
+import { columnRecordBytes, recordBytes, recordCount, selfContained, type ByteSpanColumn, type FileRecords, type KafkaRecord, type RecordColumns, type SelfContainedColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
 import { fieldIds, type TableSchema } from '../schema/table-schema.js';
 import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
@@ -263,10 +263,6 @@ export function indexResolver(table: TableRecord, schema: TableSchema): (index: 
   return (index) => resolveForFile(schema.columns, table.format, index.columns, index.kind);
 }
 
-function* recordsOf(range: SealedRange): Iterable<KafkaRecord> {
-  for (const file of range.files) yield* file.records;
-}
-
 /** A range to build: a sealed range whose files' records may come as columns (on a build worker). */
 export type RangeToBuild = Omit<SealedRange, 'files'> & { files: { bucket: number; records: FileRecords }[] };
 
@@ -304,10 +300,12 @@ export function buildRangeFiles({ table, schema, schemaVersion, indexes, encoder
  * bytes are the same on any thread.
  */
 export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encoder?: string, build: (input: RangeBuildInput) => NewRange | Promise<NewRange> = buildRangeFiles): RangeBuilder {
-  return async (table, partition, range: SealedRange): Promise<NewRange> => {
+  return async (table, partition, sealed: SealedRange): Promise<NewRange> => {
+    // the records as columns once, for the registry's ids and the build alike
+    const range: RangeToBuild = { ...sealed, files: sealed.files.map((file) => ({ bucket: file.bucket, records: selfContained(recordColumns(file.records)) ?? file.records })) };
     let current = await currentSchema(catalog, table.tableId);
     if (isRegistryFormat(table.format)) {
-      current = await schemaForRecords(catalog, table, current, recordsOf(range), registry ?? defaultRegistry(engineConfig().schemaRegistryUrl));
+      current = await schemaForRecords(catalog, table, current, range.files.map((file) => file.records), registry ?? defaultRegistry(engineConfig().schemaRegistryUrl));
     }
     const { version, schema } = current;
     const indexes = await indexesWithEntries(catalog, table.tableId);

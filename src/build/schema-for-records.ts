@@ -8,7 +8,7 @@
  */
 import type { Catalog } from '../catalog/db.js';
 import { addSchemaVersion, type VersionedSchema } from '../catalog/schema-versions.js';
-import type { KafkaRecord } from '../kafka/record.js';
+import type { FileRecords } from '../kafka/record.js';
 import { isRegistryFormat, unmergedIds } from '../schema/decode.js';
 import { mergeRegistrySchemas } from '../schema/evolve.js';
 import type { RegistrySchema, SchemaRegistry } from '../schema/registry.js';
@@ -16,7 +16,7 @@ import type { Side } from '../schema/table-schema.js';
 import type { TableRecord } from '../table/record.js';
 
 /** The table schema the range's records need: the current version, or a new one merged from the registry. */
-export async function schemaForRecords(catalog: Catalog, table: TableRecord, current: VersionedSchema, records: Iterable<KafkaRecord>, registry: SchemaRegistry): Promise<VersionedSchema> {
+export async function schemaForRecords(catalog: Catalog, table: TableRecord, current: VersionedSchema, records: Iterable<FileRecords>, registry: SchemaRegistry): Promise<VersionedSchema> {
   if (!isRegistryFormat(table.format)) return current;
   const wanted = unmergedIds(current.schema, records);
   if (wanted.size === 0) return current;

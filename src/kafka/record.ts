@@ -53,6 +53,11 @@ export interface SelfContainedColumns extends RecordColumns {
 /** The records a build takes: records, or columns that need none (`recordColumns` gives either as columns). */
 export type FileRecords = readonly KafkaRecord[] | SelfContainedColumns;
 
+/** The columns, if they need no records beside them. */
+export function selfContained(columns: RecordColumns): SelfContainedColumns | undefined {
+  return columns.offsets && columns.headerNames ? (columns as SelfContainedColumns) : undefined;
+}
+
 export function recordCount(records: FileRecords): number {
   return 'count' in records ? records.count : records.length;
 }

@@ -17,7 +17,7 @@
  */
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
 import { validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
-import type { FileRecords, KafkaRecord, RecordColumns } from '../kafka/record.js';
+import type { ByteSpanColumn, FileRecords, RecordColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
 import { ByteSpans, columnValues, SafeInt64s, type ColumnVector } from '../parquet/values.js';
 import type { TableFormat } from '../table/settings.js';
@@ -45,26 +45,27 @@ export function isRegistryFormat(format: TableFormat): format is RegistryFormat 
 /** Kafka's column names (and the decoded key's): value fields named so are renamed `value_<name>`. */
 const reserved = new Set([...kafkaTableColumns('avro').map((c) => c.name), KEY_COLUMN]);
 
-/** The schema id a key or value names, if it is in the wire format. */
-export function schemaIdOf(bytes: Uint8Array | null): number | undefined {
-  if (bytes === null) return undefined;
-  const header = readWireHeader(bytes);
-  return typeof header === 'string' ? undefined : header.schemaId;
-}
-
 /** Every (schema id, side) the records name that `schema` has not merged yet. */
-export function unmergedIds(schema: TableSchema, records: Iterable<KafkaRecord>): Map<number, Set<Side>> {
+export function unmergedIds(schema: TableSchema, sets: Iterable<FileRecords>): Map<number, Set<Side>> {
   const known = schema.registrySchemas ?? {};
   const out = new Map<number, Set<Side>>();
-  const note = (id: number | undefined, side: Side): void => {
-    if (id === undefined || known[id]?.sides.includes(side)) return;
-    let sides = out.get(id);
-    if (!sides) out.set(id, (sides = new Set()));
+  const note = (column: ByteSpanColumn, i: number, side: Side): void => {
+    const length = column.lengths[i]!;
+    if (length < 0) return;
+    const start = column.starts[i]!;
+    const header = readWireHeader(column.sources[column.source[i]!]!, start, start + length);
+    if (typeof header === 'string' || known[header.schemaId]?.sides.includes(side)) return;
+    let sides = out.get(header.schemaId);
+    if (!sides) out.set(header.schemaId, (sides = new Set()));
     sides.add(side);
   };
-  for (const record of records) {
-    note(schemaIdOf(record.value), 'value');
-    note(schemaIdOf(record.key), 'key');
+  for (const records of sets) {
+    // where the values lie: no view made of each
+    const { count, key, value } = recordColumns(records);
+    for (let i = 0; i < count; i++) {
+      note(value, i, 'value');
+      note(key, i, 'key');
+    }
   }
   return out;
 }

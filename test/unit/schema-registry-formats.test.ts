@@ -279,7 +279,7 @@ describe('keys and schema ids', () => {
     expect(columnValues(arrays._key_decoded!)).toEqual([Buffer.from('k1'), null]);
     expect(arrays.value__offset).toEqual([5, 5]);
     expect(arrays._error).toEqual([null, null]);
-    expect([...unmergedIds(schema, [record(0, value, key), record(1, framed(43, Buffer.from([])))])]).toEqual([[43, new Set(['value'])]]);
+    expect([...unmergedIds(schema, [[record(0, value, key), record(1, framed(43, Buffer.from([])))]])]).toEqual([[43, new Set(['value'])]]);
     expect(sideColumns({ kind: 'string' }, 'value')).toEqual([{ name: 'value', type: { kind: 'string' }, nullable: true }]);
   });
 });
