@@ -15,7 +15,7 @@ import {
   type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
-import { columnRecordBytes, recordBytes, recordCount, selfContained, type ByteSpanColumn, type FileRecords, type KafkaRecord, type RecordColumns, type SelfContainedColumns } from '../kafka/record.js';
+import { columnRecordBytes, recordBytes, recordCount, selfContained, type FileRecords, type KafkaRecord, type RecordColumns, type SelfContainedColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
 import { fieldIds, type TableSchema } from '../schema/table-schema.js';
 import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
@@ -159,7 +159,7 @@ export function prepareDecoded(columns: readonly Column[], data: Record<string, 
         else if (column instanceof SafeInt64s) column.numbers[row] = NaN;
         else decoded[name]![row] = null;
       }
-      if (side === 'value') decoded._value![row] = spanAt(records.value, row);
+      if (side === 'value') decoded._value![row] = ByteSpans.of(records.value).at(row);
       const text = `${side}: column ${problem.path} cannot hold the decoded value (it must be ${problem.expected})`;
       decoded._error![row] = decoded._error![row] ? `${decoded._error![row] as string}; ${text}` : text;
     }
@@ -219,11 +219,6 @@ export function granulesOf(
 
 function offsetAt({ records, columns }: RecordsAndColumns, row: number): bigint {
   return columns.offsets ? BigInt(columns.offsets[row]!) : (records as readonly KafkaRecord[])[row]!.offset;
-}
-
-function spanAt(column: ByteSpanColumn, row: number): Uint8Array | null {
-  const length = column.lengths[row]!;
-  return length < 0 ? null : column.sources[column.source[row]!]!.subarray(column.starts[row]!, column.starts[row]! + length);
 }
 
 /** The index of the span holding `offset` (spans are sorted and tile), or -1. */

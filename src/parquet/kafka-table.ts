@@ -10,7 +10,7 @@
  * of its leaves `_headers.list.element.key` / `.value`. A record without headers has
  * an empty list, never null.
  */
-import type { ByteSpanColumn, FileRecords, KafkaRecord, RecordColumns } from '../kafka/record.js';
+import type { FileRecords, KafkaRecord, RecordColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
 import type { TableFormat } from '../table/settings.js';
 import { jsonSpanError } from './json-text.js';
@@ -80,15 +80,15 @@ export function kafkaColumnArrays(partition: number, records: FileRecords, forma
   if (wants('_partition')) arrays._partition = new Array<number>(n).fill(partition);
   if (wants('_offset')) arrays._offset = columns.offsets ? new SafeInt64s(columns.offsets) : theRecords(records).map((r) => r.offset);
   if (wants('_timestamp')) arrays._timestamp = new SafeInt64s(columns.timestamps);
-  if (wants('_key')) arrays._key = byteSpans(columns.key);
+  if (wants('_key')) arrays._key = ByteSpans.of(columns.key);
   if (wants('_headers')) {
     arrays._headers = columns.headerNames
-      ? new KeyValueLists(columns.headerStarts, byteSpans(columns.headerNames), byteSpans(columns.headerValues))
+      ? new KeyValueLists(columns.headerStarts, ByteSpans.of(columns.headerNames), ByteSpans.of(columns.headerValues))
       : headerLists(theRecords(records));
   }
   const checked = format === 'json' && !options.valuesAreJson;
   if (!checked) {
-    if (wants('_value')) arrays._value = byteSpans(columns.value);
+    if (wants('_value')) arrays._value = ByteSpans.of(columns.value);
     if (format === 'json' && wants('_error')) arrays._error = new Array<string | null>(n).fill(null);
     return arrays;
   }
@@ -114,9 +114,6 @@ function theRecords(records: FileRecords): readonly KafkaRecord[] {
   return records;
 }
 
-function byteSpans(column: ByteSpanColumn): ByteSpans {
-  return new ByteSpans(column.sources, column.source, column.starts, column.lengths);
-}
 
 const utf8 = new TextEncoder();
 

@@ -57,6 +57,11 @@ export class ByteSpans {
     this.length = starts.length;
   }
 
+  /** The spans of a column of places (a record column's keys, values or header parts). */
+  static of(column: { sources: readonly Uint8Array[]; source: Int32Array; starts: Int32Array; lengths: Int32Array }): ByteSpans {
+    return new ByteSpans(column.sources, column.source, column.starts, column.lengths);
+  }
+
   /** Value i as a view (null for null). */
   at(i: number): Uint8Array | null {
     const length = this.lengths[i]!;
