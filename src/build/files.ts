@@ -11,7 +11,7 @@ import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../table/record.js';
 import { compressionOf } from '../table/settings.js';
 import {
-  buildDataFile, ByteSpans, bytesOfRange, SafeInt64s, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
+  buildDataFile, ByteSpans, bytesOfRange, SafeInt64s, StructVectors, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
   type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
@@ -157,6 +157,7 @@ export function prepareDecoded(columns: readonly Column[], data: Record<string, 
         const column = data[name]!;
         if (column instanceof ByteSpans) column.lengths[row] = -1;
         else if (column instanceof SafeInt64s) column.numbers[row] = NaN;
+        else if (column instanceof StructVectors) column.nulls[row] = 1;
         else decoded[name]![row] = null;
       }
       if (side === 'value') decoded._value![row] = ByteSpans.of(records.value).at(row);

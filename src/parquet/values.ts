@@ -19,7 +19,7 @@
  *   list             array of element values;  struct  object keyed by field name
  * Normalized: int64/timestamp/decimal → bigint, string/json → Uint8Array.
  */
-import { type Column, type ColumnType, type FieldType, sameColumns, type ScalarType, validateColumns } from './schema.js';
+import { type Column, type ColumnType, type FieldType, isScalar, sameColumns, type ScalarType, validateColumns } from './schema.js';
 import { ownValue, setOwn } from '../common/objects.js';
 
 export type Row = Readonly<Record<string, unknown>>;
@@ -105,10 +105,34 @@ export class KeyValueLists {
   }
 }
 
-export type ColumnVector = ByteSpans | SafeInt64s | KeyValueLists;
+/**
+ * A struct of scalar fields as one column per field (a registry table's record field,
+ * decoded without an object per row): row i is null where `nulls[i]` is 1, else its field
+ * f is value i of `fields[f]`, an array or a vector. A null row's field values are
+ * placeholders, never read.
+ */
+export class StructVectors {
+  readonly length: number;
+  constructor(
+    readonly names: readonly string[],
+    readonly fields: readonly (unknown[] | ByteSpans | SafeInt64s)[],
+    readonly nulls: Uint8Array,
+  ) {
+    this.length = nulls.length;
+  }
+
+  at(i: number): Record<string, unknown> | null {
+    if (this.nulls[i]) return null;
+    const out: Record<string, unknown> = {};
+    this.names.forEach((name, f) => setOwn(out, name, valueAt(this.fields[f]!, i)));
+    return out;
+  }
+}
+
+export type ColumnVector = ByteSpans | SafeInt64s | KeyValueLists | StructVectors;
 
 export function isColumnVector(values: unknown): values is ColumnVector {
-  return values instanceof ByteSpans || values instanceof SafeInt64s || values instanceof KeyValueLists;
+  return values instanceof ByteSpans || values instanceof SafeInt64s || values instanceof KeyValueLists || values instanceof StructVectors;
 }
 
 /** A column's values as an array (a vector's made now). */
@@ -130,9 +154,16 @@ export function withArrays(data: PreparedData): PreparedData {
   return new PreparedData(data.columns, data.arrays.map((values) => columnValues(values) as unknown[]), data.rowCount);
 }
 
-/** Whether a vector holds values of the column's type as `prepare` would make them. */
-function vectorFits(column: Column, vector: ColumnVector): boolean {
+/** Whether a vector holds values of the column's type as `prepare` would make them (a struct's array fields: once normalized). */
+function vectorFits(column: FieldType, vector: ColumnVector): boolean {
   const { type } = column;
+  if (vector instanceof StructVectors) {
+    if (type.kind !== 'struct' || type.fields.length !== vector.names.length || (!column.nullable && vector.nulls.includes(1))) return false;
+    return type.fields.every((field, f) => {
+      const values = vector.fields[f]!;
+      return field.name === vector.names[f] && isScalar(field.type) && (Array.isArray(values) || vectorFits(field, values));
+    });
+  }
   if (vector instanceof SafeInt64s) return (type.kind === 'int64' || type.kind === 'timestamp') && (column.nullable || !vector.numbers.some(Number.isNaN));
   if (vector instanceof ByteSpans) {
     if (type.kind !== 'binary' && type.kind !== 'string' && type.kind !== 'json') return false;
@@ -179,7 +210,7 @@ export function prepare(columns: readonly Column[], data: RowData): PreparedData
     }
     if (isColumnVector(source)) {
       if (!vectorFits(column, source)) throw new Error(`column ${column.name} (${column.type.kind}) cannot take the values given as ${source.constructor.name}`);
-      return source;
+      return source instanceof StructVectors ? normalizedStruct(column, source) : source;
     }
     const n = rows ? rows.length : source!.length;
     const values = new Array<unknown>(n);
@@ -196,6 +227,21 @@ export function prepare(columns: readonly Column[], data: RowData): PreparedData
     return values;
   });
   return new PreparedData(columns, out, Math.max(rowCount, 0));
+}
+
+/** A struct's array fields normalized as its rows' fields would be (a null row's left null); its vectors as they are. */
+function normalizedStruct(column: Column, struct: StructVectors): StructVectors {
+  const { fields } = column.type as Extract<ColumnType, { kind: 'struct' }>;
+  try {
+    return new StructVectors(struct.names, struct.fields.map((values, f) => {
+      if (!Array.isArray(values)) return values;
+      const normalize = fieldNormalizer(fields[f]!, `${column.name}.${fields[f]!.name}`);
+      return values.map((value, row) => (struct.nulls[row] ? null : normalize(value, row)));
+    }), struct.nulls);
+  } catch (error) {
+    if (error instanceof ValueError) error.column = column.name;
+    throw error;
+  }
 }
 
 /** Normalizes one value of a field at `row`; throws a ValueError naming the leaf's path. */

@@ -25,10 +25,10 @@
  * by the encoder version that chooses it (encoder.ts).
  */
 import type { SchemaElement } from 'hyparquet-writer';
-import { type Column, type FieldType, isScalar, leafCount, leaves, parquetSchema, type ScalarType } from './schema.js';
+import { type Column, type ColumnType, type FieldType, isScalar, leafCount, leaves, parquetSchema, type ScalarType } from './schema.js';
 import { compareBytes, compareFloats } from './stat-text.js';
 import { CompactType, CompactWriter } from './thrift.js';
-import { ByteSpans, KeyValueLists, type PreparedData, SafeInt64s } from './values.js';
+import { ByteSpans, KeyValueLists, type PreparedData, SafeInt64s, StructVectors } from './values.js';
 import { PARQUET_MAGIC } from './footer.js';
 
 export type Codec = 'UNCOMPRESSED' | 'SNAPPY' | 'LZ4_RAW';
@@ -190,7 +190,8 @@ export function encodeRowGroup(data: PreparedData, start: number, end: number, s
     const values = data.arrays[c]!;
     const leafChunks = isScalar(column.type)
       ? [flatChunk(column, values as ArrayLike<unknown> | ByteSpans | SafeInt64s, start, end)]
-      : values instanceof KeyValueLists ? shredKeyValueLists(values, start, end) : shred(column, values as readonly unknown[], start, end);
+      : values instanceof KeyValueLists ? shredKeyValueLists(values, start, end)
+        : values instanceof StructVectors ? structChunks(column, values, start, end) : shred(column, values as readonly unknown[], start, end);
     own.forEach((plan, k) => chunks.push(writeChunk(parts, plan, leafChunks[k]!, settings)));
   });
   return { rows: end - start, parts: parts.list, chunks };
@@ -372,6 +373,33 @@ function shred(column: Column, rows: readonly unknown[], start: number, end: num
   };
   for (let row = start; row < end; row++) visit(column, rows[row], 0, 0, 0, 0);
   return outs.map((s) => ({ count: s.values.length, values: s.values, offset: 0, def: Uint8Array.from(s.def), rep: Uint8Array.from(s.rep) }));
+}
+
+/**
+ * `shred` of a struct of scalar fields given as StructVectors: the same levels (a null
+ * struct 0; else the struct's level, and the field's if it holds a value), each field's
+ * values read where they lie.
+ */
+function structChunks(column: Column, struct: StructVectors, start: number, end: number): LeafChunk[] {
+  const { fields } = column.type as Extract<ColumnType, { kind: 'struct' }>;
+  const count = end - start;
+  const structLevel = column.nullable ? 1 : 0;
+  return fields.map((field, f) => {
+    const values = struct.fields[f]!;
+    const def = new Uint8Array(count);
+    for (let i = 0; i < count; i++) {
+      const row = start + i;
+      if (struct.nulls[row]) continue;
+      def[i] = structLevel + (field.nullable && isNullAt(values, row) ? 0 : field.nullable ? 1 : 0);
+    }
+    return { count, values, offset: start, def, rep: null };
+  });
+}
+
+function isNullAt(values: unknown[] | ByteSpans | SafeInt64s, i: number): boolean {
+  if (values instanceof ByteSpans) return values.lengths[i]! < 0;
+  if (values instanceof SafeInt64s) return Number.isNaN(values.numbers[i]);
+  return values[i] === null || values[i] === undefined;
 }
 
 function fixedWidth(physical: Physical, typeLength: number): number {

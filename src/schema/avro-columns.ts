@@ -24,6 +24,8 @@ interface Reader {
   read: Read;
   column: boolean;
   bytes: number;
+  /** A record's, when every field of it is a scalar primitive with a column: their readers, which a scratch read takes one by one. */
+  flatFields?: readonly Reader[];
 }
 
 /** How the walk sees the types decode-avro.ts makes: its logical types' attributes, and the alias of a `__proto__` field. */
@@ -74,11 +76,37 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: Reado
       scratch[2 * slot] = value;
       return undefined;
     };
+    // a record of scalar fields: its own scratch (two per field) in its slot, reused from payload to payload
+    const structRead = (fields: readonly Reader[]): Read => {
+      const nested = new Float64Array(2 * fields.length);
+      return (c) => {
+        for (let k = 0; k < fields.length; k++) {
+          const field = fields[k]!;
+          if (field === primitives.string || field === primitives.bytes) {
+            const size = readInt(c);
+            const start = c.pos;
+            const end = start + size;
+            if (size < 0 || end > c.end) throw notColumnar;
+            if (field === primitives.string && firstInvalidUtf8(c.bytes, start, end) >= 0) throw notColumnar;
+            c.pos = end;
+            nested[2 * k] = start;
+            nested[2 * k + 1] = size;
+          } else if (field === primitives['abstract:long']) {
+            const value = readLongOrNumber(c);
+            if (typeof value !== 'number') throw notColumnar; // beyond 2^53: the usual path gives the record
+            nested[2 * k] = value;
+          } else if (field === primitives.boolean) nested[2 * k] = readBoolean(c) ? 1 : 0;
+          else nested[2 * k] = field.read(c) as number; // int, float, double
+        }
+        return nested;
+      };
+    };
     const reads = fields.map((field, i) => {
       const slot = slotOf[i]!;
       if (!slots || (slot >= 0 && slots.has(slot))) {
         if (scratchSlots?.has(slot) && (field === primitives.string || field === primitives.bytes)) return spanRead(slot, field === primitives.string);
         if (scratchSlots?.has(slot) && field === primitives['abstract:long']) return numberRead(slot);
+        if (scratchSlots?.has(slot) && field.flatFields) return structRead(field.flatFields);
         return field.read;
       }
       const skip = skipperOf(fieldTypes[i]!, underlying);
@@ -155,6 +183,9 @@ const primitives: Record<string, Reader> = {
   string: { read: readString, column: true, bytes: 1 },
 };
 
+/** The primitives a record's field may be for the record to be read into a scratch (structRead). */
+const scalarPrimitives = new Set(['string', 'bytes', 'abstract:long', 'int', 'float', 'double', 'boolean'].map((name) => primitives[name]!));
+
 /** avsc's type tree as decode-avro.ts's `shapeOf` walks it, one reader per type. */
 class Compiler {
   constructor(private readonly view: AvroTypeView) {}
@@ -219,6 +250,7 @@ class Compiler {
       // no field with a column: the record is JSON text `{}` (shapeOf), its fields still read
       return { read: (c) => { for (const read of reads) read(c); return '{}'; }, column: true, bytes };
     }
+    const flat = readers.every((r) => scalarPrimitives.has(r));
     return {
       read: (c) => {
         const out: Record<string, unknown> = {};
@@ -231,6 +263,7 @@ class Compiler {
       },
       column: true,
       bytes,
+      ...(flat ? { flatFields: readers } : {}),
     };
   }
 

@@ -16,10 +16,10 @@
  *          `_error`: "value: …", "key: …", joined by "; ".
  */
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
-import { validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
+import { sameType, validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
 import type { ByteSpanColumn, FileRecords, RecordColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
-import { ByteSpans, columnValues, SafeInt64s, type ColumnVector } from '../parquet/values.js';
+import { ByteSpans, columnValues, SafeInt64s, StructVectors, type ColumnVector } from '../parquet/values.js';
 import type { TableFormat } from '../table/settings.js';
 import { avroWriter } from './decode-avro.js';
 import { jsonSchemaWriter } from './decode-json-schema.js';
@@ -29,7 +29,7 @@ import type { RegistrySchema, SchemaType } from './registry.js';
 import type { Side, TableSchema } from './table-schema.js';
 import { readWireHeader } from './wire.js';
 import { DecodeError, type ColumnDecoder, type WriterSchema } from './writer.js';
-import { dataRecord, ownValue } from '../common/objects.js';
+import { dataRecord, ownValue, setOwn } from '../common/objects.js';
 
 export type RegistryFormat = 'avro' | 'protobuf' | 'json-schema';
 
@@ -136,7 +136,7 @@ export class TableDecoder {
    * timestamp columns as numbers (Int64Column), whose values the column decoder can give
    * without a view or bigint each (a value they cannot hold turns them back into arrays).
    */
-  private readonly vectorColumns: ('bytes' | 'int64' | undefined)[];
+  private readonly vectorColumns: ('bytes' | 'int64' | 'struct' | undefined)[];
 
   constructor(private readonly format: RegistryFormat, private readonly schema: TableSchema) {
     const kafka = new Set(kafkaTableColumns(format).map((c) => c.name));
@@ -144,6 +144,7 @@ export class TableDecoder {
     this.vectorColumns = this.columns.map((c) => {
       if (format !== 'avro' || !c.nullable) return undefined;
       const { kind } = c.type;
+      if (kind === 'struct') return c.type.fields.every((field) => scratchKinds.has(field.type.kind)) ? 'struct' : undefined;
       return kind === 'string' || kind === 'binary' ? 'bytes' : kind === 'int64' || kind === 'timestamp' ? 'int64' : undefined;
     });
   }
@@ -193,8 +194,9 @@ export class TableDecoder {
       // slot i: a key is the whole value (slot 0), a value's field i is struct field i
       if (!column) return;
       const at = this.columns.indexOf(column);
-      // a field of the column's own kind is the column's value unconverted: the fast path may give it in its scratch
-      targets.push([at, sourceNames[i], converter(column.type, field.type), i, !whole && this.vectorColumns[at] !== undefined && column.type.kind === field.type.kind]);
+      // a field of the column's own kind (a struct: its very type) is the column's value unconverted: the fast path may give it in its scratch
+      const asIs = this.vectorColumns[at] === 'struct' ? sameType(column.type, field.type) : column.type.kind === field.type.kind;
+      targets.push([at, sourceNames[i], converter(column.type, field.type), i, !whole && this.vectorColumns[at] !== undefined && asIs]);
     });
     const scratch = new Float64Array(2 * fields.length);
     // the fast path fills a struct's fields, not the struct: a key whose value is a record decodes the usual way
@@ -217,6 +219,7 @@ export class TableDecoder {
     const { key, value } = columns;
     const arrays: Decoded[] = this.columns.map((_, c) => {
       const vector = this.vectorColumns[c];
+      if (vector === 'struct') return new StructColumn(n, this.columns[c]!.type as Extract<ColumnType, { kind: 'struct' }>, value.sources);
       return vector === 'bytes' ? new ByteColumn(n, value.sources) : vector === 'int64' ? new Int64Column(n) : new Array<unknown>(n).fill(null);
     });
     const values = new Array<Uint8Array | null>(n);
@@ -306,7 +309,8 @@ export class TableDecoder {
           const decoded = arrays[column]!;
           if (decoded instanceof ByteColumn) decoded.span(row, source, scratch[2 * slot]!, scratch[2 * slot + 1]!);
           else put(decoded, row, scratch[2 * slot]!);
-        } else put(arrays[column]!, row, convert(value));
+        } else if (inScratch && value instanceof Float64Array) (arrays[column] as StructColumn).fields(row, source, value);
+        else put(arrays[column]!, row, convert(value));
       }
     } catch {
       return this.unfit(route, arrays, row, schemaId);
@@ -326,7 +330,96 @@ function scratchSlots(targets: Route['targets']): Set<number> {
   return new Set(targets.filter(([, , , , inScratch]) => inScratch).map(([, , , slot]) => slot));
 }
 
-type Decoded = unknown[] | ByteColumn | Int64Column;
+type Decoded = unknown[] | ByteColumn | Int64Column | StructColumn;
+
+/** The kinds of a struct's fields that the column decoder gives in its scratch (avro-columns.ts structRead). */
+const scratchKinds = new Set<ColumnType['kind']>(['string', 'binary', 'int64', 'timestamp', 'int32', 'date', 'float', 'double', 'boolean']);
+
+/**
+ * A decoded struct of scalar fields as StructVectors: a field per column (ByteColumn,
+ * Int64Column or an array), filled from the column decoder's scratch or from a decoded
+ * record; null rows marked, their fields given placeholders. A value it cannot take (not
+ * a record, or a null where a field takes none) turns it into an array of the values,
+ * which `prepare` normalizes (or refuses) as any other.
+ */
+class StructColumn {
+  private readonly kinds: ColumnType['kind'][];
+  private readonly columns: Decoded[];
+  private readonly nulls: Uint8Array;
+  private array: unknown[] | undefined;
+
+  constructor(n: number, private readonly type: Extract<ColumnType, { kind: 'struct' }>, shared: readonly Uint8Array[]) {
+    this.kinds = type.fields.map((field) => field.type.kind);
+    this.columns = this.kinds.map((kind) => (kind === 'string' || kind === 'binary' ? new ByteColumn(n, shared) : kind === 'int64' || kind === 'timestamp' ? new Int64Column(n) : new Array<unknown>(n).fill(null)));
+    this.nulls = new Uint8Array(n).fill(1);
+  }
+
+  /** Row `row` from the column decoder's scratch of a record read at `source`: two numbers per field (a span, or the value). */
+  fields(row: number, source: number, nested: Float64Array): void {
+    if (this.array) {
+      this.array[row] = this.record(nested, source);
+      return;
+    }
+    this.nulls[row] = 0;
+    for (let f = 0; f < this.kinds.length; f++) {
+      const column = this.columns[f]!;
+      const kind = this.kinds[f]!;
+      if (column instanceof ByteColumn) column.span(row, source, nested[2 * f]!, nested[2 * f + 1]!);
+      else put(column, row, kind === 'boolean' ? nested[2 * f] !== 0 : nested[2 * f]!);
+    }
+  }
+
+  set(row: number, value: unknown): void {
+    if (!this.array) {
+      if (value === null || value === undefined) {
+        this.nulls[row] = 1;
+        return;
+      }
+      const record = value as Record<string, unknown>;
+      const fits = typeof value === 'object' && !Array.isArray(value) && !(value instanceof Uint8Array)
+        && this.type.fields.every((field) => field.nullable || (ownValue(record, field.name) ?? null) !== null);
+      if (fits) {
+        this.nulls[row] = 0;
+        this.type.fields.forEach((field, f) => put(this.columns[f]!, row, ownValue(record, field.name) ?? null));
+        return;
+      }
+      this.array = columnValues(this.values()) as unknown[];
+    }
+    this.array[row] = value;
+  }
+
+  values(): unknown[] | StructVectors {
+    if (this.array) return this.array;
+    // a null row's fields: placeholders (never read), so that a field that takes no null holds none
+    const fields = this.columns.map((column, f) => {
+      const values = Array.isArray(column) ? column : column.values();
+      if (this.type.fields[f]!.nullable) return values;
+      for (let row = 0; row < this.nulls.length; row++) {
+        if (!this.nulls[row]) continue;
+        if (values instanceof ByteSpans) values.lengths[row] = 0;
+        else if (values instanceof SafeInt64s) values.numbers[row] = 0;
+      }
+      return values;
+    });
+    return new StructVectors(this.type.fields.map((field) => field.name), fields as (unknown[] | ByteSpans | SafeInt64s)[], this.nulls);
+  }
+
+  /** The record of a scratch, as the usual path gives it: for a column turned into an array. */
+  private record(nested: Float64Array, source: number): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    this.type.fields.forEach((field, f) => {
+      const kind = this.kinds[f]!;
+      const column = this.columns[f]!;
+      const at = nested[2 * f]!;
+      let value: unknown = at;
+      if (column instanceof ByteColumn) value = column.sourceBytes(source).subarray(at, at + nested[2 * f + 1]!);
+      else if (kind === 'boolean') value = at !== 0;
+      else if (kind === 'int64' || kind === 'timestamp') value = BigInt(at);
+      setOwn(out, field.name, value);
+    });
+    return out;
+  }
+}
 
 function put(column: Decoded, row: number, value: unknown): void {
   if (Array.isArray(column)) column[row] = value;
@@ -391,6 +484,11 @@ class ByteColumn {
     this.lengths = new Int32Array(n).fill(-1);
   }
 
+  /** Source `source` of the records' bytes. */
+  sourceBytes(source: number): Uint8Array {
+    return this.sources[source]!;
+  }
+
   span(row: number, source: number, start: number, length: number): void {
     if (this.array) this.array[row] = this.sources[source]!.subarray(start, start + length);
     else {
@@ -418,6 +516,7 @@ class ByteColumn {
   values(): unknown[] | ByteSpans {
     return this.array ?? this.spans();
   }
+
 
   private spans(): ByteSpans {
     return new ByteSpans(this.sources, this.source, this.starts, this.lengths);

@@ -265,6 +265,10 @@ function comparable(v: unknown): unknown {
 
 const header = (id: number): Buffer => Buffer.from([0, 0, 0, 0, id]);
 
+/** Whether a record field of scalars holds a long: read into a scratch, a long beyond 2^53 there hands its payload back (the usual path then gives it). */
+const nestedLong = (writer: WriterSchema): boolean =>
+  writer.type.kind === 'struct' && writer.type.fields.some((f) => f.type.kind === 'struct' && f.type.fields.some((g) => g.type.kind === 'int64' || g.type.kind === 'timestamp'));
+
 const noiseRandom = seededRandom(4099);
 /** Up to 8 bytes, mostly with the varint continuation bit set: what a payload read past its end would run into. */
 const noise = (): Buffer => Buffer.from(Array.from({ length: Math.floor(noiseRandom() * 9) }, () => Math.floor(noiseRandom() * 256) | (noiseRandom() < 0.7 ? 0x80 : 0)));
@@ -290,7 +294,15 @@ function spannedValue(writer: WriterSchema, payload: Buffer, before: Buffer, aft
   const slots: unknown[] = [];
   const scratch = new Float64Array(2 * fields.length);
   if (!writer.projectColumns!(undefined, all)!(bytes, before.length + 5, before.length + payload.length, slots, scratch)) return undefined;
+  const fromScratch = (type: Extract<WriterSchema['type'], { kind: 'struct' }>, nested: Float64Array) => Object.fromEntries(type.fields.map((field, k) => {
+    const kind = field.type.kind;
+    if (kind === 'string' || kind === 'binary') return [field.name, bytes.subarray(nested[2 * k]!, nested[2 * k]! + nested[2 * k + 1]!)];
+    if (kind === 'int64' || kind === 'timestamp') return [field.name, BigInt(nested[2 * k]!)];
+    return [field.name, kind === 'boolean' ? nested[2 * k] !== 0 : nested[2 * k]];
+  }));
   return slots.map((value, slot) => {
+    // a record of scalar fields: its fields in the decoder's own scratch, two numbers each
+    if (value instanceof Float64Array) return fromScratch(fields[slot]!.type as Extract<WriterSchema['type'], { kind: 'struct' }>, value);
     if (value !== undefined) return value;
     const kind = fields[slot]!.type.kind;
     if (kind === 'string' || kind === 'binary') return bytes.subarray(scratch[2 * slot]!, scratch[2 * slot]! + scratch[2 * slot + 1]!);
@@ -334,8 +346,8 @@ describe('Avro column decoder: avsc decodes the same bytes', () => {
         // among other bytes, with strings and bytes as spans: the same values, or handed back alike
         const spanned = writer.type.kind === 'struct' ? spannedValue(writer, payload, noise(), noise()) : undefined;
         if (writer.type.kind === 'struct') {
-          expect(spanned === undefined, `${text}: spans and values hand back alike`).toBe(ours === undefined);
-          if (ours !== undefined) expect(comparable(spanned), text).toEqual(comparable(Object.values(ours as Record<string, unknown>)));
+          expect(spanned === undefined && ours !== undefined && !nestedLong(writer), `${text}: spans and values hand back alike`).toBe(false);
+          if (spanned !== undefined) expect(comparable(spanned), text).toEqual(comparable(Object.values(ours as Record<string, unknown>)));
         }
         if (ours === undefined) {
           // handed back: only a payload the usual path refuses (here: a decimal over its precision)
@@ -392,8 +404,8 @@ describe('Avro column decoder: avsc decodes the same bytes', () => {
         if (writer.type.kind === 'struct') {
           // where it lies among other bytes, strings and bytes as spans: read past its end, it is handed back as alone
           const spanned = spannedValue(writer, bytes, noise(), noise());
-          expect(spanned === undefined, `${text} ${bytes.toString('hex')}`).toBe(ours === undefined);
-          if (ours !== undefined) expect(comparable(spanned)).toEqual(comparable(Object.values(ours as Record<string, unknown>)));
+          expect(spanned === undefined && ours !== undefined && !nestedLong(writer), `${text} ${bytes.toString('hex')}`).toBe(false);
+          if (spanned !== undefined) expect(comparable(spanned)).toEqual(comparable(Object.values(ours as Record<string, unknown>)));
         }
         if (ours === undefined) {
           handedBack++;

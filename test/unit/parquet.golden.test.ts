@@ -250,15 +250,24 @@ describe('row groups of our writer encoded apart (as on worker threads)', () => 
 
 /**
  * A registry table's file goes through the decoder before the writer: its string and
- * bytes fields reach the writer as places in the records' bytes (issue 27), other values
- * as arrays. The bytes were pinned by the build before spans (8904a7c), which gave every
+ * bytes fields reach the writer as places in the records' bytes, its longs as numbers, a
+ * record of scalars as a vector per field (issue 27), other values as arrays. The bytes were pinned by the build before spans (8904a7c), which gave every
  * value as an array: how values reach the writer must not change a file.
  */
+const float32 = (v: number): number[] => [...new Uint8Array(Float32Array.of(v).buffer)];
+const float64 = (v: number): number[] => [...new Uint8Array(Float64Array.of(v).buffer)];
+
 describe('an avro table file, decoded from the wire format, keeps its bytes', () => {
   const fields = [
     { name: 'id', type: 'string' }, { name: 'blob', type: 'bytes' }, { name: 'n', type: 'long' },
     { name: 'maybe', type: ['null', 'string'] }, { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['BUY', 'SELL'] } },
     { name: 'dev', type: { type: 'record', name: 'Dev', fields: [{ name: 'os', type: 'string' }] } }, { name: 'note', type: 'string' },
+    {
+      name: 'every', type: { type: 'record', name: 'Every', fields: [
+        { name: 's', type: 'string' }, { name: 'b', type: 'bytes' }, { name: 'l', type: 'long' }, { name: 'i', type: 'int' }, { name: 'f', type: 'float' },
+        { name: 'd', type: 'double' }, { name: 'ok', type: 'boolean' }, { name: 'at', type: { type: 'long', logicalType: 'timestamp-millis' } },
+      ] },
+    },
   ];
   const registered: RegistrySchema = { id: 7, type: 'AVRO', schema: JSON.stringify({ type: 'record', name: 'Trade', fields }), references: [] };
   const schema = mergeRegistrySchemas(initialSchema('avro'), 'avro', [{ schema: registered, sides: new Set(['value'] as const) }]);
@@ -266,6 +275,9 @@ describe('an avro table file, decoded from the wire format, keeps its bytes', ()
     ...avro.string(`trade-${i % 211}`), ...zigzag(BigInt(i % 5)), ...Array.from({ length: i % 5 }, (_, k) => (i * 7 + k) & 0xff), ...avro.long(BigInt(i) * 1_000_003n - 500_000n),
     ...(i % 3 === 0 ? zigzag(0n) : [...zigzag(1n), ...avro.string(`maybe ü${'😀'.repeat(i % 3)}`)]), ...zigzag(BigInt(i % 2)), ...avro.string(`os${i % 4}`),
     ...avro.string(i % 13 === 0 ? '' : `note ${'x'.repeat(i % 40)} ${i}`),
+    // every: a long beyond 2^53 in every 29th row
+    ...avro.string(`é${i % 7}`), ...zigzag(BigInt(i % 3)), ...Array.from({ length: i % 3 }, () => i & 0xff), ...avro.long(i % 29 === 0 ? 2n ** 60n + BigInt(i) : BigInt(i * 7 - 900)),
+    ...zigzag(BigInt(i - 1000)), ...float32(i / 3), ...float64(Math.sin(i) * 1e3), i % 2, ...avro.long(1_700_000_000_000n + BigInt(i)),
   ];
   // every 17th value is not in the wire format, every 19th is cut short, every 23rd a tombstone: error rows and nulls
   const records: KafkaRecord[] = Array.from({ length: 2_000 }, (_, i) => {
@@ -275,8 +287,8 @@ describe('an avro table file, decoded from the wire format, keeps its bytes', ()
   });
   const table = { tableId: 1n, name: 't', topic: 't', format: 'avro', settings: resolveSettings({ row_group_rows: '700' }) } as unknown as TableRecord;
   const pinnedAvro: Record<string, { byteLength: number; sha256: string }> = {
-    [V3_LZ4]: { byteLength: 70651, sha256: '8951acba3a8ce292585d88bdc0ac58b425f9b0fa1f561be29bf618eeb703549d' },
-    [V2_LZ4]: { byteLength: 70651, sha256: 'd229ca6f29eae373ac9e6c8c6c81d70950c112fcd4a7302f7aad855763e78024' },
+    [V3_LZ4]: { byteLength: 131023, sha256: '4fbf6af29a212260b65eb43d7bdad826ffedb6272505c393458dc2bb8bbd02e7' },
+    [V2_LZ4]: { byteLength: 131023, sha256: '07810e19031f48810c1703fec763dd6903a2452bb57a5092455ebb02c4edb877' },
   };
   it.each([V3_LZ4, V2_LZ4])('%s', (version) => {
     const f = encodeFile(table, schema, 2, records, version);
