@@ -273,13 +273,17 @@ function leafPlans(columns: readonly Column[], schema: readonly SchemaElement[])
 function flatChunk(column: Column, values: ArrayLike<unknown> | ByteSpans | SafeInt64s, start: number, end: number): LeafChunk {
   const count = end - start;
   let def: Uint8Array | null = null;
-  if (column.nullable) {
-    def = new Uint8Array(count);
-    if (values instanceof ByteSpans) for (let i = 0; i < count; i++) def[i] = values.lengths[start + i]! < 0 ? 0 : 1;
-    else if (values instanceof SafeInt64s) for (let i = 0; i < count; i++) def[i] = Number.isNaN(values.numbers[start + i]) ? 0 : 1;
-    else for (let i = 0; i < count; i++) def[i] = values[start + i] === null ? 0 : 1;
-  }
+  if (column.nullable) def = presence(values, start, end);
   return { count, values, offset: start, def, rep: null };
+}
+
+/** Per value of [start, end): 1 where it holds one, 0 where it is null (whatever holds the values). */
+function presence(values: ArrayLike<unknown> | ByteSpans | SafeInt64s, start: number, end: number): Uint8Array {
+  const present = new Uint8Array(end - start);
+  if (values instanceof ByteSpans) for (let i = start; i < end; i++) present[i - start] = values.lengths[i]! < 0 ? 0 : 1;
+  else if (values instanceof SafeInt64s) for (let i = start; i < end; i++) present[i - start] = Number.isNaN(values.numbers[i]) ? 0 : 1;
+  else for (let i = start; i < end; i++) present[i - start] = values[i] === null ? 0 : 1;
+  return present;
 }
 
 /**
@@ -386,20 +390,11 @@ function structChunks(column: Column, struct: StructVectors, start: number, end:
   const structLevel = column.nullable ? 1 : 0;
   return fields.map((field, f) => {
     const values = struct.fields[f]!;
+    const present = field.nullable ? presence(values, start, end) : null;
     const def = new Uint8Array(count);
-    for (let i = 0; i < count; i++) {
-      const row = start + i;
-      if (struct.nulls[row]) continue;
-      def[i] = structLevel + (field.nullable && isNullAt(values, row) ? 0 : field.nullable ? 1 : 0);
-    }
+    for (let i = 0; i < count; i++) if (!struct.nulls[start + i]) def[i] = structLevel + (present ? present[i]! : 0);
     return { count, values, offset: start, def, rep: null };
   });
-}
-
-function isNullAt(values: unknown[] | ByteSpans | SafeInt64s, i: number): boolean {
-  if (values instanceof ByteSpans) return values.lengths[i]! < 0;
-  if (values instanceof SafeInt64s) return Number.isNaN(values.numbers[i]);
-  return values[i] === null || values[i] === undefined;
 }
 
 function fixedWidth(physical: Physical, typeLength: number): number {
