@@ -131,9 +131,18 @@ export function readFixed(c: AvroCursor, size: number): Buffer {
 
 /** Bytes (and strings, as their UTF-8): a length, then that many bytes. */
 export function readBytes(c: AvroCursor): Buffer {
+  const start = readSpan(c);
+  return c.bytes.subarray(start, c.pos);
+}
+
+/** `readBytes` without the view: where the bytes start (they end at the cursor). */
+export function readSpan(c: AvroCursor): number {
   const size = readInt(c);
-  if (size < 0) throw notColumnar;
-  return readFixed(c, size);
+  const start = c.pos;
+  const end = start + size;
+  if (size < 0 || end > c.end) throw notColumnar;
+  c.pos = end;
+  return start;
 }
 
 /** The maximum items of one array or map block, as decode-avro.ts's readBlockCount. */

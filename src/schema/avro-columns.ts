@@ -11,7 +11,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type avro from 'avsc';
-import { notColumnar, readBlockCount, readBoolean, readBytes, readDouble, readFixed, readFloat, readInt, readLong, readLongOrNumber, type AvroCursor } from './avro-binary.js';
+import { notColumnar, readBlockCount, readBoolean, readBytes, readDouble, readFixed, readFloat, readInt, readLong, readLongOrNumber, readSpan, type AvroCursor } from './avro-binary.js';
 import { skipperOf } from './avro-skip.js';
 import { signedBigInt, type ColumnDecoder } from './writer.js';
 import { setOwn } from '../common/objects.js';
@@ -60,14 +60,9 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: Reado
     const fieldTypes = (type as unknown as { fields: { type: avro.Type }[] }).fields.map((field) => field.type);
     const underlying = (t: avro.Type): avro.Type | undefined => (view.logicalAttrs(t) ? (t as unknown as { underlyingType: avro.Type }).underlyingType : undefined);
     const spanRead = (slot: number, utf8: boolean): Read => (c) => {
-      const size = readInt(c);
-      const start = c.pos;
-      const end = start + size;
-      if (size < 0 || end > c.end) throw notColumnar;
-      if (utf8 && firstInvalidUtf8(c.bytes, start, end) >= 0) throw notColumnar; // the usual path says "a string is not valid UTF-8"
-      c.pos = end;
+      const start = checkedSpan(c, utf8);
       scratch[2 * slot] = start;
-      scratch[2 * slot + 1] = size;
+      scratch[2 * slot + 1] = c.pos - start;
       return undefined;
     };
     const numberRead = (slot: number): Read => (c) => {
@@ -83,14 +78,9 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: Reado
         for (let k = 0; k < fields.length; k++) {
           const field = fields[k]!;
           if (field === primitives.string || field === primitives.bytes) {
-            const size = readInt(c);
-            const start = c.pos;
-            const end = start + size;
-            if (size < 0 || end > c.end) throw notColumnar;
-            if (field === primitives.string && firstInvalidUtf8(c.bytes, start, end) >= 0) throw notColumnar;
-            c.pos = end;
+            const start = checkedSpan(c, field === primitives.string);
             nested[2 * k] = start;
-            nested[2 * k + 1] = size;
+            nested[2 * k + 1] = c.pos - start;
           } else if (field === primitives['abstract:long']) {
             const value = readLongOrNumber(c);
             if (typeof value !== 'number') throw notColumnar; // beyond 2^53: the usual path gives the record
@@ -132,6 +122,13 @@ export function columnDecoder(type: avro.Type, view: AvroTypeView, slots?: Reado
     };
   }
   return wholeValue(compile.reader(type, new Set()), cursor, finish);
+}
+
+/** A string's or bytes' place in the payload (`readSpan`), a string's UTF-8 checked where it lies. */
+function checkedSpan(c: AvroCursor, utf8: boolean): number {
+  const start = readSpan(c);
+  if (utf8 && firstInvalidUtf8(c.bytes, start, c.pos) >= 0) throw notColumnar; // the usual path says "a string is not valid UTF-8"
+  return start;
 }
 
 const empty = Buffer.alloc(0);
