@@ -143,9 +143,8 @@ export class TableDecoder {
     this.columns = schema.columns.filter((c) => !kafka.has(c.name));
     this.vectorColumns = this.columns.map((c) => {
       if (format !== 'avro' || !c.nullable) return undefined;
-      const { kind } = c.type;
-      if (kind === 'struct') return c.type.fields.every((field) => scratchKinds.has(field.type.kind)) ? 'struct' : undefined;
-      return kind === 'string' || kind === 'binary' ? 'bytes' : kind === 'int64' || kind === 'timestamp' ? 'int64' : undefined;
+      if (c.type.kind === 'struct') return c.type.fields.every((field) => scratchKinds.has(field.type.kind)) ? 'struct' : undefined;
+      return vectorOf(c.type.kind);
     });
   }
 
@@ -219,8 +218,9 @@ export class TableDecoder {
     const { key, value } = columns;
     const arrays: Decoded[] = this.columns.map((_, c) => {
       const vector = this.vectorColumns[c];
-      if (vector === 'struct') return new StructColumn(n, this.columns[c]!.type as Extract<ColumnType, { kind: 'struct' }>, value.sources);
-      return vector === 'bytes' ? new ByteColumn(n, value.sources) : vector === 'int64' ? new Int64Column(n) : new Array<unknown>(n).fill(null);
+      const { type } = this.columns[c]!;
+      if (vector === 'struct') return new StructColumn(n, type as Extract<ColumnType, { kind: 'struct' }>, value.sources);
+      return vector ? decodedColumn(type.kind, n, value.sources) : new Array<unknown>(n).fill(null);
     });
     const values = new Array<Uint8Array | null>(n);
     const errors = new Array<string | null>(n);
@@ -332,6 +332,22 @@ function scratchSlots(targets: Route['targets']): Set<number> {
 
 type Decoded = unknown[] | ByteColumn | Int64Column | StructColumn;
 
+/** The vector a decoded scalar column of `kind` is built as, if any: places in the records' bytes, or numbers. */
+function vectorOf(kind: ColumnType['kind']): 'bytes' | 'int64' | undefined {
+  return kind === 'string' || kind === 'binary' ? 'bytes' : kind === 'int64' || kind === 'timestamp' ? 'int64' : undefined;
+}
+
+/** A decoded scalar column of `kind`, its rows null until set: its vector (`vectorOf`), or an array. */
+function decodedColumn(kind: ColumnType['kind'], n: number, shared: readonly Uint8Array[]): ByteColumn | Int64Column | unknown[] {
+  const vector = vectorOf(kind);
+  return vector === 'bytes' ? new ByteColumn(n, shared) : vector === 'int64' ? new Int64Column(n) : new Array<unknown>(n).fill(null);
+}
+
+/** A scalar the column decoder's scratch holds as a number: a boolean as 0 or 1, any other as itself (`prepare` takes a safe long as a number). */
+function scratchScalar(kind: ColumnType['kind'], value: number): number | boolean {
+  return kind === 'boolean' ? value !== 0 : value;
+}
+
 /** The kinds of a struct's fields that the column decoder gives in its scratch (avro-columns.ts structRead). */
 const scratchKinds = new Set<ColumnType['kind']>(['string', 'binary', 'int64', 'timestamp', 'int32', 'date', 'float', 'double', 'boolean']);
 
@@ -350,7 +366,7 @@ class StructColumn {
 
   constructor(n: number, private readonly type: Extract<ColumnType, { kind: 'struct' }>, shared: readonly Uint8Array[]) {
     this.kinds = type.fields.map((field) => field.type.kind);
-    this.columns = this.kinds.map((kind) => (kind === 'string' || kind === 'binary' ? new ByteColumn(n, shared) : kind === 'int64' || kind === 'timestamp' ? new Int64Column(n) : new Array<unknown>(n).fill(null)));
+    this.columns = this.kinds.map((kind) => decodedColumn(kind, n, shared));
     this.nulls = new Uint8Array(n).fill(1);
   }
 
@@ -365,7 +381,7 @@ class StructColumn {
       const column = this.columns[f]!;
       const kind = this.kinds[f]!;
       if (column instanceof ByteColumn) column.span(row, source, nested[2 * f]!, nested[2 * f + 1]!);
-      else put(column, row, kind === 'boolean' ? nested[2 * f] !== 0 : nested[2 * f]!);
+      else put(column, row, scratchScalar(kind, nested[2 * f]!));
     }
   }
 
@@ -408,14 +424,9 @@ class StructColumn {
   private record(nested: Float64Array, source: number): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     this.type.fields.forEach((field, f) => {
-      const kind = this.kinds[f]!;
       const column = this.columns[f]!;
       const at = nested[2 * f]!;
-      let value: unknown = at;
-      if (column instanceof ByteColumn) value = column.sourceBytes(source).subarray(at, at + nested[2 * f + 1]!);
-      else if (kind === 'boolean') value = at !== 0;
-      else if (kind === 'int64' || kind === 'timestamp') value = BigInt(at);
-      setOwn(out, field.name, value);
+      setOwn(out, field.name, column instanceof ByteColumn ? column.sourceBytes(source).subarray(at, at + nested[2 * f + 1]!) : scratchScalar(this.kinds[f]!, at));
     });
     return out;
   }
