@@ -3,7 +3,7 @@
  * side by side on the same topic (issue 27: the emulator no longer reads every record
  * twice nor turns it into base64).
  *
- *   node --import tsx bench/run-once-cpu.ts [--mb 200] [--rounds 2] [--builds /path/old,/path/new] [--topic NAME] [--format json|avro] [--cpu-prof DIR] [--run-args '--build-threads 1']
+ *   node --import tsx bench/run-once-cpu.ts [--mb 200] [--rounds 2] [--builds /path/old,/path/new] [--topic NAME] [--format json|avro] [--cpu-prof DIR] [--run-args '--build-threads 1'] [--node-args '--single-threaded-gc']
  *
  * Needs the local stack (`offsetlake stack up`; the `OFFSETLAKE_*_PORT` variables move it).
  * A topic of 3 partitions is filled once (reused when it already holds the records) with
@@ -40,6 +40,7 @@ const { values } = parseArgs({
     topic: { type: 'string' },
     // each run's V8 CPU profile goes to DIR (its figures then include the profiler's cost)
     'cpu-prof': { type: 'string' },
+    'node-args': { type: 'string' },
     // more flags of `run --once`, the same for every build
     'run-args': { type: 'string' },
     // the table's format over an existing topic (`--topic`), e.g. bench:peers' Avro one kept with --keep
@@ -133,7 +134,7 @@ async function runOnce(build: string): Promise<RunResult> {
     // Tables start at the LSO; this one indexes the whole topic.
     await own.catalog.query('UPDATE offsetlake.lake_partition SET indexed_start = 0, indexed_end = 0 WHERE table_id = $1', [table.tableId]);
     const brokerBefore = brokerCpuSeconds();
-    const child = spawn('/usr/bin/time', ['-f', 'TIME %U %S %M %e', process.execPath, ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : []), join(build, 'bin/offsetlake.js'), 'run', '--once', '--json', ...(values['run-args']?.split(/\s+/).filter(Boolean) ?? [])], {
+    const child = spawn('/usr/bin/time', ['-f', 'TIME %U %S %M %e', process.execPath, ...(values['node-args']?.split(/\s+/).filter(Boolean) ?? []), ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : []), join(build, 'bin/offsetlake.js'), 'run', '--once', '--json', ...(values['run-args']?.split(/\s+/).filter(Boolean) ?? [])], {
       cwd: build,
       env: { ...process.env, DATABASE_URL: url.toString() },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -146,7 +147,16 @@ async function runOnce(build: string): Promise<RunResult> {
     const broker = brokerCpuSeconds() - brokerBefore;
     if (code !== 0) throw new Error(`run --once of ${build} exited ${code}: ${stderr}`);
     const [user, sys, rssKiB, wall] = stderr.match(/TIME (\S+) (\S+) (\S+) (\S+)/)!.slice(1).map(Number) as [number, number, number, number];
-    const summary = JSON.parse(stdout) as { events: number; records: number; filesCommitted: number };
+    // --node-args such as --trace-gc write lines of their own beside the summary
+    const traced = (line: string): boolean => /^\[\d+:0x/.test(line) || line.startsWith('[IncrementalMarking]') || line.startsWith('pause=');
+    const gcLines = stdout.split('\n').filter(traced);
+    const summary = JSON.parse(stdout.split('\n').filter((line) => !traced(line)).join('\n')) as { events: number; records: number; filesCommitted: number };
+    if (process.env.GC_NVP) {
+      const sum = (key: string) => gcLines.reduce((n, line) => n + Number(new RegExp(`\\b${key}=(\\d+)`).exec(line)?.[1] ?? 0), 0);
+      process.stderr.write(`    promoted ${(sum('promoted') / 1e6).toFixed(1)} MB, semi-space copied ${(sum('semi_space_copied') / 1e6).toFixed(1)} MB, allocated ${(sum('allocated') / 1e6).toFixed(1)} MB\n`);
+    }
+    if (process.env.GC_LINES) for (const line of gcLines.filter((l) => l.includes('Mark-Compact') || l.includes('Start ('))) process.stderr.write(`    ${line}\n`);
+    if (gcLines.length > 0) process.stderr.write(`  ${build}: GC: ${gcLines.filter((l) => l.includes('Scavenge')).length} scavenges, ${gcLines.filter((l) => l.includes('Mark-Compact')).length} mark-compacts, ${gcLines.filter((l) => l.includes('Mark-Compact')).reduce((ms, l) => ms + Number(/, ([\d.]+) \/ [\d.]+ ms/.exec(l)?.[1] ?? 0), 0).toFixed(0)} ms in mark-compacts\n`);
     const rows = await own.catalog.query<{ rows: bigint | null }>('SELECT sum(record_count) AS rows FROM offsetlake.data_file WHERE table_id = $1', [table.tableId]);
     if (Number(rows.rows[0]!.rows) !== records) throw new Error(`${build}: ${rows.rows[0]!.rows} rows indexed, ${records} in the topic`);
     return { build, cpu: user + sys, user, sys, rssMiB: rssKiB / 1024, wall, broker, events: summary.events, summaryRecords: summary.records, files: summary.filesCommitted };
