@@ -3,7 +3,7 @@
  * side by side on the same topic (issue 27: the emulator no longer reads every record
  * twice nor turns it into base64).
  *
- *   node --import tsx bench/run-once-cpu.ts [--mb 200] [--rounds 2] [--builds /path/old,/path/new] [--topic NAME] [--format json|avro] [--cpu-prof DIR] [--run-args '--build-threads 1'] [--node-args '--single-threaded-gc']
+ *   node --import tsx bench/run-once-cpu.ts [--mb 200] [--rounds 2] [--builds /path/old,/path/new] [--topic NAME] [--format json|avro] [--cpu-prof DIR] [--run-args '--build-threads 1'] [--node-args '--trace-gc']
  *
  * Needs the local stack (`offsetlake stack up`; the `OFFSETLAKE_*_PORT` variables move it).
  * A topic of 3 partitions is filled once (reused when it already holds the records) with
@@ -149,14 +149,9 @@ async function runOnce(build: string): Promise<RunResult> {
     const [user, sys, rssKiB, wall] = stderr.match(/TIME (\S+) (\S+) (\S+) (\S+)/)!.slice(1).map(Number) as [number, number, number, number];
     // --node-args such as --trace-gc write lines of their own beside the summary
     const traced = (line: string): boolean => /^\[\d+:0x/.test(line) || line.startsWith('[IncrementalMarking]') || line.startsWith('pause=');
-    const gcLines = stdout.split('\n').filter(traced);
     const summary = JSON.parse(stdout.split('\n').filter((line) => !traced(line)).join('\n')) as { events: number; records: number; filesCommitted: number };
-    if (process.env.GC_NVP) {
-      const sum = (key: string) => gcLines.reduce((n, line) => n + Number(new RegExp(`\\b${key}=(\\d+)`).exec(line)?.[1] ?? 0), 0);
-      process.stderr.write(`    promoted ${(sum('promoted') / 1e6).toFixed(1)} MB, semi-space copied ${(sum('semi_space_copied') / 1e6).toFixed(1)} MB, allocated ${(sum('allocated') / 1e6).toFixed(1)} MB\n`);
-    }
-    if (process.env.GC_LINES) for (const line of gcLines.filter((l) => l.includes('Mark-Compact') || l.includes('Start ('))) process.stderr.write(`    ${line}\n`);
-    if (gcLines.length > 0) process.stderr.write(`  ${build}: GC: ${gcLines.filter((l) => l.includes('Scavenge')).length} scavenges, ${gcLines.filter((l) => l.includes('Mark-Compact')).length} mark-compacts, ${gcLines.filter((l) => l.includes('Mark-Compact')).reduce((ms, l) => ms + Number(/, ([\d.]+) \/ [\d.]+ ms/.exec(l)?.[1] ?? 0), 0).toFixed(0)} ms in mark-compacts\n`);
+    const gc = gcSummary(stdout.split('\n').filter(traced));
+    if (gc) process.stderr.write(`  ${build}: ${gc}\n`);
     const rows = await own.catalog.query<{ rows: bigint | null }>('SELECT sum(record_count) AS rows FROM offsetlake.data_file WHERE table_id = $1', [table.tableId]);
     if (Number(rows.rows[0]!.rows) !== records) throw new Error(`${build}: ${rows.rows[0]!.rows} rows indexed, ${records} in the topic`);
     return { build, cpu: user + sys, user, sys, rssMiB: rssKiB / 1024, wall, broker, events: summary.events, summaryRecords: summary.records, files: summary.filesCommitted };
@@ -186,3 +181,13 @@ try {
   await engine.close();
 }
 process.stdout.write(`${JSON.stringify({ topic, records, recordBytes, results })}\n`);
+
+/** What --trace-gc (and --trace-gc-nvp) lines of a run say, in one line; undefined without them. */
+function gcSummary(lines: readonly string[]): string | undefined {
+  if (lines.length === 0) return undefined;
+  const compacts = lines.filter((line) => line.includes('Mark-Compact'));
+  const compactMs = compacts.reduce((ms, line) => ms + Number(/, ([\d.]+) \/ [\d.]+ ms/.exec(line)?.[1] ?? 0), 0);
+  const nvp = (key: string) => lines.reduce((n, line) => n + Number(new RegExp(`\\b${key}=(\\d+)`).exec(line)?.[1] ?? 0), 0);
+  const promoted = nvp('promoted');
+  return `GC: ${lines.filter((line) => line.includes('Scavenge')).length} scavenges, ${compacts.length} mark-compacts (${compactMs.toFixed(0)} ms on the main thread)${promoted > 0 ? `, ${(promoted / 1e6).toFixed(1)} MB promoted` : ''}`;
+}
