@@ -12,7 +12,8 @@ export interface RecordSpec {
   timestampDelta: number;
   key: Buffer | null;
   value: Buffer | null;
-  headers?: [string, Buffer | null][];
+  /** A name as text (written as UTF-8), or as the bytes to write. */
+  headers?: [string | Buffer, Buffer | null][];
 }
 
 export interface BatchSpec {
@@ -50,7 +51,7 @@ export function recordBytes(r: RecordSpec): Buffer {
     bytesField(r.key),
     bytesField(r.value),
     varint(headers.length),
-    ...headers.flatMap(([name, value]) => [bytesField(Buffer.from(name, 'utf8')), bytesField(value)]),
+    ...headers.flatMap(([name, value]) => [bytesField(typeof name === 'string' ? Buffer.from(name, 'utf8') : name), bytesField(value)]),
   ]);
   return Buffer.concat([varint(body.length), body]);
 }

@@ -238,6 +238,24 @@ describe('record batches at every split and with every byte corrupted', () => {
     }
   });
 
+  test('a header name that is not UTF-8 is the text a TextDecoder reads of it (U+FFFD for what is not)', () => {
+    const raw = Buffer.from([0x61, 0xff, 0x62, 0xc3]); // "a", a byte no UTF-8 has, "b", a sequence cut short
+    const text = new TextDecoder().decode(raw);
+    expect(text).toBe('a\ufffdb\ufffd');
+    const batch = recordBatch({ baseOffset: 3n, records: [{ offsetDelta: 0, timestampDelta: 0, key: null, value: null, headers: [[raw, Buffer.from('v')], ['ok', null]] }] });
+    const slice = committedSlice([batch], null, 0n, 10n);
+    expect(slice.records.map((r) => r.headers.map(([name, value]) => [name, value?.toString() ?? null]))).toEqual([[[text, 'v'], ['ok', null]]]);
+    expect(slice.bytes).toBe(raw.length + 1 + 2); // a name counts its bytes, not its text's
+  });
+
+  test('a read whose batches lie below and beyond 2^53 gives every record, in order', () => {
+    const below = recordBatch({ baseOffset: 5n, baseTimestamp: 1_000n, records: [{ offsetDelta: 0, timestampDelta: 0, key: null, value: Buffer.from('a') }, { offsetDelta: 1, timestampDelta: 1, key: null, value: Buffer.from('b') }] });
+    const beyond = recordBatch({ baseOffset: 2n ** 60n, baseTimestamp: 2_000n, records: [{ offsetDelta: 0, timestampDelta: 0, key: Buffer.from('k'), value: Buffer.from('c') }] });
+    const slice = committedSlice([below, beyond], null, 0n, 2n ** 61n);
+    expect(slice.records.map((r) => [r.offset, r.timestamp, r.key?.toString() ?? null, r.value?.toString()])).toEqual([[5n, 1_000, null, 'a'], [6n, 1_001, null, 'b'], [2n ** 60n, 2_000, 'k', 'c']]);
+    expect(slice.nextOffset).toBe(2n ** 60n + 1n);
+  });
+
   test('empty keys are not null keys; negative and large timestamp deltas; offsets and timestamps beyond 2^53 stay exact', () => {
     const batch = recordBatch({
       baseOffset: 2n ** 60n, baseTimestamp: 2n ** 54n + 1n, maxTimestamp: 0n,
