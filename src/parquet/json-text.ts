@@ -14,6 +14,8 @@
  * Python's json module.
  */
 
+import { isUtf8 } from 'node:buffer';
+
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** null when `value` is UTF-8 JSON text, else the reason it is not. */
@@ -48,13 +50,12 @@ export function jsonValueReason(value: Uint8Array): string | null {
   }
 }
 
-// Byte classes. In a string body: 0 an ASCII byte that stands for itself, 1 the closing
-// quote, 2 a backslash, 3 a control character (U+0000 to U+001F must be escaped), 4 the
-// first byte of a UTF-8 sequence, checked there (outside strings JSON is ASCII: the
-// grammar refuses any other byte).
+// Byte classes. In a string body: 0 a byte that stands for itself (ASCII, or part of a
+// UTF-8 sequence: the whole value was found well-formed UTF-8 first), 1 the closing quote,
+// 2 a backslash, 3 a control character (U+0000 to U+001F must be escaped). Outside
+// strings JSON is ASCII: the grammar refuses any other byte.
 const IN_STRING = new Uint8Array(256);
 IN_STRING.fill(3, 0, 0x20);
-IN_STRING.fill(4, 0x80, 0x100);
 IN_STRING[0x22] = 1;
 IN_STRING[0x5c] = 2;
 // JSON whitespace: space, tab, line feed, carriage return; nothing else (no BOM, no NBSP)
@@ -73,9 +74,10 @@ let openKept = new Uint8Array(64);
 
 /**
  * Whether bytes [from, to) of `b` are one JSON text (RFC 8259) in UTF-8: well-formed
- * UTF-8 throughout (no overlong forms, surrogates or code points above U+10FFFF; only
- * strings can hold bytes above 0x7F, and each sequence is checked where it stands, so
- * the bytes need no view of their own), and exactly the JSON grammar over the bytes — whitespace
+ * UTF-8 throughout (no overlong forms, surrogates or code points above U+10FFFF), checked
+ * first for the whole value by Node's native `isUtf8` (simdutf, many times the speed of a
+ * check per sequence here); then only strings can hold bytes above 0x7F, where they stand
+ * for themselves, and exactly the JSON grammar over the bytes — whitespace
  * only space, tab, LF and CR; strings without raw control characters and with only the
  * escapes \" \\ \/ \b \f \n \r \t \uXXXX (any four hex digits: an escaped lone surrogate
  * is JSON text, and JSON.parse takes it); numbers `-? (0 | [1-9][0-9]*) (.[0-9]+)?
@@ -84,6 +86,7 @@ let openKept = new Uint8Array(64);
  * `open`, so nesting depth is bounded by memory, not by the call stack.
  */
 export function isJsonText(b: Uint8Array, from = 0, to = b.length): boolean {
+  if (!isUtf8(b.subarray(from, to))) return false; // a view: isUtf8 reads a whole array
   const n = to;
   let i = from;
   let depth = 0;
@@ -176,11 +179,6 @@ function stringEnd(b: Uint8Array, i: number, n: number): number {
     while (i < n && (k = kind[b[i]!]!) === 0) i++;
     if (i >= n) return -1;
     if (k === 1) return i + 1;
-    if (k === 4) {
-      i = utf8SequenceEnd(b, i, n);
-      if (i < 0) return -1;
-      continue;
-    }
     if (k !== 2 || i + 1 >= n) return -1; // a control character, or a backslash at the end
     const e = b[i + 1]!;
     if (e === 0x75) {
@@ -214,16 +212,6 @@ function numberEnd(b: Uint8Array, i: number, n: number): number {
     if (i === start) return -1;
   }
   return i;
-}
-
-/** The index after the well-formed UTF-8 sequence of two to four bytes that starts at i, or -1. */
-function utf8SequenceEnd(b: Uint8Array, i: number, n: number): number {
-  const c = b[i]!;
-  const length = utf8SequenceLength(c);
-  if (length === 0 || i + length > n) return -1;
-  if (!secondByteFits(c, b[i + 1]!)) return -1;
-  for (let k = 2; k < length; k++) if ((b[i + k]! & 0xc0) !== 0x80) return -1;
-  return i + length;
 }
 
 /** The length of the UTF-8 sequence that lead byte `c` starts (2 to 4), or 0 when no well-formed one starts with it. */
