@@ -50,14 +50,18 @@ export function jsonValueReason(value: Uint8Array): string | null {
   }
 }
 
-// Byte classes. In a string body: 0 a byte that stands for itself (ASCII, or part of a
-// UTF-8 sequence: the whole value was found well-formed UTF-8 first), 1 the closing quote,
-// 2 a backslash, 3 a control character (U+0000 to U+001F must be escaped). Outside
-// strings JSON is ASCII: the grammar refuses any other byte.
+// Byte classes. In a string body: 0 an ASCII byte that stands for itself, 1 the closing
+// quote, 2 a backslash, 3 a control character (U+0000 to U+001F must be escaped), 4 a byte
+// above 0x7F, part of a UTF-8 sequence (outside strings JSON is ASCII: the grammar refuses
+// any other byte). Once the whole value is known to be well-formed UTF-8 (the first byte
+// above 0x7F asks Node's native isUtf8 about all of it), such a byte stands for itself too.
 const IN_STRING = new Uint8Array(256);
 IN_STRING.fill(3, 0, 0x20);
+IN_STRING.fill(4, 0x80, 0x100);
 IN_STRING[0x22] = 1;
 IN_STRING[0x5c] = 2;
+const IN_UTF8_STRING = IN_STRING.slice();
+IN_UTF8_STRING.fill(0, 0x80, 0x100);
 // JSON whitespace: space, tab, line feed, carriage return; nothing else (no BOM, no NBSP)
 const SPACE = new Uint8Array(256);
 for (const c of [0x20, 0x09, 0x0a, 0x0d]) SPACE[c] = 1;
@@ -67,6 +71,10 @@ for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
 const ESCAPE = new Uint8Array(256);
 for (const c of '"\\/bfnrt') ESCAPE[c.charCodeAt(0)] = 1;
 
+/** The value isJsonText is checking starts here; whether its bytes were found well-formed UTF-8 (parsing never yields, so no two checks share these). */
+let valueFrom = 0;
+let utf8Known = false;
+
 const IN_ARRAY = 0;
 const IN_OBJECT = 1;
 /** Open containers of the value being checked, innermost last; kept between calls up to 64 KiB. */
@@ -74,10 +82,10 @@ let openKept = new Uint8Array(64);
 
 /**
  * Whether bytes [from, to) of `b` are one JSON text (RFC 8259) in UTF-8: well-formed
- * UTF-8 throughout (no overlong forms, surrogates or code points above U+10FFFF), checked
- * first for the whole value by Node's native `isUtf8` (simdutf, many times the speed of a
- * check per sequence here); then only strings can hold bytes above 0x7F, where they stand
- * for themselves, and exactly the JSON grammar over the bytes — whitespace
+ * UTF-8 throughout (no overlong forms, surrogates or code points above U+10FFFF; only
+ * strings can hold bytes above 0x7F, and the first one found asks Node's native `isUtf8`,
+ * simdutf, about the whole value, many times the speed of a check per sequence here; an
+ * ASCII value is never asked), and exactly the JSON grammar over the bytes — whitespace
  * only space, tab, LF and CR; strings without raw control characters and with only the
  * escapes \" \\ \/ \b \f \n \r \t \uXXXX (any four hex digits: an escaped lone surrogate
  * is JSON text, and JSON.parse takes it); numbers `-? (0 | [1-9][0-9]*) (.[0-9]+)?
@@ -86,7 +94,8 @@ let openKept = new Uint8Array(64);
  * `open`, so nesting depth is bounded by memory, not by the call stack.
  */
 export function isJsonText(b: Uint8Array, from = 0, to = b.length): boolean {
-  if (!isUtf8(b.subarray(from, to))) return false; // a view: isUtf8 reads a whole array
+  valueFrom = from;
+  utf8Known = false;
   const n = to;
   let i = from;
   let depth = 0;
@@ -169,7 +178,8 @@ export function isJsonText(b: Uint8Array, from = 0, to = b.length): boolean {
 
 /** The index after the closing quote of the string whose body starts at i, or -1. */
 function stringEnd(b: Uint8Array, i: number, n: number): number {
-  const kind = IN_STRING; // a local: read once, not per byte
+  if (utf8Known) return utf8StringEnd(b, i, n);
+  const kind = IN_STRING; // a constant local: read once, not per byte (a table chosen per call made the loop 15 % slower)
   for (;;) {
     // eight plain bytes at a time: one branch for the common case of a long plain run
     while (i + 8 <= n && (kind[b[i]!]! | kind[b[i + 1]!]! | kind[b[i + 2]!]! | kind[b[i + 3]!]! | kind[b[i + 4]!]! | kind[b[i + 5]!]! | kind[b[i + 6]!]! | kind[b[i + 7]!]!) === 0) {
@@ -179,14 +189,42 @@ function stringEnd(b: Uint8Array, i: number, n: number): number {
     while (i < n && (k = kind[b[i]!]!) === 0) i++;
     if (i >= n) return -1;
     if (k === 1) return i + 1;
-    if (k !== 2 || i + 1 >= n) return -1; // a control character, or a backslash at the end
-    const e = b[i + 1]!;
-    if (e === 0x75) {
-      if (i + 5 >= n || HEX[b[i + 2]!] === 0 || HEX[b[i + 3]!] === 0 || HEX[b[i + 4]!] === 0 || HEX[b[i + 5]!] === 0) return -1;
-      i += 6;
-    } else if (ESCAPE[e] === 1) i += 2;
-    else return -1;
+    if (k === 4) {
+      // the value's first byte above 0x7F: its whole UTF-8, natively, once (a view: isUtf8 reads a whole array)
+      if (!isUtf8(b.subarray(valueFrom, n))) return -1;
+      utf8Known = true;
+      return utf8StringEnd(b, i, n);
+    }
+    i = escapeEnd(b, i, n, k);
+    if (i < 0) return -1;
   }
+}
+
+/** stringEnd in a value known to be well-formed UTF-8: a byte above 0x7F stands for itself. */
+function utf8StringEnd(b: Uint8Array, i: number, n: number): number {
+  const kind = IN_UTF8_STRING;
+  for (;;) {
+    while (i + 8 <= n && (kind[b[i]!]! | kind[b[i + 1]!]! | kind[b[i + 2]!]! | kind[b[i + 3]!]! | kind[b[i + 4]!]! | kind[b[i + 5]!]! | kind[b[i + 6]!]! | kind[b[i + 7]!]!) === 0) {
+      i += 8;
+    }
+    let k = 0;
+    while (i < n && (k = kind[b[i]!]!) === 0) i++;
+    if (i >= n) return -1;
+    if (k === 1) return i + 1;
+    i = escapeEnd(b, i, n, k);
+    if (i < 0) return -1;
+  }
+}
+
+/** The index after the escape at i (byte class `k`: a backslash), or -1 for a control character or a bad escape. */
+function escapeEnd(b: Uint8Array, i: number, n: number, k: number): number {
+  if (k !== 2 || i + 1 >= n) return -1; // a control character, or a backslash at the end
+  const e = b[i + 1]!;
+  if (e === 0x75) {
+    if (i + 5 >= n || HEX[b[i + 2]!] === 0 || HEX[b[i + 3]!] === 0 || HEX[b[i + 4]!] === 0 || HEX[b[i + 5]!] === 0) return -1;
+    return i + 6;
+  }
+  return ESCAPE[e] === 1 ? i + 2 : -1;
 }
 
 /** The index after the number that starts at i (i < n), or -1 if none does. */
