@@ -181,9 +181,9 @@ function stringEnd(b: Uint8Array, i: number, n: number): number {
   if (utf8Known) return utf8StringEnd(b, i, n);
   const kind = IN_STRING; // a constant local: read once, not per byte (a table chosen per call made the loop 15 % slower)
   for (;;) {
-    // eight plain bytes at a time: one branch for the common case of a long plain run
-    while (i + 8 <= n && (kind[b[i]!]! | kind[b[i + 1]!]! | kind[b[i + 2]!]! | kind[b[i + 3]!]! | kind[b[i + 4]!]! | kind[b[i + 5]!]! | kind[b[i + 6]!]! | kind[b[i + 7]!]!) === 0) {
-      i += 8;
+    // four plain bytes at a time: one branch for a plain run (eight at a time wasted lookups on short keys and values: 9 % slower on the peers' JSON)
+    while (i + 4 <= n && (kind[b[i]!]! | kind[b[i + 1]!]! | kind[b[i + 2]!]! | kind[b[i + 3]!]!) === 0) {
+      i += 4;
     }
     let k = 0;
     while (i < n && (k = kind[b[i]!]!) === 0) i++;
@@ -204,8 +204,8 @@ function stringEnd(b: Uint8Array, i: number, n: number): number {
 function utf8StringEnd(b: Uint8Array, i: number, n: number): number {
   const kind = IN_UTF8_STRING;
   for (;;) {
-    while (i + 8 <= n && (kind[b[i]!]! | kind[b[i + 1]!]! | kind[b[i + 2]!]! | kind[b[i + 3]!]! | kind[b[i + 4]!]! | kind[b[i + 5]!]! | kind[b[i + 6]!]! | kind[b[i + 7]!]!) === 0) {
-      i += 8;
+    while (i + 4 <= n && (kind[b[i]!]! | kind[b[i + 1]!]! | kind[b[i + 2]!]! | kind[b[i + 3]!]!) === 0) {
+      i += 4;
     }
     let k = 0;
     while (i < n && (k = kind[b[i]!]!) === 0) i++;
