@@ -54,16 +54,21 @@ async function reassign(stack: ChaosStack, topic: string, replicas: number[][]):
 }
 
 /**
- * Moves the leader of every partition of `topic`: a reassignment that rotates each
- * replica list by one, whose new first replica (the preferred leader) the controller then
- * makes the leader by a preferred-leader election of its own (the chaos cluster checks
- * leader imbalance every second: auto.leader.rebalance.enable, as on MSK, only sooner).
+ * Moves the leader of every partition of `topic`: a reassignment that puts first in each
+ * replica list a replica that does not lead now, which the controller then makes the
+ * leader by a preferred-leader election of its own (the chaos cluster checks leader
+ * imbalance every second: auto.leader.rebalance.enable, as on MSK, only sooner). The
+ * current leader is not always the first replica (a broker restarted just before still
+ * catching up), so rotating the list by one could name the leader again and move nothing.
  * Returns how many leaders moved.
  */
 export async function moveLeaders(stack: ChaosStack, topic: string): Promise<number> {
   const before = (await partitionStates(stack, [topic])).get(topic)!;
-  const rotated = before.map((p) => [...p.replicas.slice(1), p.replicas[0]!]);
-  await reassign(stack, topic, rotated);
+  const reordered = before.map((p) => {
+    const next = p.replicas.find((replica) => replica !== p.leader) ?? p.replicas[0]!;
+    return [next, ...p.replicas.filter((replica) => replica !== next)];
+  });
+  await reassign(stack, topic, reordered);
   // Only the order changed, so no data moves: the election follows within the imbalance check's second.
   const elected = await waitForPartitions(stack, [topic], (p) => p.replicas[0] === p.leader && p.isr.length === p.replicas.length, 30_000);
   const after = (await partitionStates(stack, [topic])).get(topic)!;

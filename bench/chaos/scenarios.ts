@@ -552,7 +552,7 @@ export const scenarios: Scenario[] = [
   },
   {
     name: 'leader-move',
-    does: 'three brokers: every partition\'s leader moved by a reassignment that rotates its replicas and the controller\'s preferred-leader election after it, again and again, while `run` indexes and `serve` answers a client reading whole files',
+    does: 'three brokers: every partition\'s leader moved by a reassignment that puts another of its replicas first and the controller\'s preferred-leader election after it, again and again, while `run` indexes and `serve` answers a client reading whole files',
     format: 'json',
     ci: true,
     brokers: 3,
