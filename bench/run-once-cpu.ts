@@ -148,12 +148,13 @@ async function runOnce(build: string): Promise<RunResult> {
     if (code !== 0) throw new Error(`run --once of ${build} exited ${code}: ${stderr}`);
     const [user, sys, rssKiB, wall] = stderr.match(/TIME (\S+) (\S+) (\S+) (\S+)/)!.slice(1).map(Number) as [number, number, number, number];
     // --node-args such as --trace-gc write lines of their own beside the summary
+    const lines = stdout.split('\n');
     const traced = (line: string): boolean => /^\[\d+:0x/.test(line) || line.startsWith('[IncrementalMarking]') || line.startsWith('pause=');
-    const summary = JSON.parse(stdout.split('\n').filter((line) => !traced(line)).join('\n')) as { events: number; records: number; filesCommitted: number };
-    const gc = gcSummary(stdout.split('\n').filter(traced));
+    const summary = JSON.parse(lines.filter((line) => !traced(line)).join('\n')) as { events: number; records: number; filesCommitted: number };
+    const gc = gcSummary(lines.filter(traced));
     if (gc) process.stderr.write(`  ${build}: ${gc}\n`);
     // --trace-incremental-marking: when each marking started, and why (V8's reason and its limits then)
-    for (const line of stdout.split('\n').filter((l) => l.includes('[IncrementalMarking] Start ('))) process.stderr.write(`    ${line}\n`);
+    for (const line of lines.filter((l) => l.includes('[IncrementalMarking] Start ('))) process.stderr.write(`    ${line}\n`);
     const rows = await own.catalog.query<{ rows: bigint | null }>('SELECT sum(record_count) AS rows FROM offsetlake.data_file WHERE table_id = $1', [table.tableId]);
     if (Number(rows.rows[0]!.rows) !== records) throw new Error(`${build}: ${rows.rows[0]!.rows} rows indexed, ${records} in the topic`);
     return { build, cpu: user + sys, user, sys, rssMiB: rssKiB / 1024, wall, broker, events: summary.events, summaryRecords: summary.records, files: summary.filesCommitted };
