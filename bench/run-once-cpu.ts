@@ -31,6 +31,7 @@ import { createTableFromTopic } from '../src/tables/create-table.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { stackConfig } from '../src/stack/config.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
+import { localBrokerPid, processCpuSeconds } from './process-cpu.js';
 
 const { values } = parseArgs({
   options: {
@@ -56,14 +57,9 @@ const GiB = 1024 ** 3;
 useLocalStackDefaults();
 const engine = await openEngine();
 const config = stackConfig();
-const kafkaPid = Number(readFileSync(join(config.paths.run, 'kafka.pid'), 'utf8').trim());
-const clockTicks = 100; // USER_HZ on Linux
-
-function brokerCpuSeconds(): number {
-  const stat = readFileSync(`/proc/${kafkaPid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks; // utime, stime (fields 14 and 15)
-}
+const kafkaPid = localBrokerPid(config);
+if (kafkaPid === undefined) throw new Error(`no broker of the local stack runs (${config.paths.run}/kafka.pid): start it with \`offsetlake stack up\``);
+const brokerCpuSeconds = (): number => processCpuSeconds(kafkaPid);
 
 /** One record of ~575 bytes: key ~10, value ~545, header ~20. */
 function record(n: number, t0: number) {

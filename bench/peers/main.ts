@@ -33,6 +33,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stackConfig } from '../../src/stack/config.js';
+import { localBrokerPid, processCpuSeconds } from '../process-cpu.js';
 import { startServe, type ServeProcess } from '../serve-process.js';
 import { fetchConnect, icebergVersion, connectVersion } from './connect.js';
 
@@ -187,14 +188,24 @@ function sleep(ms: number): Promise<void> {
 
 interface Ingest {
   cpuS?: number;
+  /** The broker's CPU while this pipeline read the topic (kcat's read: part of the floor of a cold query). */
+  brokerCpuS?: number;
   cpuSPerGiB?: number;
   rssMiB?: number;
   wallS?: number;
   note?: string;
 }
 
+/** CPU seconds charged to a query, every thread of each process, over the query alone. */
+interface QueryCpu {
+  duckdbS: number;
+  serveS?: number;
+  brokerS?: number;
+}
+
 interface QueryResult {
   seconds?: number;
+  cpu?: QueryCpu;
   rows?: unknown[][];
   correct?: boolean;
   note?: string;
@@ -258,6 +269,9 @@ async function main(): Promise<void> {
   const python = join(venv, 'bin/python');
 
   const kcat = findKcat();
+  // the broker's CPU is charged to what reads it: kcat's read, each query of a new serve
+  const brokerPid = localBrokerPid(config);
+  const brokerCpu = (): number | undefined => (brokerPid === undefined ? undefined : processCpuSeconds(brokerPid));
   let connect: ReturnType<typeof fetchConnect> | undefined;
   let icebergSkip: string | undefined = options.iceberg ? undefined : 'skipped: --no-iceberg';
   if (options.iceberg) {
@@ -307,8 +321,11 @@ async function main(): Promise<void> {
 
     // kcat: the floor
     if (kcat.path) {
+      const brokerBefore = brokerCpu();
       const { usage } = await measured(python, kcat.path, ['-C', '-b', brokers, '-t', topic, '-X', 'isolation.level=read_committed', '-o', 'beginning', '-e', '-q', '-f', '%k %s %h\n'], 'kcat', { stdoutFile: '/dev/null' });
       account('kcat', usage);
+      const brokerAfter = brokerCpu();
+      if (brokerBefore !== undefined && brokerAfter !== undefined) result.ingest.kcat.brokerCpuS = brokerAfter - brokerBefore;
     } else {
       result.ingest.kcat = { note: kcat.note };
       console.log(`kcat: ${kcat.note}`);
@@ -380,16 +397,23 @@ async function main(): Promise<void> {
     if (icebergReady) result.sql.icebergSink = mapQueries((name) => q.iceberg[name].replaceAll('{from}', icebergFrom));
     result.sql.offsetlake = mapQueries((name) => q.offsetlake[name].replaceAll('{from}', `lake.${table}`));
 
-    const timed = async (system: System, setup: string[], name: QueryName | 'catalogFloor', sql: string): Promise<QueryResult> => {
+    const timed = async (system: System, setup: string[], name: QueryName | 'catalogFloor', sql: string, serve?: ServeProcess): Promise<QueryResult> => {
       const spec = join(scratch, `query-${++measureCount}.json`);
       writeFileSync(spec, JSON.stringify({ setup, sql }));
-      const answer = lastJson<{ seconds?: number; rows?: unknown[][]; error?: string }>(await run(python, [join(here, 'query.py'), spec], `${system} ${name}`).catch((error: Error) => JSON.stringify({ error: error.message })));
+      // serve's and the broker's CPU over the whole DuckDB process: its set-up (LOAD, ATTACH) reads neither
+      const serveCpu = () => (serve?.child.pid === undefined ? undefined : processCpuSeconds(serve.child.pid));
+      const before = { serve: serveCpu(), broker: brokerCpu() };
+      const answer = lastJson<{ seconds?: number; cpuSeconds?: number; rows?: unknown[][]; error?: string }>(await run(python, [join(here, 'query.py'), spec], `${system} ${name}`).catch((error: Error) => JSON.stringify({ error: error.message })));
+      const after = { serve: serveCpu(), broker: brokerCpu() };
       if (answer.error) {
         console.log(`  ${systemLabel[system]} ${name}: failed: ${answer.error.slice(0, 300)}`);
         return { note: `failed: ${answer.error.slice(0, 300)}` };
       }
-      console.log(`  ${systemLabel[system]} ${name}: ${answer.seconds!.toFixed(2)} s ${JSON.stringify(answer.rows).slice(0, 160)}`);
-      return { seconds: answer.seconds!, rows: answer.rows! };
+      const cpu: QueryCpu = { duckdbS: answer.cpuSeconds! };
+      if (before.serve !== undefined && after.serve !== undefined) cpu.serveS = after.serve - before.serve;
+      if (serve && before.broker !== undefined && after.broker !== undefined) cpu.brokerS = after.broker - before.broker;
+      console.log(`  ${systemLabel[system]} ${name}: ${answer.seconds!.toFixed(2)} s (CPU: ${cpuWords(cpu)}) ${JSON.stringify(answer.rows).slice(0, 160)}`);
+      return { seconds: answer.seconds!, cpu, rows: answer.rows! };
     };
 
     console.log('queries (each a new DuckDB process; offsetlake each through a new serve):');
@@ -420,7 +444,7 @@ async function main(): Promise<void> {
           const attach = await attachStatements(node, cli, options.servePort);
           const setup = ['LOAD ducklake', 'LOAD postgres', 'LOAD httpfs', ...(lifted ? attach.map(liftIdleTimeout) : attach)];
           const before = await metrics(options.servePort);
-          const answer = await timed('offsetlake', setup, name, result.sql.offsetlake[name]);
+          const answer = await timed('offsetlake', setup, name, result.sql.offsetlake[name], serve);
           const after = await metrics(options.servePort);
           if (name === 'fullScan' && answer.seconds !== undefined) {
             const kafkaBytes = after.kafkaBytes - before.kafkaBytes;
@@ -432,7 +456,7 @@ async function main(): Promise<void> {
           // The same query in another new DuckDB process, on the same serve: what a
           // long-running serve answers once its chunk cache holds what the first read built
           // (within its budget), DuckDB's own caches empty.
-          if (answer.seconds !== undefined) warmAnswers[name] = { ...(await timed('offsetlakeWarm', setup, name, result.sql.offsetlake[name])), ...(lifted ? { note: answer.note } : {}) };
+          if (answer.seconds !== undefined) warmAnswers[name] = { ...(await timed('offsetlakeWarm', setup, name, result.sql.offsetlake[name], serve)), ...(lifted ? { note: answer.note } : {}) };
         } finally {
           await serve.stop();
         }
@@ -744,11 +768,46 @@ function markdown(results: WorkloadResult[]): string {
     const serve = result.serveFullScan;
     if (serve) lines.push(`serve, full scan: ${(serve.kafkaBytes / 2 ** 20).toFixed(1)} MiB fetched from Kafka = ${serve.kafkaBytesPerRecordByte.toFixed(3)}× the topic's record bytes; ${(serve.bytesServed / 2 ** 20).toFixed(1)} MiB of Parquet served.`);
     if (result.catalogOnlyS !== undefined) lines.push(`The attach's floor: a query that every file's statistics prune (DuckLake's catalog step alone) took ${result.catalogOnlyS.toFixed(2)} s.`);
+    lines.push(...coldFloors(result));
     const sizes = result.sizes;
     lines.push(`Parquet bytes: pyarrow copy ${mib(sizes.parquetCopyBytes)}, Iceberg data ${mib(sizes.icebergDataBytes)}, offsetlake files (never stored) ${mib(sizes.offsetlakeFileBytes)}. Produce: ${result.produceWallS.toFixed(0)} s.`);
     lines.push('');
   }
   return lines.join('\n');
+}
+
+/**
+ * What a new serve's full scan and group-by cost in CPU, against a floor no rebuild from
+ * Kafka can go below on this machine: reading the topic as kcat does (the issue's floor,
+ * with the broker's part), plus the work of the same query on a warm serve (DuckDB reading
+ * the same Parquet through the attach, serve answering from its cache), spread over every
+ * core. Compressing the rebuilt pages is left out of the floor, so it is a low one.
+ */
+function coldFloors(result: WorkloadResult): string[] {
+  const lines: string[] = [];
+  const kcatRead = result.ingest.kcat;
+  const cores = cpus().length;
+  for (const [name, words, times] of [['fullScan', 'Full scan', 4], ['groupBy', 'Group-by', 3]] as const) {
+    const cold = result.queries.offsetlake?.[name];
+    const warm = result.queries.offsetlakeWarm?.[name];
+    const copy = result.queries.pyarrowCopy?.[name]?.seconds;
+    if (cold?.cpu === undefined || cold.seconds === undefined || warm?.cpu === undefined || copy === undefined || kcatRead.cpuS === undefined) continue;
+    const floorCpu = kcatRead.cpuS + (kcatRead.brokerCpuS ?? 0) + cpuTotal(warm.cpu);
+    lines.push(`${words} CPU: a new serve ${cpuTotal(cold.cpu).toFixed(1)} s (${cpuWords(cold.cpu)}) in ${cold.seconds.toFixed(2)} s of wall. ` +
+      `Its floor here: the topic read as kcat reads it (${kcatRead.cpuS.toFixed(1)} s${kcatRead.brokerCpuS === undefined ? '' : `, the broker ${kcatRead.brokerCpuS.toFixed(1)} s`}) ` +
+      `and the same query on a warm serve (${cpuTotal(warm.cpu).toFixed(1)} s: ${cpuWords(warm.cpu)}) = ${floorCpu.toFixed(1)} CPU s, ` +
+      `at least ${(floorCpu / cores).toFixed(2)} s of wall on ${cores} cores; ${times}× the copy's answer is ${(times * copy).toFixed(2)} s.`);
+  }
+  return lines;
+}
+
+function cpuTotal(cpu: QueryCpu): number {
+  return cpu.duckdbS + (cpu.serveS ?? 0) + (cpu.brokerS ?? 0);
+}
+
+function cpuWords(cpu: QueryCpu): string {
+  return [`DuckDB ${cpu.duckdbS.toFixed(2)}`, cpu.serveS === undefined ? '' : `serve ${cpu.serveS.toFixed(2)}`, cpu.brokerS === undefined ? '' : `broker ${cpu.brokerS.toFixed(2)}`]
+    .filter(Boolean).join(', ');
 }
 
 function mib(bytes: number | undefined): string {

@@ -3,7 +3,8 @@ new process: the set-up statements (LOAD, secrets, ATTACH) run first and are not
 then the query, whose wall time and rows are printed.
 
 usage: query.py SPEC.json   where SPEC is {"setup": [SQL, ...], "sql": SQL, "httpLog": false}
-prints one JSON line: {"seconds": s, "columns": [...], "rows": [[...], ...]} or {"error": "..."};
+prints one JSON line: {"seconds": s, "cpuSeconds": s, "columns": [...], "rows": [[...], ...]} or {"error": "..."}
+(cpuSeconds: the CPU of this DuckDB process, every thread, over the query alone);
 with "httpLog": true also "requests": [{"method", "url", "range"}, ...], every HTTP request
 DuckDB made for the query in the order it made them (what a reader has to answer for it;
 bench/reader-lambda-memory.ts replays them)
@@ -44,10 +45,12 @@ def main():
         if spec.get("httpLog"):
             connection.execute("CALL enable_logging('HTTP')")
         started = time.perf_counter()
+        cpu_started = time.process_time()
         cursor = connection.execute(spec["sql"])
         rows = cursor.fetchall()
         seconds = time.perf_counter() - started
-        answer = {"seconds": seconds, "columns": [d[0] for d in cursor.description], "rows": plain(rows)}
+        cpu_seconds = time.process_time() - cpu_started
+        answer = {"seconds": seconds, "cpuSeconds": cpu_seconds, "columns": [d[0] for d in cursor.description], "rows": plain(rows)}
         if spec.get("httpLog"):
             logged = connection.execute(
                 "SELECT request.type, request.url, request.headers['Range'] FROM duckdb_logs_parsed('HTTP') ORDER BY request.start_time"
