@@ -32,6 +32,10 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, 
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { connectKafka } from '../../src/kafka/connect.js';
+import { lastStableOffset } from '../../src/kafka/offsets.js';
+import { readCommitted } from '../../src/kafka/read.js';
+import { ownWriterPageShape, ownWriterSettings } from '../../src/parquet/encoder.js';
 import { stackConfig } from '../../src/stack/config.js';
 import { localBrokerPid, processCpuSeconds } from '../process-cpu.js';
 import { startServe, type ServeProcess } from '../serve-process.js';
@@ -239,6 +243,9 @@ interface WorkloadResult {
   sizes: { parquetCopyBytes?: number; icebergDataBytes?: number; offsetlakeFileBytes?: number };
   /** Tables besides this workload's that `run --once` also looked at (absent: none). */
   otherTables?: string[];
+  /** Value bytes the producer wrote, and the CPU seconds per byte of LZ4 over them in the encoder's pages (a sample's). */
+  valueBytes: number;
+  lz4SecondsPerValueByte?: number;
 }
 
 // ---------------------------------------------------------------- the run
@@ -311,7 +318,7 @@ async function main(): Promise<void> {
     const result: WorkloadResult = {
       format, topic, records, recordBytes, produceWallS,
       ingest: { kcat: {}, confluentKafka: {}, pyarrowCopy: {}, icebergSink: {}, offsetlake: {}, offsetlakeWarm: { note: 'the queries again (no indexing)' } },
-      queries: {}, sql: {}, sizes: {},
+      queries: {}, sql: {}, sizes: {}, valueBytes: produced.valueBytes,
     };
     const account = (system: System, usage: Usage) => {
       const cpuS = usage.userS + usage.sysS;
@@ -384,6 +391,7 @@ async function main(): Promise<void> {
       account('offsetlake', usage);
       const files = JSON.parse(await offsetlake(['files', table, '--json'], 'offsetlake files')) as unknown;
       result.sizes.offsetlakeFileBytes = sumFileBytes(files);
+      if (format === 'json') result.lz4SecondsPerValueByte = await lz4SecondsPerValueByte(brokers, topic);
     }
 
     // queries
@@ -777,11 +785,53 @@ function markdown(results: WorkloadResult[]): string {
 }
 
 /**
+ * CPU seconds per value byte of the encoder's LZ4 over the values of partition 0's first
+ * 50 pages, laid out as a page of `_value` is (PLAIN: a 4-byte length before each value,
+ * `pageRows` values a page), best of 3: what any rebuild of a JSON table's `_value`
+ * chunks must spend, since the footer fixes their bytes.
+ */
+async function lz4SecondsPerValueByte(brokers: string, topic: string): Promise<number> {
+  const kafka = connectKafka({ brokers, clientId: 'offsetlake-bench-peers' });
+  const pages: Buffer[] = [];
+  let valueBytes = 0;
+  try {
+    let page: Buffer[] = [];
+    const until = await lastStableOffset(kafka, topic, 0);
+    read: for await (const batch of readCommitted(kafka, topic, 0, 0n, until)) {
+      for (const record of batch.records) {
+        const value = record.value ?? new Uint8Array(0);
+        const length = Buffer.alloc(4);
+        length.writeUInt32LE(value.byteLength);
+        page.push(length, Buffer.from(value));
+        valueBytes += value.byteLength;
+        if (page.length === 2 * ownWriterPageShape.pageRows) {
+          pages.push(Buffer.concat(page));
+          page = [];
+          if (pages.length === 50) break read;
+        }
+      }
+    }
+    if (page.length > 0) pages.push(Buffer.concat(page));
+  } finally {
+    await kafka.close();
+  }
+  let best = Infinity;
+  for (let round = 0; round < 3; round++) {
+    const started = process.cpuUsage();
+    for (const page of pages) ownWriterSettings.lz4_raw.compress(page);
+    const used = process.cpuUsage(started);
+    best = Math.min(best, (used.user + used.system) / 1e6);
+  }
+  return best / Math.max(1, valueBytes);
+}
+
+/**
  * What a new serve's full scan and group-by cost in CPU, against a floor no rebuild from
  * Kafka can go below on this machine: reading the topic as kcat does (the issue's floor,
  * with the broker's part), plus the work of the same query on a warm serve (DuckDB reading
  * the same Parquet through the attach, serve answering from its cache), spread over every
- * core. Compressing the rebuilt pages is left out of the floor, so it is a low one.
+ * core, and for a JSON table (both queries read `_value`) compressing its pages with the
+ * encoder's LZ4, which the footer fixes.
  */
 function coldFloors(result: WorkloadResult): string[] {
   const lines: string[] = [];
@@ -792,10 +842,12 @@ function coldFloors(result: WorkloadResult): string[] {
     const warm = result.queries.offsetlakeWarm?.[name];
     const copy = result.queries.pyarrowCopy?.[name]?.seconds;
     if (cold?.cpu === undefined || cold.seconds === undefined || warm?.cpu === undefined || copy === undefined || kcatRead.cpuS === undefined) continue;
-    const floorCpu = kcatRead.cpuS + (kcatRead.brokerCpuS ?? 0) + cpuTotal(warm.cpu);
+    const lz4S = result.lz4SecondsPerValueByte === undefined ? undefined : result.lz4SecondsPerValueByte * result.valueBytes;
+    const floorCpu = kcatRead.cpuS + (kcatRead.brokerCpuS ?? 0) + cpuTotal(warm.cpu) + (lz4S ?? 0);
     lines.push(`${words} CPU: a new serve ${cpuTotal(cold.cpu).toFixed(1)} s (${cpuWords(cold.cpu)}) in ${cold.seconds.toFixed(2)} s of wall. ` +
       `Its floor here: the topic read as kcat reads it (${kcatRead.cpuS.toFixed(1)} s${kcatRead.brokerCpuS === undefined ? '' : `, the broker ${kcatRead.brokerCpuS.toFixed(1)} s`}) ` +
-      `and the same query on a warm serve (${cpuTotal(warm.cpu).toFixed(1)} s: ${cpuWords(warm.cpu)}) = ${floorCpu.toFixed(1)} CPU s, ` +
+      `and the same query on a warm serve (${cpuTotal(warm.cpu).toFixed(1)} s: ${cpuWords(warm.cpu)})` +
+      `${lz4S === undefined ? '' : ` and LZ4 of the \`_value\` pages (${lz4S.toFixed(1)} s)`} = ${floorCpu.toFixed(1)} CPU s, ` +
       `at least ${(floorCpu / cores).toFixed(2)} s of wall on ${cores} cores; ${times}× the copy's answer is ${(times * copy).toFixed(2)} s.`);
   }
   return lines;
