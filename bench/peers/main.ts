@@ -848,7 +848,7 @@ function coldFloors(result: WorkloadResult): string[] {
       `Its floor here: the topic read as kcat reads it (${kcatRead.cpuS.toFixed(1)} s${kcatRead.brokerCpuS === undefined ? '' : `, the broker ${kcatRead.brokerCpuS.toFixed(1)} s`}) ` +
       `and the same query on a warm serve (${cpuTotal(warm.cpu).toFixed(1)} s: ${cpuWords(warm.cpu)})` +
       `${lz4S === undefined ? '' : ` and LZ4 of the \`_value\` pages (${lz4S.toFixed(1)} s)`} = ${floorCpu.toFixed(1)} CPU s, ` +
-      `at least ${(floorCpu / cores).toFixed(2)} s of wall on ${cores} cores; ${times}× the copy's answer is ${(times * copy).toFixed(2)} s.`);
+      `at least ${(floorCpu / cores).toFixed(2)} s of wall on ${cores} cores with nothing else running; ${times}× the copy's answer is ${(times * copy).toFixed(2)} s (compare the two on a quiet machine: other work slows the copy's answer, not this floor).`);
   }
   return lines;
 }
