@@ -31,7 +31,8 @@ import { createTableFromTopic } from '../src/tables/create-table.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { stackConfig } from '../src/stack/config.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { localBrokerPid, processCpuSeconds } from './process-cpu.js';
+import { processCpuSeconds } from './process-cpu.js';
+import { runningPid } from '../src/stack/process.js';
 
 const { values } = parseArgs({
   options: {
@@ -57,7 +58,7 @@ const GiB = 1024 ** 3;
 useLocalStackDefaults();
 const engine = await openEngine();
 const config = stackConfig();
-const kafkaPid = localBrokerPid(config);
+const kafkaPid = runningPid(config.paths, 'kafka');
 if (kafkaPid === undefined) throw new Error(`no broker of the local stack runs (${config.paths.run}/kafka.pid): start it with \`offsetlake stack up\``);
 const brokerCpuSeconds = (): number => processCpuSeconds(kafkaPid);
 

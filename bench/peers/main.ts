@@ -37,7 +37,8 @@ import { lastStableOffset } from '../../src/kafka/offsets.js';
 import { readCommitted } from '../../src/kafka/read.js';
 import { ownWriterPageShape, ownWriterSettings } from '../../src/parquet/encoder.js';
 import { stackConfig } from '../../src/stack/config.js';
-import { localBrokerPid, processCpuSeconds } from '../process-cpu.js';
+import { runningPid } from '../../src/stack/process.js';
+import { processCpuSeconds } from '../process-cpu.js';
 import { startServe, type ServeProcess } from '../serve-process.js';
 import { fetchConnect, icebergVersion, connectVersion } from './connect.js';
 
@@ -277,7 +278,7 @@ async function main(): Promise<void> {
 
   const kcat = findKcat();
   // the broker's CPU is charged to what reads it: kcat's read, each query of a new serve
-  const brokerPid = localBrokerPid(config);
+  const brokerPid = runningPid(config.paths, 'kafka');
   const brokerCpu = (): number | undefined => (brokerPid === undefined ? undefined : processCpuSeconds(brokerPid));
   let connect: ReturnType<typeof fetchConnect> | undefined;
   let icebergSkip: string | undefined = options.iceberg ? undefined : 'skipped: --no-iceberg';
