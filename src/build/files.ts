@@ -11,7 +11,7 @@ import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../table/record.js';
 import { compressionOf } from '../table/settings.js';
 import {
-  buildDataFile, ByteSpans, bytesOfRange, SafeInt64s, StructVectors, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
+  buildDataFile, ByteSpans, bytesOfRange, SafeInt64s, StructVectors, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, sha256OfRange, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
   type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
@@ -215,6 +215,7 @@ export function granulesOf(
       chunkSha256: chunkChecksums(group, file.parts),
     })),
     pageIndex: bytesOfRange(file.parts, layout.dataEnd, layout.footerStart),
+    tailSha256: sha256OfRange(file.parts, layout.dataEnd, file.byteLength),
   };
 }
 

@@ -5,11 +5,12 @@
  * mismatch is an error, never silently served.
  */
 import { log } from '../common/log.js';
-import type { CatalogFile } from '../catalog/file-reads.js';
 import type { Catalog } from '../catalog/db.js';
 import { tableTopic, type TableRecord } from '../table/record.js';
 import { encodeRows, fileRows, granulesOf } from './files.js';
-import { columnStatistics, type EncodedFile, type PreparedData } from '../parquet/index.js';
+import { columnStatistics, fileLayout, type EncodedFile, type PreparedData } from '../parquet/index.js';
+import { storedPieceDifferences } from './stored-pieces.js';
+import { findGranules, type CatalogFile } from '../catalog/file-reads.js';
 import { ownValue } from '../common/objects.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { insertGranules } from '../catalog/file-writes.js';
@@ -70,6 +71,12 @@ export interface FileCheck {
   problem: string | null;
   /** How the catalog's statistics differ from the rebuilt file's rows (empty when they agree, or when it did not rebuild). */
   statistics: string[];
+  /**
+   * How the pieces the catalog keeps to serve the file by granules (page index, its and the
+   * footer's sha256, each granule's offsets, rows and chunk checksums) differ from the
+   * rebuilt file's (empty when they agree, or when it did not rebuild).
+   */
+  pieces: string[];
 }
 
 /**
@@ -91,18 +98,34 @@ export async function checkFiles(
     for (const file of await listLive(table)) {
       let problem: string | null = null;
       let statistics: string[] = [];
+      let pieces: string[] = [];
       try {
-        const { rows, schema } = await verifiedFile(catalog, source, table, file);
-        statistics = statisticsDifferences(schema, rows, file);
+        const verified = await verifiedFile(catalog, source, table, file);
+        statistics = statisticsDifferences(verified.schema, verified.rows, file);
+        if (file.hasGranules) pieces = await storedPiecesAgainst(catalog, file, verified);
       } catch (error) {
         problem = error instanceof RebuildMismatchError ? error.differences.join('; ') : (error as Error).message;
       }
-      const check = { table: table.name, file: file.dataFileId, partition: file.partition, offsets: `[${file.startOffset}, ${file.endOffset})`, problem, statistics };
+      const check = { table: table.name, file: file.dataFileId, partition: file.partition, offsets: `[${file.startOffset}, ${file.endOffset})`, problem, statistics, pieces };
       onFile(check);
       checks.push(check);
     }
   }
   return checks;
+}
+
+/**
+ * The catalog's granules and page index of a file (read now, not the ones the listing saw)
+ * against those of its verified rebuild: `check` compares every piece a read sends from
+ * the catalog, and every checksum a read trusts, with bytes rebuilt from Kafka.
+ */
+async function storedPiecesAgainst(catalog: Catalog, file: CatalogFile, verified: VerifiedFile): Promise<string[]> {
+  const stored = await findGranules(catalog, file.dataFileId);
+  const rebuilt = granulesOf(verified.built, { records: verified.records, columns: recordColumns(verified.records) }, file.startOffset, file.endOffset, []);
+  const layout = fileLayout(verified.built.footer, verified.built.byteLength);
+  if (!stored) return [];
+  if (!rebuilt || 'problem' in layout) return [`granules: the catalog has ${stored.granules.length}, but the rebuilt file cannot be served by granules`];
+  return storedPieceDifferences(stored, rebuilt, layout.rowGroups[0]?.chunks.map((chunk) => chunk.path) ?? [], layout.dataEnd);
 }
 
 /**

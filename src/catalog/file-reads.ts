@@ -30,7 +30,10 @@ export interface CatalogFile {
   source: 'live' | 'backfill';
   createdAt: Date;
   expiredAt: Date | null;
-  /** Whether the catalog has its granules (migration 7): then reads rebuild only what they cover. */
+  /**
+   * Whether the catalog has its granules (migration 7) and the sha256 of its page index and
+   * footer (migration 15): then reads rebuild only what they cover.
+   */
   hasGranules: boolean;
   /**
    * Live files of its range, this one included (one per time bucket): more than one, and
@@ -65,7 +68,7 @@ interface FileRow {
 const selectFiles = `
   SELECT f.data_file_id, f.table_id, f.partition_id, f.start_offset, f.end_offset, f.time_bucket, f.record_count,
          f.file_size_bytes, f.footer, f.sha256, f.seal_reason, f.schema_version, f.encoder_version, f.source,
-         f.created_at, f.expired_at, f.page_index IS NOT NULL AS has_granules,
+         f.created_at, f.expired_at, f.tail_sha256 IS NOT NULL AND f.page_index IS NOT NULL AS has_granules,
          (SELECT count(*)::int FROM offsetlake.data_file r
            WHERE r.table_id = f.table_id AND r.partition_id = f.partition_id AND r.start_offset = f.start_offset AND r.expired_at IS NULL) AS range_files,
          (SELECT json_agg(json_build_object('column_id', s.column_id, 'column_name', c.column_name,
@@ -168,7 +171,7 @@ export async function liveFileKeys(catalog: Catalog | CatalogClient, tableName?:
   return result.rows.map((row) => ({ table: row.table_name, dataFileId: row.data_file_id, fileSizeBytes: row.file_size_bytes, sha256: row.sha256, createdAt: row.created_at }));
 }
 
-/** A file's granules and page index bytes (migration 7), or null while it has none: then it is served whole. */
+/** A file's granules, page index bytes and their sha256 (migrations 7 and 15), or null while it has none: then it is served whole. */
 export async function findGranules(catalog: Catalog | CatalogClient, dataFileId: bigint): Promise<FileGranules | null> {
   return (await findGranulesOf(catalog, [dataFileId])).get(dataFileId) ?? null;
 }
@@ -177,11 +180,11 @@ export async function findGranules(catalog: Catalog | CatalogClient, dataFileId:
 export async function findGranulesOf(catalog: Catalog | CatalogClient, dataFileIds: readonly bigint[]): Promise<Map<bigint, FileGranules>> {
   const out = new Map<bigint, FileGranules>();
   if (dataFileIds.length === 0) return out;
-  const files = await catalog.query<{ data_file_id: bigint; page_index: Buffer | null }>(
-    'SELECT data_file_id, page_index FROM offsetlake.data_file WHERE data_file_id = ANY($1::bigint[]) AND page_index IS NOT NULL',
+  const files = await catalog.query<{ data_file_id: bigint; page_index: Buffer; tail_sha256: Buffer }>(
+    'SELECT data_file_id, page_index, tail_sha256 FROM offsetlake.data_file WHERE data_file_id = ANY($1::bigint[]) AND page_index IS NOT NULL AND tail_sha256 IS NOT NULL',
     [dataFileIds],
   );
-  for (const row of files.rows) out.set(BigInt(row.data_file_id), { pageIndex: row.page_index!, granules: [] });
+  for (const row of files.rows) out.set(BigInt(row.data_file_id), { pageIndex: row.page_index, tailSha256: row.tail_sha256, granules: [] });
   if (out.size === 0) return out;
   const rows = await catalog.query<{ data_file_id: bigint; row_group: number; start_offset: bigint; end_offset: bigint; row_count: bigint; kafka_bytes: bigint; chunk_sha256: Buffer }>(
     'SELECT data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256 FROM offsetlake.granule WHERE data_file_id = ANY($1::bigint[]) ORDER BY data_file_id, row_group',

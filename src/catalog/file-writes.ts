@@ -35,6 +35,12 @@ export interface Granule {
 export interface FileGranules {
   granules: Granule[];
   pageIndex: Uint8Array;
+  /**
+   * sha256 of the file's bytes from the end of its last column chunk to its end (the page
+   * index, then the footer), taken from the file as it was built from Kafka (migration 15):
+   * a read checks the catalog's copies of both against it before sending any of their bytes.
+   */
+  tailSha256: Uint8Array;
 }
 
 export interface NewCatalogFile {
@@ -170,8 +176,8 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
     const inserted = await client.query<{ data_file_id: bigint }>(
       `WITH file AS (
          INSERT INTO offsetlake.data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
-           footer_size, footer, sha256, seal_reason, schema_version, encoder_version, source, lease_epoch, page_index)
-         VALUES ($1, $2, $3, $4, to_timestamp($5::double precision / 1000), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+           footer_size, footer, sha256, seal_reason, schema_version, encoder_version, source, lease_epoch, page_index, tail_sha256)
+         VALUES ($1, $2, $3, $4, to_timestamp($5::double precision / 1000), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $31)
          RETURNING data_file_id),
        stats AS (
          INSERT INTO offsetlake.file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value, min_value_utf8, max_value_utf8)
@@ -187,6 +193,7 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
         c.map((x) => x.columnId), c.map((x) => x.valueCount), c.map((x) => x.nullCount),
         c.map((x) => x.nanCount), c.map((x) => asText(x.min)), c.map((x) => asText(x.max)), c.map((x) => asUtf8(x.min)), c.map((x) => asUtf8(x.max)),
         ...granuleColumns(file.granules?.granules ?? []),
+        file.granules ? Buffer.from(file.granules.tailSha256) : null,
       ],
     );
     const fileId = inserted.rows[0]!.data_file_id;
@@ -195,17 +202,22 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
 }
 
 /**
- * A file's granules and page index bytes. Idempotent: a file indexed before granules
- * existed gets them at its first whole rebuild, and two readers may both try.
+ * A file's granules, page index bytes and their sha256, from a whole rebuild that matched
+ * the catalog. Idempotent: a file indexed before granules existed (or before their sha256,
+ * migration 15) gets them at its first whole rebuild, and two rebuilds may both try (they
+ * write the same values). Granule rows already there are replaced: whatever wrote them, the
+ * values from verified bytes are the file's. A reader role may not write tail_sha256, so
+ * its attempt is refused as a whole (the file stays served whole).
  */
 export async function insertGranules(client: Catalog | CatalogClient, dataFileId: bigint, file: FileGranules): Promise<void> {
   await client.query(
     `WITH added AS (
        INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256)
        SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[])
-       ON CONFLICT DO NOTHING)
-     UPDATE offsetlake.data_file SET page_index = $8 WHERE data_file_id = $1 AND page_index IS NULL`,
-    [dataFileId, ...granuleColumns(file.granules), Buffer.from(file.pageIndex)],
+       ON CONFLICT (data_file_id, row_group) DO UPDATE SET start_offset = excluded.start_offset, end_offset = excluded.end_offset,
+         row_count = excluded.row_count, kafka_bytes = excluded.kafka_bytes, chunk_sha256 = excluded.chunk_sha256)
+     UPDATE offsetlake.data_file SET page_index = $8, tail_sha256 = $9 WHERE data_file_id = $1 AND tail_sha256 IS NULL`,
+    [dataFileId, ...granuleColumns(file.granules), Buffer.from(file.pageIndex), Buffer.from(file.tailSha256)],
   );
 }
 

@@ -765,6 +765,23 @@ FROM offsetlake.current_column c
 WHERE EXISTS (SELECT FROM ducklake.ducklake_table_stats s WHERE s.table_id = c.table_id);
 `,
   },
+  {
+    version: 15,
+    name: 'the sha256 of the bytes a file is served from the catalog: its page index and footer',
+    sql: `
+-- A file served by granules gets its chunks rebuilt from Kafka (each checked against its
+-- granule's chunk_sha256), and the rest of its bytes, from the end of its last column
+-- chunk to its end (the page index, then the footer), straight from the catalog. This is
+-- their sha256, taken by whoever built the file from Kafka (the indexer; a whole rebuild
+-- of a file indexed before granules): a read checks the two stored pieces against it
+-- before any of their bytes is sent. No reader role is granted UPDATE on it.
+-- Files whose page_index was stored before this version have none: until a rebuild by a
+-- login that may write it records it (offsetlake check, a serve on the owner's login),
+-- they are served whole, rebuilt and checked against their sha256, never from a page
+-- index no one checked.
+ALTER TABLE data_file ADD COLUMN tail_sha256 bytea CHECK (octet_length(tail_sha256) = 32);
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

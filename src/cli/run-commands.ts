@@ -112,18 +112,28 @@ export async function checkCommand(args: string[]): Promise<number> {
       done += 1;
       const file = `${check.table} file ${check.file} (partition ${check.partition}, offsets ${check.offsets})`;
       if (check.problem) progress(`${file} cannot be rebuilt: ${check.problem}`);
-      else if (check.statistics.length > 0) progress(`${file} rebuilds byte for byte, but the catalog's statistics are not its rows': ${check.statistics.join('; ')}`);
-      else if (done % 100 === 0) progress(`${done} files rebuilt`);
+      else {
+        if (check.statistics.length > 0) progress(`${file} rebuilds byte for byte, but the catalog's statistics are not its rows': ${check.statistics.join('; ')}`);
+        if (check.pieces.length > 0) progress(`${file} rebuilds byte for byte, but pieces the catalog keeps to serve it are not the rebuilt file's: ${check.pieces.join('; ')}`);
+        if (check.statistics.length === 0 && check.pieces.length === 0 && done % 100 === 0) progress(`${done} files rebuilt`);
+      }
     });
   });
   const failed = checks.filter((c) => c.problem !== null);
   const wrongStatistics = checks.filter((c) => c.problem === null && c.statistics.length > 0);
-  if (values.json) printJson({ checked: checks.length, identical: checks.length - failed.length - wrongStatistics.length, failed: failed.map(({ statistics: _, ...check }) => check), wrongStatistics });
-  else {
+  const wrongPieces = checks.filter((c) => c.problem === null && c.pieces.length > 0);
+  const identical = checks.filter((c) => c.problem === null && c.statistics.length === 0 && c.pieces.length === 0).length;
+  if (values.json) {
+    printJson({
+      checked: checks.length, identical, failed: failed.map(({ statistics: _, pieces: __, ...check }) => check),
+      wrongStatistics: wrongStatistics.map(({ pieces: _, ...check }) => check), wrongPieces: wrongPieces.map(({ statistics: _, ...check }) => check),
+    });
+  } else {
     const statistics = wrongStatistics.length > 0 ? `, ${wrongStatistics.length} with statistics that are not the file's (named above: engines and queries may skip rows they hold)` : '';
-    process.stdout.write(`${checks.length} files checked: ${checks.length - failed.length - wrongStatistics.length} rebuilt byte for byte with their statistics, ${failed.length} cannot be rebuilt${failed.length > 0 ? ' (named above; they are never served)' : ''}${statistics}\n`);
+    const pieces = wrongPieces.length > 0 ? `, ${wrongPieces.length} with stored pieces that are not the file's (named above; reads of them are refused)` : '';
+    process.stdout.write(`${checks.length} files checked: ${identical} rebuilt byte for byte with their statistics and stored pieces, ${failed.length} cannot be rebuilt${failed.length > 0 ? ' (named above; they are never served)' : ''}${statistics}${pieces}\n`);
   }
-  return failed.length > 0 || wrongStatistics.length > 0 ? 1 : 0;
+  return failed.length > 0 || wrongStatistics.length > 0 || wrongPieces.length > 0 ? 1 : 0;
 }
 
 /** `rebuild NAME FILE`: the file's bytes from Kafka, checked against the catalog. */

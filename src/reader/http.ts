@@ -24,6 +24,7 @@ import type { CatalogFile } from '../catalog/file-reads.js';
 import { TableError, type TableRecord } from '../table/record.js';
 import { FileExpiredError, RebuildMismatchError } from '../build/rebuild.js';
 import { GranuleMismatchError } from '../build/granules.js';
+import { StoredPieceMismatchError } from '../build/stored-pieces.js';
 import type { ReadApi } from './read-api.js';
 import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
@@ -252,7 +253,7 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
       const answer = (status: number, message: string, headers: Record<string, string> = {}) => errorResponse(request, status, message, headers);
       if (error instanceof HttpError) return answer(error.status, error.message, error.headers);
       if (error instanceof RebuildMismatchError) return answer(500, `${error.message}; the bytes were not served`);
-      if (error instanceof GranuleMismatchError) return answer(500, error.message);
+      if (error instanceof GranuleMismatchError || error instanceof StoredPieceMismatchError) return answer(500, error.message);
       if (error instanceof FileExpiredError) return answer(410, error.message);
       log('error', `${request.method} ${request.path.split('?')[0]}: internal error: ${(error as Error).message}`);
       return answer(500, `internal error: ${(error as Error).message}`);

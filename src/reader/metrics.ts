@@ -18,6 +18,8 @@ export interface ReaderMetrics {
   chunkMismatches: number;
   /** Rebuilds whose bytes did not match the catalog: never served. */
   mismatches: number;
+  /** Reads refused because the page index and footer the catalog keeps are not the bytes the file was built with (src/build/stored-pieces.ts). */
+  storedPieceMismatches: number;
   cacheHits: number;
   cacheMisses: number;
   /** Range requests answered from the catalog's footer, without Kafka. */
@@ -36,7 +38,7 @@ export interface ReaderMetrics {
 }
 
 export function newMetrics(): ReaderMetrics {
-  return { requests: 0, rebuilds: 0, granuleRebuilds: 0, partialGranuleRebuilds: 0, chunkCacheHits: 0, chunkCacheMisses: 0, granuleRecordHits: 0, chunkMismatches: 0, mismatches: 0, cacheHits: 0, cacheMisses: 0, footerHits: 0, kafkaRecords: 0, kafkaBytes: 0, bytesServed: 0, expired: 0, busy: 0, abandoned: 0, writeTimeouts: 0 };
+  return { requests: 0, rebuilds: 0, granuleRebuilds: 0, partialGranuleRebuilds: 0, chunkCacheHits: 0, chunkCacheMisses: 0, granuleRecordHits: 0, chunkMismatches: 0, mismatches: 0, storedPieceMismatches: 0, cacheHits: 0, cacheMisses: 0, footerHits: 0, kafkaRecords: 0, kafkaBytes: 0, bytesServed: 0, expired: 0, busy: 0, abandoned: 0, writeTimeouts: 0 };
 }
 
 /** The read path's counters and rebuild durations as exposition families (GET /metrics's default answer). */
@@ -53,6 +55,7 @@ export function readerFamilies(metrics: ReaderMetrics, rebuildDurations: { file:
       { labels: { kind: 'partial_granule' }, value: metrics.partialGranuleRebuilds },
     ] },
     counter('offsetlake_read_rebuild_mismatches_total', 'Rebuilds (whole files, row groups or chunks) whose bytes did not match the catalog: never served.', metrics.mismatches + metrics.chunkMismatches),
+    counter('offsetlake_read_stored_piece_mismatches_total', 'Reads refused because the page index and footer the catalog keeps are not the bytes the file was built with: never served.', metrics.storedPieceMismatches),
     counter('offsetlake_read_chunk_cache_hits_total', 'Column chunks answered from the cache.', metrics.chunkCacheHits),
     counter('offsetlake_read_chunk_cache_misses_total', 'Column chunks not in the cache, rebuilt.', metrics.chunkCacheMisses),
     counter('offsetlake_read_file_cache_hits_total', 'Whole files (without granules) answered from the cache.', metrics.cacheHits),

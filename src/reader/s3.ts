@@ -20,6 +20,8 @@ import { TableError, type TableRecord } from '../table/record.js';
 import type { LiveFileKey } from '../catalog/file-reads.js';
 import { fileResponse, HttpError, PreconditionFailedError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 import { RebuildMismatchError } from '../build/rebuild.js';
+import { GranuleMismatchError } from '../build/granules.js';
+import { StoredPieceMismatchError } from '../build/stored-pieces.js';
 import type { ReadApi } from './read-api.js';
 import { defaultS3Region, S3AuthError, verifySigV4, type S3Credentials } from './sigv4.js';
 
@@ -237,6 +239,7 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
       if (error instanceof S3AuthError) return errorXml(request, new S3Error(error.code === 'AuthorizationHeaderMalformed' ? 400 : 403, error.code, error.message, {}, error.details), path);
       if (error instanceof S3Error) return errorXml(request, error, path);
       if (error instanceof RebuildMismatchError) return errorXml(request, new S3Error(500, 'InternalError', `${error.message}; the bytes were not served`), path);
+      if (error instanceof GranuleMismatchError || error instanceof StoredPieceMismatchError) return errorXml(request, new S3Error(500, 'InternalError', error.message), path);
       return errorXml(request, new S3Error(500, 'InternalError', `internal error: ${(error as Error).message}`), path);
     }
   };

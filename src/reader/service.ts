@@ -21,6 +21,7 @@ import type { CommittedSource } from '../kafka/source.js';
 import { RebuildMismatchError, rebuildFile } from '../build/rebuild.js';
 import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from '../build/granules.js';
 import { fileLayout, PARQUET_MAGIC, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
+import { storedTailMismatch, type StoredPieceMismatchError } from '../build/stored-pieces.js';
 import { schemaVersion } from '../catalog/schema-versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { ByteBoundedCache } from './cache.js';
@@ -95,6 +96,13 @@ interface GranuleServedFile {
   granules: FileGranules;
   schema: TableSchema;
   layout(): FileLayout | null;
+  /**
+   * Throws StoredPieceMismatchError (counted and logged) unless the page index and footer
+   * the catalog keeps are the bytes the file was built with (src/build/stored-pieces.ts):
+   * they are sent as they are, so a read that sends any byte of them asks first. Hashed
+   * once per file while its record is remembered (a few KiB to a few hundred).
+   */
+  checkTail(dataEnd: number): void;
 }
 
 /** What the service remembers per file id at most (layouts and granules are small and never change). */
@@ -246,6 +254,7 @@ export class ReaderService implements ReadApi {
       return;
     }
     const pieces = piecesOf(layout, start, end);
+    if (pieces.some((piece) => piece.kind === 'index' || piece.kind === 'footer')) granular.checkTail(layout.dataEnd);
     const byGroup = new Map<number, Extract<Piece, { kind: 'chunk' }>[]>();
     for (const piece of pieces) if (piece.kind === 'chunk') byGroup.set(piece.rowGroup, [...(byGroup.get(piece.rowGroup) ?? []), piece]);
     const groups = [...byGroup.keys()];
@@ -290,7 +299,16 @@ export class ReaderService implements ReadApi {
       const parsed = fileLayout(file.footer, Number(file.fileSizeBytes));
       return 'problem' in parsed || granules.granules.length !== parsed.rowGroups.length ? null : parsed;
     };
-    return { granules, schema: await this.schemaOf(file), layout: () => (layout === undefined ? (layout = parse()) : layout) };
+    let tail: StoredPieceMismatchError | null | undefined;
+    const checkTail = (dataEnd: number): void => {
+      if (tail === undefined) tail = storedTailMismatch(file, granules, dataEnd);
+      if (tail) {
+        this.counters.storedPieceMismatches += 1;
+        log('error', tail.message, { partition: file.partition });
+        throw tail;
+      }
+    };
+    return { granules, schema: await this.schemaOf(file), layout: () => (layout === undefined ? (layout = parse()) : layout), checkTail };
   }
 
   /** The layout of a file read by granules; one that does not match them is the catalog's inconsistency, said, never served around. */

@@ -78,7 +78,7 @@ describe('the offsetlake command line', () => {
     await produce(engine.kafka, topic, Array.from({ length: 3 }, (_, i) => ({ value: JSON.stringify({ i }), timestamp: Date.UTC(2026, 10, 29, 10, i) })));
     expect((await offsetlake('run', '--once')).code).toBe(0);
     const clean = await offsetlake('check', 'checked', '--json');
-    expect([clean.code, JSON.parse(clean.stdout)]).toEqual([0, { checked: 3, identical: 3, failed: [], wrongStatistics: [] }]);
+    expect([clean.code, JSON.parse(clean.stdout)]).toEqual([0, { checked: 3, identical: 3, failed: [], wrongStatistics: [], wrongPieces: [] }]);
 
     // a catalog whose record of a file no longer matches what Kafka gives back
     const files = JSON.parse((await offsetlake('files', 'checked', '--json')).stdout) as { dataFileId: string; startOffset: string; endOffset: string }[];
@@ -86,7 +86,7 @@ describe('the offsetlake command line', () => {
     const dirty = await offsetlake('check', 'checked');
     expect(dirty.code).toBe(1);
     expect(dirty.stderr).toContain(`checked file ${files[1]!.dataFileId} (partition 0, offsets [${files[1]!.startOffset}, ${files[1]!.endOffset})) cannot be rebuilt: sha256 `);
-    expect(dirty.stdout).toBe('3 files checked: 2 rebuilt byte for byte with their statistics, 1 cannot be rebuilt (named above; they are never served)\n');
+    expect(dirty.stdout).toBe('3 files checked: 2 rebuilt byte for byte with their statistics and stored pieces, 1 cannot be rebuilt (named above; they are never served)\n');
     expect((await offsetlake('table', 'drop', 'checked')).code).toBe(0);
   });
 
@@ -103,7 +103,7 @@ describe('the offsetlake command line', () => {
     expect(bounds('_value')).toEqual([[value, value]]);
     expect(bounds('_key')).toEqual([[Buffer.from('k'.repeat(70)).toString('hex'), Buffer.from('k'.repeat(70)).toString('hex')]]);
     const clean = await offsetlake('check', 'statted', '--json');
-    expect([clean.code, JSON.parse(clean.stdout)]).toEqual([0, { checked: 1, identical: 1, failed: [], wrongStatistics: [] }]);
+    expect([clean.code, JSON.parse(clean.stdout)]).toEqual([0, { checked: 1, identical: 1, failed: [], wrongStatistics: [], wrongPieces: [] }]);
 
     // the catalog's max of _value as issue 25 found it: byte 63 two higher than the file's
     const wrong = `${value.slice(0, 126)}4f${value.slice(128)}`;
@@ -112,7 +112,7 @@ describe('the offsetlake command line', () => {
     const dirty = await offsetlake('check', 'statted');
     expect(dirty.code).toBe(1);
     expect(dirty.stderr).toContain(`statted file ${file!.dataFileId} (partition 0, offsets [${file!.startOffset}, ${file!.endOffset})) rebuilds byte for byte, but the catalog's statistics are not its rows': column _value: max "${value.slice(0, 38)}…${value.slice(-38)}" in the file, "${wrong.slice(0, 38)}…${wrong.slice(-38)}" in the catalog`);
-    expect(dirty.stdout).toBe("1 files checked: 0 rebuilt byte for byte with their statistics, 0 cannot be rebuilt, 1 with statistics that are not the file's (named above: engines and queries may skip rows they hold)\n");
+    expect(dirty.stdout).toBe("1 files checked: 0 rebuilt byte for byte with their statistics and stored pieces, 0 cannot be rebuilt, 1 with statistics that are not the file's (named above: engines and queries may skip rows they hold)\n");
     const json = JSON.parse((await offsetlake('check', 'statted', '--json')).stdout);
     expect(json.wrongStatistics.map((c: { statistics: string[] }) => c.statistics.length)).toEqual([1]);
     expect((await offsetlake('table', 'drop', 'statted')).code).toBe(0);
