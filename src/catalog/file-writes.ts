@@ -216,7 +216,7 @@ export async function insertGranules(client: Catalog | CatalogClient, dataFileId
        SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[])
        ON CONFLICT (data_file_id, row_group) DO UPDATE SET start_offset = excluded.start_offset, end_offset = excluded.end_offset,
          row_count = excluded.row_count, kafka_bytes = excluded.kafka_bytes, chunk_sha256 = excluded.chunk_sha256)
-     UPDATE offsetlake.data_file SET page_index = $8, tail_sha256 = $9 WHERE data_file_id = $1 AND tail_sha256 IS NULL`,
+     UPDATE offsetlake.data_file SET page_index = $8, tail_sha256 = $9 WHERE data_file_id = $1 AND (page_index IS NULL OR tail_sha256 IS NULL)`,
     [dataFileId, ...granuleColumns(file.granules), Buffer.from(file.pageIndex), Buffer.from(file.tailSha256)],
   );
 }

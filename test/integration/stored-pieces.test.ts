@@ -66,11 +66,12 @@ beforeAll(async () => {
   })));
   await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
   table = await findTable(engine.catalog, created.name);
-  [file] = await listFiles(engine.catalog, table.tableId);
-  expect(file?.hasGranules).toBe(true);
+  const files = await listFiles(engine.catalog, table.tableId);
+  expect(files.map((f) => f.hasGranules)).toEqual([true]);
+  file = files[0]!;
   folder = mkdtempSync(join(tmpdir(), 'stored-pieces-'));
   const path = join(folder, 'before.parquet');
-  const rebuilt = await cli('rebuild', 'forged', String(file!.dataFileId), '-o', path);
+  const rebuilt = await cli('rebuild', 'forged', String(file.dataFileId), '-o', path);
   expect(rebuilt.code).toBe(0);
   rebuiltBytes = readFileSync(path);
   const script = fileURLToPath(new URL('./stored_pieces.py', import.meta.url));
