@@ -176,23 +176,35 @@ export async function findGranules(catalog: Catalog | CatalogClient, dataFileId:
   return (await findGranulesOf(catalog, [dataFileId])).get(dataFileId) ?? null;
 }
 
-/** The granules of several files in two queries (a query's planning reads them for every candidate file). */
+/**
+ * The granules of several files in one round trip (a query's planning reads them for every
+ * candidate file, and a file's first read waits for them): each file's granule columns come
+ * as arrays in row-group order.
+ */
 export async function findGranulesOf(catalog: Catalog | CatalogClient, dataFileIds: readonly bigint[]): Promise<Map<bigint, FileGranules>> {
   const out = new Map<bigint, FileGranules>();
   if (dataFileIds.length === 0) return out;
-  const files = await catalog.query<{ data_file_id: bigint; page_index: Buffer; tail_sha256: Buffer }>(
-    'SELECT data_file_id, page_index, tail_sha256 FROM offsetlake.data_file WHERE data_file_id = ANY($1::bigint[]) AND page_index IS NOT NULL AND tail_sha256 IS NOT NULL',
+  const files = await catalog.query<{
+    data_file_id: bigint; page_index: Buffer; tail_sha256: Buffer;
+    row_groups: number[] | null; start_offsets: string[] | null; end_offsets: string[] | null; row_counts: string[] | null; kafka_bytes: string[] | null; chunk_sha256: Buffer[] | null;
+  }>(
+    `SELECT f.data_file_id, f.page_index, f.tail_sha256, g.*
+     FROM offsetlake.data_file f
+     CROSS JOIN LATERAL (
+       SELECT array_agg(row_group ORDER BY row_group) AS row_groups, array_agg(start_offset::text ORDER BY row_group) AS start_offsets,
+              array_agg(end_offset::text ORDER BY row_group) AS end_offsets, array_agg(row_count::text ORDER BY row_group) AS row_counts,
+              array_agg(kafka_bytes::text ORDER BY row_group) AS kafka_bytes, array_agg(chunk_sha256 ORDER BY row_group) AS chunk_sha256
+       FROM offsetlake.granule WHERE data_file_id = f.data_file_id) g
+     WHERE f.data_file_id = ANY($1::bigint[]) AND f.page_index IS NOT NULL AND f.tail_sha256 IS NOT NULL`,
     [dataFileIds],
   );
-  for (const row of files.rows) out.set(BigInt(row.data_file_id), { pageIndex: row.page_index, tailSha256: row.tail_sha256, granules: [] });
-  if (out.size === 0) return out;
-  const rows = await catalog.query<{ data_file_id: bigint; row_group: number; start_offset: bigint; end_offset: bigint; row_count: bigint; kafka_bytes: bigint; chunk_sha256: Buffer }>(
-    'SELECT data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256 FROM offsetlake.granule WHERE data_file_id = ANY($1::bigint[]) ORDER BY data_file_id, row_group',
-    [[...out.keys()]],
-  );
-  for (const row of rows.rows) {
-    out.get(BigInt(row.data_file_id))!.granules.push({
-      rowGroup: row.row_group, startOffset: BigInt(row.start_offset), endOffset: BigInt(row.end_offset), rowCount: Number(row.row_count), kafkaBytes: Number(row.kafka_bytes), chunkSha256: row.chunk_sha256,
+  for (const row of files.rows) {
+    out.set(BigInt(row.data_file_id), {
+      pageIndex: row.page_index,
+      tailSha256: row.tail_sha256,
+      granules: (row.row_groups ?? []).map((rowGroup, at) => ({
+        rowGroup, startOffset: BigInt(row.start_offsets![at]!), endOffset: BigInt(row.end_offsets![at]!), rowCount: Number(row.row_counts![at]!), kafkaBytes: Number(row.kafka_bytes![at]!), chunkSha256: row.chunk_sha256![at]!,
+      })),
     });
   }
   return out;

@@ -289,7 +289,11 @@ export class ReaderService implements ReadApi {
       const together = this.records.loadedWith(file).filter((other) => other.dataFileId !== file.dataFileId);
       if (together.length > 0) void this.prefetchGranules([file, ...together]).catch(() => {});
     }
-    return this.granular.get(file.dataFileId, async () => this.granularFrom(file, await findGranules(this.catalog, file.dataFileId)));
+    return this.granular.get(file.dataFileId, async () => {
+      // the schema version is asked for beside the granules, not after them (a round trip less on a file's first read)
+      this.schemaOf(file).catch(() => {});
+      return this.granularFrom(file, await findGranules(this.catalog, file.dataFileId));
+    });
   }
 
   private async granularFrom(file: CatalogFile, granules: FileGranules | null): Promise<GranuleServedFile | null> {
