@@ -103,6 +103,8 @@ interface GranuleServedFile {
    * once per file while its record is remembered (a few KiB to a few hundred).
    */
   checkTail(dataEnd: number): void;
+  /** The footer `checkTail` checks (the file record's when this was made): the one a read sends. */
+  footer: Uint8Array;
 }
 
 /** What the service remembers per file id at most (layouts and granules are small and never change). */
@@ -270,7 +272,7 @@ export class ReaderService implements ReadApi {
     for (const piece of pieces) {
       if (piece.kind === 'magic') yield PARQUET_MAGIC.subarray(piece.from, piece.to);
       else if (piece.kind === 'index') yield granular.granules.pageIndex.subarray(piece.from, piece.to);
-      else if (piece.kind === 'footer') yield file.footer.subarray(piece.from, piece.to);
+      else if (piece.kind === 'footer') yield granular.footer.subarray(piece.from, piece.to);
       else {
         const at = groups.indexOf(piece.rowGroup);
         build(at);
@@ -312,7 +314,7 @@ export class ReaderService implements ReadApi {
         throw tail;
       }
     };
-    return { granules, schema: await this.schemaOf(file), layout: () => (layout === undefined ? (layout = parse()) : layout), checkTail };
+    return { granules, schema: await this.schemaOf(file), layout: () => (layout === undefined ? (layout = parse()) : layout), checkTail, footer: file.footer };
   }
 
   /** The layout of a file read by granules; one that does not match them is the catalog's inconsistency, said, never served around. */
