@@ -205,9 +205,10 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
  * A file's granules, page index bytes and their sha256, from a whole rebuild that matched
  * the catalog. Idempotent: a file indexed before granules existed (or before their sha256,
  * migration 15) gets them at its first whole rebuild, and two rebuilds may both try (they
- * write the same values). Granule rows already there are replaced: whatever wrote them, the
- * values from verified bytes are the file's. A reader role may not write tail_sha256, so
- * its attempt is refused as a whole (the file stays served whole).
+ * write the same values). Granule rows already there are replaced, and rows past the file's
+ * last row group removed: whatever wrote them, the values from verified bytes are the
+ * file's. A reader role may not write tail_sha256, so its attempt is refused as a whole
+ * (the file stays served whole).
  */
 export async function insertGranules(client: Catalog | CatalogClient, dataFileId: bigint, file: FileGranules): Promise<void> {
   await client.query(
@@ -215,7 +216,8 @@ export async function insertGranules(client: Catalog | CatalogClient, dataFileId
        INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256)
        SELECT $1, * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bytea[])
        ON CONFLICT (data_file_id, row_group) DO UPDATE SET start_offset = excluded.start_offset, end_offset = excluded.end_offset,
-         row_count = excluded.row_count, kafka_bytes = excluded.kafka_bytes, chunk_sha256 = excluded.chunk_sha256)
+         row_count = excluded.row_count, kafka_bytes = excluded.kafka_bytes, chunk_sha256 = excluded.chunk_sha256),
+     extra AS (DELETE FROM offsetlake.granule WHERE data_file_id = $1 AND row_group >= cardinality($2::int[]))
      UPDATE offsetlake.data_file SET page_index = $8, tail_sha256 = $9 WHERE data_file_id = $1 AND (page_index IS NULL OR tail_sha256 IS NULL)`,
     [dataFileId, ...granuleColumns(file.granules), Buffer.from(file.pageIndex), Buffer.from(file.tailSha256)],
   );

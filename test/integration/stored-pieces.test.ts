@@ -190,6 +190,9 @@ describe('the page index and footer the catalog keeps (issue 46)', () => {
     const forged = Buffer.from((await storedPieces()).pageIndex);
     forged[0]! ^= 0x01;
     await engine.catalog.query('UPDATE offsetlake.data_file SET page_index = $2, tail_sha256 = NULL WHERE data_file_id = $1', [file.dataFileId, forged]);
+    // and a granule past the file's last row group, as a reader login could insert one
+    await engine.catalog.query('INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256) VALUES ($1, 99, 0, 1, 1, 1, $2)', [file.dataFileId, Buffer.alloc(32)]);
+    const rowGroups = (await engine.catalog.query<{ n: number }>('SELECT count(*)::int AS n FROM offsetlake.granule WHERE data_file_id = $1', [file.dataFileId])).rows[0]!.n - 1;
     const serve = await freshServe();
     try {
       const whole = await serve.get();
@@ -201,6 +204,8 @@ describe('the page index and footer the catalog keeps (issue 46)', () => {
     }
     const stored = await storedPieces();
     expect([stored.pageIndex.toString('hex'), stored.tailSha256?.toString('hex')]).toEqual([pieces.pageIndex, pieces.tailSha256]);
+    const granules = await engine.catalog.query<{ row_group: number }>('SELECT row_group FROM offsetlake.granule WHERE data_file_id = $1 ORDER BY row_group', [file.dataFileId]);
+    expect(granules.rows.map((row) => row.row_group)).toEqual(Array.from({ length: rowGroups }, (_, g) => g));
     expect((await cli('check', 'forged')).code).toBe(0);
   });
 });
