@@ -1,5 +1,6 @@
 /** `serve`: the HTTP read API for engines, until interrupted. */
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { kafkaSource } from '../kafka/source.js';
 import { readerHandler } from '../reader/http.js';
 import { defaultMaxConnections, defaultMinRateBytesPerSecond, defaultWriteTimeoutMs, hostName, isLoopbackHost, readerServer } from '../reader/node-server.js';
@@ -34,6 +35,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     'max-connections': { type: 'string' },
     'public-url': { type: 'string' },
     'allow-host': { type: 'string', multiple: true },
+    'tls-cert': { type: 'string' },
+    'tls-key': { type: 'string' },
     'queue-timeout': { type: 'string' },
     's3-access-key-id': { type: 'string' },
     's3-secret-access-key': { type: 'string' },
@@ -56,6 +59,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   const maxConnections = wholeNumberFlag('max-connections', values['max-connections'], defaultMaxConnections);
   const host = values.host ?? '127.0.0.1';
   const publicUrl = values['public-url'] === undefined ? undefined : publicUrlFlag(values['public-url']);
+  const tls = tlsFiles(values['tls-cert'], values['tls-key']);
+  const scheme = tls ? 'https' : 'http';
   const allowHost = hostAllowList(values['allow-host'] ?? [], Boolean(values['no-auth']), host, publicUrl);
   const s3 = s3Face(values, Boolean(values['no-auth']));
   await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
@@ -66,10 +71,10 @@ export async function serveCommand(args: string[]): Promise<number> {
     const sampler = new ConsoleSampler(() => partitionStatus(engine));
     sampler.start();
     const consoleFace = new ConsoleFace(service, sampler, { tokenRequired: !values['no-auth'] });
-    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs, ...(publicUrl ? { publicUrl } : {}) }, s3), console: consoleFace, lag: async () => (await sampler.next()).lags }), { writeTimeoutMs, minRateBytesPerSecond: minRate, maxConnections, ...(allowHost ? { allowHost } : {}), onWriteTimeout: () => service.count('writeTimeouts') });
+    const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs, ...(publicUrl ? { publicUrl } : {}) }, s3), console: consoleFace, lag: async () => (await sampler.next()).lags }), { writeTimeoutMs, minRateBytesPerSecond: minRate, maxConnections, ...(allowHost ? { allowHost } : {}), ...(tls ? { tls } : {}), onWriteTimeout: () => service.count('writeTimeouts') });
     const bound = await listenOn(server, port, host, { port: '--port', host: '--host' });
-    progress(`serving http://${host}:${bound}/tables, the console http://${host}:${bound}/console and the Iceberg catalog http://${host}:${bound}/iceberg (snapshots at most every ${formatDuration(snapshotIntervalMs)}; cache ${formatBytes(cacheBytes)} (${Math.round(heldRecordsShare * 100)} % of it for records held between reads), ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}${minRate === 0 ? '' : ` at ${formatBytes(minRate)}/s at least`}, at most ${maxConnections} connections, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication, answering only for loopback names and its own' : 'bearer token required'}${publicUrl ? `, public URL ${publicUrl}` : ''})` +
-      (s3 ? `, and S3 at endpoint http://${host}:${bound} bucket ${s3.bucket}${s3.region === defaultS3Region ? '' : ` region ${s3.region}`} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
+    progress(`serving ${scheme}://${host}:${bound}/tables, the console ${scheme}://${host}:${bound}/console and the Iceberg catalog ${scheme}://${host}:${bound}/iceberg (snapshots at most every ${formatDuration(snapshotIntervalMs)}; cache ${formatBytes(cacheBytes)} (${Math.round(heldRecordsShare * 100)} % of it for records held between reads), ${buildThreads === 0 ? 'builds on the serving thread' : `${buildThreads} build thread${buildThreads === 1 ? '' : 's'}`}, write timeout ${formatDuration(writeTimeoutMs)}${minRate === 0 ? '' : ` at ${formatBytes(minRate)}/s at least`}, at most ${maxConnections} connections, queue timeout ${formatDuration(responseWaitMs)}, ${values['no-auth'] ? 'NO authentication, answering only for loopback names and its own' : 'bearer token required'}${publicUrl ? `, public URL ${publicUrl}` : ''})` +
+      (s3 ? `, and S3 at endpoint ${scheme}://${host}:${bound} bucket ${s3.bucket}${s3.region === defaultS3Region ? '' : ` region ${s3.region}`} (path style, ${s3.credentials ? `signed with access key ${s3.credentials.accessKeyId}` : 'NO authentication'})` : '') + '; Ctrl-C stops');
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.once('SIGINT', onSignal);
@@ -139,4 +144,18 @@ function hostAllowList(given: readonly string[], noAuth: boolean, host: string, 
   if (host !== '0.0.0.0' && host !== '::') names.add(hostName(host.includes(':') ? `[${host}]` : host));
   if (publicUrl) names.add(hostName(new URL(publicUrl).host));
   return (name) => names.has(name) || isLoopbackHost(name);
+}
+
+/** --tls-cert and --tls-key (PEM files): both or neither; read at start, so a wrong path stops serve with its reason. */
+function tlsFiles(certPath: string | undefined, keyPath: string | undefined): { cert: Buffer; key: Buffer } | undefined {
+  if (certPath === undefined && keyPath === undefined) return undefined;
+  if (certPath === undefined || keyPath === undefined) throw new UsageError('HTTPS needs both --tls-cert (the certificate chain, PEM) and --tls-key (its private key, PEM)');
+  const read = (flag: string, path: string) => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new UsageError(`${flag}: ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+  };
+  return { cert: read('--tls-cert', certPath), key: read('--tls-key', keyPath) };
 }

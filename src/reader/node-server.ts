@@ -1,5 +1,6 @@
 /** `offsetlake serve`: the reader handler behind node:http. */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import type { ReaderHandler, ResponseBody } from './http.js';
@@ -55,6 +56,8 @@ export interface ReaderServerOptions {
    * closed at once, before any request of it is read.
    */
   maxConnections?: number;
+  /** A certificate chain and its private key (PEM): the server speaks HTTPS (node:https) instead of HTTP. */
+  tls?: { cert: Buffer; key: Buffer };
   /** node:http's limits on a request's arrival, set here rather than left to Node's defaults (ms). */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
@@ -84,7 +87,7 @@ const writeSliceBytes = 512 * 1024;
 
 export function readerServer(handler: ReaderHandler, options: ReaderServerOptions = {}): Server {
   const deadline = { windowMs: options.writeTimeoutMs ?? defaultWriteTimeoutMs, minRate: options.minRateBytesPerSecond ?? defaultMinRateBytesPerSecond };
-  const server = createServer((request, response) => {
+  const listener: RequestListener = (request, response) => {
     if (refusedConnections.has(request.socket)) return void response.destroy();
     const startedAt = performance.now();
     const headers: Record<string, string | undefined> = {};
@@ -124,8 +127,10 @@ export function readerServer(handler: ReaderHandler, options: ReaderServerOption
         response.end(JSON.stringify({ error: `internal error: ${(error as Error).message}` }));
       },
     );
-  });
-  capConnections(server, options.maxConnections ?? defaultMaxConnections);
+  };
+  const server: Server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, listener) : createServer(listener);
+  // Over TLS the answer is written once the handshake is done, so the client can read it.
+  capConnections(server, options.maxConnections ?? defaultMaxConnections, options.tls ? 'secureConnection' : 'connection');
   server.headersTimeout = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
   server.requestTimeout = options.requestTimeoutMs ?? defaultRequestTimeoutMs;
   server.keepAliveTimeout = options.keepAliveTimeoutMs ?? defaultKeepAliveTimeoutMs;
@@ -139,9 +144,9 @@ const refusedConnections = new WeakSet<Socket>();
  * Answers a connection over the cap a 503 (in our words, written before it sends anything)
  * and closes it; it never reaches a request handler. Runs before node:http's own listener.
  */
-function capConnections(server: Server, max: number): void {
+function capConnections(server: Server, max: number, event: 'connection' | 'secureConnection'): void {
   let open = 0;
-  server.prependListener('connection', (socket: Socket) => {
+  server.prependListener(event, (socket: Socket) => {
     if (open >= max) {
       refusedConnections.add(socket);
       const body = JSON.stringify({ error: `the server is busy: it has ${open} connections open, its most (serve --max-connections); try again later, or reuse a connection` }) + '\n';

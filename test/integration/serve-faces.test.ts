@@ -7,7 +7,10 @@
  * a bucket named like serve's own routes. Answers are read over raw sockets and by
  * clients we did not write.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
@@ -59,7 +62,7 @@ async function serve(...flags: string[]): Promise<Served> {
     said += String(chunk);
     if (said.includes('Ctrl-C stops')) break;
   }
-  const url = /serving (http:\/\/127\.0\.0\.1:(\d+))\/tables/.exec(said);
+  const url = /serving (https?:\/\/127\.0\.0\.1:(\d+))\/tables/.exec(said);
   if (!url) throw new Error(`serve did not start: ${said}`);
   return { child, said, url: url[1]!, port: Number(url[2]) };
 }
@@ -90,6 +93,14 @@ function python<T>(script: string, job: unknown): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const child = execFile('python3', [fileURLToPath(new URL(`./${script}`, import.meta.url))], { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 }, (error, out, err) =>
       (error ? reject(new Error(`${script} failed: ${err.slice(-4000) || error.message}`)) : resolve(JSON.parse(out.trim().split('\n').at(-1)!) as T)));
+    child.stdin!.end(JSON.stringify(job));
+  });
+}
+
+function pythonCode<T>(code: string, job: unknown): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const child = execFile('python3', ['-c', code], { timeout: 60_000 }, (error, out, err) =>
+      (error ? reject(new Error(`python failed: ${err.slice(-4000) || error.message}`)) : resolve(JSON.parse(out.trim().split('\n').at(-1)!) as T)));
     child.stdin!.end(JSON.stringify(job));
   });
 }
@@ -226,6 +237,37 @@ describe("serve's names and limits", () => {
       for (const socket of held) socket.destroy();
       await stop(served);
     }
+  }, 60_000);
+
+  it('with --tls-cert and --tls-key it speaks HTTPS (a certificate openssl made, verified by requests), and the Iceberg catalog names its files https://', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'offsetlake-tls-'));
+    const cert = join(folder, 'cert.pem');
+    const key = join(folder, 'key.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'ignore' });
+    const served = await serve('--token', token, '--tls-cert', cert, '--tls-key', key, '--iceberg-snapshot-interval', '1ms');
+    try {
+      expect(served.url).toMatch(/^https:\/\//);
+      const seen = await pythonCode<{ tables: string[]; location: string; plain: string }>(`
+import json, sys, requests
+job = json.load(sys.stdin)
+auth = {"Authorization": "Bearer " + job["token"]}
+tables = requests.get(job["url"] + "/tables", headers=auth, verify=job["cert"], timeout=30).json()["tables"]
+loaded = requests.get(job["url"] + "/iceberg/v1/offsetlake/namespaces/main/tables/" + job["table"], headers=auth, verify=job["cert"], timeout=30).json()
+try:
+    requests.get(job["url"].replace("https://", "http://") + "/tables", headers=auth, timeout=10)
+    plain = "answered"
+except requests.exceptions.RequestException as error:
+    plain = type(error).__name__
+print(json.dumps({"tables": [t["name"] for t in tables], "location": loaded["metadata"]["location"], "plain": plain}))
+`, { url: served.url, token, cert, table: table.name });
+      expect(seen.tables).toContain(table.name);
+      expect(seen.location).toBe(`${served.url}/tables/${table.name}`);
+      expect(seen.plain).not.toBe('answered');
+    } finally {
+      await stop(served);
+    }
+    const half = await refusedStart('--token', token, '--tls-cert', cert);
+    expect([half.code, half.stderr.includes('HTTPS needs both --tls-cert (the certificate chain, PEM) and --tls-key (its private key, PEM)')]).toEqual([2, true]);
   }, 60_000);
 
   it('refuses at start an S3 bucket named like one of its own routes (iceberg, console, tables, metrics), which would take their requests', async () => {
