@@ -322,7 +322,7 @@ describe('the read API over HTTP', () => {
   it('bad paths, ids, methods and invalid ranges get 4xx with a reason', async () => {
     const file = files[0]!;
     const cases: [string, Record<string, string>, string, number, RegExp][] = [
-      ['/tables/Bad!Name/files', {}, 'GET', 400, /not a table name/],
+      ['/tables/Bad!Name/files', {}, 'GET', 400, /^table name "Bad!Name" must start with a lowercase letter or _/],
       ['/tables/nope/files', {}, 'GET', 404, /no table named "nope"/],
       ['/tables/events/files/abc.parquet', {}, 'GET', 400, /not a file name/],
       ['/tables/events/files/12.csv', {}, 'GET', 400, /not a file name/],
