@@ -8,7 +8,7 @@
  * clients we did not write.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -267,6 +267,7 @@ print(json.dumps({"tables": [t["name"] for t in tables], "location": loaded["met
       await stop(served);
     }
     const half = await refusedStart('--token', token, '--tls-cert', cert);
+    rmSync(folder, { recursive: true, force: true });
     expect([half.code, half.stderr.includes('HTTPS needs both --tls-cert (the certificate chain, PEM) and --tls-key (its private key, PEM)')]).toEqual([2, true]);
   }, 60_000);
 
