@@ -57,7 +57,8 @@ export interface FunctionUrlEvent {
   rawPath: string;
   rawQueryString?: string;
   headers?: Record<string, string | undefined>;
-  requestContext: { http: { method: string } };
+  /** domainName: the function URL's own domain, which AWS routed the request by (the Iceberg catalog's URL for clients; never the Host header). */
+  requestContext: { http: { method: string }; domainName?: string };
 }
 
 export interface FunctionUrlResult {
@@ -83,7 +84,7 @@ async function start(): Promise<ReaderHandler> {
   const service = new ReaderService(catalog, kafkaSource(kafka), { cacheBytes, onRebuild: recordRebuild });
   const tokens = await instanceTokens();
   const limit = lambdaMaxBody[invokeMode];
-  // The Iceberg REST catalog under /iceberg: without an S3 face here, its files are this URL's own.
+  // The Iceberg REST catalog under /iceberg: without an S3 face here, its files are this URL's own (the domain AWS routed the request by).
   return readerHandler(service, { token: tokens === null ? null : () => acceptedTokens, maxBodyBytes: limit.bytes, maxBodyReason: limit.reason, catalog: new IcebergCatalog(service) });
 }
 
@@ -115,7 +116,7 @@ async function functionUrlResult(answer: ReaderResponse): Promise<FunctionUrlRes
 
 /** The read API's answer to one function URL event, its body not yet produced if it streams. */
 async function answer(event: FunctionUrlEvent): Promise<ReaderResponse> {
-  const request = { method: event.requestContext.http.method, path: event.rawQueryString ? `${event.rawPath}?${event.rawQueryString}` : event.rawPath, headers: event.headers ?? {} };
+  const request = { method: event.requestContext.http.method, path: event.rawQueryString ? `${event.rawPath}?${event.rawQueryString}` : event.rawPath, headers: event.headers ?? {}, ...(event.requestContext.domainName ? { reachedAt: `https://${event.requestContext.domainName}` } : {}) };
   // The URL is public: a request without a bearer token costs no I/O at all, and one with
   // a wrong token costs at most the instance's one read of its secret per tokenRereadMs.
   if (process.env.OFFSETLAKE_NO_AUTH !== '1') {

@@ -78,6 +78,7 @@ export async function listTables(catalog: Catalog): Promise<TableRecord[]> {
 }
 
 export async function findTable(catalog: Catalog | CatalogClient, name: string): Promise<TableRecord> {
+  checkTableName(name);
   const result = await catalog.query<TableRow>(
     `SELECT ${tableColumns} FROM offsetlake.lake_table WHERE table_name = $1 AND dropped_at IS NULL`,
     [name],

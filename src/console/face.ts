@@ -11,8 +11,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { TableError, type TableRecord } from '../table/record.js';
-import { fileEntry, json, type ConsoleRoutes } from '../reader/http.js';
+import type { TableRecord } from '../table/record.js';
+import { fileEntry, json, servedTable, type ConsoleRoutes } from '../reader/http.js';
 import { HttpError, type ReaderRequest, type ReaderResponse } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';
 import { overview } from './overview.js';
@@ -99,13 +99,13 @@ export class ConsoleFace implements ConsoleRoutes {
   }
 
   private async table(name: string): Promise<TableRecord> {
+    let decoded: string;
     try {
-      return await this.service.table(decodeURIComponent(name));
-    } catch (error) {
-      if (error instanceof TableError) throw new HttpError(404, error.message);
-      if (error instanceof URIError) throw new HttpError(400, `"${name}" is not valid percent-encoding`);
-      throw error;
+      decoded = decodeURIComponent(name);
+    } catch {
+      throw new HttpError(400, `"${name}" is not valid percent-encoding`);
     }
+    return servedTable(this.service, decoded);
   }
 
   private async overview() {

@@ -190,6 +190,11 @@ export class IcebergFiles {
     return { snapshots, schemas: new Map(schemas.map((s) => [s.version, s])) };
   }
 
+  /**
+   * The root is part of a manifest's bytes (its files' locations), so of its key: serve's
+   * public URL or the address a connection reached, never a request header, so a client
+   * can neither put its own address into what others get nor grow the cache with names.
+   */
   private manifestKey(table: TableRecord, p: number, written: bigint, root: Root): string {
     return `iceberg:${table.tableId}:${root.base}:${p}:${written}`;
   }

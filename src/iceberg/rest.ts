@@ -20,12 +20,15 @@
  * BadRequestException).
  *
  * Where files are: with the S3 face on, s3://<bucket>/tables/<t>/… and LoadTable's
- * config gives the S3 FileIO its endpoint (the address the client used), path-style
- * access and the face's key pair; otherwise the HTTP face's own URLs
- * (http://HOST:PORT/tables/<t>/…), read with serve's bearer token.
+ * config gives the S3 FileIO its endpoint (this server's public URL), path-style access
+ * and the face's key pair; otherwise the HTTP face's own URLs (<public URL>/tables/<t>/…),
+ * read with serve's bearer token. The public URL is configured (serve --public-url) or
+ * else the address the connection reached (the listening socket's, a function URL's
+ * domain): never a request header, so a forged Host or X-Forwarded-Proto cannot point a
+ * client, with the key pair beside it, at a server of the forger's choosing.
  */
 import { createHash } from 'node:crypto';
-import { TableError, type TableRecord } from '../table/record.js';
+import { TableError, TableNameError, type TableRecord } from '../table/record.js';
 import { bytesResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';
 import type { MountedCatalog } from '../reader/http.js';
@@ -34,6 +37,12 @@ import { IcebergFiles, type Root } from './files.js';
 import { defaultMaxSnapshots, defaultSnapshotIntervalMs } from './snapshots.js';
 
 export interface IcebergOptions {
+  /**
+   * The URL clients reach this server at (scheme, host and port, such as
+   * https://lake.example.com): the S3 endpoint and the HTTP face's file locations. Without
+   * it, the address each connection reached (ReaderRequest.reachedAt).
+   */
+  publicUrl?: string;
   /** The least time between two snapshots that only add files (ms; default 60 s). */
   snapshotIntervalMs?: number;
   /** Snapshots the history keeps at most (default 100). */
@@ -121,8 +130,10 @@ function page(names: readonly string[], request: ReaderRequest): { names: string
 
 export class IcebergCatalog implements MountedCatalog {
   readonly files: IcebergFiles;
+  private readonly publicUrl: string | undefined;
 
   constructor(private readonly service: ReaderService, options: IcebergOptions = {}, private readonly s3?: IcebergS3Face) {
+    this.publicUrl = options.publicUrl?.replace(/\/+$/, '');
     this.files = new IcebergFiles(service, {
       intervalMs: options.snapshotIntervalMs ?? defaultSnapshotIntervalMs,
       maxSnapshots: options.maxSnapshots ?? defaultMaxSnapshots,
@@ -136,12 +147,11 @@ export class IcebergCatalog implements MountedCatalog {
     return { base: this.address(request) };
   }
 
-  /** The address the client reached this server at (the Host it sent; https when a proxy in front says so). */
+  /** This server's URL for clients: the configured public URL, else the address the connection reached; never a header the client sent. */
   private address(request: ReaderRequest): string {
-    const host = header(request, 'host');
-    if (!host) throw new IcebergError(400, 'BadRequestException', 'send a Host header: the catalog names file locations by the address the client uses');
-    const proto = header(request, 'x-forwarded-proto') === 'https' ? 'https' : 'http';
-    return `${proto}://${host}`;
+    const url = this.publicUrl ?? request.reachedAt;
+    if (!url) throw new IcebergError(500, 'ServiceFailureException', 'this server has no public URL to name file locations by: start it with one (serve --public-url)');
+    return url;
   }
 
   /** LoadTable's config: what the client's FileIO needs to read the files. */
@@ -163,6 +173,7 @@ export class IcebergCatalog implements MountedCatalog {
     try {
       return await this.service.table(name);
     } catch (error) {
+      if (error instanceof TableNameError) throw new IcebergError(400, 'BadRequestException', `${error.message}; no table of this catalog is so named`);
       if (error instanceof TableError) {
         throw new IcebergError(404, 'NoSuchTableException', `Table does not exist: ${namespaceName}.${name} (GET /iceberg/v1/${catalogPrefix}/namespaces/${namespaceName}/tables lists the tables)`);
       }
@@ -255,7 +266,8 @@ export class IcebergCatalog implements MountedCatalog {
     if (ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim() === etag || tag.trim() === `W/${etag}` || tag.trim() === '*')) {
       return { status: 304, headers: { etag }, body: new Uint8Array(0) };
     }
-    return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8', etag }, body };
+    // Answered to a token holder (it may carry the S3 key pair): no shared cache may keep it.
+    return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8', etag, 'cache-control': 'private, no-cache' }, body };
   }
 
   /** A file below a table's metadata/ (either face): its bytes, or HttpError 404 naming what is wrong. */

@@ -19,6 +19,12 @@ export interface ReaderRequest {
   headers: Readonly<Record<string, string | undefined>>;
   /** Aborts when the client has gone: work queued for it is dropped. */
   signal?: AbortSignal;
+  /**
+   * The URL (scheme, host, port) the connection reached, as the server knows it and the
+   * client cannot forge: the listening socket's own address (serve), the function URL's
+   * domain (Lambda). Never taken from a header.
+   */
+  reachedAt?: string;
 }
 
 /**
@@ -150,11 +156,12 @@ export function header(request: ReaderRequest, name: string): string | undefined
 /**
  * Bytes held in memory that never change under their name (Iceberg's metadata files,
  * manifest lists and manifests: src/iceberg/), for GET or HEAD with the same
- * preconditions and one Range as a data file's: the ETag is their sha256.
+ * preconditions and one Range as a data file's: the ETag is their sha256. They are answered
+ * to a token or key holder only, so no shared cache (a proxy, a CDN) may keep them: private.
  */
 export function bytesResponse(request: ReaderRequest, bytes: Uint8Array, contentType: string, modified: Date): ReaderResponse {
   const etag = `"${createHash('sha256').update(bytes).digest('hex')}"`;
-  const common = { 'accept-ranges': 'bytes', etag, 'last-modified': modified.toUTCString(), 'content-type': contentType, 'cache-control': 'public, max-age=31536000, immutable' };
+  const common = { 'accept-ranges': 'bytes', etag, 'last-modified': modified.toUTCString(), 'content-type': contentType, 'cache-control': 'private, max-age=31536000, immutable' };
   const failed = failedPrecondition(request, etag, modified);
   if (failed === 304) return { status: 304, headers: { etag, 'last-modified': common['last-modified'] }, body: empty };
   if (failed) throw new PreconditionFailedError(failed);

@@ -21,7 +21,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { CatalogFile } from '../catalog/file-reads.js';
-import { TableError, type TableRecord } from '../table/record.js';
+import { checkTableName, TableError, TableNameError, type TableRecord } from '../table/record.js';
 import { FileExpiredError, RebuildMismatchError } from '../build/rebuild.js';
 import { GranuleMismatchError } from '../build/granules.js';
 import { StoredPieceMismatchError } from '../build/stored-pieces.js';
@@ -84,8 +84,22 @@ export interface MountedCatalog {
 
 export type ReaderHandler = (request: ReaderRequest) => Promise<ReaderResponse>;
 
-const tableName = /^[a-z_][a-z0-9_]{0,62}$/;
 const fileName = /^([0-9]{1,19})\.parquet$/;
+
+/**
+ * The table a request names, for the faces in JSON (this API, the console): a name that
+ * cannot be a table's is a 400 (checked before any SQL), a table that does not exist a 404.
+ */
+export async function servedTable(reader: Pick<ReadApi, 'table'>, name: string): Promise<TableRecord> {
+  try {
+    checkTableName(name);
+    return await reader.table(name);
+  } catch (error) {
+    if (error instanceof TableNameError) throw new HttpError(400, error.message);
+    if (error instanceof TableError) throw new HttpError(404, error.message);
+    throw error;
+  }
+}
 
 export function json(status: number, value: unknown, headers: Record<string, string> = {}): ReaderResponse {
   const text = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
@@ -172,15 +186,7 @@ export function fileEntry(table: TableRecord, file: CatalogFile) {
 export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): ReaderHandler {
   const maxBody = options.maxBodyBytes ?? Infinity;
 
-  async function tableNamed(name: string): Promise<TableRecord> {
-    if (!tableName.test(name)) throw new HttpError(400, `"${name}" is not a table name (lowercase letters, digits and _, at most 63)`);
-    try {
-      return await reader.table(name);
-    } catch (error) {
-      if (error instanceof TableError) throw new HttpError(404, error.message);
-      throw error;
-    }
-  }
+  const tableNamed = (name: string) => servedTable(reader, name);
 
   async function fileNamed(request: ReaderRequest, table: TableRecord, idText: string): Promise<ReaderResponse> {
     const match = fileName.exec(idText);

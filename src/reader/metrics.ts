@@ -33,7 +33,7 @@ export interface ReaderMetrics {
   busy: number;
   /** Responses dropped before they were sent because their client had gone. */
   abandoned: number;
-  /** Responses cut off because their client took nothing for the write deadline. */
+  /** Responses cut off because their client took less than the least rate (or nothing) in a window of the write deadline. */
   writeTimeouts: number;
 }
 
@@ -65,7 +65,7 @@ export function readerFamilies(metrics: ReaderMetrics, rebuildDurations: { file:
     counter('offsetlake_read_expired_total', 'Requests for files whose offsets Kafka no longer holds (410).', metrics.expired),
     counter('offsetlake_read_busy_total', 'Responses refused with a 503 because no room in the response budget came free in time.', metrics.busy),
     counter('offsetlake_read_abandoned_total', 'Responses dropped before they were sent because their client had gone.', metrics.abandoned),
-    counter('offsetlake_read_write_timeouts_total', 'Responses cut off because their client took nothing for the write deadline.', metrics.writeTimeouts),
+    counter('offsetlake_read_write_timeouts_total', 'Responses cut off because their client took less than the least rate (or nothing) in a window of the write deadline.', metrics.writeTimeouts),
     { name: 'offsetlake_read_cache_entries', help: 'Entries in the cache of rebuilt chunks and files.', type: 'gauge', samples: [{ value: cache.entries }] },
     { name: 'offsetlake_read_cache_bytes', help: 'Bytes held by the cache of rebuilt chunks and files.', type: 'gauge', samples: [{ value: cache.bytes }] },
     { name: 'offsetlake_read_held_record_bytes', help: 'Bytes of records held for the reads that share them (a range\'s other files, a row group\'s other columns), in their share of the cache budget.', type: 'gauge', samples: [{ value: heldRecords.bytes }] },

@@ -1,5 +1,7 @@
 /** `offsetlake serve`: the reader handler behind node:http. */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import type { ReaderHandler, ResponseBody } from './http.js';
 import { log, logFormat, withLogFields } from '../common/log.js';
@@ -28,13 +30,34 @@ function logRequest(method: string, url: string, status: number, bytes: number, 
 
 export interface ReaderServerOptions {
   /**
-   * A response whose client takes none of its bytes for this long is cut off (the
-   * connection closed) and gives its share of the response budget back (ms; default 30 s).
-   * It counts only time spent waiting for the client, never time spent rebuilding.
+   * The window of the write deadline (ms; default 30 s): a response whose client, in this
+   * much time spent waiting for it, takes fewer than `minRateBytesPerSecond` × the window
+   * (none at all, with a rate of 0) is cut off (the connection closed) and gives its share
+   * of the response budget back. Only time spent waiting for the client counts, never
+   * time spent rebuilding.
    */
   writeTimeoutMs?: number;
+  /**
+   * The least rate a client must take a response at while the response waits for it
+   * (bytes a second; default 32 KiB/s; 0: any progress will do). Without it a reader that
+   * trickles, never stalling, held its share of the response budget for as long as it liked.
+   */
+  minRateBytesPerSecond?: number;
   /** Told when a response is cut off by the write deadline (the service counts it). */
   onWriteTimeout?: () => void;
+  /**
+   * Which Host headers are served (the name, without the port); others get a 421. Unset:
+   * any. `serve --no-auth` sets it to loopback names and its own addresses, so a web page
+   * whose name was rebound to this machine (DNS rebinding) cannot read it from a browser.
+   */
+  allowHost?: (host: string) => boolean;
+  /**
+   * Connections open at most (default 1,000): one more is answered a 503 in our words and
+   * closed at once, before any request of it is read.
+   */
+  maxConnections?: number;
+  /** A certificate chain and its private key (PEM): the server speaks HTTPS (node:https) instead of HTTP. */
+  tls?: { cert: Buffer; key: Buffer };
   /** node:http's limits on a request's arrival, set here rather than left to Node's defaults (ms). */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
@@ -42,6 +65,10 @@ export interface ReaderServerOptions {
 }
 
 export const defaultWriteTimeoutMs = 30_000;
+/** Slower than this a client is cut off: a 100 MB file would hold its response for nearly an hour. */
+export const defaultMinRateBytesPerSecond = 32 * 1024;
+/** Well above what engines open (a few per reader thread), well below a process's usual 1,024 descriptors with Kafka's and Postgres's. */
+export const defaultMaxConnections = 1_000;
 /** Headers are a few hundred bytes: 10 s is generous even on a bad link, and bounds idle half-open requests. */
 export const defaultHeadersTimeoutMs = 10_000;
 /** Requests have no body in this API, so all of one arrives with its headers. */
@@ -59,8 +86,9 @@ export const defaultKeepAliveTimeoutMs = 5_000;
 const writeSliceBytes = 512 * 1024;
 
 export function readerServer(handler: ReaderHandler, options: ReaderServerOptions = {}): Server {
-  const writeTimeoutMs = options.writeTimeoutMs ?? defaultWriteTimeoutMs;
-  const server = createServer((request, response) => {
+  const deadline = { windowMs: options.writeTimeoutMs ?? defaultWriteTimeoutMs, minRate: options.minRateBytesPerSecond ?? defaultMinRateBytesPerSecond };
+  const listener: RequestListener = (request, response) => {
+    if (refusedConnections.has(request.socket)) return void response.destroy();
     const startedAt = performance.now();
     const headers: Record<string, string | undefined> = {};
     for (const [name, value] of Object.entries(request.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
@@ -78,13 +106,19 @@ export function readerServer(handler: ReaderHandler, options: ReaderServerOption
     response.once('close', () => {
       if (!response.writableFinished) gone.abort();
     });
-    withLogFields({ trace }, () => handler({ method: request.method ?? 'GET', path: request.url ?? '/', headers, signal: gone.signal })).then(
+    const host = hostName(request.headers.host);
+    if (options.allowHost && !options.allowHost(host)) {
+      response.writeHead(421, { 'content-type': 'application/json; charset=utf-8', connection: 'close' });
+      response.end(JSON.stringify({ error: `this server does not answer for the host "${host.slice(0, 100)}": without authentication it answers only for its own names and loopback ones (give serve --allow-host to add a name)` }) + '\n');
+      return;
+    }
+    withLogFields({ trace }, () => handler({ method: request.method ?? 'GET', path: request.url ?? '/', headers, signal: gone.signal, ...reached(request) })).then(
       async (answer) => {
         if (response.destroyed) return void drop(answer.body);
         const closing = closeAfter(request, answer.status);
         response.writeHead(answer.status, closing ? { ...answer.headers, connection: 'close' } : answer.headers);
         if (request.method === 'HEAD' || answer.status === 304) response.end();
-        else await send(response, answer.body, writeTimeoutMs, options.onWriteTimeout);
+        else await send(response, answer.body, deadline, options.onWriteTimeout);
         if (!closing) request.resume(); // a zero-length body, or none: the connection is reused
       },
       (error: unknown) => {
@@ -93,11 +127,59 @@ export function readerServer(handler: ReaderHandler, options: ReaderServerOption
         response.end(JSON.stringify({ error: `internal error: ${(error as Error).message}` }));
       },
     );
-  });
+  };
+  const server: Server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, listener) : createServer(listener);
+  // Over TLS the answer is written once the handshake is done, so the client can read it.
+  capConnections(server, options.maxConnections ?? defaultMaxConnections, options.tls ? 'secureConnection' : 'connection');
   server.headersTimeout = options.headersTimeoutMs ?? defaultHeadersTimeoutMs;
   server.requestTimeout = options.requestTimeoutMs ?? defaultRequestTimeoutMs;
   server.keepAliveTimeout = options.keepAliveTimeoutMs ?? defaultKeepAliveTimeoutMs;
   return server;
+}
+
+/** Sockets over the connection cap: answered already, any request they send is ignored. */
+const refusedConnections = new WeakSet<Socket>();
+
+/**
+ * Answers a connection over the cap a 503 (in our words, written before it sends anything)
+ * and closes it; it never reaches a request handler. Runs before node:http's own listener.
+ */
+function capConnections(server: Server, max: number, event: 'connection' | 'secureConnection'): void {
+  let open = 0;
+  server.prependListener(event, (socket: Socket) => {
+    if (open >= max) {
+      refusedConnections.add(socket);
+      const body = JSON.stringify({ error: `the server is busy: it has ${open} connections open, its most (serve --max-connections); try again later, or reuse a connection` }) + '\n';
+      socket.on('error', () => {});
+      socket.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`);
+      socket.destroySoon();
+      return;
+    }
+    open += 1;
+    socket.once('close', () => (open -= 1));
+  });
+}
+
+/** The name a Host header gives, without its port, in lowercase; IPv6 without brackets. */
+export function hostName(header: string | undefined): string {
+  const host = (header ?? '').trim().toLowerCase();
+  const bracketed = /^\[([^\]]*)\](?::\d*)?$/.exec(host);
+  if (bracketed) return bracketed[1]!;
+  return host.replace(/:\d*$/, '').replace(/\.$/, '');
+}
+
+/** Loopback names and addresses: localhost, 127.0.0.0/8, ::1. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/** The URL the connection reached: this socket's own address and port (not the Host header, which the client writes). */
+function reached(request: IncomingMessage): { reachedAt?: string } {
+  const { localAddress, localPort } = request.socket;
+  if (!localAddress || !localPort) return {};
+  const address = localAddress.startsWith('::ffff:') && localAddress.includes('.') ? localAddress.slice('::ffff:'.length) : localAddress;
+  const scheme = (request.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+  return { reachedAt: `${scheme}://${address.includes(':') ? `[${address}]` : address}:${localPort}` };
 }
 
 /**
@@ -161,29 +243,64 @@ function drained(sink: BodySink): Promise<void> {
  * short of its Content-Length: the engine sees a failed read, never wrong bytes.
  *
  * The write deadline runs only while the response waits for its client (a write the
- * socket did not take at once, or the end not yet flushed): a client that stops reading
- * would otherwise hold the response's budget for as long as it keeps the connection open.
+ * socket did not take at once, or the end not yet flushed), in windows of `windowMs` of
+ * such waiting: a window in which the client took fewer than `minRate` bytes a second
+ * (none, with a rate of 0) cuts the response off. A client that stops reading, or reads a
+ * trickle, would otherwise hold the response's budget for as long as it keeps the
+ * connection open.
  */
-async function send(response: ServerResponse, body: ResponseBody, writeTimeoutMs: number, onWriteTimeout?: () => void): Promise<void> {
+async function send(response: ServerResponse, body: ResponseBody, deadline: { windowMs: number; minRate: number }, onWriteTimeout?: () => void): Promise<void> {
+  const socket = response.socket;
+  const least = Math.max(1, Math.ceil((deadline.minRate * deadline.windowMs) / 1000));
   let timer: NodeJS.Timeout | undefined;
-  const wait = () => {
-    timer ??= setTimeout(() => {
+  // the window: time spent waiting and bytes the client took meanwhile, summed over the waits in it
+  let waitedMs = 0;
+  let taken = 0;
+  let waitStarted = 0;
+  let takenAtStart = 0;
+  const check = () => {
+    if (waitedMs < deadline.windowMs) return;
+    if (taken < least) {
       onWriteTimeout?.();
-      response.destroy(new Error(`the client took no bytes for ${writeTimeoutMs} ms`));
-    }, writeTimeoutMs);
+      response.destroy(new Error(deadline.minRate === 0 ? `the client took no bytes for ${deadline.windowMs} ms` : `the client took ${taken} bytes in ${deadline.windowMs} ms, under the least rate of ${deadline.minRate} bytes a second`));
+      return;
+    }
+    waitedMs = 0;
+    taken = 0;
+  };
+  const pause = () => {
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    timer = undefined;
+    waitedMs += performance.now() - waitStarted;
+    taken += bytesTaken(socket) - takenAtStart;
+  };
+  const wait = () => {
+    if (timer !== undefined) return;
+    waitStarted = performance.now();
+    takenAtStart = bytesTaken(socket);
+    timer = setTimeout(() => {
+      pause();
+      check();
+      if (!response.destroyed && !response.writableFinished) wait();
+    }, Math.max(1, deadline.windowMs - waitedMs));
   };
   const progressed = () => {
+    pause();
+    check();
+  };
+  const finished = () => {
     clearTimeout(timer);
     timer = undefined;
   };
   response.on('drain', progressed);
-  response.once('finish', progressed);
-  response.once('close', progressed);
+  response.once('finish', finished);
+  response.once('close', finished);
   const sink: BodySink = {
     write: (chunk) => {
-      const taken = response.write(chunk);
-      if (!taken) wait();
-      return taken;
+      const accepted = response.write(chunk);
+      if (!accepted) wait();
+      return accepted;
     },
     end: () => {
       wait();
@@ -202,6 +319,21 @@ async function send(response: ServerResponse, body: ResponseBody, writeTimeoutMs
   } finally {
     response.removeListener('drain', progressed);
   }
+}
+
+/**
+ * Bytes of the socket the kernel took (and so, past its buffers, the client): what Node
+ * handed it less what still waits in libuv's queue. Node counts a write as pending until
+ * all of it is taken, so counting whole writes would see a 512 KiB slice move only when
+ * it is done, too coarse for a rate. `_bytesDispatched` and the handle's `writeQueueSize`
+ * are Node's own (net.Socket's bytesWritten and bufferSize use them); without them, whole writes.
+ */
+function bytesTaken(socket: Socket | null): number {
+  if (!socket) return 0;
+  const internals = socket as Socket & { _bytesDispatched?: number; _handle?: { writeQueueSize?: number } | null };
+  const queued = internals._handle?.writeQueueSize;
+  if (typeof internals._bytesDispatched === 'number' && typeof queued === 'number') return internals._bytesDispatched - queued;
+  return socket.bytesWritten - socket.writableLength;
 }
 
 async function* sliced(body: ResponseBody): AsyncGenerator<Uint8Array> {

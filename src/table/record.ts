@@ -35,11 +35,21 @@ export class TableError extends Error {
   override name = 'TableError';
 }
 
+/** A name that cannot be a table's: the request named no table at all (a 400 where a missing table is a 404). */
+export class TableNameError extends TableError {
+  override name = 'TableNameError';
+}
+
 const tableNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/**
+ * The one check of a table name, made before any SQL sees it (a NUL or invalid UTF-8 would
+ * otherwise reach Postgres, which refuses it in its own words). The name is shown as JSON
+ * text, so a control character is visible and the message stays one line.
+ */
 export function checkTableName(name: string): void {
   if (!tableNamePattern.test(name)) {
-    throw new TableError(`table name "${name}" must start with a lowercase letter or _, then lowercase letters, digits or _ (at most 63)`);
+    throw new TableNameError(`table name ${JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name)} must start with a lowercase letter or _, then lowercase letters, digits or _ (at most 63)`);
   }
 }
 

@@ -322,7 +322,7 @@ describe('the read API over HTTP', () => {
   it('bad paths, ids, methods and invalid ranges get 4xx with a reason', async () => {
     const file = files[0]!;
     const cases: [string, Record<string, string>, string, number, RegExp][] = [
-      ['/tables/Bad!Name/files', {}, 'GET', 400, /not a table name/],
+      ['/tables/Bad!Name/files', {}, 'GET', 400, /^table name "Bad!Name" must start with a lowercase letter or _/],
       ['/tables/nope/files', {}, 'GET', 404, /no table named "nope"/],
       ['/tables/events/files/abc.parquet', {}, 'GET', 400, /not a file name/],
       ['/tables/events/files/12.csv', {}, 'GET', 400, /not a file name/],
@@ -340,7 +340,7 @@ describe('the read API over HTTP', () => {
     }
   });
 
-  it('behind a Lambda function URL in BUFFERED mode: same answers, base64 bodies, and reads larger than one response refused with a reason to use ranges', async () => {
+  it('behind a Lambda function URL in BUFFERED mode: same answers, base64 bodies, reads larger than one response refused with a reason to use ranges, and Iceberg locations named by the function URL\'s domain, not the Host sent', async () => {
     const limited = readerHandler(service, { token, maxBodyBytes: 100 });
     const file = files[0]!;
     const whole = await limited({ method: 'GET', path: path(file), headers: auth });
@@ -361,6 +361,13 @@ describe('the read API over HTTP', () => {
       expect(Buffer.from(result.body, 'base64').subarray(4).toString('latin1')).toBe('PAR1');
       const denied = await lambda({ rawPath: '/tables', requestContext: { http: { method: 'GET' } } });
       expect(denied.statusCode).toBe(401);
+      // The Iceberg catalog names files by the function URL's domain (AWS routed the request by it), never by the Host sent.
+      const domainName = 'abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-east-1.on.aws';
+      const loaded = await lambda({ rawPath: `/iceberg/v1/offsetlake/namespaces/main/tables/${table.name}`, headers: { ...auth, host: 'evil.example', 'x-forwarded-proto': 'http' }, requestContext: { http: { method: 'GET' }, domainName } });
+      expect(loaded.statusCode).toBe(200);
+      const answer = Buffer.from(loaded.body, 'base64').toString();
+      expect((JSON.parse(answer) as { metadata: { location: string } }).metadata.location).toBe(`https://${domainName}/tables/${table.name}`);
+      expect(answer).not.toContain('evil.example');
     } finally {
       const { catalog, kafka } = await lambdaServices();
       await Promise.allSettled([catalog.end(), kafka.close()]);

@@ -1,8 +1,9 @@
 /**
  * serve's limits against clients that misbehave on purpose, over real sockets to the node
  * server, the broker and Postgres: clients that open reads needing a rebuild and never read
- * the bodies (they held the shared response budget forever, so every rebuild waited), and a
- * client that keeps uploading a body after its 401 (serve read it all).
+ * the bodies (they held the shared response budget forever, so every rebuild waited), a
+ * client that reads steadily but slowly (it held its share for as long as its file took),
+ * and a client that keeps uploading a body after its 401 (serve read it all).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -73,6 +74,34 @@ function silentReader(path: string): { socket: Socket; read: () => Promise<Buffe
   return { socket, read };
 }
 
+/**
+ * A raw connection that sends one GET and reads the answer at about `bytesPerSecond`, in
+ * the pieces the socket gives, pausing between them only as long as the pace asks.
+ */
+function pacedReader(to: number, path: string, bytesPerSecond: number): { done: Promise<Buffer>; longestPauseMs: () => number; hurry: () => void } {
+  const socket = connect(to, '127.0.0.1');
+  const pieces: Buffer[] = [];
+  let received = 0;
+  let longest = 0;
+  const startedAt = performance.now();
+  let paced = true;
+  socket.on('data', (piece: Buffer) => {
+    pieces.push(piece);
+    received += piece.byteLength;
+    if (!paced) return;
+    const ahead = startedAt + (received / bytesPerSecond) * 1000 - performance.now();
+    if (ahead > 0) {
+      longest = Math.max(longest, ahead);
+      socket.pause();
+      setTimeout(() => socket.resume(), ahead);
+    }
+  });
+  socket.on('error', () => {});
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+  const done = new Promise<Buffer>((resolve) => socket.once('close', () => resolve(Buffer.concat(pieces))));
+  return { done, longestPauseMs: () => longest, hurry: () => (paced = false) };
+}
+
 /** Until `condition` holds (the server has taken the requests in); not a timing assertion. */
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -127,6 +156,58 @@ describe("serve's limits on clients that misbehave", () => {
     // Everything the stalled responses held is back.
     await until(() => service.responseBytes.inUse === 0);
     expect(service.responseBytes.queued).toBe(0);
+  }, 240_000);
+
+  it('a client that reads its file steadily but slowly (250 KB/s, never stalling) is cut off by the least rate, and frees the response budget for a whole-file read that must wait for it', async () => {
+    // One file of ~20 MB: after the kernels' buffers take their few MB, a client taking
+    // 250 KB/s needs a minute more to be handed the rest. The write deadline alone (20 s
+    // with no byte taken) never fires for it; the least rate (1 MiB/s over those 20 s)
+    // cuts it off at the first window.
+    const topic = await newTopic(engine, 1, 'limits_large');
+    const created = await testTable(engine, topic, { row_group_rows: '4000', file_window: '2h', granularity: 'hour' });
+    const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000;
+    for (let from = 0; from < 20_000; from += 4_000) {
+      await produce(engine.kafka, topic, Array.from({ length: 4_000 }, (_, j) => ({ value: JSON.stringify({ i: from + j, hex: randomBytes(500).toString('hex') }), timestamp: hour + from + j, partition: 0 })));
+    }
+    await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
+    const [large] = await listFiles(engine.catalog, (await findTable(engine.catalog, created.name)).tableId);
+    expect(Number(large!.fileSizeBytes)).toBeGreaterThan(18 * 1024 * 1024);
+    // Room for the large file's share (16 MiB, what a streamed response holds at most) and not one more file.
+    const paced = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024, responseBytes: 20 * 1024 * 1024, responseWaitMs: 3_000, publishEveryMs: 0 });
+    const server = await listeningReader(readerHandler(paced, { token }), { writeTimeoutMs: 20_000, minRateBytesPerSecond: 1024 * 1024, onWriteTimeout: () => paced.count('writeTimeouts') });
+    try {
+      const wanted = files[1]!;
+      const slow = pacedReader(server.port, `/tables/${created.name}/files/${large!.dataFileId}.parquet`, 250_000);
+      await until(() => paced.responseBytes.inUse > 0);
+      const startedAt = performance.now();
+      let answer: Response | undefined;
+      // Retrying as told for at most 45 s: the slow client holds its share longer than that
+      // unless it is cut off (the window is 20 s).
+      while (performance.now() - startedAt < 45_000) {
+        answer = await fetch(`http://127.0.0.1:${server.port}${filePath(wanted)}`, { headers: { authorization: `Bearer ${token}` } });
+        if (answer.status !== 503) break;
+        await answer.arrayBuffer();
+        await new Promise((resolve) => setTimeout(resolve, Number(answer!.headers.get('retry-after')) * 1000));
+      }
+      expect(answer!.status).toBe(200);
+      const body = Buffer.from(await answer!.arrayBuffer());
+      expect(createHash('sha256').update(body).digest('hex')).toBe(wanted.sha256.toString('hex'));
+      // what the kernels still hold for the slow client, read at once
+      const pausedAtMost = slow.longestPauseMs();
+      slow.hurry();
+      const got = await slow.done;
+      const head = got.subarray(0, got.indexOf('\r\n\r\n')).toString('latin1');
+      expect(head).toMatch(/^HTTP\/1\.1 200 /);
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
+      expect(length).toBe(Number(large!.fileSizeBytes));
+      // cut off short of its Content-Length, having read steadily all along
+      expect(got.byteLength - head.length - 4).toBeLessThan(length);
+      expect(pausedAtMost).toBeLessThan(2_000);
+      expect(paced.metrics.writeTimeouts).toBe(1);
+      await until(() => paced.responseBytes.inUse === 0);
+    } finally {
+      await server.stop();
+    }
   }, 240_000);
 
   it('a client that keeps sending a huge request body after its 401 gets the 401 and is cut off: the server stops reading and closes the connection', async () => {
