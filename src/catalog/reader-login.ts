@@ -145,6 +145,11 @@ export async function endOverdueDuckLakeSessions(catalog: Catalog, limits: { sta
   return result.rows;
 }
 
+/** What the watch says of a session it signalled. */
+export function overdueSessionText(session: OverdueSession): string {
+  return `ended the ${session.overdue === 'statement' ? 'statement' : 'session'} of DuckLake reader login "${session.login}" (pid ${session.pid}): ${session.overdue} past its bound`;
+}
+
 /**
  * Runs the watch every `everyMs` until stopped, logging what it ended; a failed run is
  * logged and the next one tried, except a refusal (this login may not run it): then it stops.
@@ -156,7 +161,7 @@ export function watchDuckLakeSessions(catalog: Catalog, everyMs = overdueWatchEv
     running = true;
     endOverdueDuckLakeSessions(catalog)
       .then((ended) => {
-        for (const session of ended) log('warn', `ended the ${session.overdue === 'statement' ? 'statement' : 'session'} of DuckLake reader login "${session.login}" (pid ${session.pid}): ${session.overdue} past its bound`);
+        for (const session of ended) log('warn', overdueSessionText(session));
       })
       .catch((error: Error & { code?: string }) => {
         // A login that may not run it (not the catalog's owner) never will: said once.
