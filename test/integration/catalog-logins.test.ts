@@ -13,6 +13,7 @@ import { defaultSettings } from '../../src/table/settings.js';
 import { createTable, dropTable } from '../../src/catalog/tables.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { freshDatabase } from '../helpers/database.js';
+import { runCli } from '../helpers/cli.js';
 import { cutSnapshotIfChanged } from '../../src/iceberg/snapshots.js';
 import { stackConfig } from '../../src/stack/config.js';
 
@@ -310,5 +311,34 @@ describe('DuckLake reader logins, one per person (`offsetlake login create`): bo
     await expect(client.query('SELECT 1')).rejects.toThrow();
     expect(await dropDuckLakeReaderLogin(owner, bob)).toBe(false);
     await expect(dropDuckLakeReaderLogin(owner, writerName)).rejects.toThrow('is not a DuckLake reader login');
+  });
+});
+
+describe('`offsetlake login` as a user types it', () => {
+  const carol = `offsetlake_carol_${randomBytes(4).toString('hex')}`;
+  afterAll(() => dropDuckLakeReaderLogin(owner, carol).catch(() => false));
+
+  it('create prints a catalog URL that logs in as a DuckLake reader login; list shows it; drop removes it', async () => {
+    const created = await runCli(db.url, ['login', 'create', carol, '--json']);
+    expect(created.code, created.stderr).toBe(0);
+    const { databaseUrl, created: isNew } = JSON.parse(created.stdout) as { databaseUrl: string; created: boolean };
+    expect(isNew).toBe(true);
+    const url = new URL(databaseUrl);
+    expect(url.username).toBe(carol);
+    const client = new pg.Client({ connectionString: readerUrl(decodeURIComponent(url.password), carol) });
+    await client.connect();
+    expect((await client.query('SELECT current_user AS user, pg_has_role(current_user, \'offsetlake_ducklake_reader\', \'MEMBER\') AS reader')).rows).toEqual([{ user: carol, reader: true }]);
+    await client.end();
+    const listed = JSON.parse((await runCli(db.url, ['login', 'list', '--json'])).stdout) as { name: string }[];
+    expect(listed.map((login) => login.name)).toContain(carol);
+    const human = await runCli(db.url, ['login', 'create', carol]);
+    expect(human.stdout).toContain(`set a new password for DuckLake reader login ${carol}`);
+    expect(human.stdout).toContain("offsetlake attach --database-url 'postgres://");
+    const refused = await runCli(db.url, ['login', 'create', writerName]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`a role "${writerName}" exists and is not a DuckLake reader login`);
+    expect((await runCli(db.url, ['login', 'drop', carol])).stdout).toBe(`dropped DuckLake reader login ${carol} (its sessions ended)\n`);
+    expect((await runCli(db.url, ['login', 'drop', carol])).code).toBe(1);
+    expect((await runCli(db.url, ['login', 'drop', carol, '--if-exists'])).code).toBe(0);
   });
 });
