@@ -154,12 +154,12 @@ export function overdueSessionText(session: OverdueSession): string {
  * Runs the watch every `everyMs` until stopped, logging what it ended; a failed run is
  * logged and the next one tried, except a refusal (this login may not run it): then it stops.
  */
-export function watchDuckLakeSessions(catalog: Catalog, everyMs = overdueWatchEveryMs): { stop: () => void } {
+export function watchDuckLakeSessions(catalog: Catalog, everyMs = overdueWatchEveryMs, limits: { statementMs: number; idleInTransactionMs: number } = readerLoginLimits): { stop: () => void } {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    endOverdueDuckLakeSessions(catalog)
+    endOverdueDuckLakeSessions(catalog, limits)
       .then((ended) => {
         for (const session of ended) log('warn', overdueSessionText(session));
       })

@@ -1,19 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openCatalog, type Catalog } from '../../src/catalog/db.js';
 import { insertGranules } from '../../src/catalog/file-writes.js';
 import { migrateCatalog, requireCatalogVersion } from '../../src/catalog/migrate.js';
 import { latestCatalogVersion } from '../../src/catalog/migrations.js';
 import { publishReaderCounters } from '../../src/catalog/reader-counters.js';
 import { ensureReaderLogin, ensureWriterLogin, type CatalogLogin } from '../../src/catalog/logins.js';
-import { createDuckLakeReaderLogin, dropDuckLakeReaderLogin, duckLakeReaderLogins, endOverdueDuckLakeSessions } from '../../src/catalog/reader-login.js';
+import { createDuckLakeReaderLogin, dropDuckLakeReaderLogin, duckLakeReaderLogins, endOverdueDuckLakeSessions, watchDuckLakeSessions } from '../../src/catalog/reader-login.js';
 import { acquireLease, releaseLease } from '../../src/catalog/leases.js';
 import { defaultSettings } from '../../src/table/settings.js';
 import { createTable, dropTable } from '../../src/catalog/tables.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { freshDatabase } from '../helpers/database.js';
 import { runCli } from '../helpers/cli.js';
+import { setLogSink } from '../../src/common/log.js';
 import { cutSnapshotIfChanged } from '../../src/iceberg/snapshots.js';
 import { stackConfig } from '../../src/stack/config.js';
 
@@ -284,6 +285,15 @@ describe('DuckLake reader logins, one per person (`offsetlake login create`): bo
           AND (has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE') OR has_any_column_privilege(c.oid, 'INSERT, UPDATE'))`);
     expect(writable.rows).toEqual([]);
     await expect(client.query('SELECT offsetlake.cut_iceberg_snapshot(1, 0, 1)')).rejects.toMatchObject({ code: '42501' });
+    // nor elsewhere on the stack's server: the databases every login may enter by default are closed to it
+    for (const other of ['postgres', 'template1']) {
+      const url = new URL(readerUrl('changed-by-alice', alice));
+      url.pathname = `/${other}`;
+      const elsewhere = new pg.Client({ connectionString: url.toString() });
+      elsewhere.on('error', () => {});
+      await expect(elsewhere.connect(), other).rejects.toMatchObject({ code: '42501', message: `permission denied for database "${other}"` });
+      await elsewhere.end().catch(() => {});
+    }
   });
 
   it('a statement past the bound is cancelled and a transaction idle past it ended by the watch, whatever the login SET', async () => {
@@ -303,6 +313,32 @@ describe('DuckLake reader logins, one per person (`offsetlake login create`): bo
     await expect(idle.query('SELECT 1')).rejects.toThrow();
     // the owner's own sessions and other logins are never touched
     expect((await owner.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+  });
+
+  it('serve\'s watch runs by itself, and a login that may not run it is told once and stops', async () => {
+    const lines: string[] = [];
+    setLogSink((_level, message) => lines.push(message));
+    try {
+      const client = await connect(bobLogin);
+      await client.query('SET statement_timeout = 0');
+      const sleeping = client.query('SELECT pg_sleep(60)').then(() => undefined, (error: unknown) => error);
+      const watch = watchDuckLakeSessions(owner, 200, { statementMs: 500, idleInTransactionMs: 500 });
+      expect(await sleeping).toMatchObject({ code: '57014', message: 'canceling statement due to user request' });
+      // the cancel reaches the session before the watch's answer reaches it
+      await vi.waitFor(() => expect(lines.some((line) => line.startsWith(`ended the statement of DuckLake reader login "${bob}"`))).toBe(true));
+      watch.stop();
+      lines.length = 0;
+      // the Lambda reader's login (its password set again: the tests above changed it)
+      await ensureReaderLogin(owner, { username, password });
+      const lambdaReader = openCatalog(readerUrl(password), 1);
+      const refused = watchDuckLakeSessions(lambdaReader, 50);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      refused.stop();
+      await lambdaReader.end();
+      expect(lines).toEqual(["the DuckLake reader logins' bounds are not watched by this process: permission denied for function end_overdue_ducklake_sessions"]);
+    } finally {
+      setLogSink();
+    }
   });
 
   it('is dropped with its sessions', async () => {
