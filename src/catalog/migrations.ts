@@ -919,6 +919,10 @@ BEGIN
       pg_catalog.lo_import(text), pg_catalog.lo_import(text, oid) FROM PUBLIC;
   EXCEPTION WHEN insufficient_privilege THEN RAISE WARNING 'could not revoke the large object functions from PUBLIC: %', SQLERRM;
   END;
+  -- a login that does not own them revokes nothing, and Postgres only warns
+  IF has_function_privilege('public', 'pg_catalog.lo_create(oid)', 'EXECUTE') THEN
+    RAISE WARNING 'every login may still create large objects in this database: the migrating login does not own lo_create and its kin';
+  END IF;
 END
 $do$;
 `,
