@@ -865,8 +865,9 @@ REVOKE ALL ON FUNCTION cut_iceberg_snapshot(bigint, bigint, integer) FROM PUBLIC
 -- a superuser) past the bounds, which the login itself can lift with SET or ALTER ROLE:
 -- a statement running longer than p_statement_ms is cancelled, a transaction idle longer
 -- than p_idle_in_transaction_ms has its session ended. Run now and then by serve and, on
--- AWS, the tick; returns what it signalled. The migrating login must be able to signal
--- them (a superuser, or an RDS master through rds_superuser's pg_signal_backend).
+-- AWS, the tick; returns what it signalled. The migrating login must see and signal
+-- them: a superuser, or one with pg_read_all_stats and pg_signal_backend (an RDS master
+-- has both through rds_superuser); without, it says so rather than find nothing.
 CREATE FUNCTION end_overdue_ducklake_sessions(p_statement_ms bigint, p_idle_in_transaction_ms bigint)
 RETURNS TABLE (pid integer, login name, overdue text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
@@ -874,6 +875,11 @@ DECLARE
   session record;
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'offsetlake_ducklake_reader') THEN RETURN; END IF;
+  IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+     AND NOT (pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') AND pg_has_role(current_user, 'pg_signal_backend', 'USAGE')) THEN
+    RAISE EXCEPTION 'the catalog''s owner % cannot see or signal other logins'' sessions: grant it pg_read_all_stats and pg_signal_backend (pg_monitor holds the first)', current_user
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
   FOR session IN
     SELECT a.pid, a.usename, a.state, a.query_start, a.state_change
       FROM pg_stat_activity a JOIN pg_roles r ON r.oid = a.usesysid

@@ -7,7 +7,7 @@ import { migrateCatalog, requireCatalogVersion } from '../../src/catalog/migrate
 import { latestCatalogVersion } from '../../src/catalog/migrations.js';
 import { publishReaderCounters } from '../../src/catalog/reader-counters.js';
 import { ensureReaderLogin, ensureWriterLogin, type CatalogLogin } from '../../src/catalog/logins.js';
-import { createDuckLakeReaderLogin, dropDuckLakeReaderLogin, duckLakeReaderLogins, endOverdueDuckLakeSessions, watchDuckLakeSessions } from '../../src/catalog/reader-login.js';
+import { createDuckLakeReaderLogin, dropDuckLakeReaderLogin, duckLakeReaderLogins, endOverdueDuckLakeSessions, ensureDuckLakeReaderLogin, watchDuckLakeSessions } from '../../src/catalog/reader-login.js';
 import { acquireLease, releaseLease } from '../../src/catalog/leases.js';
 import { defaultSettings } from '../../src/table/settings.js';
 import { createTable, dropTable } from '../../src/catalog/tables.js';
@@ -376,5 +376,67 @@ describe('`offsetlake login` as a user types it', () => {
     expect((await runCli(db.url, ['login', 'drop', carol])).stdout).toBe(`dropped DuckLake reader login ${carol} (its sessions ended)\n`);
     expect((await runCli(db.url, ['login', 'drop', carol])).code).toBe(1);
     expect((await runCli(db.url, ['login', 'drop', carol, '--if-exists'])).code).toBe(0);
+  });
+});
+
+describe('migrated by an owner that is not a superuser (an RDS master: CREATEROLE, pg_signal_backend)', () => {
+  const master = `offsetlake_master_${randomBytes(4).toString('hex')}`;
+  const masterPassword = randomBytes(18).toString('base64url');
+  const dana = `offsetlake_dana_${randomBytes(4).toString('hex')}`;
+  const database = `master_${randomBytes(4).toString('hex')}`;
+  let asMaster: Catalog;
+
+  beforeAll(async () => {
+    await owner.query(`CREATE ROLE ${master} LOGIN CREATEROLE CREATEDB PASSWORD '${masterPassword}'`);
+    await owner.query(`GRANT pg_signal_backend TO ${master}`);
+    // As RDS's master has on roles it created (Postgres 16: ADMIN, neither INHERIT nor SET)
+    await owner.query(`GRANT offsetlake_ducklake_reader, offsetlake_catalog_reader, offsetlake_catalog_writer TO ${master} WITH ADMIN TRUE, INHERIT FALSE, SET FALSE`);
+    await owner.query(`CREATE DATABASE ${database} OWNER ${master}`);
+    const url = new URL(readerUrl(masterPassword, master));
+    url.pathname = `/${database}`;
+    asMaster = openCatalog(url.toString(), 2);
+    await migrateCatalog(asMaster);
+  });
+  afterAll(async () => {
+    await asMaster?.end();
+    await owner.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {});
+    await owner.query(`DROP ROLE IF EXISTS ${dana}`).catch(() => {});
+    await owner.query(`DROP ROLE IF EXISTS ${master}`).catch(() => {});
+  });
+
+  it('makes a DuckLake reader login (temp_file_limit left to the server, said in a warning) whose overdue statement its watch cancels; the master\'s own sessions are left alone', async () => {
+    const lines: string[] = [];
+    setLogSink((_level, message) => lines.push(message));
+    try {
+      await ensureDuckLakeReaderLogin(asMaster, { username: dana, password: 'dana-password' });
+    } finally {
+      setLogSink();
+    }
+    expect(lines).toEqual([expect.stringContaining(`the login "${dana}" keeps the server's temp_file_limit: permission denied to set parameter "temp_file_limit"`)]);
+    // without seeing other logins' sessions the watch would find nothing: it says so instead
+    await expect(endOverdueDuckLakeSessions(asMaster)).rejects.toMatchObject({ code: '42501', message: expect.stringContaining('cannot see or signal other logins\' sessions') });
+    await owner.query(`GRANT pg_monitor TO ${master}`);
+    const url = new URL(readerUrl('dana-password', dana));
+    url.pathname = `/${database}`;
+    const client = new pg.Client({ connectionString: url.toString() });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      await client.query('SET default_transaction_read_only = off');
+      await expect(client.query('CREATE TEMP TABLE scratch (a int)')).rejects.toMatchObject({ code: '42501' });
+      await client.query('SET statement_timeout = 0');
+      const sleeping = client.query('SELECT pg_sleep(60)').then(() => undefined, (error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const masterBusy = asMaster.query('SELECT pg_sleep(2)');
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      const ended = await endOverdueDuckLakeSessions(asMaster, { statementMs: 500, idleInTransactionMs: 500 });
+      expect(ended.map((session) => session.login)).toEqual([dana]);
+      expect(await sleeping).toMatchObject({ code: '57014', message: 'canceling statement due to user request' });
+      await masterBusy;
+    } finally {
+      await client.end().catch(() => {});
+    }
+    // Postgres keeps the large object functions open to PUBLIC: this owner does not own them (docs/aws.md says so)
+    expect((await asMaster.query("SELECT has_function_privilege('public', 'pg_catalog.lo_create(oid)', 'EXECUTE') AS open")).rows).toEqual([{ open: true }]);
   });
 });
