@@ -73,6 +73,24 @@ const esmBundling = {
   banner: "import { createRequire as __offsetlakeRequire } from 'module'; const require = __offsetlakeRequire(import.meta.url);",
 } satisfies nodejs.BundlingOptions;
 
+/**
+ * The bounds of the created database that no login can lift (its parameter group).
+ * temp_file_limit (kB) is a superuser's parameter: the spill of one session, whoever it is,
+ * the DuckLake reader logins' bound (src/catalog/reader-login.ts readerLoginLimits, which
+ * RDS's master cannot set per login). idle_in_transaction_session_timeout (ms) is theirs
+ * too; a login can SET it off for itself, and the tick's watch ends such a session all the
+ * same. No server-wide statement_timeout: a migration or an index backfill may run longer
+ * than a person's query (the DuckLake logins' 5 minutes are per login, held by the watch).
+ * Statements over 10 s, lock waits and temporary files over 100 MiB are logged.
+ */
+export const databaseParameters: Record<string, string> = {
+  temp_file_limit: String(1024 * 1024),
+  idle_in_transaction_session_timeout: String(60 * 60_000),
+  log_min_duration_statement: '10000',
+  log_lock_waits: '1',
+  log_temp_files: String(100 * 1024),
+};
+
 export class OffsetlakeStack extends Stack {
   readonly indexer: nodejs.NodejsFunction;
   readonly backfill: nodejs.NodejsFunction;
@@ -411,9 +429,11 @@ export class OffsetlakeStack extends Stack {
     } else {
       dbGroup = new ec2.SecurityGroup(this, 'DatabaseSecurityGroup', { vpc, description: 'offsetlake catalog', allowAllOutbound: false });
       dbGroup.addIngressRule(proxyGroup, ec2.Port.tcp(5432), 'offsetlake RDS Proxy');
+      const engine = rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_17_9 });
       const created = new rds.DatabaseInstance(this, 'Database', {
         // A pinned minor version, upgraded by changing it here: the template says what runs.
-        engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_17_9 }),
+        engine,
+        parameterGroup: new rds.ParameterGroup(this, 'DatabaseParameters', { engine, description: 'offsetlake catalog: bounds no login can lift', parameters: databaseParameters }),
         autoMinorVersionUpgrade: false,
         multiAz: settings.database.multiAz,
         instanceType: ec2.InstanceType.of(ec2.InstanceClass.T4G, ec2.InstanceSize.MEDIUM),

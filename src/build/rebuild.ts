@@ -219,7 +219,8 @@ export async function compactionCause(source: CommittedSource, topic: string): P
 /**
  * A file indexed before granules existed gets them from its first whole rebuild (they
  * are derived from bytes just checked against the catalog). Derived state: a catalog
- * that refuses the write (a read-only role) leaves the file served whole, as before.
+ * that refuses the write (a reader's login may not write them, migration 15, so that it
+ * cannot forge them) leaves the file served whole, as before.
  */
 async function addGranules(catalog: Catalog, file: CatalogFile, granules: ReturnType<typeof granulesOf>): Promise<void> {
   if (!granules) return;

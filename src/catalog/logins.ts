@@ -2,8 +2,9 @@
  * The functions' own database logins (AWS: the secrets ReaderDatabaseLogin and
  * WriterDatabaseLogin, set by the deploy's migration, functions/migrate). Each joins a
  * role the migrations make and holds nothing of its own. The reader serves what the
- * catalog holds and writes only what reads write (`offsetlake_catalog_reader`, migration
- * 11): a leaked reader credential cannot change a table, a partition or a lease. The
+ * catalog holds and writes only its counters (`offsetlake_catalog_reader`, migrations 11
+ * and 15; Iceberg snapshots it cuts through the owner's function): a leaked reader
+ * credential cannot change a table, a partition, a lease, or a byte served. The
  * writers change rows but own no table (`offsetlake_catalog_writer`, migration 12): they
  * cannot change the schema or the migrations' record. Only migrate logs in as the owner.
  */

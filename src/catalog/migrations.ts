@@ -782,6 +782,174 @@ WHERE EXISTS (SELECT FROM ducklake.ducklake_table_stats s WHERE s.table_id = c.t
 ALTER TABLE data_file ADD COLUMN tail_sha256 bytea CHECK (octet_length(tail_sha256) = 32);
 `,
   },
+  {
+    version: 16,
+    name: 'reader logins write nothing they could forge, and hold no temp tables or large objects',
+    sql: `
+-- The catalog reader (the Lambda reader's login) wrote the granules and page index of a
+-- file indexed before granules existed, and the Iceberg snapshots' rows: a leaked reader
+-- credential could forge a page index or chunk checksums served as a file's bytes, or drop
+-- a live file from a snapshot. It keeps SELECT and its own counters (reader_counters:
+-- status reads them, no read path does). Granules of old files are written by serve
+-- running as the owner; a file without them is served whole, as before.
+DO $do$
+BEGIN
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'offsetlake_catalog_reader') THEN
+    REVOKE INSERT ON offsetlake.granule FROM offsetlake_catalog_reader;
+    REVOKE UPDATE (page_index) ON offsetlake.data_file FROM offsetlake_catalog_reader;
+    REVOKE INSERT, UPDATE ON offsetlake.iceberg_table, offsetlake.iceberg_snapshot, offsetlake.iceberg_file FROM offsetlake_catalog_reader;
+  END IF;
+END
+$do$;
+
+-- A snapshot cut, all of it here, as the migrating login: which files a snapshot names,
+-- its summary and id come from data_file, never from the caller, who chooses only how
+-- often a cut may add files (p_interval_ms) and how many snapshots the history keeps.
+-- A cut is due when retention expired a file of the newest snapshot, or when live files
+-- no snapshot names are waiting and the newest was cut at least p_interval_ms ago (or
+-- there is none). Returns the newest sequence number afterwards (0: none yet).
+CREATE FUNCTION cut_iceberg_snapshot(p_table_id bigint, p_interval_ms bigint, p_max_snapshots integer) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  last_seq bigint;
+  seq bigint;
+  newest_cut timestamptz;
+  newest_summary jsonb;
+  added_ids bigint[];
+  added_records numeric;
+  added_bytes numeric;
+  removed_ids bigint[];
+  removed_records numeric;
+  removed_bytes numeric;
+  oldest_added bigint;
+  n_added integer;
+  n_removed integer;
+  snapshot_id bigint;
+BEGIN
+  IF p_max_snapshots IS NULL OR p_max_snapshots < 1 THEN
+    RAISE EXCEPTION 'the history must keep at least one snapshot, got %', p_max_snapshots;
+  END IF;
+  INSERT INTO offsetlake.iceberg_table (table_id) VALUES (p_table_id) ON CONFLICT DO NOTHING;
+  SELECT t.last_sequence INTO last_seq FROM offsetlake.iceberg_table t WHERE t.table_id = p_table_id FOR UPDATE;
+  SELECT s.cut_at, s.summary INTO newest_cut, newest_summary
+    FROM offsetlake.iceberg_snapshot s WHERE s.table_id = p_table_id AND s.sequence_number = last_seq;
+  SELECT coalesce(array_agg(f.data_file_id ORDER BY f.data_file_id), '{}'), coalesce(sum(f.record_count), 0), coalesce(sum(f.file_size_bytes), 0)
+    INTO added_ids, added_records, added_bytes
+    FROM offsetlake.data_file f LEFT JOIN offsetlake.iceberg_file i ON i.data_file_id = f.data_file_id
+   WHERE f.table_id = p_table_id AND f.expired_at IS NULL AND i.data_file_id IS NULL;
+  SELECT coalesce(array_agg(i.data_file_id ORDER BY i.data_file_id), '{}'), coalesce(sum(f.record_count), 0), coalesce(sum(f.file_size_bytes), 0), min(i.added_sequence)
+    INTO removed_ids, removed_records, removed_bytes, oldest_added
+    FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id
+   WHERE i.table_id = p_table_id AND i.removed_sequence IS NULL AND f.expired_at IS NOT NULL;
+  n_added := cardinality(added_ids);
+  n_removed := cardinality(removed_ids);
+  IF NOT (n_removed > 0 OR (n_added > 0 AND (newest_cut IS NULL OR now() - newest_cut >= p_interval_ms * interval '1 millisecond'))) THEN
+    RETURN last_seq;
+  END IF;
+  seq := last_seq + 1;
+  -- random and positive below 2^53, as every JSON reader reads it exactly
+  snapshot_id := ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint & ((1::bigint << 53) - 1);
+  IF snapshot_id = 0 THEN snapshot_id := 1; END IF;
+  INSERT INTO offsetlake.iceberg_file (data_file_id, table_id, added_sequence) SELECT unnest(added_ids), p_table_id, seq;
+  IF n_removed > 0 THEN
+    UPDATE offsetlake.iceberg_file SET removed_sequence = seq WHERE data_file_id = ANY (removed_ids);
+    -- a snapshot numbered k holds a file added at a <= k: every snapshot from the oldest
+    -- such a among the expired files on named one of them
+    UPDATE offsetlake.iceberg_snapshot SET dropped_sequence = seq,
+           dropped_reason = 'retention expired file ' || removed_ids[1] || CASE WHEN n_removed > 1 THEN ' and ' || (n_removed - 1) || ' more' ELSE '' END || ' of this snapshot'
+     WHERE table_id = p_table_id AND dropped_sequence IS NULL AND sequence_number >= oldest_added;
+  END IF;
+  INSERT INTO offsetlake.iceberg_snapshot (table_id, sequence_number, snapshot_id, cut_at, schema_version, summary)
+  SELECT p_table_id, seq, snapshot_id, now(), (SELECT max(v.schema_version) FROM offsetlake.table_schema v WHERE v.table_id = p_table_id),
+         jsonb_build_object(
+           'operation', CASE WHEN n_removed = 0 THEN 'append' WHEN n_added = 0 THEN 'delete' ELSE 'overwrite' END,
+           'added-data-files', n_added::text, 'deleted-data-files', n_removed::text,
+           'added-records', added_records::text, 'deleted-records', removed_records::text,
+           'added-files-size', added_bytes::text, 'removed-files-size', removed_bytes::text,
+           'total-data-files', (coalesce((newest_summary->>'total-data-files')::numeric, 0) + n_added - n_removed)::text,
+           'total-records', (coalesce((newest_summary->>'total-records')::numeric, 0) + added_records - removed_records)::text,
+           'total-files-size', (coalesce((newest_summary->>'total-files-size')::numeric, 0) + added_bytes - removed_bytes)::text,
+           'total-delete-files', '0', 'total-position-deletes', '0', 'total-equality-deletes', '0');
+  UPDATE offsetlake.iceberg_snapshot SET dropped_sequence = seq, dropped_reason = 'the history keeps the newest ' || p_max_snapshots || ' snapshots'
+   WHERE table_id = p_table_id AND dropped_sequence IS NULL AND sequence_number <= seq - p_max_snapshots;
+  UPDATE offsetlake.iceberg_table SET last_sequence = seq WHERE table_id = p_table_id;
+  RETURN seq;
+END
+$fn$;
+REVOKE ALL ON FUNCTION cut_iceberg_snapshot(bigint, bigint, integer) FROM PUBLIC;
+
+-- Sessions of a DuckLake reader login (a direct member of offsetlake_ducklake_reader, not
+-- a superuser) past the bounds, which the login itself can lift with SET or ALTER ROLE:
+-- a statement running longer than p_statement_ms is cancelled, a transaction idle longer
+-- than p_idle_in_transaction_ms has its session ended. Run now and then by serve and, on
+-- AWS, the tick; returns what it signalled. The migrating login must see and signal
+-- them: a superuser, or one with pg_read_all_stats and pg_signal_backend (an RDS master
+-- has both through rds_superuser); without, it says so rather than find nothing.
+CREATE FUNCTION end_overdue_ducklake_sessions(p_statement_ms bigint, p_idle_in_transaction_ms bigint)
+RETURNS TABLE (pid integer, login name, overdue text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  session record;
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'offsetlake_ducklake_reader') THEN RETURN; END IF;
+  IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+     AND NOT (pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') AND pg_has_role(current_user, 'pg_signal_backend', 'USAGE')) THEN
+    RAISE EXCEPTION 'the catalog''s owner % cannot see or signal other logins'' sessions: grant it pg_read_all_stats and pg_signal_backend (pg_monitor holds the first)', current_user
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  FOR session IN
+    SELECT a.pid, a.usename, a.state, a.query_start, a.state_change
+      FROM pg_stat_activity a JOIN pg_roles r ON r.oid = a.usesysid
+     WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid() AND NOT r.rolsuper
+       AND EXISTS (SELECT FROM pg_auth_members m WHERE m.member = a.usesysid AND NOT m.admin_option
+                      AND m.roleid = (SELECT oid FROM pg_roles WHERE rolname = 'offsetlake_ducklake_reader'))
+  LOOP
+    IF session.state = 'active' AND session.query_start < clock_timestamp() - p_statement_ms * interval '1 millisecond' THEN
+      IF pg_cancel_backend(session.pid) THEN
+        pid := session.pid; login := session.usename; overdue := 'statement'; RETURN NEXT;
+      END IF;
+    ELSIF session.state LIKE 'idle in transaction%' AND session.state_change < clock_timestamp() - p_idle_in_transaction_ms * interval '1 millisecond' THEN
+      IF pg_terminate_backend(session.pid) THEN
+        pid := session.pid; login := session.usename; overdue := 'idle in transaction'; RETURN NEXT;
+      END IF;
+    END IF;
+  END LOOP;
+END
+$fn$;
+REVOKE ALL ON FUNCTION end_overdue_ducklake_sessions(bigint, bigint) FROM PUBLIC;
+DO $do$
+BEGIN
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'offsetlake_catalog_reader') THEN
+    GRANT EXECUTE ON FUNCTION cut_iceberg_snapshot(bigint, bigint, integer) TO offsetlake_catalog_reader;
+  END IF;
+  IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'offsetlake_catalog_writer') THEN
+    GRANT EXECUTE ON FUNCTION end_overdue_ducklake_sessions(bigint, bigint) TO offsetlake_catalog_writer;
+  END IF;
+END
+$do$;
+
+-- No login but the owner needs a temporary table or a large object (persistent, outside
+-- every grant above, and unbounded): refused in this database to every other login.
+-- Without the rights to (not the database's owner, or the functions' owner) it goes on.
+DO $do$
+BEGIN
+  BEGIN
+    EXECUTE format('REVOKE TEMPORARY ON DATABASE %I FROM PUBLIC', current_database());
+  EXCEPTION WHEN insufficient_privilege THEN RAISE WARNING 'could not revoke TEMPORARY on this database from PUBLIC: %', SQLERRM;
+  END;
+  BEGIN
+    REVOKE EXECUTE ON FUNCTION pg_catalog.lo_create(oid), pg_catalog.lo_creat(integer), pg_catalog.lo_from_bytea(oid, bytea),
+      pg_catalog.lo_import(text), pg_catalog.lo_import(text, oid) FROM PUBLIC;
+  EXCEPTION WHEN insufficient_privilege THEN RAISE WARNING 'could not revoke the large object functions from PUBLIC: %', SQLERRM;
+  END;
+  -- a login that does not own them revokes nothing, and Postgres only warns
+  IF has_function_privilege('public', 'pg_catalog.lo_create(oid)', 'EXECUTE') THEN
+    RAISE WARNING 'every login may still create large objects in this database: the migrating login does not own lo_create and its kin';
+  END IF;
+END
+$do$;
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

@@ -36,6 +36,10 @@ export const sqlUsage = `offsetlake sql "CREATE INDEX [IF NOT EXISTS] NAME ON TA
 offsetlake sql "DROP INDEX [IF EXISTS] NAME ON TABLE" [--json]
 offsetlake sql "SHOW INDEXES [ON TABLE]" [--json]`;
 
+export const loginUsage = `offsetlake login create NAME [--json]
+offsetlake login list [--json]
+offsetlake login drop NAME [--if-exists] [--json]`;
+
 export const attachUsage = 'offsetlake attach [--url http://127.0.0.1:8642] [--token T | --no-auth | --s3-access-key-id ID --s3-secret-access-key SECRET [--s3-bucket offsetlake]] [--database-url URL] [--allow-writer] [--as lake] [--check] [--json]';
 
 /** The whole command line, one usage per command. */
@@ -50,6 +54,7 @@ ${backfillUsage}
 ${serveUsage}
 ${queryUsage}
 ${sqlUsage}
+${loginUsage}
 ${attachUsage}
 offsetlake demo
 offsetlake --version`;
@@ -123,6 +128,12 @@ export const commandHelp: Record<string, Help> = {
     usage: attachUsage,
     flags: [['--url URL', "serve's address (default http://127.0.0.1:8642)"], ['--token T', "serve's bearer token (or OFFSETLAKE_TOKEN)"], ['--no-auth', 'serve runs without a token'], ['--s3-access-key-id ID, --s3-secret-access-key SECRET', "through serve's S3 face instead (or OFFSETLAKE_S3_ACCESS_KEY_ID / OFFSETLAKE_S3_SECRET_ACCESS_KEY with an --s3-* flag)"], ['--s3-bucket NAME', "the S3 face's bucket (default offsetlake: the catalog's own data path)"], ['--as NAME', 'the name DuckDB attaches it as (default lake)'], ['--check', 'run the SQL in DuckDB 1.4.4 from Python (PyPI) and print the tables it sees, reading one footer of each through serve'], json, ['--database-url URL', "the catalog, as a login that can only read (in role offsetlake_ducklake_reader; default: OFFSETLAKE_READER_URL, else DATABASE_URL, else the local stack's reader login offsetlake_reader). A login that can write is refused"], ['--allow-writer', 'hand out a login that can write the catalog all the same (with a warning): whoever runs the SQL can change or drop the catalog']],
     example: 'offsetlake attach --token secret --check',
+  },
+  login: {
+    about: "DuckLake reader logins, one per person or tool: each can read schema ducklake only, and what one login does to itself (its password, its own ALTER ROLE … SET) reaches no other. create makes one (or sets a new password for one) with the bounds of docs/operations.md's Security and prints its catalog URL, which `attach --database-url` puts in the SQL; list shows them, their connections and settings; drop ends its sessions and removes it.",
+    usage: loginUsage,
+    flags: [['--if-exists', 'drop: no login of that name is no error'], json, ['--database-url URL', 'the catalog, as its owner (default DATABASE_URL, else the local stack)']],
+    example: 'offsetlake login create alice',
   },
   demo: { about: 'From nothing: the local stack, a transactional topic, a table, indexed, every file rebuilt and verified, then files, status and a query. Drops and recreates its table demo_orders.', usage: 'offsetlake demo', flags: [], example: 'npm run demo' },
 };

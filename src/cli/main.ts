@@ -23,6 +23,7 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   serve: async (args) => (await import('./serve.js')).serveCommand(args),
   query: async (args) => (await import('./query.js')).queryCommand(args),
   sql: async (args) => (await import('./sql.js')).sqlCommand(args),
+  login: async (args) => (await import('./login.js')).loginCommand(args),
   attach: async (args) => (await import('./attach.js')).attachCommand(args),
   demo: async (args) => (await import('./demo.js')).demoCommand(args),
 };

@@ -19,6 +19,7 @@ import { IcebergCatalog } from '../iceberg/rest.js';
 import { partitionStatus } from '../tables/status.js';
 import { ConsoleSampler } from '../console/sampler.js';
 import { ConsoleFace } from '../console/face.js';
+import { watchDuckLakeSessions } from '../catalog/reader-login.js';
 
 export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseCommandArgs('serve', args, {
@@ -70,6 +71,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     // the console's history covers this process's life: sampled from the start, whether or not a page is open
     const sampler = new ConsoleSampler(() => partitionStatus(engine));
     sampler.start();
+    // DuckLake reader logins can lift their own timeouts: serve holds them to the bounds.
+    const watch = watchDuckLakeSessions(engine.catalog);
     const consoleFace = new ConsoleFace(service, sampler, { tokenRequired: !values['no-auth'] });
     const server = readerServer(readerHandler(service, { token: values['no-auth'] ? null : token, ...(s3 ? { s3 } : {}), catalog: new IcebergCatalog(service, { snapshotIntervalMs, ...(publicUrl ? { publicUrl } : {}) }, s3), console: consoleFace, lag: async () => (await sampler.next()).lags }), { writeTimeoutMs, minRateBytesPerSecond: minRate, maxConnections, ...(allowHost ? { allowHost } : {}), ...(tls ? { tls } : {}), onWriteTimeout: () => service.count('writeTimeouts') });
     const bound = await listenOn(server, port, host, { port: '--port', host: '--host' });
@@ -87,6 +90,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await sampler.stop();
+      watch.stop();
       await service.publish();
       progress(`stopped; ${JSON.stringify(service.metrics)}`);
     }

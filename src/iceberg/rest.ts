@@ -47,7 +47,6 @@ export interface IcebergOptions {
   snapshotIntervalMs?: number;
   /** Snapshots the history keeps at most (default 100). */
   maxSnapshots?: number;
-  now?: () => Date;
 }
 
 /** The S3 face, when serve has one: files are then given as s3:// locations. */
@@ -137,7 +136,6 @@ export class IcebergCatalog implements MountedCatalog {
     this.files = new IcebergFiles(service, {
       intervalMs: options.snapshotIntervalMs ?? defaultSnapshotIntervalMs,
       maxSnapshots: options.maxSnapshots ?? defaultMaxSnapshots,
-      ...(options.now ? { now: options.now } : {}),
     });
   }
 

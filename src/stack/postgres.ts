@@ -222,6 +222,10 @@ async function query(url: string, sql: string, params: unknown[] = []): Promise<
 
 async function ensureDatabase(config: StackConfig): Promise<void> {
   const admin = adminUrl(config);
+  // Postgres lets every login connect to these and make temporary tables and large objects
+  // there (persistent, outside the catalog's grants): on the stack's own server only the
+  // superuser needs them. Catalogs revoke the same in themselves (catalog migration 16).
+  await query(admin, 'REVOKE CONNECT ON DATABASE postgres, template1 FROM PUBLIC');
   const found = await query(admin, 'SELECT 1 FROM pg_database WHERE datname = $1', [database]);
   if (found.rowCount) return;
   try {

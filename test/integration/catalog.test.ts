@@ -186,7 +186,7 @@ describe('catalog migrations', () => {
       await catalog.query("INSERT INTO offsetlake.lake_table (table_name, topic, format, settings) VALUES ('old', 'old', 'json', '{}')");
       await catalog.query('INSERT INTO offsetlake.table_schema (table_id, schema_version, schema) VALUES (1, 1, $1), (1, 2, $2)', [JSON.stringify(v1), JSON.stringify(v2)]);
 
-      expect((await migrateCatalog(catalog)).applied).toEqual([6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+      expect((await migrateCatalog(catalog)).applied).toEqual(migrations.filter((m) => m.version > 5).map((m) => m.version));
       const versions = await catalog.query<{ schema_version: number; mapping_id: bigint; node_ids: Record<string, number> }>(
         "SELECT schema_version, mapping_id, schema->'nodeIds' AS node_ids FROM offsetlake.table_schema ORDER BY schema_version");
       expect(versions.rows).toEqual([

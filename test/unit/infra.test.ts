@@ -15,6 +15,7 @@ import { resolveDefinitionString } from '../helpers/template-definitions.js';
 import { localstackCoreFromContext, memoryForFileBytes, settingsFromContext, type OffsetlakeSettings } from '../../infra/config.js';
 import { OffsetlakeStack } from '../../infra/stack.js';
 import { latestCatalogVersion } from '../../src/catalog/migrations.js';
+import { readerLoginLimits } from '../../src/catalog/reader-login.js';
 
 const clusterArn = 'arn:aws:kafka:eu-west-1:123456789012:cluster/lake/0b1c2d3e-aaaa-bbbb-cccc-123456789012-7';
 const MiB = 1024 * 1024;
@@ -152,6 +153,14 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     template.resourceCountIs('AWS::RDS::DBInstance', 1);
     template.hasResourceProperties('AWS::RDS::DBInstance', { MultiAZ: true, EngineVersion: '17.9', AutoMinorVersionUpgrade: false });
     template.hasResourceProperties('AWS::RDS::DBProxy', { RequireTLS: true, EngineFamily: 'POSTGRESQL' });
+    // Issue 46: the server-side bounds in a parameter group, in Postgres's units (kB, ms), the DuckLake logins' own
+    template.hasResourceProperties('AWS::RDS::DBParameterGroup', { Family: 'postgres17', Parameters: {
+      temp_file_limit: String(1024 * 1024), idle_in_transaction_session_timeout: String(readerLoginLimits.idleInTransactionMs),
+      log_min_duration_statement: '10000', log_lock_waits: '1', log_temp_files: '102400',
+    } });
+    expect(readerLoginLimits.temp_file_limit).toBe('1GB');
+    expect(readerLoginLimits.idle_in_transaction_session_timeout).toBe('1h');
+    template.hasResourceProperties('AWS::RDS::DBInstance', { DBParameterGroupName: { Ref: Match.stringLikeRegexp('^DatabaseParameters') } });
     template.hasResourceProperties('AWS::RDS::DBProxyTargetGroup', { ConnectionPoolConfigurationInfo: Match.objectLike({ ConnectionBorrowTimeout: 30 }) });
     // The database's generated credentials, the reader's, the writers' and the DuckLake reader's logins, and the reader's token.
     template.resourceCountIs('AWS::SecretsManager::Secret', 5);
