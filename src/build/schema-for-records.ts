@@ -28,7 +28,8 @@ export async function schemaForRecords(catalog: Catalog, table: TableRecord, cur
     const schema = await registry.schemaById(id);
     if (schema) fetched.push({ schema, sides });
   }
-  if (fetched.length === 0) return current;
   const format = table.format;
+  // nothing new (an id still unknown, or unreadable as already recorded): no version, no lock
+  if (mergeRegistrySchemas(current.schema, format, fetched) === current.schema) return current;
   return addSchemaVersion(catalog, table, (latest) => mergeRegistrySchemas(latest, format, fetched));
 }
