@@ -343,6 +343,8 @@ export class LocalRunner {
       return;
     }
     this.plan = plan;
+    // Only a budget the user gave bounds a batch: without --memory the plan is a starting point.
+    if (this.options.memoryBudgetGiven) this.runtime.maxBatchBytes = plan.batchBytes;
     this.log(describePlan(plan));
   }
 
