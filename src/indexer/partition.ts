@@ -13,7 +13,7 @@ import { tableTopic, type TableRecord } from '../table/record.js';
 import type { RangeBuilder } from '../build/files.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import type { ReadLimit } from '../kafka/read.js';
-import { OffsetOutOfRangeError, TopicRecreatedError } from '../kafka/errors.js';
+import { BatchTooLargeError, OffsetOutOfRangeError, TopicRecreatedError } from '../kafka/errors.js';
 import { recreatedTopicProblem } from '../tables/topic-identity.js';
 import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
@@ -30,6 +30,8 @@ export interface PartitionIndexerDeps {
   clock: () => number;
   /** Told of every commit of files: the ranges it added and how long its transaction took (s). */
   onCommit?: (table: TableRecord, partition: number, ranges: readonly SealedRange[], seconds: number) => void;
+  /** The most bytes one record batch may decompress to (`run --memory` sets it from its budget; read when each read starts). */
+  maxBatchBytes?: number;
 }
 
 export class LeaseHeldError extends Error {
@@ -77,6 +79,8 @@ export class PartitionIndexer {
    */
   private pending: SealedRange[] = [];
   private pendingBytes = 0;
+  /** Why the last read stopped short of its end and must wait (a batch too large for the budget): kept as the waiting reason past commits of what came before it. */
+  private readBlocked: string | undefined;
   private sealedBytesCommitting = 0;
   /** Calls run one at a time: a flush for capacity must not commit between a read's seal and its commit. */
   private turn: Promise<unknown> = Promise.resolve();
@@ -137,6 +141,7 @@ export class PartitionIndexer {
         const readOptions: SourceReadOptions = {
           ...(expected ? { fetchBytes: fetchBytesFor(expected, sealer.position, target) } : {}),
           ...(stopAfter ? { stopAfter } : {}),
+          ...(this.deps.maxBatchBytes ? { maxBatchBytes: this.deps.maxBatchBytes } : {}),
           ...tableTopic(this.table),
         };
         for await (const batch of this.deps.source.read(this.table.topic, this.partition, sealer.position, target, readOptions)) {
@@ -146,6 +151,7 @@ export class PartitionIndexer {
           const sealed = sealer.push(batch.records, batch.nextOffset, this.deps.clock());
           if (sealed.length > 0) committed.push(...(await this.commit(sealed)));
         }
+        this.readBlocked = undefined;
       }
     } catch (error) {
       if (error instanceof TopicRecreatedError) {
@@ -154,6 +160,14 @@ export class PartitionIndexer {
         const lease = this.lease!;
         this.drop();
         await this.setWaiting(lease, recreatedTopicProblem(error, this.table)).catch(() => {});
+        reasonWritten.add(error);
+        throw error;
+      }
+      if (error instanceof BatchTooLargeError) {
+        // Not corrupt and never skipped: what memory holds stays (it lies below the batch),
+        // and the partition says why it waits until a process with a larger budget reads it.
+        this.readBlocked = error.message;
+        await this.setWaiting(this.lease!, error.message).catch(() => {});
         reasonWritten.add(error);
         throw error;
       }
@@ -288,7 +302,7 @@ export class PartitionIndexer {
       this.drop();
       throw error;
     }
-    if (this.waiting) await this.setWaiting(lease, null).catch(() => {});
+    if (this.waiting) await this.setWaiting(lease, this.readBlocked ?? null).catch(() => {});
     return all;
   }
 
@@ -333,6 +347,7 @@ export class PartitionIndexer {
         bytes: this.sealer?.openBytes ?? 0,
         records: this.sealer?.openRecords ?? 0,
         since: this.sealer?.openSince,
+        waitingReason: this.readBlocked,
       });
     } catch (error) {
       if (error instanceof LeaseLostError) this.drop();

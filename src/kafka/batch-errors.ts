@@ -24,3 +24,16 @@ export class CorruptRecordBatchError extends KafkaError {
     super(`the record batch at offset ${offset} of ${partitionName(topic, partition)} is corrupt: ${reason}`, options);
   }
 }
+
+/**
+ * A compressed record batch whose records decompress to more than the reader may hold
+ * (`BatchSource.maxRecordBytes`, from the memory budget of `run --memory`): decompression
+ * stopped at the limit. Not corrupt, and not skipped: the partition waits, saying so,
+ * until a process with a larger budget reads it (docs/design.md, "Retention and failures").
+ */
+export class BatchTooLargeError extends KafkaError {
+  override name = 'BatchTooLargeError';
+  constructor(readonly topic: string, readonly partition: number, readonly offset: bigint, readonly lastOffset: bigint, readonly codec: string, readonly storedBytes: number, readonly limitBytes: number) {
+    super(`the record batch at offsets [${offset}, ${lastOffset}] of ${partitionName(topic, partition)} (${codec}, ${storedBytes} bytes in Kafka) decompresses to more than ${limitBytes} bytes, the most one batch may take under this process's memory budget; it waits for a process with a larger one (\`run --memory\`)`);
+  }
+}

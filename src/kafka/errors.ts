@@ -39,7 +39,7 @@ export const staleMetadataCodes: ReadonlySet<number> = new Set([
 export const OFFSET_OUT_OF_RANGE = 1;
 export const UNKNOWN_TOPIC_OR_PARTITION = 3;
 
-export { CorruptRecordBatchError, KafkaError, partitionName } from './batch-errors.js';
+export { BatchTooLargeError, CorruptRecordBatchError, KafkaError, partitionName } from './batch-errors.js';
 import { KafkaError, partitionName } from './batch-errors.js';
 
 /** The topic does not exist (or this client may not see it). */

@@ -73,6 +73,8 @@ export interface ReadOptions {
    * asked are Kafka's (compressed, framed); the limit counts decoded record bytes.
    */
   stopAfter?: ReadLimit;
+  /** The most bytes one batch's records may decompress to; a larger batch is a BatchTooLargeError (record-batch.ts). Default: no limit. */
+  maxBatchBytes?: number;
 }
 
 export interface ReadLimit {
@@ -159,6 +161,8 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
   readonly topic: string;
   readonly partition: number;
   readonly untilOffset: bigint;
+  /** `maxBatchBytes`: read by the batch decoder, to which this reader is the batches' source. */
+  readonly maxRecordBytes: number | undefined;
   #position: bigint;
   #end: ReadEnd | undefined;
   #pending: Promise<CommittedBatch | null> | undefined;
@@ -166,7 +170,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
   /** The broker the last Fetch went to (for what a retry says). */
   #triedOn: number | undefined;
   #topicId: string | undefined;
-  readonly #options: Required<Omit<ReadOptions, 'signal' | 'topicId' | 'stopAfter'>> & { signal: AbortSignal | undefined };
+  readonly #options: Required<Omit<ReadOptions, 'signal' | 'topicId' | 'stopAfter' | 'maxBatchBytes'>> & { signal: AbortSignal | undefined };
   /** What `stopAfter` leaves (records, bytes); Infinity without one. */
   #recordsLeft: number;
   #bytesLeft: number;
@@ -188,6 +192,7 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     this.topic = topic;
     this.partition = partition;
     this.untilOffset = untilOffset;
+    this.maxRecordBytes = options.maxBatchBytes;
     this.#position = fromOffset;
     this.#options = {
       maxBytes: options.maxBytes ?? defaultMaxBytes,

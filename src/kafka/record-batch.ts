@@ -43,13 +43,19 @@ import * as zlib from 'node:zlib';
 import { decompressFrameSync as lz4FrameDecompress, uncompressSync as lz4BlockDecompress } from 'lz4-napi';
 import { uncompressSync as snappyUncompress } from 'snappy';
 import { crc32c } from './crc32c.js';
-import { CorruptRecordBatchError } from './batch-errors.js';
+import { BatchTooLargeError, CorruptRecordBatchError } from './batch-errors.js';
 import type { ByteSpanColumn, FileRecords, KafkaRecord, RecordColumns } from './record.js';
 
-/** Where a batch comes from, for errors. */
+/** Where a batch comes from, for errors; and how far its records may decompress. */
 export interface BatchSource {
   topic: string;
   partition: number;
+  /**
+   * The most bytes one batch's records may decompress to (none: as far as a Buffer goes):
+   * decompression stops there and the batch is a BatchTooLargeError. Only the indexer of
+   * `run --memory` sets it; what it decides is whether to read now, never what a row is.
+   */
+  maxRecordBytes?: number | undefined;
 }
 
 export interface RecordBatch {
@@ -180,26 +186,49 @@ const hex32 = (n: number) => n.toString(16).padStart(8, '0');
 const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]); // \x82SNAPPY\0
 const XERIAL_HEADER_BYTES = 16; // magic, int32 version, int32 minimum compatible version
 
-/** The batch's records, uncompressed: `batch.data` itself when the batch is not compressed. */
+/** Decompression passed `limit` bytes (the limit `source.maxRecordBytes` sets). */
+class OverLimit extends Error {}
+
+/**
+ * The batch's records, uncompressed: `batch.data` itself when the batch is not compressed.
+ * Under `source.maxRecordBytes` nothing larger is ever allocated: gzip and zstd stop at it
+ * (zlib's maxOutputLength), snappy's uncompressed lengths are read from its headers before
+ * a block is decoded, LZ4's blocks are counted as they are decoded (4 MiB each at most).
+ */
 export function batchRecordBytes(batch: RecordBatch, source: BatchSource): Buffer {
   const codec = batch.attributes & COMPRESSION_CODEC_MASK;
   if (codec === 0) return batch.data;
+  const limit = source.maxRecordBytes ?? Infinity;
+  const bounded = limit < Infinity ? { maxOutputLength: limit } : undefined;
   try {
     switch (codec) {
-      case 1: return zlib.gunzipSync(batch.data);
-      case 2: return snappyDecompress(batch.data);
-      case 3: return lz4Decompress(batch.data);
-      case 4: return zlib.zstdDecompressSync(batch.data);
+      case 1: return zlib.gunzipSync(batch.data, bounded);
+      case 2: return snappyDecompress(batch.data, limit);
+      case 3: return lz4Decompress(batch.data, limit);
+      case 4: return zlib.zstdDecompressSync(batch.data, bounded);
     }
   } catch (error) {
+    const overLimit = error instanceof OverLimit || (bounded !== undefined && (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE');
+    if (overLimit) throw new BatchTooLargeError(source.topic, source.partition, batch.baseOffset, batchLastOffset(batch), batchCodec(batch), LOG_OVERHEAD + batch.batchLength, limit);
     if (error instanceof CorruptRecordBatchError) throw error;
     throw new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, `its ${batchCodec(batch)} records do not decompress: ${(error as Error).message}`, { cause: error });
   }
   throw new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, `unknown compression codec ${codec} (attributes 0x${batch.attributes.toString(16)})`);
 }
 
-function snappyDecompress(data: Buffer): Buffer {
+/** A raw snappy block's uncompressed length: the varint (base-128, least significant group first) it starts with. */
+function snappyLength(block: Buffer): number {
+  let length = 0;
+  for (let i = 0, scale = 1; i < 5 && i < block.length; i++, scale *= 128) {
+    length += (block[i]! & 0x7f) * scale;
+    if (block[i]! < 0x80) return length;
+  }
+  return Infinity; // not a length: the decoder says why
+}
+
+function snappyDecompress(data: Buffer, limit: number): Buffer {
   if (data.length < XERIAL_HEADER_BYTES || !XERIAL_MAGIC.equals(data.subarray(0, XERIAL_MAGIC.length))) {
+    if (limit < Infinity && snappyLength(data) > limit) throw new OverLimit();
     return snappyUncompress(data, { asBuffer: true }) as Buffer;
   }
   const blocks: Buffer[] = [];
@@ -209,6 +238,7 @@ function snappyDecompress(data: Buffer): Buffer {
     const length = data.readInt32BE(at);
     at += 4;
     if (length < 0 || at + length > data.length) throw new Error(`xerial snappy block of ${length} bytes at byte ${at} runs past the end (${data.length})`);
+    if (limit < Infinity && total + snappyLength(data.subarray(at, at + length)) > limit) throw new OverLimit();
     const block = snappyUncompress(data.subarray(at, at + length), { asBuffer: true }) as Buffer;
     blocks.push(block);
     total += block.length;
@@ -231,11 +261,17 @@ const lz4BlockMaximum = [0, 0, 0, 0, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
  * other frame (linked blocks, a dictionary) goes to the frame decoder; bytes after the end
  * mark (a second frame) are an error, as in Kafka's own decoder.
  */
-function lz4Decompress(data: Buffer): Buffer {
+function lz4Decompress(data: Buffer, limit: number): Buffer {
   if (data.length < 7 || data.readUInt32LE(0) !== LZ4_FRAME_MAGIC) return lz4FrameDecompress(data);
   const flg = data[4]!;
   const maximum = lz4BlockMaximum[(data[5]! >> 4) & 7]!;
-  if (flg >> 6 !== 1 || (flg & 0x20) === 0 || (flg & 0x01) !== 0 || maximum === 0) return lz4FrameDecompress(data);
+  // the frame decoder takes no limit: a frame that says its content size is checked first, one that does not is checked once decoded
+  if (flg >> 6 !== 1 || (flg & 0x20) === 0 || (flg & 0x01) !== 0 || maximum === 0) {
+    if (limit < Infinity && (flg & 0x08) !== 0 && data.length >= 14 && Number(data.readBigUInt64LE(6)) > limit) throw new OverLimit();
+    const whole = lz4FrameDecompress(data);
+    if (whole.length > limit) throw new OverLimit();
+    return whole;
+  }
   const blockChecksums = (flg & 0x10) !== 0;
   let at = 7 + ((flg & 0x08) !== 0 ? 8 : 0);
   const blocks: Buffer[] = [];
@@ -260,6 +296,7 @@ function lz4Decompress(data: Buffer): Buffer {
     at += length + (blockChecksums ? 4 : 0);
     blocks.push(block);
     total += block.length;
+    if (total > limit) throw new OverLimit();
   }
   const end = at + ((flg & 0x04) !== 0 ? 4 : 0);
   if (end !== data.length) throw new Error(`${data.length - end} bytes after the LZ4 frame's end (Kafka writes one frame per batch)`);

@@ -16,6 +16,8 @@ export interface SourceReadOptions {
   keep?: boolean;
   /** End the read after the Fetch that reaches this many records or bytes (read.ts `stopAfter`): a delivery of the local runner, one event's worth. */
   stopAfter?: ReadLimit;
+  /** The most bytes one batch's records may decompress to (read.ts `maxBatchBytes`): the indexer of `run --memory`. */
+  maxBatchBytes?: number;
 }
 
 /** One Fetch's worth of a read. */
@@ -50,6 +52,7 @@ export function kafkaSource(kafka: KafkaConnection): CommittedSource {
         ...(options?.fetchBytes ? { maxBytes: options.fetchBytes } : {}),
         ...(options?.topicId ? { topicId: options.topicId } : {}),
         ...(options?.stopAfter ? { stopAfter: options.stopAfter } : {}),
+        ...(options?.maxBatchBytes ? { maxBatchBytes: options.maxBatchBytes } : {}),
       };
       for await (const batch of readCommitted(kafka, topic, partition, from, until, readOptions)) {
         yield { records: batch.records, nextOffset: batch.nextOffset, bytes: batch.bytes, fetchedBytes: batch.fetchedBytes };

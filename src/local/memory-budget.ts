@@ -33,6 +33,8 @@ export interface MemoryCosts {
   buildFactor: number;
   /** Below this a range is too small to be worth a file: such a budget is refused. */
   minRangeBytes: number;
+  /** Resident bytes at the peak of reading, holding and building one record batch, per byte it decompresses to: the batch limit is the room over this. */
+  batchFactor: number;
 }
 
 const MiB = 1024 * 1024;
@@ -46,9 +48,12 @@ const MiB = 1024 * 1024;
  * ~3 MiB per partition under load beside them (1, 2, 8 and 30 deliveries at once: 329,
  * 347, 439, 522 MiB); a held range 1.05–1.84× its counted bytes and a build's peak
  * 0.7–1.3× more, in a fresh process (bench/build-memory.ts: JSON, ~1.1 KB records,
- * 4–32 MiB ranges). Rounded up: these make a budget, not a forecast.
+ * 4–32 MiB ranges). One batch of a single 95 MiB value (a raw table, gzip) peaked at
+ * 966 MiB under `--memory 1GiB`, 8.2× its bytes beyond the fixed parts
+ * (test/integration/compressed-bomb.test.ts): a batch factor of 9. Rounded up: these
+ * make a budget, not a forecast.
  */
-export const measuredCosts: MemoryCosts = { baseBytes: 140 * MiB, perDeliveryBytes: 40 * MiB, perPartitionBytes: 4 * MiB, holdFactor: 1.9, buildFactor: 1.5, minRangeBytes: MiB };
+export const measuredCosts: MemoryCosts = { baseBytes: 140 * MiB, perDeliveryBytes: 40 * MiB, perPartitionBytes: 4 * MiB, holdFactor: 1.9, buildFactor: 1.5, minRangeBytes: MiB, batchFactor: 9 };
 
 /**
  * Deliveries `run` indexes at once, over all its partitions. Each reads Kafka and indexes
@@ -74,6 +79,11 @@ export interface MemoryPlan {
   fixedBytes: number;
   heldBytes: number;
   rangeBytes: number;
+  /**
+   * The most one record batch may decompress to: a batch that large, read, held and built
+   * alone, fills the room the fixed parts leave (`batchFactor`). A larger one waits (BatchTooLargeError).
+   */
+  batchBytes: number;
   builds: number;
   partitions: number;
 }
@@ -104,11 +114,12 @@ export function planMemory(budgetBytes: number, demand: MemoryDemand, costs: Mem
     };
   }
   const heldBytes = Math.floor((room - builds * costs.buildFactor * rangeBytes) / costs.holdFactor);
-  return { budgetBytes, fixedBytes, heldBytes, rangeBytes, builds, partitions };
+  const batchBytes = Math.floor(room / costs.batchFactor);
+  return { budgetBytes, fixedBytes, heldBytes, rangeBytes, batchBytes, builds, partitions };
 }
 
 export function describePlan(plan: MemoryPlan): string {
-  return `memory ${mib(plan.budgetBytes)}: ${mib(plan.fixedBytes)} for the process and ${plan.partitions} partition(s), ranges held ${mib(plan.heldBytes)} in all, one range at most ${mib(plan.rangeBytes)} (then sealed: capacity), ${plan.builds} build(s) at once`;
+  return `memory ${mib(plan.budgetBytes)}: ${mib(plan.fixedBytes)} for the process and ${plan.partitions} partition(s), ranges held ${mib(plan.heldBytes)} in all, one range at most ${mib(plan.rangeBytes)} (then sealed: capacity), ${plan.builds} build(s) at once, one record batch at most ${mib(plan.batchBytes)} decompressed`;
 }
 
 function mib(bytes: number): string {

@@ -178,14 +178,16 @@ export class LocalRunner {
         const idle = delivered.every((count) => count === 0);
         this.failingRounds = this.failedPumps.size > 0 ? this.failingRounds + 1 : 0;
         if (this.options.once && idle && this.failedPumps.size === 0) {
-          await this.flushAll();
+          // Read to the end; what could not be written (the registry cannot be reached) is
+          // not done, and says so: exit 1, naming the partitions and why.
+          this.summary.failed = [...(await this.flushAll())].map(([partition, error]) => ({ partition, error }));
           await this.drainIndexes();
           return this.progress;
         }
         if (this.options.once && this.failingRounds >= onceGiveUpRounds) {
           // Caught up as far as it could: say what it could not do, and stop.
-          await this.flushAll();
-          this.summary.failed = [...this.failedPumps].map(([partition, error]) => ({ partition, error }));
+          const unflushed = await this.flushAll();
+          this.summary.failed = [...new Map([...this.failedPumps, ...unflushed])].map(([partition, error]) => ({ partition, error }));
           await this.drainIndexes();
           return this.progress;
         }
@@ -341,6 +343,8 @@ export class LocalRunner {
       return;
     }
     this.plan = plan;
+    // Only a budget the user gave bounds a batch: without --memory the plan is a starting point.
+    if (this.options.memoryBudgetGiven) this.runtime.maxBatchBytes = plan.batchBytes;
     this.log(describePlan(plan));
   }
 
@@ -384,11 +388,22 @@ export class LocalRunner {
     this.summary.indexesFailed = await this.indexes.drain();
   }
 
-  private async flushAll(): Promise<void> {
+  /** Seals and commits every open range; returns the partitions (`table/partition`) that still hold records they could not commit, with why. */
+  private async flushAll(): Promise<Map<string, string>> {
+    const unflushed = new Map<string, string>();
     for (const indexer of this.runtime.indexers.values()) {
-      const range = await indexer.flush('flush').catch((error) => this.failed(indexer, error));
+      let reason: string | undefined;
+      const range = await indexer.flush('flush').catch((error: Error) => {
+        reason = error.message;
+        return this.failed(indexer, error);
+      });
       if (range) this.count([range]);
+      if (reason !== undefined) {
+        const end = indexer.heldLease?.indexedEnd;
+        unflushed.set(`${indexer.table.name}/${indexer.partition}`, `${reason}; its records from offset ${end ?? 'its indexed end'} on are not indexed yet (the next run reads them again)`);
+      }
     }
+    return unflushed;
   }
 
   private count(ranges: { files: unknown[] }[]): void {

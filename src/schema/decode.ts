@@ -97,9 +97,9 @@ export function sideColumns(type: ColumnType, side: Side): Column[] {
   return type.fields.map((field) => ({ ...field, name: reserved.has(field.name) ? `value_${field.name}` : field.name, nullable: true }));
 }
 
-/** Why a merged schema cannot decode this table's records, if it cannot. */
-function unusable(format: RegistryFormat, schema: RegistrySchema | undefined, id: number): string | undefined {
-  if (!schema) return `schema id ${id} is unknown to the Schema Registry`;
+/** Why a merged schema cannot decode this table's records, if it cannot (`unreadable`: why the registry's answer for the id was not one). */
+function unusable(format: RegistryFormat, schema: RegistrySchema | undefined, id: number, unreadable: string | undefined): string | undefined {
+  if (!schema) return unreadable ?? `schema id ${id} is unknown to the Schema Registry`;
   if (schema.type !== schemaTypes[format]) return `schema ${id} is ${schema.type}, the table's format is ${format}`;
   return undefined;
 }
@@ -180,7 +180,7 @@ export class TableDecoder {
 
   private makeRoute(id: number, side: Side): Route | string {
     const merged = this.schema.registrySchemas?.[id];
-    const problem = unusable(this.format, merged, id);
+    const problem = unusable(this.format, merged, id, this.schema.unreadableSchemas?.[id]?.reason);
     if (problem) return problem;
     const writer = writerOf(merged!);
     if (typeof writer === 'string') return writer;

@@ -8,7 +8,11 @@
  * "Cannot be reached" (connection refused, timeout, 5xx, 401/403) is
  * RegistryUnavailableError after a few retries with backoff: the indexer then waits and
  * writes no files. "No such id" (404) is an answer, not an outage: those records become
- * rows with an error.
+ * rows with an error. An HTTP 200 whose body is not a schema (not JSON, no schema text, a
+ * reference answered so) is tried again the same few times and is then an
+ * UnreadableSchema naming the id and what the registry said: the registry answers, so
+ * waiting for it could last forever (docs/design.md, "Schemas"); its records become error
+ * rows, and the id is asked again (after `missingTtlMs`) for later records.
  */
 import { retrying } from '../common/retry.js';
 
@@ -29,10 +33,20 @@ export class RegistryUnavailableError extends Error {
   }
 }
 
+/** The registry answered for `id`, but not with a schema: `unreadable` says what it answered. */
+export interface UnreadableSchema {
+  id: number;
+  unreadable: string;
+}
+
+export function isUnreadable(schema: RegistrySchema | UnreadableSchema): schema is UnreadableSchema {
+  return 'unreadable' in schema;
+}
+
 export interface SchemaRegistry {
   readonly url: string;
-  /** The schema under `id`, or null when the registry has no such id. */
-  schemaById(id: number): Promise<RegistrySchema | null>;
+  /** The schema under `id`, null when the registry has no such id, or what it answered when that was not a schema. */
+  schemaById(id: number): Promise<RegistrySchema | UnreadableSchema | null>;
 }
 
 export interface RegistryOptions {
@@ -41,7 +55,7 @@ export interface RegistryOptions {
   /** Pauses between tries when the registry cannot be reached; one try more than pauses. */
   backoffMs?: readonly number[];
   timeoutMs?: number;
-  /** How long "no such id" is believed before asking again. */
+  /** How long "no such id" (and an answer that is not a schema) is believed before asking again. */
   missingTtlMs?: number;
 }
 
@@ -73,6 +87,7 @@ export function schemaRegistry(url: string, options: RegistryOptions = {}, env: 
   const missingTtlMs = options.missingTtlMs ?? 5_000;
   const found = new Map<number, Promise<RegistrySchema>>();
   const missing = new Map<number, number>();
+  const unreadable = new Map<number, { since: number; schema: UnreadableSchema }>();
 
   async function get(path: string): Promise<SchemaAnswer | null> {
     try {
@@ -86,14 +101,22 @@ export function schemaRegistry(url: string, options: RegistryOptions = {}, env: 
         }
         if (response.status === 404) return null;
         if (response.ok) {
-          const answer = (await response.json().catch(() => undefined)) as SchemaAnswer | undefined;
-          if (answer && typeof answer.schema === 'string') return answer;
-          throw new Unanswered(`an answer without a schema for ${path}`);
+          const text = await response.text().catch(() => '');
+          let answer: SchemaAnswer | undefined;
+          try {
+            answer = JSON.parse(text) as SchemaAnswer | undefined;
+          } catch {
+            throw new NotASchema(`HTTP ${response.status} for ${path} is not JSON: ${excerpt(text)}`);
+          }
+          const problem = answerProblem(answer);
+          if (problem) throw new NotASchema(`HTTP ${response.status} for ${path} ${problem}: ${excerpt(text)}`);
+          return answer!;
         }
         await response.body?.cancel();
         throw new Unanswered(`HTTP ${response.status} for ${path}`);
       });
     } catch (error) {
+      if (error instanceof NotASchema) throw new NotASchema(`${error.message} (${backoff.length + 1} tries)`);
       if (error instanceof Unanswered) throw new RegistryUnavailableError(base, `${error.message} (${backoff.length + 1} tries)`);
       throw error;
     }
@@ -115,22 +138,35 @@ export function schemaRegistry(url: string, options: RegistryOptions = {}, env: 
     return { id, type: answer.schemaType ?? 'AVRO', schema: answer.schema, references };
   }
 
+  async function schemaOf(id: number): Promise<RegistrySchema | null> {
+    const cached = found.get(id);
+    if (cached) return cached;
+    const missingSince = missing.get(id);
+    if (missingSince !== undefined && Date.now() - missingSince < missingTtlMs) return null;
+    const answer = await get(`/schemas/ids/${id}`);
+    if (!answer) {
+      missing.set(id, Date.now());
+      return null;
+    }
+    const schema = resolve(answer, id, 0);
+    found.set(id, schema);
+    schema.catch(() => found.delete(id));
+    return schema;
+  }
+
   return {
     url: base,
     async schemaById(id) {
-      const cached = found.get(id);
-      if (cached) return cached;
-      const missingSince = missing.get(id);
-      if (missingSince !== undefined && Date.now() - missingSince < missingTtlMs) return null;
-      const answer = await get(`/schemas/ids/${id}`);
-      if (!answer) {
-        missing.set(id, Date.now());
-        return null;
+      const garbled = unreadable.get(id);
+      if (garbled && Date.now() - garbled.since < missingTtlMs) return garbled.schema;
+      try {
+        return await schemaOf(id);
+      } catch (error) {
+        if (!(error instanceof NotASchema)) throw error;
+        const schema: UnreadableSchema = { id, unreadable: `the Schema Registry's answer for schema id ${id} is not a schema: ${error.message}` };
+        unreadable.set(id, { since: Date.now(), schema });
+        return schema;
       }
-      const schema = resolve(answer, id, 0);
-      found.set(id, schema);
-      schema.catch(() => found.delete(id));
-      return schema;
     },
   };
 }
@@ -177,6 +213,27 @@ export async function registerSchema(url: string, subject: string, type: SchemaT
 
 /** One try that got no usable answer: tried again, and after the last try the registry is unavailable. */
 class Unanswered extends Error {}
+
+/** One try answered HTTP 200 with something that is not a schema: tried again, and after the last try the id is unreadable. */
+class NotASchema extends Unanswered {}
+
+const schemaTypes: readonly unknown[] = ['AVRO', 'PROTOBUF', 'JSON'] satisfies SchemaType[];
+
+/** Why a registry's JSON answer is not a schema (the fields this client reads), if it is not. */
+function answerProblem(answer: unknown): string | undefined {
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return 'is not a JSON object';
+  const { schema, schemaType, references } = answer as Record<string, unknown>;
+  if (typeof schema !== 'string') return 'has no schema text';
+  if (schemaType !== undefined && !schemaTypes.includes(schemaType)) return 'names no schema type this client knows';
+  if (references === undefined) return undefined;
+  const wellFormed = Array.isArray(references) && references.every((r: unknown) => typeof r === 'object' && r !== null && typeof (r as { name?: unknown }).name === 'string' && typeof (r as { subject?: unknown }).subject === 'string' && Number.isInteger((r as { version?: unknown }).version));
+  return wellFormed ? undefined : 'has references that are not a list of name, subject and version';
+}
+
+/** What the registry said, short enough for an error row: its first 200 characters, as JSON text (quotes and control characters escaped). */
+export function excerpt(text: string): string {
+  return JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}…` : text);
+}
 
 const registries = new Map<string, SchemaRegistry>();
 

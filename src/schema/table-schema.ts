@@ -39,6 +39,19 @@ export interface TableSchema {
    * text and the sides (key, value) merged from it. A rebuild decodes with exactly these.
    */
   registrySchemas?: Record<string, MergedSchema>;
+  /**
+   * Registry formats: ids the records of files of this version named but the registry
+   * answered with something that is not a readable schema (not JSON, no schema text, text
+   * that does not parse as its type), with the sides asked and what was wrong. Their
+   * records are error rows saying so, in every rebuild; the id is asked again for later
+   * ranges and leaves this list (merged) once the registry answers it with a schema.
+   */
+  unreadableSchemas?: Record<string, UnreadableEntry>;
+}
+
+export interface UnreadableEntry {
+  sides: Side[];
+  reason: string;
 }
 
 /** The schema a table starts with: `kafkaTableColumns(format)`, numbered. */

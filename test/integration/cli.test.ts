@@ -239,7 +239,7 @@ describe('the offsetlake command line', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(stderr).toMatch(/^\d+ records\/s, 0 files committed; lag \(offsets\): progressing 4; rss \d+ MiB \(JS heap \d+ MiB, \d+ MiB used; Buffers \d+ MiB\)$/m);
-    expect(stderr).toMatch(/^memory 1024 MiB: \d+ MiB for the process and 1 partition\(s\), ranges held \d+ MiB in all, one range at most \d+ MiB \(then sealed: capacity\), 2 build\(s\) at once$/m);
+    expect(stderr).toMatch(/^memory 1024 MiB: \d+ MiB for the process and 1 partition\(s\), ranges held \d+ MiB in all, one range at most \d+ MiB \(then sealed: capacity\), 2 build\(s\) at once, one record batch at most \d+ MiB decompressed$/m);
     expect(stdout).toMatch(/^4 records in \d+ events; \d+ ranges, \d+ files committed$/m);
     expect((await offsetlake('table', 'drop', 'progressing')).code).toBe(0);
   });

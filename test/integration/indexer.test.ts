@@ -158,7 +158,7 @@ describe('live indexing against the real broker and Postgres', () => {
 
     it('capacity: the memory budget of the local runner seals the largest open range', async () => {
       const { engine, created } = await runnerTable('capacity', 2, 40, 200);
-      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 1000, memoryCosts: { baseBytes: 0, perDeliveryBytes: 0, perPartitionBytes: 0, holdFactor: 1, buildFactor: 1, minRangeBytes: 1 }, emulator: { ...defaultRunnerOptions.emulator, batchSize: 4 } }, () => {});
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, memoryBudgetBytes: 1000, memoryCosts: { baseBytes: 0, perDeliveryBytes: 0, perPartitionBytes: 0, holdFactor: 1, buildFactor: 1, minRangeBytes: 1, batchFactor: 1 }, emulator: { ...defaultRunnerOptions.emulator, batchSize: 4 } }, () => {});
       const summary = await runner.run();
       expect(summary.capacitySeals).toBeGreaterThan(0);
       expect(await reasons(created.tableId, engine)).toContain('capacity');

@@ -13,9 +13,9 @@ import xxhash from 'xxhash-wasm';
 import { describe, expect, test } from 'vitest';
 import { committedSlice } from '../../src/kafka/committed.js';
 import { crc32c, crc32cJs, crc32cImplementation } from '../../src/kafka/crc32c.js';
-import { CorruptRecordBatchError, MalformedResponseError, UnsupportedRecordFormatError } from '../../src/kafka/errors.js';
+import { BatchTooLargeError, CorruptRecordBatchError, MalformedResponseError, UnsupportedRecordFormatError } from '../../src/kafka/errors.js';
 import { parseFetchResponse } from '../../src/kafka/fetch-response.js';
-import { batchCodec, decodeRecords, isControlBatch, parseRecordBatches, recordColumns, type RecordBatch } from '../../src/kafka/record-batch.js';
+import { batchCodec, batchRecordBytes, decodeRecords, isControlBatch, parseRecordBatches, recordColumns, type RecordBatch } from '../../src/kafka/record-batch.js';
 import type { ByteSpanColumn } from '../../src/kafka/record.js';
 import { batchBytes, recordBatch, recordBytes } from '../helpers/record-batch-bytes.js';
 
@@ -54,6 +54,32 @@ function batchesOf(fixture: Fixture, file: string, version: number): { batches: 
   const { partition } = partitionOf(readFileSync(new URL(file, dir)), version);
   return { batches: parseRecordBatches(partition.records!, source(fixture)), records: partition.records! };
 }
+
+describe('decompression bounded by maxRecordBytes (the memory budget of run --memory)', () => {
+  test('every codec from both producers: a batch decompresses at a limit of exactly its size, and one byte less is a BatchTooLargeError naming its offsets, codec and size in Kafka', () => {
+    const seen = new Set<string>();
+    for (const { fixture, file, version } of responses) {
+      for (const batch of batchesOf(fixture, file, version).batches) {
+        if (batchCodec(batch) === 'none' || isControlBatch(batch)) continue;
+        const size = batchRecordBytes(batch, source(fixture)).length;
+        const at = (limit: number) => ({ ...source(fixture), maxRecordBytes: limit });
+        expect(batchRecordBytes(batch, at(size)).length).toBe(size);
+        expect(decodeRecords(batch, at(size)).length).toBe(batch.recordCount);
+        let refused: unknown;
+        try {
+          decodeRecords(batch, at(size - 1));
+        } catch (error) {
+          refused = error;
+        }
+        expect(refused, `${fixture.name} ${batchCodec(batch)} at ${batch.baseOffset}`).toBeInstanceOf(BatchTooLargeError);
+        expect((refused as Error).message).toBe(`the record batch at offsets [${batch.baseOffset}, ${batch.baseOffset + BigInt(batch.lastOffsetDelta)}] of ${fixture.topic}-0 (${batchCodec(batch)}, ${12 + batch.batchLength} bytes in Kafka) decompresses to more than ${size - 1} bytes, the most one batch may take under this process's memory budget; it waits for a process with a larger one (\`run --memory\`)`);
+        seen.add(`${fixture.producer} ${batchCodec(batch)}${batchCodec(batch) === 'snappy' ? (batch.data[0] === 0x82 ? ' xerial' : ' raw') : ''}`);
+      }
+    }
+    expect([...seen].sort()).toEqual(expect.arrayContaining(['gzip', 'lz4', 'zstd', 'snappy raw'].map((codec) => expect.stringMatching(new RegExp(`${codec}$`)))));
+    expect([...seen].some((s) => s.endsWith('snappy xerial'))).toBe(true);
+  });
+});
 
 describe('the fixtures cover what they claim', () => {
   test('every codec from both producers, both snappy framings, markers, aborted transactions, a cut batch, Fetch v4 to v17', () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultDeliveriesAtOnce, measuredCosts, planMemory, type MemoryCosts } from '../../src/local/memory-budget.js';
 
 const MiB = 1024 * 1024;
-const costs: MemoryCosts = { baseBytes: 100 * MiB, perDeliveryBytes: 10 * MiB, perPartitionBytes: 0, holdFactor: 2, buildFactor: 1.5, minRangeBytes: MiB };
+const costs: MemoryCosts = { baseBytes: 100 * MiB, perDeliveryBytes: 10 * MiB, perPartitionBytes: 0, holdFactor: 2, buildFactor: 1.5, minRangeBytes: MiB, batchFactor: 4 };
 const demand = (partitions: number, builds: number, largestFileBytes: number, deliveries = Infinity) => ({ partitions, builds, largestFileBytes, deliveries });
 
 describe('run --memory: the split of the budget', () => {
@@ -18,6 +18,15 @@ describe('run --memory: the split of the budget', () => {
           expect(plan.heldBytes).toBeGreaterThanOrEqual(2 * plan.rangeBytes - 1);
         }
       }
+    }
+  });
+
+  it('one record batch, read, held and built alone at its batch factor, fits in what the fixed parts leave', () => {
+    for (const budget of [200, 512, 4096]) {
+      const plan = planMemory(budget * MiB, demand(3, 2, 128 * MiB), costs);
+      if ('problem' in plan) continue;
+      expect(plan.fixedBytes + costs.batchFactor * plan.batchBytes).toBeLessThanOrEqual(budget * MiB);
+      expect(plan.fixedBytes + costs.batchFactor * (plan.batchBytes + 1)).toBeGreaterThan(budget * MiB);
     }
   });
 

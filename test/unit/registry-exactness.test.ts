@@ -187,7 +187,7 @@ describe('no record stops a partition', () => {
       const schema = merged('json-schema', registry(10, 'JSON', { type: 'object', properties: { [name]: { type: 'integer' }, ok: { type: 'integer' } } }));
       expect(schema.columns.map((c) => c.name).filter((n) => !n.startsWith('_'))).toEqual([]);
       const row = decodeOne('json-schema', schema, wire(10, utf8('{"ok": 1}')));
-      expect(row._error).toBe('value: schema 10 cannot be read as JSON');
+      expect(row._error).toBe(`value: schema 10 cannot be read as JSON: the Schema Registry answered ${JSON.stringify(JSON.stringify({ type: 'object', properties: { [name]: { type: 'integer' }, ok: { type: 'integer' } } }))}`);
     }
   });
 

@@ -285,14 +285,21 @@ describe('keys and schema ids', () => {
 });
 
 describe('schemas that cannot be used never stop indexing', () => {
-  it('an unreadable schema, or one of another format, is kept (no columns) and its records are error rows', () => {
+  it('a schema of another format is kept (no columns); an unreadable one is recorded as unreadable with the answer, not merged (asked again); the records of both are error rows', () => {
     const broken: RegistrySchema = { id: 51, type: 'AVRO', schema: '{"type": "record", "name": "X", "fields": [{"name": "a", "type": "nope"}]}', references: [] };
     const protobufOne: RegistrySchema = { id: 52, type: 'PROTOBUF', schema: 'syntax = "proto3"; message M { int32 a = 1; }', references: [] };
     const schema = merged('avro', broken, protobufOne);
     expect(columnTypes(schema)).toEqual({});
-    expect(Object.keys(schema.registrySchemas!)).toEqual(['51', '52']);
+    expect(Object.keys(schema.registrySchemas!)).toEqual(['52']);
+    const unreadable = `schema 51 cannot be read as AVRO: the Schema Registry answered ${JSON.stringify(broken.schema)}`;
+    expect(schema.unreadableSchemas).toEqual({ 51: { sides: ['value'], reason: unreadable } });
+    expect([...unmergedIds(schema, [[record(0, framed(51, Buffer.from([2])))]])]).toEqual([[51, new Set(['value'])]]);
     const arrays = tableDecoder('avro', schema).decode([record(0, framed(51, Buffer.from([2]))), record(1, framed(52, Buffer.from([8, 1])))]);
-    expect(arrays._error).toEqual(['value: schema 51 cannot be read as AVRO', 'value: schema 52 is PROTOBUF, the table\'s format is avro']);
+    expect(arrays._error).toEqual([`value: ${unreadable}`, 'value: schema 52 is PROTOBUF, the table\'s format is avro']);
+    // a version written before unreadable schemas were recorded (it merged the schema) decodes as it did
+    const older = { ...schema, registrySchemas: { ...schema.registrySchemas, 51: { ...broken, sides: ['value' as const] } } };
+    delete older.unreadableSchemas;
+    expect(tableDecoder('avro', older).decode([record(0, framed(51, Buffer.from([2])))])._error).toEqual(['value: schema 51 cannot be read as AVRO']);
   });
 });
 
