@@ -1,5 +1,6 @@
 /**
- * What the stack downloads from Maven Central (Kafka's jars, Apicurio Registry) is used
+ * What the stack downloads from Maven Central (Kafka's jars, Apicurio Registry; the
+ * tests' Iceberg jars too, test/helpers/iceberg-jars.ts) is used
  * only once every file of it has the sha256 pinned in the repository: `downloads.sha256`
  * beside this file, in sha256sum's format (`<sha256>  <path>`, the path relative to the
  * download cache), one line for each file of each fetched folder, so `sha256sum -c`
