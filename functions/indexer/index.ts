@@ -19,7 +19,7 @@ export const handler = observed('indexer', async (event: { bootstrapServers?: st
     return { partitions: await handleKafkaEvent(event, await lambdaRuntime(event?.bootstrapServers)) };
   } catch (error) {
     if (error instanceof DeliveryFailedError) {
-      for (const failure of error.failures) logger.error(`indexing failed, the batch will be delivered again: ${failure.error}`, { table: failure.table, topic: failure.topic, partition: failure.partition });
+      for (const failure of error.failures) logger.error(`indexing failed, the batch will be delivered again: ${failure.error}`, { table: failure.table, topic: failure.topic, partition: failure.partition, error: failure.cause as Error });
       for (const outcome of error.outcomes) logger.info('indexed despite another table\'s failure', { ...outcome });
     }
     throw error;

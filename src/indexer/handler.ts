@@ -89,6 +89,13 @@ export interface IndexingFailure {
   topic: string;
   partition: number;
   error: string;
+  /** The error itself, with its causes; not enumerable, so an outcome's JSON leaves it out. */
+  readonly cause?: unknown;
+}
+
+function failure(table: string, topic: string, partition: number, error: unknown): IndexingFailure {
+  const failed: IndexingFailure = { table, topic, partition, error: (error as Error).message };
+  return Object.defineProperty(failed, 'cause', { value: error, enumerable: false });
 }
 
 /**
@@ -96,10 +103,11 @@ export interface IndexingFailure {
  * (`outcomes`) before this was thrown. Thrown so the batch is delivered again: what was
  * committed is then read from `indexed_end` and is nothing new, the failed ones are retried.
  */
-export class DeliveryFailedError extends Error {
+export class DeliveryFailedError extends AggregateError {
   override name = 'DeliveryFailedError';
   constructor(readonly failures: readonly IndexingFailure[], readonly outcomes: readonly DeliveryOutcome[]) {
-    super(`indexing failed for ${failures.length} table partition${failures.length === 1 ? '' : 's'} (${outcomes.length} other${outcomes.length === 1 ? '' : 's'} committed; the batch will be delivered again): ${failures.map((f) => `table ${f.table} (topic ${f.topic} partition ${f.partition}): ${f.error}`).join('; ')}`);
+    // `errors`: each failure's own error, with its causes (a Kafka client's, say), for logs.
+    super(failures.map((f) => f.cause ?? new Error(f.error)), `indexing failed for ${failures.length} table partition${failures.length === 1 ? '' : 's'} (${outcomes.length} other${outcomes.length === 1 ? '' : 's'} committed; the batch will be delivered again): ${failures.map((f) => `table ${f.table} (topic ${f.topic} partition ${f.partition}): ${f.error}`).join('; ')}`);
   }
 }
 
@@ -132,7 +140,7 @@ export async function advanceTablePartition(runtime: IndexerRuntime, table: Tabl
     // partition is worth nothing, and the retry must start from the catalog, the table's
     // row read again (a repaired table is then indexed by a warm instance too).
     if (indexer && runtime.releaseAfterEvent) runtime.indexers.delete(indexer.key);
-    return { table: table.name, topic: table.topic, partition, error: (error as Error).message };
+    return failure(table.name, table.topic, partition, error);
   } finally {
     if (runtime.releaseAfterEvent) await indexer?.release().catch(() => {});
   }
@@ -156,7 +164,7 @@ export async function indexPartitions(deliveries: readonly PartitionDelivery[], 
     try {
       tables = await tablesOfTopic(runtime.catalog, batch.topic);
     } catch (error) {
-      failures.push({ table: '(every table of the topic)', topic: batch.topic, partition: batch.partition, error: (error as Error).message });
+      failures.push(failure('(every table of the topic)', batch.topic, batch.partition, error));
       continue;
     }
     const options = { ...(batch.expected ? { expected: batch.expected } : {}), ...(batch.stopAfter ? { stopAfter: batch.stopAfter } : {}) };
