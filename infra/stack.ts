@@ -256,7 +256,9 @@ export class OffsetlakeStack extends Stack {
     // bearer token kept in a secret of its own.
     // Reserved concurrency: requests from anyone who finds the URL can take at most this
     // many instances, never the concurrency the indexer and backfill need. A request
-    // without a valid token is refused before any catalog or Kafka I/O.
+    // without a valid token is refused before any catalog or Kafka I/O (tens of µs), and
+    // the URL receives the whole request before it invokes the function, so a slow
+    // stranger holds no instance; a flood can still hold all of them (ReaderThrottledAlarm).
     // Its URL is public, so it connects as its own login, which may read the catalog and
     // write only reader counters and granules: it never sees the owner's secret.
     // Memory 2,048 MB, chosen by measurement (bench/reader-lambda-memory.ts, docs/querying.md):
@@ -385,6 +387,11 @@ export class OffsetlakeStack extends Stack {
     for (const job of scheduledJobs) alarm(`JobFailuresAlarm_${job.replace(/-/g, '_')}`, own(lambdaMetricNames.jobFailures, { job }), `offsetlake: the scheduled ${job} could not do all it had to (its log group says which tables or partitions, and why)`);
     const reader5xx = this.reader.metric('Url5xxCount', fiveMinutes);
     alarm('Reader5xxAlarm', reader5xx, 'offsetlake: the reader answered with a 5xx (a rebuild that did not match, or an internal error; its log group says which request)');
+    // The URL is public: whoever floods it (a token is refused within microseconds, but each
+    // request is an invocation) can hold every reserved instance, and engines then get 429.
+    // Nothing at the URL limits one caller (docs/aws.md, "Who can reach the reader"): this says when it happens.
+    alarm('ReaderThrottledAlarm', this.reader.metricThrottles(fiveMinutes),
+      'offsetlake: the reader has been throttled for 15 minutes: every reserved instance (readerConcurrency) was busy, engines got 429; Url4xxCount tells a flood of refused requests from engines reading more than the reservation', 1, 3);
     this.dashboard(made, { lag: [lagOf(), ...lagAlarm.tables.map(lagOf)], functions, reader5xx, own });
     new CfnOutput(this, 'AlarmTopicArn', { value: topic.topicArn, description: 'subscribe here: every function\'s errors, the schedules\' failures, failed state machine executions' });
     return topic;

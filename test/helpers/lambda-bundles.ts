@@ -17,7 +17,7 @@ import { cdkSynth } from './template-definitions.js';
 const run = promisify(execFile);
 const root = projectRoot();
 
-/** Node 22, the `node` devDependency: the version of the nodejs22.x runtime the bundles target. */
+/** Node 22, the optional dependency node-linux-<arch> of this machine: the version of the nodejs22.x runtime the bundles target. */
 export const node22 = join(root, 'node_modules', '.bin', 'node');
 
 export const deployedFunctions = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'] as const;
@@ -249,11 +249,11 @@ function onPath(command: string): string | undefined {
   return (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, command)).find((file) => existsSync(file));
 }
 
-/** The command that runs Node 22 (the `node` devDependency's version) for `cpu` on this machine: itself, or the npm package of that architecture under QEMU. */
+/** The command that runs Node 22 (the version package.json pins for node-linux-<arch>) for `cpu` on this machine: itself, or the npm package of that architecture under QEMU. */
 export function nodeFor(cpu: LambdaCpu): { command: string; args: string[]; emulated: boolean } {
   if (cpu === process.arch) return { command: node22, args: [], emulated: false };
   const { qemu, sysroot, nodePackage } = foreign[cpu];
-  const version = (JSON.parse(readFileSync(join(root, 'node_modules', 'node', 'package.json'), 'utf8')) as { version: string }).version;
+  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { optionalDependencies: Record<string, string> }).optionalDependencies[nodePackage]!;
   const cache = process.env.OFFSETLAKE_CACHE ?? join(homedir(), '.cache', 'offsetlake');
   const node = join(cache, `${nodePackage}-${version}`, 'bin', 'node');
   const emulator = onPath(qemu);

@@ -5,7 +5,7 @@ import { findTable } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { EventShapeError, toKafkaEvent } from '../../src/events/msk.js';
 import { rangeBuilder } from '../../src/build/files.js';
-import { handleKafkaEvent, indexerFor, type IndexerRuntime, type PartitionOutcome } from '../../src/indexer/handler.js';
+import { DeliveryFailedError, handleKafkaEvent, indexerFor, type IndexerRuntime, type PartitionOutcome } from '../../src/indexer/handler.js';
 import { LeaseHeldError } from '../../src/indexer/partition.js';
 import { tickIdlePartitions } from '../../src/indexer/tick.js';
 import { openTransaction, produce, type ProducedPartition } from '../../src/kafka/produce.js';
@@ -413,7 +413,9 @@ describe('live indexing against the real broker and Postgres', () => {
       await produce(engine.kafka, topic, [{ key: null, value: '{}', partition: 0, timestamp: t0 }]);
       const holder = await indexerFor(runtime(`holder-${topic}`), await findTable(engine.catalog, created.name), 0);
       await holder.advance();
-      await expect(handleKafkaEvent(await eventOf(topic, 0n, 1n), runtime(`other-${topic}`))).rejects.toThrow(LeaseHeldError);
+      const refused = handleKafkaEvent(await eventOf(topic, 0n, 1n), runtime(`other-${topic}`));
+      await expect(refused).rejects.toThrow(DeliveryFailedError);
+      await expect(refused).rejects.toThrow(`table ${created.name} (topic ${topic} partition 0): partition 0 of table ${created.name} is leased by another indexer`);
     });
   });
 

@@ -211,6 +211,25 @@ describe('tables that share a topic', () => {
     expect(status.map((s) => [s.table, s.indexedStart, s.indexedEnd, s.lag])).toEqual([['a_late', 6n, 10n, 0n], ['b_early', 0n, 10n, 0n]]);
     for (const name of ['a_late', 'b_early']) await checkTable(engine, await findTable(engine.catalog, name));
   });
+
+  it('one broken table does not stop the others of its topic: they are indexed and counted, the broken one is named in the summary', async () => {
+    const engine = await testEngine('sharedbroken');
+    onTestFinished(() => engine.close());
+    const topic = await newTopic(engine, 1, 'shared-broken');
+    const settings = resolveSettings({ file_bytes: '100B' });
+    // made first, so the delivery comes to it first
+    const broken = await createTableFromTopic(engine, { name: 'broken_first', topic, format: 'json', settings });
+    await createTableFromTopic(engine, { name: 'good_second', topic, format: 'json', settings });
+    await engine.catalog.query(`UPDATE offsetlake.lake_table SET settings = jsonb_set(settings::jsonb, '{lease_ttl}', '"broken"') WHERE table_id = $1`, [broken.tableId]);
+    await produce(engine.kafka, topic, values(4).map((v) => ({ ...v, value: JSON.stringify({ ...JSON.parse(v.value), pad: 'x'.repeat(90) }) })));
+    const summary = await new LocalRunner(engine, rangeBuilder(engine.catalog), once, () => {}).run();
+    const good = await checkTable(engine, await findTable(engine.catalog, 'good_second'));
+    expect([...good.committedOffsets.get(0)!]).toEqual([0n, 1n, 2n, 3n]);
+    expect(good.files).toHaveLength(4);
+    expect(summary.filesCommitted).toBe(4);
+    expect(summary.failed.map((f) => f.error)).toEqual([expect.stringContaining(`table broken_first (topic ${topic} partition 0): invalid input syntax for type double precision: "broken"`)]);
+    expect(await listFiles(engine.catalog, broken.tableId)).toEqual([]);
+  });
 });
 
 describe('a runner that stays up', () => {

@@ -384,6 +384,10 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(reader5xx).toHaveLength(1);
     expect(reader5xx[0]!.Dimensions).toEqual([{ Name: 'FunctionName', Value: { Ref: Object.keys(template.findResources('AWS::Lambda::Function')).find((id) => /^Reader[0-9A-F]{8}$/.test(id)) } }]);
     expect(reader5xx[0]).toMatchObject({ Statistic: 'Sum', Threshold: 1 });
+    // Strangers flooding the public URL can hold every reserved instance: said when it lasts 15 minutes.
+    const readerId = Object.keys(template.findResources('AWS::Lambda::Function')).find((id) => /^Reader[0-9A-F]{8}$/.test(id));
+    const throttled = alarms.filter(([, a]) => a.Properties.Namespace === 'AWS/Lambda' && a.Properties.MetricName === 'Throttles').map(([, a]) => a.Properties);
+    expect(throttled).toEqual([expect.objectContaining({ Dimensions: [{ Name: 'FunctionName', Value: { Ref: readerId } }], Statistic: 'Sum', Period: 300, Threshold: 1, EvaluationPeriods: 3 })]);
 
     const dashboards = Object.values(template.findResources('AWS::CloudWatch::Dashboard')) as Resource[];
     expect(dashboards).toHaveLength(1);

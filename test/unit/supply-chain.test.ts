@@ -1,0 +1,126 @@
+/**
+ * What installs and downloads run, checked against what the repository pins: every npm
+ * package with an install script is reviewed in package.json's `allowScripts`, Node 22
+ * comes from the lockfile, and the stack's Maven downloads verify against
+ * src/stack/downloads.sha256 (and are refused when a file is changed, added or missing).
+ * Hashes are computed by coreutils' sha256sum, not by the verifier under test.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DownloadVerificationError, pinsFile, readPins, verifyDownload } from '../../src/stack/downloads.js';
+import { kafkaVersion } from '../../src/stack/kafka.js';
+import { registryVersion } from '../../src/stack/registry.js';
+import { icebergVersion } from '../helpers/iceberg-jars.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  allowScripts: Record<string, boolean>;
+  devDependencies: Record<string, string>;
+  dependencies: Record<string, string>;
+  optionalDependencies: Record<string, string>;
+};
+const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; integrity?: string; hasInstallScript?: boolean; optional?: boolean }> };
+const cache = process.env.OFFSETLAKE_CACHE ?? join(homedir(), '.cache', 'offsetlake');
+const scratch = mkdtempSync(join(tmpdir(), 'offsetlake-supply-chain-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const sha256sum = (file: string) => execFileSync('sha256sum', [file], { encoding: 'utf8' }).split(' ')[0]!;
+
+describe('npm install scripts', () => {
+  it('every package of the lockfile with an install script is reviewed in allowScripts, and an unreviewed one fails the install', () => {
+    const withScripts = [...new Set(Object.entries(lock.packages).filter(([path, entry]) => path !== '' && entry.hasInstallScript).map(([path]) => path.replace(/^.*node_modules\//, '')))].sort();
+    expect(withScripts.length).toBeGreaterThan(0);
+    expect(Object.keys(manifest.allowScripts).sort()).toEqual(withScripts);
+    // esbuild's postinstall would only fetch its binary outside the lockfile when the platform package is missing.
+    expect(manifest.allowScripts.esbuild).toBe(false);
+    expect(readFileSync(join(root, '.npmrc'), 'utf8')).toMatch(/^strict-allow-scripts=true$/m);
+  });
+
+  it('Node 22 comes from the lockfile: exact versions with integrity, no package that installs it by a script', () => {
+    expect({ ...manifest.dependencies, ...manifest.devDependencies }).not.toHaveProperty('node');
+    expect(lock.packages['node_modules/node']).toBeUndefined();
+    for (const cpu of ['x64', 'arm64']) {
+      const name = `node-linux-${cpu}`;
+      expect(manifest.optionalDependencies[name]).toMatch(/^22\.\d+\.\d+$/);
+      expect(lock.packages[`node_modules/${name}`]).toMatchObject({ version: manifest.optionalDependencies[name], optional: true, integrity: expect.stringMatching(/^sha512-/) });
+      expect(lock.packages[`node_modules/${name}`]!.hasInstallScript).toBeUndefined();
+    }
+  });
+});
+
+describe('Maven downloads: pinned sha256', () => {
+  const kafka = `kafka-${kafkaVersion}/libs`;
+  const registry = `apicurio-registry-${registryVersion}`;
+
+  it('pins every file of the versions the stack runs', () => {
+    const pins = readPins();
+    const kafkaJars = [...pins.keys()].filter((path) => path.startsWith(`${kafka}/`));
+    expect(kafkaJars).toContain(`${kafka}/kafka_2.13-${kafkaVersion}.jar`);
+    expect([...pins.keys()].filter((path) => path.startsWith(`${registry}/`))).toContain(`${registry}/quarkus-run.jar`);
+    for (const folder of [`spark-iceberg-${icebergVersion}`, `iceberg-rck-${icebergVersion}`]) expect([...pins.keys()].some((path) => path.startsWith(`${folder}/iceberg-`)), folder).toBe(true);
+    const folders = new Set([...pins.keys()].map((path) => path.split('/')[0]));
+    expect([...folders].sort()).toEqual([registry, `iceberg-rck-${icebergVersion}`, `kafka-${kafkaVersion}`, `spark-iceberg-${icebergVersion}`]);
+  });
+
+  it.skipIf(!existsSync(join(cache, kafka)) || !existsSync(join(cache, registry)))('the downloads in the cache verify, by sha256sum -c and by the stack', () => {
+    // coreutils checks the pins of every folder this cache holds (the test-only Iceberg jars
+    // are fetched by the tests that need them), from the cache's root: it fails on any line it cannot verify.
+    const lines = readFileSync(pinsFile, 'utf8').split('\n').filter((line) => line !== '' && existsSync(join(cache, line.slice(66).split('/')[0]!)));
+    expect(lines.length).toBeGreaterThan(500);
+    execFileSync('sha256sum', ['--strict', '--quiet', '-c', '-'], { cwd: cache, input: `${lines.join('\n')}\n`, stdio: ['pipe', 'pipe', 'pipe'] });
+    expect(() => verifyDownload(join(cache, kafka), kafka, { skip: ['.complete'] })).not.toThrow();
+    expect(() => verifyDownload(join(cache, registry), registry, { skip: ['.complete'] })).not.toThrow();
+  });
+
+  describe('refuses a download that differs from its pins, naming the file', () => {
+    const pins = new Map([
+      ['kafka-9.9.9/libs/a.jar', sha256OfText('jar a')],
+      ['kafka-9.9.9/libs/sub/b.jar', sha256OfText('jar b')],
+    ]);
+    function folder(files: Record<string, string>): string {
+      const dir = mkdtempSync(join(scratch, 'libs-'));
+      for (const [path, text] of Object.entries(files)) {
+        mkdirSync(dirname(join(dir, path)), { recursive: true });
+        writeText(join(dir, path), text);
+      }
+      return dir;
+    }
+
+    it('accepts exactly the pinned files (its own marker skipped)', () => {
+      const dir = folder({ 'a.jar': 'jar a', 'sub/b.jar': 'jar b', '.complete': 'ours' });
+      expect(() => verifyDownload(dir, 'kafka-9.9.9/libs', { skip: ['.complete'], pins })).not.toThrow();
+    });
+
+    it('a tampered file: expected and actual sha256', () => {
+      const dir = folder({ 'a.jar': 'jar a, tampered', 'sub/b.jar': 'jar b' });
+      const actual = sha256sum(join(dir, 'a.jar'));
+      expect(() => verifyDownload(dir, 'kafka-9.9.9/libs', { pins })).toThrow(DownloadVerificationError);
+      expect(() => verifyDownload(dir, 'kafka-9.9.9/libs', { pins })).toThrow(`${join(dir, 'a.jar')}: sha256 ${actual}, expected ${pins.get('kafka-9.9.9/libs/a.jar')}`);
+    });
+
+    it('a file added (a jar more on the classpath) or missing', () => {
+      const added = folder({ 'a.jar': 'jar a', 'sub/b.jar': 'jar b', 'evil.jar': 'not pinned' });
+      expect(() => verifyDownload(added, 'kafka-9.9.9/libs', { pins })).toThrow(`${join(added, 'evil.jar')}: not pinned (sha256 ${sha256sum(join(added, 'evil.jar'))}), but the download holds it`);
+      const missing = folder({ 'a.jar': 'jar a' });
+      expect(() => verifyDownload(missing, 'kafka-9.9.9/libs', { pins })).toThrow(`${join(missing, 'sub/b.jar')}: missing (expected sha256 ${pins.get('kafka-9.9.9/libs/sub/b.jar')})`);
+    });
+
+    it('a download nothing is pinned for', () => {
+      const dir = folder({ 'a.jar': 'jar a' });
+      expect(() => verifyDownload(dir, 'kafka-10.0.0/libs', { pins })).toThrow(/no sha256 is pinned for kafka-10\.0\.0\/libs/);
+    });
+  });
+});
+
+function writeText(file: string, text: string): string {
+  writeFileSync(file, text);
+  return file;
+}
+
+function sha256OfText(text: string): string {
+  const file = writeText(join(scratch, `pin-${Math.random().toString(36).slice(2)}`), text);
+  return sha256sum(file);
+}
