@@ -481,10 +481,11 @@ export function locateLoneSurrogate(text: string): string | null {
 export const JSON_NESTING_LIMIT = 1000;
 
 /**
- * Why a decoded JSON value (JSON.parse's: arrays, plain objects, strings, numbers,
- * booleans, null) cannot be JSON text by the `engines` rules, or null: nesting deeper than
- * JSON_NESTING_LIMIT, or a string or key holding a lone surrogate. Iterative, so that any
- * depth is answered on any stack.
+ * Why a decoded value cannot be JSON text by the `engines` rules, or null: nesting deeper
+ * than JSON_NESTING_LIMIT, or a string or key holding a lone surrogate. The value is
+ * JSON.parse's (arrays, plain objects, strings, numbers, booleans, null) or avsc's (also
+ * Maps, which become objects, byte arrays and bigints, which become one string or number).
+ * Iterative, so that any depth is answered on any stack.
  */
 export function untypedJsonProblem(value: unknown): string | null {
   const pending: unknown[] = [value];
@@ -497,10 +498,12 @@ export function untypedJsonProblem(value: unknown): string | null {
       continue;
     }
     if (typeof v !== 'object' || v === null) continue;
-    if (depth === JSON_NESTING_LIMIT) return `arrays and objects nest deeper than ${JSON_NESTING_LIMIT} levels, the limit of a JSON value decoded into JSON text`;
-    if (Array.isArray(v)) {
-      for (let k = v.length - 1; k >= 0; k--) {
-        pending.push(v[k]);
+    if (ArrayBuffer.isView(v)) continue; // bytes (an Avro value's), written as one string
+    if (depth === JSON_NESTING_LIMIT) return NESTED_TOO_DEEP;
+    if (Array.isArray(v) || v instanceof Map) {
+      const items = Array.isArray(v) ? v : [...v.values()];
+      for (let k = items.length - 1; k >= 0; k--) {
+        pending.push(items[k]);
         depths.push(depth + 1);
       }
       continue;
@@ -516,3 +519,5 @@ export function untypedJsonProblem(value: unknown): string | null {
 }
 
 const LONE_SURROGATE = 'a string holds a lone surrogate, which UTF-8 text cannot hold';
+/** Why a decoded value nested too deep is an error row. */
+export const NESTED_TOO_DEEP = `arrays and objects nest deeper than ${JSON_NESTING_LIMIT} levels, the limit of a JSON value decoded into JSON text`;

@@ -76,14 +76,15 @@ const writers = new Map<string, WriterSchema | string>();
 /**
  * The schema read for decoding (cached by id, text and rules), or why it cannot be.
  * `rules`: the file's encoder's (`Encoder.jsonRules`), for what a JSON Schema's untyped
- * value may become; the other formats' writers do not depend on them.
+ * value and an Avro record that contains itself may become (JSON text). Protobuf's do not
+ * depend on them: protobufjs reads and converts at most 100 messages deep on any thread.
  */
 export function writerOf(schema: RegistrySchema, rules: JsonRules = 'engines'): WriterSchema | string {
   const key = `${schema.id}\u0000${schema.type}\u0000${rules}\u0000${schema.schema}\u0000${schema.references.map((r) => r.schema).join('\u0000')}`;
   let writer = writers.get(key);
   if (writer === undefined) {
     try {
-      writer = schema.type === 'AVRO' ? avroWriter(schema) : schema.type === 'PROTOBUF' ? protobufWriter(schema) : jsonSchemaWriter(schema, rules);
+      writer = schema.type === 'AVRO' ? avroWriter(schema, rules) : schema.type === 'PROTOBUF' ? protobufWriter(schema) : jsonSchemaWriter(schema, rules);
       // names the column model cannot take (empty, or twice in one struct) make it unreadable too
       validateColumns(sideColumns(writer.type, 'value'), `schema ${schema.id}`);
     } catch {
