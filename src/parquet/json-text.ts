@@ -9,9 +9,13 @@
  * `isJsonText`, a byte-level validator about four times as fast as decoding and
  * JSON.parse (bench/json-check.ts); the reason for an invalid value comes from
  * `jsonValueReason`, the check as it always was (a fatal UTF-8 decode and JSON.parse,
- * then `firstInvalidUtf8` or `locateJsonError` for the words), so reasons cannot drift.
- * test/unit/parquet.json-validator.test.ts holds the validator to JSON.parse and to
- * Python's json module.
+ * then `firstInvalidUtf8` or `locateJsonError` for the words; by the `engines` rules of
+ * encoder v4 on, `locateLoneSurrogate` after a JSON.parse that took the value), so reasons
+ * cannot drift. test/unit/parquet.json-validator.test.ts holds the validator to JSON.parse
+ * and to Python's json module, and the `engines` rules to DuckDB's JSON reader.
+ *
+ * Also here: the bound on values decoded into JSON text (`JSON_NESTING_LIMIT`,
+ * `untypedJsonProblem`), which the registry decoders share.
  */
 
 import { isUtf8 } from 'node:buffer';
@@ -108,10 +112,10 @@ let openKept = new Uint8Array(64);
  * escapes \" \\ \/ \b \f \n \r \t \uXXXX (any four hex digits, but by the `engines`
  * rules an escape in D800–DFFF must be a high surrogate followed at once by an escaped low
  * one: only such escapes are looked at twice, so the common path costs nothing more);
- * numbers `-? (0 | [1-9][0-9]*) (.[0-9]+)?
- * ([eE][+-]?[0-9]+)?`; `true`, `false`, `null`; nothing but whitespace after the value.
- * A leading byte order mark is not JSON text. Iterative: containers are counted in
- * `open`, so nesting depth is bounded by memory, not by the call stack.
+ * numbers `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`; `true`, `false`, `null`;
+ * nothing but whitespace after the value. A leading byte order mark is not JSON text.
+ * Iterative: containers are counted in `open`, so nesting depth is bounded by memory, not
+ * by the call stack.
  */
 export function isJsonText(b: Uint8Array, from = 0, to = b.length, rules: JsonRules = 'engines'): boolean {
   valueFrom = from;
