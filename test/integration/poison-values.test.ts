@@ -11,7 +11,7 @@
  *   served from a build worker (or the other way round), the file never matched again (a
  *   500 forever). Depth is bounded the same on every thread: both ways give the same bytes,
  *   the value at the limit decodes (DuckDB reads back the text produced), beyond it an
- *   error row.
+ *   error row. The same for an Avro record that contains itself (avsc's read recursed too).
  *
  * Files are fetched from the read API as `serve` answers them (ReaderService, as serve makes
  * it, with or without build workers) and read by a stock DuckDB as plain Parquet.
@@ -157,6 +157,33 @@ describe('a json table: an escaped lone surrogate', () => {
   }, 180_000);
 });
 
+/**
+ * The table `deep` over one topic in two catalogs (made before `produceRecords` runs: a new
+ * table starts at the topic's end), one indexed on the thread that reads Kafka and served
+ * from a build worker, the other the other way round; each file's bytes as served by both
+ * (which must agree) and the first's glob for DuckDB.
+ */
+async function bothWays(topic: string, format: string, produceRecords: () => Promise<unknown>): Promise<{ glob: string }> {
+  const [first, second] = await Promise.all([engine(`${format.replace(/\W/g, '_')}_thread`), engine(`${format.replace(/\W/g, '_')}_workers`)]);
+  for (const e of [first, second]) {
+    const create = await runCli(e.config.databaseUrl, ['table', 'create', 'deep', '--topic', topic, '--format', format, '--file_window', '1h']);
+    expect(create.code, create.stderr).toBe(0);
+  }
+  await produceRecords();
+  const indexedOn = await Promise.all([
+    runCli(first.config.databaseUrl, ['run', '--once', '--build-threads', '0']),
+    runCli(second.config.databaseUrl, ['run', '--once', '--build-threads', '1']),
+  ]);
+  for (const run of indexedOn) expect(run.code, run.stderr).toBe(0);
+  // each served the other way: before, the side that decoded further made other bytes, and the file was a 500
+  const servedFirst = await servedFiles(first, 'deep', 1);
+  const servedSecond = await servedFiles(second, 'deep', 0);
+  expect(servedFirst.statuses).toEqual(servedFirst.statuses.map(() => 200));
+  expect(servedSecond.statuses).toEqual(servedSecond.statuses.map(() => 200));
+  expect(servedSecond.bytes.map((b) => b.toString('hex'))).toEqual(servedFirst.bytes.map((b) => b.toString('hex')));
+  return { glob: servedFirst.glob };
+}
+
 describe('a JSON Schema table: an untyped value nested deep', () => {
   const schemaText = JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { n: { type: 'integer' }, doc: {} } });
   const arrays = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
@@ -181,28 +208,13 @@ describe('a JSON Schema table: an untyped value nested deep', () => {
       const refused = (await duck.query(`SELECT try_cast(${literal(doc)} AS JSON) IS NULL`)).rows[0]![0];
       expect(refused, `doc ${i}`).toBe(i === docs.length - 1);
     }
-    const [first, second] = await Promise.all([engine('deep_thread'), engine('deep_workers')]);
-    const topic = await newTopic(first, 1, 'deepjson');
+    const producer = await engine('deep_producer');
+    const topic = await newTopic(producer, 1, 'deepjson');
     const schema = await registerSchema(`${topic}-value`, schemaText, 'JSON');
-    for (const e of [first, second]) {
-      const create = await runCli(e.config.databaseUrl, ['table', 'create', 'deep', '--topic', topic, '--format', 'json-schema', '--file_window', '1h']);
-      expect(create.code, create.stderr).toBe(0);
-    }
     const payloads = docs.map((doc, n) => Buffer.concat([wireHeader(schema.id), Buffer.from(`{"n":${n},"doc":${doc}}`)]));
-    await produce(first.kafka, topic, payloads.map((value, i) => ({ value, timestamp: hour + i })), { transactionalId: `deep-${topic}` });
-    const indexedOn = await Promise.all([
-      runCli(first.config.databaseUrl, ['run', '--once', '--build-threads', '0']),
-      runCli(second.config.databaseUrl, ['run', '--once', '--build-threads', '1']),
-    ]);
-    for (const run of indexedOn) expect(run.code, run.stderr).toBe(0);
-    // each served the other way: before, the side that stringified further made other bytes, and the file was a 500
-    const servedFirst = await servedFiles(first, 'deep', 1);
-    const servedSecond = await servedFiles(second, 'deep', 0);
-    expect(servedFirst.statuses).toEqual(servedFirst.statuses.map(() => 200));
-    expect(servedSecond.statuses).toEqual(servedSecond.statuses.map(() => 200));
-    expect(servedSecond.bytes.map((b) => b.toString('hex'))).toEqual(servedFirst.bytes.map((b) => b.toString('hex')));
+    const { glob } = await bothWays(topic, 'json-schema', () => produce(producer.kafka, topic, payloads.map((value, i) => ({ value, timestamp: hour + i })), { transactionalId: `deep-${topic}` }));
 
-    const { rows } = await duck.query(`SELECT n, doc::VARCHAR, _error, _value FROM read_parquet('${servedFirst.glob}') ORDER BY _offset`);
+    const { rows } = await duck.query(`SELECT n, doc::VARCHAR, _error, _value FROM read_parquet('${glob}') ORDER BY _offset`);
     expect(rows.length).toBe(docs.length);
     rows.forEach(([n, doc, error, raw], i) => {
       if (decodes[i]) {
@@ -215,6 +227,48 @@ describe('a JSON Schema table: an untyped value nested deep', () => {
             ? 'value: $.doc: a string holds a lone surrogate, which UTF-8 text cannot hold'
             : 'value: $.doc: arrays and objects nest deeper than 1000 levels, the limit of a JSON value decoded into JSON text',
         );
+      }
+    });
+  }, 300_000);
+});
+
+describe('an Avro table: a record that contains itself, nested deep', () => {
+  const schemaText = JSON.stringify({ type: 'record', name: 'Node', fields: [{ name: 'v', type: 'int' }, { name: 'next', type: ['null', 'Node'] }] });
+  /** Avro's zigzag varint of a small int, from the specification. */
+  const varint = (n: number): number[] => {
+    const out: number[] = [];
+    let z = n >= 0 ? n * 2 : -n * 2 - 1;
+    while (z >= 0x80) {
+      out.push((z & 0x7f) | 0x80);
+      z = Math.floor(z / 128);
+    }
+    out.push(z);
+    return out;
+  };
+  /** A list of `nodes` nodes, byte by byte: each its int, then the union's branch (1: Node; the last one 0: null). */
+  const list = (nodes: number): Buffer => Buffer.from(Array.from({ length: nodes }, (_, k) => [...varint(k), ...varint(k === nodes - 1 ? 0 : 1)]).flat());
+  /** Node k's JSON text: a union inside a value become JSON text keeps its branch's name. */
+  const nodeText = (k: number, nodes: number): string => `{"v":${k},"next":${k === nodes - 1 ? 'null' : `{"Node":${nodeText(k + 1, nodes)}}`}}`;
+  // the value read nests a record and a branch per node after the first: 500 nodes are 999 levels
+  const lengths = [3, 500, 501, 3_000, 20_000];
+  const decodes = [true, true, false, false, false];
+
+  it('gives the same bytes indexed on the thread that reads Kafka and served from a build worker, and the other way round; at the limit it decodes, beyond it is an error row', async () => {
+    const producer = await engine('avro_producer');
+    const topic = await newTopic(producer, 1, 'deepavro');
+    const schema = await registerSchema(`${topic}-value`, schemaText, 'AVRO');
+    const payloads = lengths.map((nodes) => Buffer.concat([wireHeader(schema.id), list(nodes)]));
+    const { glob } = await bothWays(topic, 'avro', () => produce(producer.kafka, topic, payloads.map((value, i) => ({ value, timestamp: hour + i })), { transactionalId: `deep-avro-${topic}` }));
+
+    const { rows } = await duck.query(`SELECT v, next::VARCHAR, json_valid(next), _error, _value FROM read_parquet('${glob}') ORDER BY _offset`);
+    expect(rows.length).toBe(lengths.length);
+    rows.forEach(([v, next, valid, error, raw], i) => {
+      if (decodes[i]) {
+        // the top record's `next` (a union of null and one branch) is its branch's value, JSON text
+        expect([v, next, valid, error, raw], `list of ${lengths[i]}`).toEqual([0, nodeText(1, lengths[i]!), true, null, null]);
+      } else {
+        expect([v, next, raw], `list of ${lengths[i]}`).toEqual([null, null, payloads[i]!.toString('hex')]);
+        expect(error, `list of ${lengths[i]}`).toBe(`value: Avro schema ${schema.id}: arrays and objects nest deeper than 1000 levels, the limit of a JSON value decoded into JSON text`);
       }
     });
   }, 300_000);
