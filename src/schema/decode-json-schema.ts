@@ -13,7 +13,7 @@ import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { DecodeError, mapType, type WriterSchema } from './writer.js';
 import { ownValue, setOwn } from '../common/objects.js';
-import { untypedJsonProblem, type JsonRules } from '../parquet/json-text.js';
+import { JSON_NESTING_LIMIT, untypedJsonProblem, type JsonRules } from '../parquet/json-text.js';
 
 type JsonSchema = Record<string, unknown> | boolean;
 
@@ -27,7 +27,8 @@ const textDecoder = new TextDecoder('utf-8', { fatal: true });
 /** `rules`: the file's encoder's (`Encoder.jsonRules`), which decide what an untyped value's JSON text may be. */
 export function jsonSchemaWriter(schema: RegistrySchema, rules: JsonRules = 'engines'): WriterSchema {
   const root = JSON.parse(schema.schema) as JsonSchema;
-  const shape = walk(root, { root, json: untyped(rules) }, new Set());
+  const payload: PayloadTraits = { harmless: false };
+  const shape = walk(root, { root, json: untyped(rules, payload) }, new Set());
   return {
     type: shape.type,
     decode(bytes, offset) {
@@ -37,9 +38,17 @@ export function jsonSchemaWriter(schema: RegistrySchema, rules: JsonRules = 'eng
       } catch {
         throw new DecodeError(`JSON Schema ${schema.id}: the payload is not UTF-8 JSON text`);
       }
+      // nesting d takes 2d bytes, and a lone surrogate an escape: a short payload without a backslash has neither
+      payload.harmless = bytes.length - offset <= 2 * JSON_NESTING_LIMIT && bytes.indexOf(0x5c, offset) < 0;
       return shape.convert(value, '$');
     },
   };
+}
+
+/** What the payload being decoded is known not to hold (decode sets it, the untyped values' conversion reads it: a decode runs to its end). */
+interface PayloadTraits {
+  /** It nests at most JSON_NESTING_LIMIT deep and holds no escape, so no lone surrogate. */
+  harmless: boolean;
 }
 
 function describe(value: unknown): string {
@@ -54,14 +63,15 @@ function mismatch(path: string, expected: string, value: unknown): DecodeError {
  * What an untyped value becomes: JSON text. By the `json-parse` rules (encoders before v4)
  * JSON.stringify's text, however deep (JSON.stringify recurses: how deep it got depended
  * on the thread's stack); by the `engines` rules the same text of a value that nests at
- * most JSON_NESTING_LIMIT deep and holds no lone surrogate, else an error row.
+ * most JSON_NESTING_LIMIT deep and holds no lone surrogate, else an error row (a value
+ * walked only when its payload could hold either: `PayloadTraits`).
  */
-function untyped(rules: JsonRules): Shape {
+function untyped(rules: JsonRules, payload: PayloadTraits): Shape {
   if (rules === 'json-parse') return { type: { kind: 'json' }, convert: (v) => JSON.stringify(v) };
   return {
     type: { kind: 'json' },
     convert: (v, p) => {
-      const problem = untypedJsonProblem(v);
+      const problem = payload.harmless ? null : untypedJsonProblem(v);
       if (problem) throw new DecodeError(`${p}: ${problem}`);
       return JSON.stringify(v);
     },
