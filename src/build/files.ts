@@ -37,11 +37,13 @@ export type RangeBuilder = (table: TableRecord, partition: number, range: Sealed
  * `decodedOnly`: a rebuild of some columns of a file without error rows (TableDecoder.decode).
  */
 export function fileRows(
-  table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, { columns = recordColumns(records), decodedOnly }: { columns?: RecordColumns; decodedOnly?: ReadonlySet<string> } = {},
+  table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, encoderVersion: string,
+  { columns = recordColumns(records), decodedOnly }: { columns?: RecordColumns; decodedOnly?: ReadonlySet<string> } = {},
 ): PreparedData {
-  const data: ColumnArrays = kafkaColumnArrays(partition, records, table.format, { columns });
+  const { jsonRules } = encoderFor(encoderVersion);
+  const data: ColumnArrays = kafkaColumnArrays(partition, records, table.format, { columns, jsonRules });
   if (isRegistryFormat(table.format)) {
-    const decoded = tableDecoder(table.format, schema).decode(records, decodedOnly, columns);
+    const decoded = tableDecoder(table.format, schema, jsonRules).decode(records, decodedOnly, columns);
     return prepareDecoded(schema.columns, { ...data, ...decoded }, columns);
   }
   return prepare(schema.columns, data);
@@ -53,7 +55,7 @@ function fileOptions(table: TableRecord, schema: TableSchema, encoderVersion: st
 
 /** One file's bytes, as a rebuild or a query needs them: the same inputs give the same bytes. */
 export function encodeFile(table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, encoderVersion: string): EncodedFile {
-  return encodeRows(table, schema, fileRows(table, schema, partition, records), encoderVersion);
+  return encodeRows(table, schema, fileRows(table, schema, partition, records, encoderVersion), encoderVersion);
 }
 
 /** A file's bytes from its rows (`fileRows`), for a caller that needs the rows too (an index backfill takes entries from them). */
@@ -87,21 +89,22 @@ export function encodeColumns(
 ): EncodedFile {
   const chosen = columns.map((c) => schema.columns[c]!);
   const only = new Set(chosen.map((column) => column.name));
+  const { jsonRules } = encoderFor(encoderVersion);
   let picked: PreparedData;
   if (chosen.every((column) => recordColumnNames.has(column.name))) {
     // 'raw': the same record columns as every format, without the JSON check of values.
     picked = prepare(chosen, kafkaColumnArrays(partition, records, 'raw', { only }));
   } else if (!isRegistryFormat(table.format)) {
-    picked = prepare(chosen, kafkaColumnArrays(partition, records, table.format, { only, valuesAreJson: options.noErrorRows ?? false }));
+    picked = prepare(chosen, kafkaColumnArrays(partition, records, table.format, { only, valuesAreJson: options.noErrorRows ?? false, jsonRules }));
   } else {
-    picked = (options.noErrorRows ? chosenDecoded(table, schema, partition, records, chosen, only) : undefined) ?? pickedRows(table, schema, partition, records, columns);
+    picked = (options.noErrorRows ? chosenDecoded(table, schema, partition, records, chosen, only, encoderVersion) : undefined) ?? pickedRows(table, schema, partition, records, columns, encoderVersion);
   }
   return encoderFor(encoderVersion).encode(picked, { ...fileOptions(table, schema, encoderVersion), rowGroupRows: Math.max(1, recordCount(records)) });
 }
 
 /** The chosen columns of every row (a registry format's whole rows decoded and normalized, then picked). */
-function pickedRows(table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, columns: readonly number[]): PreparedData {
-  const rows = fileRows(table, schema, partition, records);
+function pickedRows(table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, columns: readonly number[], encoderVersion: string): PreparedData {
+  const rows = fileRows(table, schema, partition, records, encoderVersion);
   return new PreparedData(columns.map((c) => rows.columns[c]!), columns.map((c) => rows.arrays[c]!), rows.rowCount);
 }
 
@@ -112,10 +115,12 @@ function pickedRows(table: TableRecord, schema: TableSchema, partition: number, 
  * rows give them. A value the chosen columns refuse contradicts the statistics: undefined,
  * and the caller takes the whole rows (whose chunks the checksums then judge).
  */
-function chosenDecoded(table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, chosen: readonly Column[], only: ReadonlySet<string>): PreparedData | undefined {
+function chosenDecoded(
+  table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, chosen: readonly Column[], only: ReadonlySet<string>, encoderVersion: string,
+): PreparedData | undefined {
   if (!isRegistryFormat(table.format)) return undefined;
   const columns = recordColumns(records);
-  const decoded = tableDecoder(table.format, schema).decode(records, only, columns);
+  const decoded = tableDecoder(table.format, schema, encoderFor(encoderVersion).jsonRules).decode(records, only, columns);
   try {
     return prepare(chosen, { ...kafkaColumnArrays(partition, records, table.format, { only, columns }), ...decoded });
   } catch (error) {
@@ -126,7 +131,7 @@ function chosenDecoded(table: TableRecord, schema: TableSchema, partition: numbe
 
 /** One file's bytes and exact statistics, as indexing records them. */
 export function buildFile(table: TableRecord, schema: TableSchema, partition: number, records: FileRecords, encoderVersion: string): DataFile {
-  return buildDataFile(schema.columns, fileRows(table, schema, partition, records), fileOptions(table, schema, encoderVersion));
+  return buildDataFile(schema.columns, fileRows(table, schema, partition, records, encoderVersion), fileOptions(table, schema, encoderVersion));
 }
 
 /**
@@ -279,7 +284,7 @@ export interface RangeBuildInput {
 export function buildRangeFiles({ table, schema, schemaVersion, indexes, encoderVersion, partition, range }: RangeBuildInput): NewRange {
   const span = range.files.map((file) => ({ records: file.records, columns: recordColumns(file.records) }));
   const files = range.files.map((file, f) => {
-    const rows = fileRows(table, schema, partition, file.records, { columns: span[f]!.columns });
+    const rows = fileRows(table, schema, partition, file.records, encoderVersion, { columns: span[f]!.columns });
     const built = buildDataFile(schema.columns, rows, fileOptions(table, schema, encoderVersion));
     const granules = granulesOf(built.file, span[f]!, range.startOffset, range.endOffset, span);
     const entries = fileIndexEntries(indexes, indexResolver(table, schema), rows);

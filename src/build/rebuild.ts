@@ -194,7 +194,7 @@ export async function verifiedFile(catalog: Catalog, source: CommittedSource, ta
     if (!file.hasGranules) spanRecords.push(record);
   });
   const columns = recordColumns(records);
-  const rows = fileRows(table, schema, file.partition, records, { columns });
+  const rows = fileRows(table, schema, file.partition, records, file.encoderVersion, { columns });
   const built = encodeRows(table, schema, rows, file.encoderVersion);
   const differences: string[] = [];
   if (BigInt(records.length) !== file.recordCount) differences.push(`${records.length} records, the catalog has ${file.recordCount}`);

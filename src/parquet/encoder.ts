@@ -50,6 +50,7 @@ import { parquetFooter } from './footer.js';
 import { type Column, leaves, parquetSchema } from './schema.js';
 import { prepare, type PreparedData, type RowData, withArrays } from './values.js';
 import { type ColumnStatistics, writtenStatistics } from './statistics.js';
+import type { JsonRules } from './json-text.js';
 import { assembleParquet, encodeRowGroups, joinParts, type WriterSettings } from './writer.js';
 
 export interface EncodeOptions {
@@ -90,6 +91,11 @@ export interface EncodedFile {
 
 export interface Encoder {
   readonly version: string;
+  /**
+   * What its files call JSON text: which values of a json table are error rows, and how a
+   * registry table's untyped values are made JSON text (json-text.ts). `engines` from v4 on.
+   */
+  readonly jsonRules: JsonRules;
   encode(data: PreparedData, options: EncodeOptions): EncodedFile;
 }
 
@@ -128,6 +134,7 @@ export function hyparquetEncoder(settings: HyparquetSettings): Encoder {
   const plain = new Set(settings.plainColumns);
   return {
     version,
+    jsonRules: 'json-parse',
     encode(given, options) {
       const data = withArrays(given);
       const rowGroupRows = checkedRowGroupRows(options);
@@ -255,12 +262,15 @@ function finishParts(parts: readonly Uint8Array[], rowCount: number, encoderVers
  */
 export interface OwnWriterSettings extends WriterSettings {
   version: string;
+  /** Absent: `json-parse`, the rules of every encoder before v4. */
+  jsonRules?: JsonRules;
 }
 
 export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
   const { version } = settings;
   return {
     version,
+    jsonRules: settings.jsonRules ?? 'json-parse',
     encode(given, options) {
       // v2 raised bounds inside Buffer values: it is given them as arrays, as when it was written
       const data = settings.boundsRaisedInPlace ? withArrays(given) : given;
@@ -287,7 +297,7 @@ function lz4Raw(page: Uint8Array): Uint8Array {
 /** Everything but the codec of our writer's settings (benches build candidates from it). */
 export const ownWriterPageShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
 
-/** The writer settings of the newest encoders (v3; v2 adds `boundsRaisedInPlace`), for code that drives the writer itself (row groups apart). */
+/** The writer settings of the newest encoders (v4 and v3, which differ in their JSON rules only; v2 adds `boundsRaisedInPlace`), for code that drives the writer itself (row groups apart). */
 export const ownWriterSettings: Readonly<Record<'lz4_raw' | 'snappy', WriterSettings>> = Object.freeze({
   lz4_raw: { codec: 'LZ4_RAW', compress: lz4Raw, ...ownWriterPageShape },
   snappy: { codec: 'SNAPPY', compress: (page: Uint8Array) => snappyCompressSync(page as Buffer), ...ownWriterPageShape },
@@ -302,9 +312,18 @@ export const ownWriterSettings: Readonly<Record<'lz4_raw' | 'snappy', WriterSett
 const ownWriterSnappyV2 = ownWriterEncoder({ version: 'offsetlake-parquet@2/snappy@7.4.3', ...ownWriterSettings.snappy, boundsRaisedInPlace: true });
 const ownWriterLz4V2 = ownWriterEncoder({ version: 'offsetlake-parquet@2/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, boundsRaisedInPlace: true });
 
-const ownWriterSnappy = ownWriterEncoder({ version: 'offsetlake-parquet@3/snappy@7.4.3', ...ownWriterSettings.snappy });
+const ownWriterSnappyV3 = ownWriterEncoder({ version: 'offsetlake-parquet@3/snappy@7.4.3', ...ownWriterSettings.snappy });
+const ownWriterLz4V3 = ownWriterEncoder({ version: 'offsetlake-parquet@3/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw });
 
-const ownWriterLz4 = ownWriterEncoder({ version: 'offsetlake-parquet@3/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw });
+/**
+ * v4 is v3 with the JSON every engine we serve parses (issue 46): an escaped lone
+ * surrogate in a json table's value makes an error row (DuckDB refused every query that
+ * read `_value` of a file holding one), and a registry table's untyped value is JSON text
+ * only when it nests at most `JSON_NESTING_LIMIT` deep and holds no lone surrogate. v3's
+ * files took what JSON.parse takes, and keep being rebuilt with it.
+ */
+const ownWriterSnappy = ownWriterEncoder({ version: 'offsetlake-parquet@4/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines' });
+const ownWriterLz4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines' });
 
 /** The encoder of new files for each page compression a table may choose. */
 export const encoderForCompression: Readonly<Record<'lz4_raw' | 'snappy', string>> = Object.freeze({
@@ -317,6 +336,8 @@ export const encoders: Readonly<Record<string, Encoder>> = Object.freeze({
   [hyparquetWriterV1.version]: hyparquetWriterV1,
   [ownWriterSnappyV2.version]: ownWriterSnappyV2,
   [ownWriterLz4V2.version]: ownWriterLz4V2,
+  [ownWriterSnappyV3.version]: ownWriterSnappyV3,
+  [ownWriterLz4V3.version]: ownWriterLz4V3,
   [ownWriterSnappy.version]: ownWriterSnappy,
   [ownWriterLz4.version]: ownWriterLz4,
 });

@@ -9,31 +9,46 @@
  * `isJsonText`, a byte-level validator about four times as fast as decoding and
  * JSON.parse (bench/json-check.ts); the reason for an invalid value comes from
  * `jsonValueReason`, the check as it always was (a fatal UTF-8 decode and JSON.parse,
- * then `firstInvalidUtf8` or `locateJsonError` for the words), so reasons cannot drift.
- * test/unit/parquet.json-validator.test.ts holds the validator to JSON.parse and to
- * Python's json module.
+ * then `firstInvalidUtf8` or `locateJsonError` for the words; by the `engines` rules of
+ * encoder v4 on, `locateLoneSurrogate` after a JSON.parse that took the value), so reasons
+ * cannot drift. test/unit/parquet.json-validator.test.ts holds the validator to JSON.parse
+ * and to Python's json module, and the `engines` rules to DuckDB's JSON reader.
+ *
+ * Also here: the bound on values decoded into JSON text (`JSON_NESTING_LIMIT`,
+ * `untypedJsonProblem`), which the registry decoders share.
  */
 
 import { isUtf8 } from 'node:buffer';
 
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/** null when `value` is UTF-8 JSON text, else the reason it is not. */
-export function jsonValueError(value: Uint8Array): string | null {
+/**
+ * Which JSON text a file's encoder takes (issue 46). `engines`, from encoder v4 on: what
+ * every engine we serve parses, so an escaped surrogate must be half of a pair (`\ud83d\ude00`);
+ * DuckDB's JSON reader (yyjson) refuses a lone one (`"\ud800"`, `"\udc00"`, a high one
+ * followed by anything but a low one) and with it every query that reads the column.
+ * `json-parse`, the encoders before v4: what JSON.parse takes, any `\uXXXX` escape; their
+ * files keep being rebuilt with it.
+ */
+export type JsonRules = 'engines' | 'json-parse';
+
+/** null when `value` is UTF-8 JSON text by `rules`, else the reason it is not. */
+export function jsonValueError(value: Uint8Array, rules: JsonRules = 'engines'): string | null {
   // jsonValueReason decides too: a value the fast check refused that JSON.parse took would be valid
-  return isJsonText(value) ? null : jsonValueReason(value);
+  return isJsonText(value, 0, value.length, rules) ? null : jsonValueReason(value, rules);
 }
 
 /** `jsonValueError` of bytes [start, start + length) of `bytes`: a view is made only for a value with a byte above 0x7F (its UTF-8 check) or one that is not JSON. */
-export function jsonSpanError(bytes: Uint8Array, start: number, length: number): string | null {
-  return isJsonText(bytes, start, start + length) ? null : jsonValueReason(bytes.subarray(start, start + length));
+export function jsonSpanError(bytes: Uint8Array, start: number, length: number, rules: JsonRules = 'engines'): string | null {
+  return isJsonText(bytes, start, start + length, rules) ? null : jsonValueReason(bytes.subarray(start, start + length), rules);
 }
 
 /**
  * The reference check, slow (it builds the parsed value and discards it): null when
- * `value` is UTF-8 JSON text by a fatal TextDecoder and JSON.parse, else the reason.
+ * `value` is UTF-8 JSON text by a fatal TextDecoder and JSON.parse (and, by the `engines`
+ * rules, holds no lone surrogate escape), else the reason.
  */
-export function jsonValueReason(value: Uint8Array): string | null {
+export function jsonValueReason(value: Uint8Array, rules: JsonRules = 'engines'): string | null {
   let text: string;
   try {
     text = decoder.decode(value);
@@ -43,11 +58,13 @@ export function jsonValueReason(value: Uint8Array): string | null {
   }
   try {
     JSON.parse(text);
-    return null;
   } catch {
     const reason = locateJsonError(text);
     return reason ? `value is not valid JSON: ${reason}` : 'value is not valid JSON';
   }
+  if (rules === 'json-parse' || !text.includes('\\u')) return null;
+  const lone = locateLoneSurrogate(text);
+  return lone ? `value is not valid JSON: ${lone}` : null;
 }
 
 // Byte classes. In a string body: 0 an ASCII byte that stands for itself, 1 the closing
@@ -67,6 +84,9 @@ const SPACE = new Uint8Array(256);
 for (const c of [0x20, 0x09, 0x0a, 0x0d]) SPACE[c] = 1;
 const HEX = new Uint8Array(256);
 for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
+// a hex digit's value (0 for any other byte, which HEX tells apart)
+const HEX_VALUE = new Uint8Array(256);
+for (const c of '0123456789abcdef') HEX_VALUE[c.charCodeAt(0)] = HEX_VALUE[c.toUpperCase().charCodeAt(0)] = parseInt(c, 16);
 // the characters after a backslash other than `u`
 const ESCAPE = new Uint8Array(256);
 for (const c of '"\\/bfnrt') ESCAPE[c.charCodeAt(0)] = 1;
@@ -74,6 +94,8 @@ for (const c of '"\\/bfnrt') ESCAPE[c.charCodeAt(0)] = 1;
 /** The value isJsonText is checking starts here; whether its bytes were found well-formed UTF-8 (parsing never yields, so no two checks share these). */
 let valueFrom = 0;
 let utf8Known = false;
+/** Whether the value is checked by the `json-parse` rules (an escaped lone surrogate is JSON text). */
+let loneSurrogatesTaken = false;
 
 const IN_ARRAY = 0;
 const IN_OBJECT = 1;
@@ -87,15 +109,18 @@ let openKept = new Uint8Array(64);
  * simdutf, about the whole value, many times the speed of a check per sequence here; an
  * ASCII value is never asked), and exactly the JSON grammar over the bytes — whitespace
  * only space, tab, LF and CR; strings without raw control characters and with only the
- * escapes \" \\ \/ \b \f \n \r \t \uXXXX (any four hex digits: an escaped lone surrogate
- * is JSON text, and JSON.parse takes it); numbers `-? (0 | [1-9][0-9]*) (.[0-9]+)?
- * ([eE][+-]?[0-9]+)?`; `true`, `false`, `null`; nothing but whitespace after the value.
- * A leading byte order mark is not JSON text. Iterative: containers are counted in
- * `open`, so nesting depth is bounded by memory, not by the call stack.
+ * escapes \" \\ \/ \b \f \n \r \t \uXXXX (any four hex digits, but by the `engines`
+ * rules an escape in D800–DFFF must be a high surrogate followed at once by an escaped low
+ * one: only such escapes are looked at twice, so the common path costs nothing more);
+ * numbers `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`; `true`, `false`, `null`;
+ * nothing but whitespace after the value. A leading byte order mark is not JSON text.
+ * Iterative: containers are counted in `open`, so nesting depth is bounded by memory, not
+ * by the call stack.
  */
-export function isJsonText(b: Uint8Array, from = 0, to = b.length): boolean {
+export function isJsonText(b: Uint8Array, from = 0, to = b.length, rules: JsonRules = 'engines'): boolean {
   valueFrom = from;
   utf8Known = false;
+  loneSurrogatesTaken = rules === 'json-parse';
   const n = to;
   let i = from;
   let depth = 0;
@@ -227,9 +252,19 @@ function escapeEnd(b: Uint8Array, i: number, n: number, k: number): number {
   const e = b[i + 1]!;
   if (e === 0x75) {
     if (i + 5 >= n || HEX[b[i + 2]!] === 0 || HEX[b[i + 3]!] === 0 || HEX[b[i + 4]!] === 0 || HEX[b[i + 5]!] === 0) return -1;
+    // \uD800-\uDFFF (`d` or `D`, then 8-f): a surrogate, which must be a high one and its low one
+    if ((b[i + 2]! | 0x20) === 0x64 && HEX_VALUE[b[i + 3]!]! >= 8 && !loneSurrogatesTaken) return surrogatePairEnd(b, i, n);
     return i + 6;
   }
   return ESCAPE[e] === 1 ? i + 2 : -1;
+}
+
+/** The index after the escaped surrogate pair at i (a `\uD8xx`-`\uDFxx` escape, checked as an escape), or -1 when it is not a high surrogate followed at once by an escaped low one. */
+function surrogatePairEnd(b: Uint8Array, i: number, n: number): number {
+  if (HEX_VALUE[b[i + 3]!]! >= 0xc) return -1; // a low surrogate with no high one before it
+  const j = i + 6;
+  if (j + 5 >= n || b[j] !== 0x5c || b[j + 1] !== 0x75 || (b[j + 2]! | 0x20) !== 0x64 || HEX_VALUE[b[j + 3]!]! < 0xc || HEX[b[j + 4]!] === 0 || HEX[b[j + 5]!] === 0) return -1;
+  return j + 6;
 }
 
 /** The index after the number that starts at i (i < n), or -1 if none does. */
@@ -408,3 +443,85 @@ export function locateJsonError(text: string): string | null {
     }
   }
 }
+
+/**
+ * Where JSON text (one JSON.parse takes) holds an escaped surrogate that is not half of a
+ * pair, e.g. `lone surrogate escape \ud800 at byte 6`; null if none. A high surrogate
+ * (D800–DBFF) must be followed at once by an escaped low one (DC00–DFFF), as DuckDB's
+ * reader demands.
+ */
+export function locateLoneSurrogate(text: string): string | null {
+  const n = text.length;
+  const unit = (at: number): number => (text[at] === '\\' && text[at + 1] === 'u' ? Number.parseInt(text.slice(at + 2, at + 6), 16) : -1);
+  let inString = false;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) inString = !inString;
+    else if (inString && c === 0x5c) {
+      const u = unit(i);
+      if (u < 0) {
+        i++; // a one-character escape
+        continue;
+      }
+      if (u >= 0xd800 && u <= 0xdfff) {
+        const low = unit(i + 6);
+        if (u >= 0xdc00 || low < 0xdc00 || low > 0xdfff) return `lone surrogate escape ${text.slice(i, i + 6)} at byte ${Buffer.byteLength(text.slice(0, i), 'utf8')}`;
+        i += 6; // the low half too
+      }
+      i += 5;
+    }
+  }
+  return null;
+}
+
+/**
+ * How deep arrays and objects may nest in a value that becomes JSON text from a decoded
+ * value (a registry table's untyped value, by the `engines` rules): JSON.stringify and
+ * every walk over a decoded value recurse, and the smallest stack any of our threads runs
+ * on (a main thread's, about 984 KiB; build workers get 4 MiB) stringifies some 2,200
+ * levels with a replacer and 4,100 without. 1,000 leaves room for the callers' frames, and
+ * is the depth the decode gives whatever thread it runs on (docs/design.md).
+ */
+export const JSON_NESTING_LIMIT = 1000;
+
+/**
+ * Why a decoded value cannot be JSON text by the `engines` rules, or null: nesting deeper
+ * than JSON_NESTING_LIMIT, or a string or key holding a lone surrogate. The value is
+ * JSON.parse's (arrays, plain objects, strings, numbers, booleans, null) or avsc's (also
+ * Maps, which become objects, byte arrays and bigints, which become one string or number).
+ * Iterative, so that any depth is answered on any stack.
+ */
+export function untypedJsonProblem(value: unknown): string | null {
+  const pending: unknown[] = [value];
+  const depths: number[] = [0];
+  while (pending.length > 0) {
+    const v = pending.pop();
+    const depth = depths.pop()!;
+    if (typeof v === 'string') {
+      if (!v.isWellFormed()) return LONE_SURROGATE;
+      continue;
+    }
+    if (typeof v !== 'object' || v === null) continue;
+    if (ArrayBuffer.isView(v)) continue; // bytes (an Avro value's), written as one string
+    if (depth === JSON_NESTING_LIMIT) return NESTED_TOO_DEEP;
+    if (Array.isArray(v) || v instanceof Map) {
+      const items = Array.isArray(v) ? v : [...v.values()];
+      for (let k = items.length - 1; k >= 0; k--) {
+        pending.push(items[k]);
+        depths.push(depth + 1);
+      }
+      continue;
+    }
+    const keys = Object.keys(v);
+    for (let k = keys.length - 1; k >= 0; k--) {
+      if (!keys[k]!.isWellFormed()) return LONE_SURROGATE;
+      pending.push((v as Record<string, unknown>)[keys[k]!]);
+      depths.push(depth + 1);
+    }
+  }
+  return null;
+}
+
+const LONE_SURROGATE = 'a string holds a lone surrogate, which UTF-8 text cannot hold';
+/** Why a decoded value nested too deep is an error row. */
+export const NESTED_TOO_DEEP = `arrays and objects nest deeper than ${JSON_NESTING_LIMIT} levels, the limit of a JSON value decoded into JSON text`;

@@ -13,7 +13,7 @@
 import type { FileRecords, KafkaRecord, RecordColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
 import type { TableFormat } from '../table/settings.js';
-import { jsonSpanError } from './json-text.js';
+import { jsonSpanError, type JsonRules } from './json-text.js';
 import type { Column, ColumnType } from './schema.js';
 import { ByteSpans, type ColumnArrays, type ColumnVector, KeyValueLists, SafeInt64s } from './values.js';
 
@@ -60,6 +60,8 @@ export interface ColumnArrayOptions {
    * chunks are checked against their sha256 after): `_value` takes them unchecked.
    */
   valuesAreJson?: boolean;
+  /** What a json table's values must be to be JSON text: the file's encoder's (`Encoder.jsonRules`); absent, the newest encoders'. */
+  jsonRules?: JsonRules;
   /** `recordColumns(records)`, when the caller made them already (a registry table's decoder reads them too). */
   columns?: RecordColumns;
 }
@@ -96,9 +98,10 @@ export function kafkaColumnArrays(partition: number, records: FileRecords, forma
   const { sources, source, starts } = columns.value;
   const lengths = new Int32Array(columns.value.lengths);
   const errors = new Array<string | null>(n).fill(null);
+  const rules = options.jsonRules ?? 'engines';
   for (let i = 0; i < n; i++) {
     if (lengths[i]! < 0) continue;
-    const error = jsonSpanError(sources[source[i]!]!, starts[i]!, lengths[i]!);
+    const error = jsonSpanError(sources[source[i]!]!, starts[i]!, lengths[i]!, rules);
     if (error === null) continue;
     errors[i] = error;
     lengths[i] = -1;

@@ -13,6 +13,7 @@ import type { RegistrySchema } from './registry.js';
 import { aliasAbsentFrom, checkDecimal, DecodeError, jsonText, mapType, signedBigInt, type WriterSchema } from './writer.js';
 import { ownValue, setOwn } from '../common/objects.js';
 import { columnDecoder } from './avro-columns.js';
+import { JSON_NESTING_LIMIT, NESTED_TOO_DEEP, untypedJsonProblem, type JsonRules } from '../parquet/json-text.js';
 
 type AvroType = avro.Type;
 
@@ -60,8 +61,14 @@ class Marked extends avro.types.LogicalType {
 
 const logicalNames = ['timestamp-millis', 'timestamp-micros', 'local-timestamp-millis', 'local-timestamp-micros', 'date', 'decimal', 'uuid'];
 
-/** avsc's options for our schemas: bigint longs, every union wrapped (so branches are named). */
-export function avroOptions(registry: Record<string, AvroType> = {}, bytesStrings = false): Partial<avro.ForSchemaOptions> {
+/**
+ * avsc's options for our schemas: bigint longs, every union wrapped (so branches are named).
+ * `nestingBounded`: unions, arrays and maps count how deep they nest while a payload is
+ * read, and one nested deeper than JSON_NESTING_LIMIT ends the read (a record that contains
+ * itself, by the `engines` rules): every way a record contains itself passes one of them,
+ * so the read's depth, and with it its stack, is bounded the same on every thread.
+ */
+export function avroOptions(registry: Record<string, AvroType> = {}, bytesStrings = false, nestingBounded = false): Partial<avro.ForSchemaOptions> {
   // `"long"` resolves through the registry, but `{"type": "long"}` (with or without a
   // logical type) makes a plain number long; the hook makes every long a bigint one. A
   // logical long is seen twice: first to make the logical type, then for its underlying type.
@@ -75,7 +82,13 @@ export function avroOptions(registry: Record<string, AvroType> = {}, bytesString
       // avsc reads a map into a plain object, where a key `__proto__` is lost and
       // integer-like keys move first; ours keeps every key, in the order written
       mapSeen.add(schema);
-      return Object.create(avro.Type.forSchema(schema as avro.Schema, options), { _read: { value: primitive === 'map' ? readMap : readArray } }) as AvroType;
+      const read = (primitive === 'map' ? readMap : readArray) as (this: object, tap: AvroTap) => unknown;
+      return Object.create(avro.Type.forSchema(schema as avro.Schema, options), { _read: { value: nestingBounded ? counted(read) : read } }) as AvroType;
+    }
+    if (nestingBounded && Array.isArray(schema) && !mapSeen.has(schema)) {
+      mapSeen.add(schema);
+      const union = avro.Type.forSchema(schema as avro.Schema, options) as unknown as { _read(tap: AvroTap): unknown };
+      return Object.create(union, { _read: { value: counted(union._read) } }) as AvroType;
     }
     if (primitive !== 'long' && !(bytesStrings && primitive === 'string')) return undefined;
     const logicalType = (schema as { logicalType?: unknown }).logicalType;
@@ -93,10 +106,10 @@ export function avroOptions(registry: Record<string, AvroType> = {}, bytesString
   };
 }
 
-/** avsc's type for the schema; `bytesStrings`: strings decode to their UTF-8 bytes. */
-export function avroType(schema: RegistrySchema, bytesStrings = false): AvroType {
+/** avsc's type for the schema; `bytesStrings`: strings decode to their UTF-8 bytes; `nestingBounded`: see avroOptions. */
+export function avroType(schema: RegistrySchema, bytesStrings = false, nestingBounded = false): AvroType {
   const registry: Record<string, AvroType> = {};
-  const options = avroOptions(registry, bytesStrings);
+  const options = avroOptions(registry, bytesStrings, nestingBounded);
   // referenced schemas define named types that the main schema names
   for (const reference of schema.references) avro.Type.forSchema(renameProtoFields(JSON.parse(reference.schema), schema).json as avro.Schema, options);
   const { json, alias } = renameProtoFields(JSON.parse(schema.schema), schema);
@@ -132,6 +145,22 @@ function renameProtoFields(json: unknown, schema: RegistrySchema): { json: unkno
   };
   visit(json);
   return renamed ? { json, alias } : { json };
+}
+
+/** How deep the payload being read nests in counted unions, arrays and maps (reads never interleave: each runs to its end). */
+let nesting = 0;
+
+/** `read` counting one level of nesting, refusing a level beyond JSON_NESTING_LIMIT. */
+function counted<T extends object>(read: (this: T, tap: AvroTap) => unknown): (this: T, tap: AvroTap) => unknown {
+  return function (this: T, tap: AvroTap) {
+    if (nesting >= JSON_NESTING_LIMIT) throw new DecodeError(NESTED_TOO_DEEP);
+    nesting++;
+    try {
+      return read.call(this, tap);
+    } finally {
+      nesting--;
+    }
+  };
 }
 
 /** Reads an Avro map block by block into a Map: keys in the order written, none of them special. */
@@ -204,12 +233,20 @@ function utf8Text(value: unknown): unknown {
   throw new DecodeError('a string is not valid UTF-8');
 }
 
-export function avroWriter(schema: RegistrySchema): WriterSchema {
+/**
+ * `rules`: the file's encoder's (`Encoder.jsonRules`). A record that contains itself becomes
+ * JSON text; by the `engines` rules its read is bounded (avroOptions' `nestingBounded`) and
+ * the value it reads nests at most JSON_NESTING_LIMIT deep as JSON text, else the row is an
+ * error row, the same on every thread. The `json-parse` rules (files of v3 and before) read
+ * as deep as the thread's stack took.
+ */
+export function avroWriter(schema: RegistrySchema, rules: JsonRules = 'engines'): WriterSchema {
   let type = avroType(schema, true);
   let walked = walk(type, new Set());
   // A record that contains itself becomes JSON text, whose strings must be strings.
+  const bounded = walked.recursive && rules === 'engines';
   if (walked.recursive) {
-    type = avroType(schema, false);
+    type = avroType(schema, false, bounded);
     walked = walk(type, new Set());
   }
   const shape = walked.shape ?? { type: { kind: 'string' }, convert: () => null };
@@ -223,7 +260,7 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
   const decodeColumns = columnar ? columnDecoder(type, view) : undefined;
   return {
     type: shape.type,
-    decode: payloadDecoder(schema.id, type, shape),
+    decode: payloadDecoder(schema.id, type, shape, undefined, bounded),
     ...(decodeColumns ? { decodeColumns, projectColumns: (slots, scratchSlots) => columnDecoder(type, view, slots && new Set(slots), scratchSlots) } : {}),
     project(columns) {
       if (recursive || writer.typeName !== 'record') return undefined;
@@ -245,13 +282,19 @@ export function avroWriter(schema: RegistrySchema): WriterSchema {
   };
 }
 
-/** Decodes one payload with `type` (through `resolver`: writer to a projection of it) into its column shape. */
-function payloadDecoder(schemaId: number, type: AvroType, shape: Shape, resolver?: avro.Resolver): WriterSchema['decode'] {
+/**
+ * Decodes one payload with `type` (through `resolver`: writer to a projection of it) into
+ * its column shape. `bounded`: a nesting-bounded type (avroOptions) whose value must nest at
+ * most JSON_NESTING_LIMIT deep as JSON text, checked before anything else of the value.
+ */
+function payloadDecoder(schemaId: number, type: AvroType, shape: Shape, resolver?: avro.Resolver, bounded = false): WriterSchema['decode'] {
   return (bytes, offset) => {
     const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let decoded: { value: unknown; offset: number };
     try {
       decoded = type.decode(buf, offset, resolver);
+      const problem = bounded ? untypedJsonProblem(decoded.value) : null;
+      if (problem) throw new DecodeError(problem);
     } catch (error) {
       if (error instanceof EndsEarly) throw new DecodeError(`Avro schema ${schemaId}: the payload ends early (${buf.byteLength - offset} bytes)`);
       if (error instanceof DecodeError) throw new DecodeError(`Avro schema ${schemaId}: ${error.message}`);

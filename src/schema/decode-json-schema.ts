@@ -13,6 +13,7 @@ import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { DecodeError, mapType, type WriterSchema } from './writer.js';
 import { ownValue, setOwn } from '../common/objects.js';
+import { JSON_NESTING_LIMIT, untypedJsonProblem, type JsonRules } from '../parquet/json-text.js';
 
 type JsonSchema = Record<string, unknown> | boolean;
 
@@ -23,9 +24,11 @@ interface Shape {
 
 const textDecoder = new TextDecoder('utf-8', { fatal: true });
 
-export function jsonSchemaWriter(schema: RegistrySchema): WriterSchema {
+/** `rules`: the file's encoder's (`Encoder.jsonRules`), which decide what an untyped value's JSON text may be. */
+export function jsonSchemaWriter(schema: RegistrySchema, rules: JsonRules = 'engines'): WriterSchema {
   const root = JSON.parse(schema.schema) as JsonSchema;
-  const shape = walk(root, root, new Set());
+  const payload: PayloadTraits = { harmless: false };
+  const shape = walk(root, { root, json: untyped(rules, payload) }, new Set());
   return {
     type: shape.type,
     decode(bytes, offset) {
@@ -35,9 +38,17 @@ export function jsonSchemaWriter(schema: RegistrySchema): WriterSchema {
       } catch {
         throw new DecodeError(`JSON Schema ${schema.id}: the payload is not UTF-8 JSON text`);
       }
+      // nesting d takes 2d bytes, and a lone surrogate an escape: a short payload without a backslash has neither
+      payload.harmless = bytes.length - offset <= 2 * JSON_NESTING_LIMIT && bytes.indexOf(0x5c, offset) < 0;
       return shape.convert(value, '$');
     },
   };
+}
+
+/** What the payload being decoded is known not to hold (decode sets it, the untyped values' conversion reads it: a decode runs to its end). */
+interface PayloadTraits {
+  /** It nests at most JSON_NESTING_LIMIT deep and holds no escape, so no lone surrogate. */
+  harmless: boolean;
 }
 
 function describe(value: unknown): string {
@@ -48,7 +59,30 @@ function mismatch(path: string, expected: string, value: unknown): DecodeError {
   return new DecodeError(`${path}: expected ${expected}, got ${describe(value)}`);
 }
 
-const asJson: Shape = { type: { kind: 'json' }, convert: (v) => JSON.stringify(v) };
+/**
+ * What an untyped value becomes: JSON text. By the `json-parse` rules (encoders before v4)
+ * JSON.stringify's text, however deep (JSON.stringify recurses: how deep it got depended
+ * on the thread's stack); by the `engines` rules the same text of a value that nests at
+ * most JSON_NESTING_LIMIT deep and holds no lone surrogate, else an error row (a value
+ * walked only when its payload could hold either: `PayloadTraits`).
+ */
+function untyped(rules: JsonRules, payload: PayloadTraits): Shape {
+  if (rules === 'json-parse') return { type: { kind: 'json' }, convert: (v) => JSON.stringify(v) };
+  return {
+    type: { kind: 'json' },
+    convert: (v, p) => {
+      const problem = payload.harmless ? null : untypedJsonProblem(v);
+      if (problem) throw new DecodeError(`${p}: ${problem}`);
+      return JSON.stringify(v);
+    },
+  };
+}
+
+/** What a registry schema walk reads its `$ref`s in, and what it makes of an untyped value. */
+interface Walk {
+  root: JsonSchema;
+  json: Shape;
+}
 
 function resolveRef(root: JsonSchema, ref: string): JsonSchema | undefined {
   if (!ref.startsWith('#')) return undefined;
@@ -60,19 +94,19 @@ function resolveRef(root: JsonSchema, ref: string): JsonSchema | undefined {
   return node as JsonSchema | undefined;
 }
 
-function walk(node: JsonSchema, root: JsonSchema, path: Set<unknown>): Shape {
-  if (typeof node !== 'object' || node === null) return asJson;
-  if (path.has(node)) return asJson;
+function walk(node: JsonSchema, ctx: Walk, path: Set<unknown>): Shape {
+  if (typeof node !== 'object' || node === null) return ctx.json;
+  if (path.has(node)) return ctx.json;
   const inner = new Set(path).add(node);
   if (typeof node.$ref === 'string') {
-    const target = resolveRef(root, node.$ref);
-    return target === undefined ? asJson : walk(target, root, inner);
+    const target = resolveRef(ctx.root, node.$ref);
+    return target === undefined ? ctx.json : walk(target, ctx, inner);
   }
   for (const key of ['anyOf', 'oneOf'] as const) {
     const options = node[key];
     if (Array.isArray(options)) {
       const notNull = options.filter((o) => !(o && typeof o === 'object' && (o as Record<string, unknown>).type === 'null'));
-      return notNull.length === 1 ? walk(notNull[0] as JsonSchema, root, inner) : asJson;
+      return notNull.length === 1 ? walk(notNull[0] as JsonSchema, ctx, inner) : ctx.json;
     }
   }
   let type = node.type;
@@ -108,16 +142,16 @@ function walk(node: JsonSchema, root: JsonSchema, path: Set<unknown>): Shape {
       }
       return { type: { kind: 'string' }, convert: (v, p) => (typeof v === 'string' ? wellFormed(v, p) : fail(p, 'a string', v)) };
     case 'array': {
-      const items = node.items && typeof node.items === 'object' && !Array.isArray(node.items) ? walk(node.items as JsonSchema, root, inner) : asJson;
+      const items = node.items && typeof node.items === 'object' && !Array.isArray(node.items) ? walk(node.items as JsonSchema, ctx, inner) : ctx.json;
       return {
         type: { kind: 'list', element: { nullable: true, type: items.type } },
         convert: (v, p) => (Array.isArray(v) ? v.map((e, i) => (e === null ? null : items.convert(e, `${p}[${i}]`))) : fail(p, 'an array', v)),
       };
     }
     case 'object':
-      return object(node, root, inner);
+      return object(node, ctx, inner);
     default:
-      return asJson;
+      return ctx.json;
   }
 }
 
@@ -188,14 +222,14 @@ function fail(path: string, expected: string, value: unknown): never {
   throw mismatch(path, expected, value);
 }
 
-function object(node: Record<string, unknown>, root: JsonSchema, path: Set<unknown>): Shape {
+function object(node: Record<string, unknown>, ctx: Walk, path: Set<unknown>): Shape {
   const properties = node.properties && typeof node.properties === 'object' ? (node.properties as Record<string, JsonSchema>) : {};
   const names = Object.keys(properties);
   const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
   if (names.length === 0) {
     const extra = node.additionalProperties;
     if (extra && typeof extra === 'object') {
-      const values = walk(extra as JsonSchema, root, path);
+      const values = walk(extra as JsonSchema, ctx, path);
       return {
         type: mapType(values.type),
         convert: (v, p) =>
@@ -204,12 +238,12 @@ function object(node: Record<string, unknown>, root: JsonSchema, path: Set<unkno
             : fail(p, 'an object', v),
       };
     }
-    return asJson;
+    return ctx.json;
   }
   const fields: Column[] = [];
   const converters: [string, Shape['convert']][] = [];
   for (const name of names) {
-    const shape = walk(properties[name]!, root, path);
+    const shape = walk(properties[name]!, ctx, path);
     fields.push({ name, type: shape.type, nullable: true });
     converters.push([name, shape.convert]);
   }

@@ -16,6 +16,7 @@
  *          `_error`: "value: …", "key: …", joined by "; ".
  */
 import { kafkaTableColumns } from '../parquet/kafka-table.js';
+import type { JsonRules } from '../parquet/json-text.js';
 import { sameType, validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
 import type { ByteSpanColumn, FileRecords, RecordColumns } from '../kafka/record.js';
 import { recordColumns } from '../kafka/record-batch.js';
@@ -72,13 +73,18 @@ export function unmergedIds(schema: TableSchema, sets: Iterable<FileRecords>): M
 
 const writers = new Map<string, WriterSchema | string>();
 
-/** The schema read for decoding (cached by id and text), or why it cannot be. */
-export function writerOf(schema: RegistrySchema): WriterSchema | string {
-  const key = `${schema.id}\u0000${schema.type}\u0000${schema.schema}\u0000${schema.references.map((r) => r.schema).join('\u0000')}`;
+/**
+ * The schema read for decoding (cached by id, text and rules), or why it cannot be.
+ * `rules`: the file's encoder's (`Encoder.jsonRules`), for what a JSON Schema's untyped
+ * value and an Avro record that contains itself may become (JSON text). Protobuf's do not
+ * depend on them: protobufjs reads and converts at most 100 messages deep on any thread.
+ */
+export function writerOf(schema: RegistrySchema, rules: JsonRules = 'engines'): WriterSchema | string {
+  const key = `${schema.id}\u0000${schema.type}\u0000${rules}\u0000${schema.schema}\u0000${schema.references.map((r) => r.schema).join('\u0000')}`;
   let writer = writers.get(key);
   if (writer === undefined) {
     try {
-      writer = schema.type === 'AVRO' ? avroWriter(schema) : schema.type === 'PROTOBUF' ? protobufWriter(schema) : jsonSchemaWriter(schema);
+      writer = schema.type === 'AVRO' ? avroWriter(schema, rules) : schema.type === 'PROTOBUF' ? protobufWriter(schema) : jsonSchemaWriter(schema, rules);
       // names the column model cannot take (empty, or twice in one struct) make it unreadable too
       validateColumns(sideColumns(writer.type, 'value'), `schema ${schema.id}`);
     } catch {
@@ -138,7 +144,8 @@ export class TableDecoder {
    */
   private readonly vectorColumns: ('bytes' | 'int64' | 'struct' | undefined)[];
 
-  constructor(private readonly format: RegistryFormat, private readonly schema: TableSchema) {
+  /** `rules`: the encoder's of the files this decoder's rows go into (`Encoder.jsonRules`). */
+  constructor(private readonly format: RegistryFormat, private readonly schema: TableSchema, private readonly rules: JsonRules = 'engines') {
     const kafka = new Set(kafkaTableColumns(format).map((c) => c.name));
     this.columns = schema.columns.filter((c) => !kafka.has(c.name));
     this.vectorColumns = this.columns.map((c) => {
@@ -182,7 +189,7 @@ export class TableDecoder {
     const merged = this.schema.registrySchemas?.[id];
     const problem = unusable(this.format, merged, id, this.schema.unreadableSchemas?.[id]?.reason);
     if (problem) return problem;
-    const writer = writerOf(merged!);
+    const writer = writerOf(merged!, this.rules);
     if (typeof writer === 'string') return writer;
     const targets: Route['targets'] = [];
     const whole = side === 'key' || writer.type.kind !== 'struct';
@@ -534,14 +541,14 @@ class ByteColumn {
   }
 }
 
-const decoders = new WeakMap<TableSchema, TableDecoder>();
+const decoders: Record<JsonRules, WeakMap<TableSchema, TableDecoder>> = { engines: new WeakMap(), 'json-parse': new WeakMap() };
 
-/** The decoder of a schema object (cached for as long as the object lives). */
-export function tableDecoder(format: RegistryFormat, schema: TableSchema): TableDecoder {
-  let decoder = decoders.get(schema);
+/** The decoder of a schema object for files of an encoder with these JSON rules (cached for as long as the object lives). */
+export function tableDecoder(format: RegistryFormat, schema: TableSchema, rules: JsonRules = 'engines'): TableDecoder {
+  let decoder = decoders[rules].get(schema);
   if (!decoder) {
-    decoder = new TableDecoder(format, schema);
-    decoders.set(schema, decoder);
+    decoder = new TableDecoder(format, schema, rules);
+    decoders[rules].set(schema, decoder);
   }
   return decoder;
 }

@@ -481,9 +481,9 @@ describe('Avro column decoder: the rows and the file are the usual path\'s', () 
       };
       const records: KafkaRecord[] = Array.from({ length: 200 }, (_, i) => ({ offset: BigInt(i), timestamp: Date.UTC(2026, 0, 1) + i, key: rnd() < 0.3 ? payload() : null, value: payload(), headers: [] }));
       const fast = buildFile(table, { ...schema }, 0, records, encoderVersion);
-      const fastRows = fileRows(table, { ...schema }, 0, records);
+      const fastRows = fileRows(table, { ...schema }, 0, records, encoderVersion);
       const usual = usualOnly(registry, () => buildFile(table, { ...schema }, 0, records, encoderVersion));
-      const usualRows = usualOnly(registry, () => fileRows(table, { ...schema }, 0, records));
+      const usualRows = usualOnly(registry, () => fileRows(table, { ...schema }, 0, records, encoderVersion));
       expect(comparable(fastRows.arrays), text).toEqual(comparable(usualRows.arrays));
       expect(Buffer.from(fast.file.sha256).toString('hex'), text).toBe(Buffer.from(usual.file.sha256).toString('hex'));
       const errors = columnValues(usualRows.arrays[usualRows.columns.findIndex((c) => c.name === '_error')]!);
@@ -493,9 +493,9 @@ describe('Avro column decoder: the rows and the file are the usual path\'s', () 
       const valid: KafkaRecord[] = records.map((record) => ({ ...record, key: null, value: s === 0 ? record.value : Buffer.concat([header(7), reference.toBuffer(gen.value(JSON.parse(text) as Json, new Map()))]) })).filter((_, i) => i % 2 === 0);
       const decodedNames = schema.columns.map((c) => c.name).filter((name) => !name.startsWith('_'));
       const only = new Set(decodedNames.filter(() => rnd() < 0.4));
-      if (s > 0 && usualOnly(registry, () => fileRows(table, { ...schema }, 0, valid)).arrays.some((column, c) => schema.columns[c]!.name === '_error' && columnValues(column).some((e) => e !== null))) continue;
+      if (s > 0 && usualOnly(registry, () => fileRows(table, { ...schema }, 0, valid, encoderVersion)).arrays.some((column, c) => schema.columns[c]!.name === '_error' && columnValues(column).some((e) => e !== null))) continue;
       if (s === 0) continue;
-      expect(comparable(fileRows(table, { ...schema }, 0, valid, { decodedOnly: only }).arrays), text).toEqual(comparable(usualOnly(registry, () => fileRows(table, { ...schema }, 0, valid, { decodedOnly: only })).arrays));
+      expect(comparable(fileRows(table, { ...schema }, 0, valid, encoderVersion, { decodedOnly: only }).arrays), text).toEqual(comparable(usualOnly(registry, () => fileRows(table, { ...schema }, 0, valid, encoderVersion, { decodedOnly: only })).arrays));
       projectedFiles++;
     }
     expect(projectedFiles).toBeGreaterThan(15);

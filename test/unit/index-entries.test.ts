@@ -12,6 +12,7 @@ import { resolveSettings } from '../../src/table/settings.js';
 import type { TableRecord } from '../../src/table/record.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
+import { encoderVersion } from '../../src/parquet/index.js';
 import { parseIndexColumn, type IndexDefinition, type IndexKind } from '../../src/indexes/definition.js';
 import { bloomGranules, BLOOM_PART } from '../../src/indexes/bloom-entries.js';
 import { fileIndexEntries, type IndexEntryRow } from '../../src/indexes/entries.js';
@@ -97,7 +98,7 @@ function granulesByKey(made: Made[], granuleRows: number, keyOf: (m: Made) => st
 describe('index entries of one file', () => {
   const granuleRows = 50;
   const made = records(7, 1_000);
-  const rows = fileRows(table, schema, 0, made.map((m) => m.record));
+  const rows = fileRows(table, schema, 0, made.map((m) => m.record), encoderVersion);
   const indexes = [
     index(1n, 'postings', ['_value.user'], granuleRows),
     index(2n, 'bloom', ['_key'], granuleRows),

@@ -1,7 +1,7 @@
 /**
  * Files in a catalog are rebuilt with the encoder version they name, possibly years
  * later: an encoder version must never change its output. These hashes pin
- * `hyparquet-writer@0.17.0/v1` and every encoder of our own writer (v2 and v3, LZ4_RAW and Snappy). If this test fails, the change (a dependency upgrade,
+ * `hyparquet-writer@0.17.0/v1` and every encoder of our own writer (v2, v3 and v4, LZ4_RAW and Snappy). If this test fails, the change (a dependency upgrade,
  * a schema mapping, value normalization, writer options) belongs in a new encoder
  * version in src/parquet/encoder.ts, never in an existing one.
  */
@@ -115,9 +115,11 @@ const V2_LZ4 = 'offsetlake-parquet@2/lz4-napi@2.10.0';
 const V2_SNAPPY = 'offsetlake-parquet@2/snappy@7.4.3';
 const V3_LZ4 = 'offsetlake-parquet@3/lz4-napi@2.10.0';
 const V3_SNAPPY = 'offsetlake-parquet@3/snappy@7.4.3';
+const V4_LZ4 = 'offsetlake-parquet@4/lz4-napi@2.10.0';
+const V4_SNAPPY = 'offsetlake-parquet@4/snappy@7.4.3';
 
-it(`new files are built with ${V3_LZ4}`, () => {
-  expect(encoderVersion).toBe(V3_LZ4);
+it(`new files are built with ${V4_LZ4}`, () => {
+  expect(encoderVersion).toBe(V4_LZ4);
 });
 
 const pinned: Record<string, { json: object; raw: object; typed: object }> = {
@@ -140,6 +142,17 @@ const pinned: Record<string, { json: object; raw: object; typed: object }> = {
     json: { byteLength: 86355, sha256: '6134d66289845c4689106813da7aec926470cb3af517326c2baf346e55e2f682' },
     raw: { byteLength: 83333, sha256: '032477ed3d19c6c49bc625ccdeb213e47aa746d88647f11eb8c7eeb162811478' },
     typed: { byteLength: 84576, sha256: 'cca2e5657e92487d8f63e02d52adc8a7e6b7057770792563655511591777f33b' },
+  },
+  // v4 is v3 with other JSON rules: the same pages for these rows (no lone surrogate), its own version in the footer
+  [V4_LZ4]: {
+    json: { byteLength: 84765, sha256: '8d34a33c0a417be8cf7a04e426f4372e23c2c4428149215d1db5e6ba847a6b41' },
+    raw: { byteLength: 81957, sha256: '844459a7cbbac1725249c994467e94b6710a64508bd2022bf85f358caf4fe7bd' },
+    typed: { byteLength: 84745, sha256: 'd2e09e4c0db4dd2f4b92330d958b1bafa388b8cd14a154632af49e4b103048b0' },
+  },
+  [V4_SNAPPY]: {
+    json: { byteLength: 86355, sha256: '882b2f15ffe606fd74af2e562f1d4878d216352c03028ab12ed249abf9e376c2' },
+    raw: { byteLength: 83333, sha256: 'c7fdffa5594599cfc1012990cf65ebf058640b2efa742be8e6608a539f2891c2' },
+    typed: { byteLength: 84576, sha256: 'd5b6bad25dccdef32d00b4c0ef9d068a852ed6cda808250c5dae2fe7b071d7b0' },
   },
 };
 
@@ -287,10 +300,11 @@ describe('an avro table file, decoded from the wire format, keeps its bytes', ()
   });
   const table = { tableId: 1n, name: 't', topic: 't', format: 'avro', settings: resolveSettings({ row_group_rows: '700' }) } as unknown as TableRecord;
   const pinnedAvro: Record<string, { byteLength: number; sha256: string }> = {
+    [V4_LZ4]: { byteLength: 131023, sha256: '55d8fa5d24055b7cebdaea106e0be95b36330421b7780ee70a98701e87dc041f' },
     [V3_LZ4]: { byteLength: 131023, sha256: '4fbf6af29a212260b65eb43d7bdad826ffedb6272505c393458dc2bb8bbd02e7' },
     [V2_LZ4]: { byteLength: 131023, sha256: '07810e19031f48810c1703fec763dd6903a2452bb57a5092455ebb02c4edb877' },
   };
-  it.each([V3_LZ4, V2_LZ4])('%s', (version) => {
+  it.each([V4_LZ4, V3_LZ4, V2_LZ4])('%s', (version) => {
     const f = encodeFile(table, schema, 2, records, version);
     expect(golden(f.bytes, f.sha256)).toEqual(pinnedAvro[version]);
   });

@@ -21,12 +21,17 @@
  *             recursion limit is a RecursionError, so Python abstains on the deep cases.
  *           Lone surrogate escapes ("\ud800") are JSON text for both (RFC 8259 §8.2
  *           leaves their meaning open, not their validity).
+ * These are the `json-parse` rules (encoders before v4). The `engines` rules (v4 on) also
+ * refuse a lone surrogate escape, as DuckDB does: their oracles are DuckDB's JSON cast and
+ * Python's json with every string and key encoded as UTF-8 after.
  */
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { isJsonText, jsonValueError, jsonValueReason } from '../../src/parquet/index.js';
+import { isJsonText, jsonValueError, jsonValueReason, type JsonRules } from '../../src/parquet/index.js';
 
 const utf8 = new TextEncoder();
+/** isJsonText of a whole value by `rules`. */
+const jsonTextBy = (b: Uint8Array, rules: JsonRules): boolean => isJsonText(b, 0, b.length, rules);
 const fatal = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function prng(seed: number): () => number {
@@ -56,13 +61,19 @@ def refuse(name):
     raise ValueError('not JSON: ' + name)
 def keep(text):
     return 0
+engines = sys.argv[1] == 'engines'
 out = []
 for line in sys.stdin.read().split('\\n'):
     if line == '':
         continue
     value = bytes.fromhex(line[1:])
     try:
-        json.loads(value.decode('utf-8'), parse_constant=refuse, parse_int=keep, parse_float=keep)
+        # by the engines rules objects are kept as lists of (key, value) pairs: a repeated key keeps every value
+        hook = list if engines else None
+        parsed = json.loads(value.decode('utf-8'), parse_constant=refuse, parse_int=keep, parse_float=keep, object_pairs_hook=hook)
+        if engines:
+            # every string and key Unicode text: a lone surrogate cannot be encoded (UnicodeEncodeError)
+            json.dumps(parsed, ensure_ascii=False).encode('utf-8')
         out.append('y')
     except RecursionError:
         out.append('r')
@@ -71,10 +82,14 @@ for line in sys.stdin.read().split('\\n'):
 sys.stdout.write(''.join(out))
 `;
 
-/** Python's verdict per value: true, false, or undefined when it ran out of recursion. */
-function pythonOracle(values: readonly Uint8Array[]): (boolean | undefined)[] {
+/**
+ * Python's verdict per value: true, false, or undefined when it ran out of recursion. By
+ * the `engines` rules the parsed value's strings and keys must also encode as UTF-8, which
+ * a lone surrogate does not (Python's json joins an escaped pair into one character).
+ */
+function pythonOracle(values: readonly Uint8Array[], rules: JsonRules = 'json-parse'): (boolean | undefined)[] {
   const input = values.map((v) => `x${Buffer.from(v).toString('hex')}\n`).join('');
-  const out = execFileSync('python3', ['-c', PYTHON_ORACLE], { input, maxBuffer: 1 << 30, encoding: 'utf8' });
+  const out = execFileSync('python3', ['-c', PYTHON_ORACLE, rules], { input, maxBuffer: 1 << 30, encoding: 'utf8' });
   expect(out.length).toBe(values.length);
   return [...out].map((c) => (c === 'y' ? true : c === 'n' ? false : undefined));
 }
@@ -292,8 +307,8 @@ describe('isJsonText: the grammar edge cases', () => {
   it('takes every y_ case, as JSON.parse and Python do', () => {
     const python = pythonOracle(yes.map((c) => c.value));
     yes.forEach((c, k) => {
-      expect(isJsonText(c.value), c.name).toBe(true);
-      expect(jsonValueError(c.value), c.name).toBeNull();
+      expect(jsonTextBy(c.value, 'json-parse'), c.name).toBe(true);
+      expect(jsonValueError(c.value, 'json-parse'), c.name).toBeNull();
       expect(v8Oracle(c.value), `V8: ${c.name}`).toBe(true);
       expect(python[k], `Python: ${c.name}`).toBe(c.deep ? undefined : true);
     });
@@ -302,24 +317,24 @@ describe('isJsonText: the grammar edge cases', () => {
   it('refuses every n_ case, as JSON.parse and Python do, with the reason given before the byte-level check', () => {
     const python = pythonOracle(noCases.map((c) => c.value));
     no.forEach(([name, value, reason, isDeep], k) => {
-      expect(isJsonText(value), name).toBe(false);
+      expect(jsonTextBy(value, 'json-parse'), name).toBe(false);
       expect(v8Oracle(value), `V8: ${name}`).toBe(false);
       expect(python[k], `Python: ${name}`).toBe(isDeep ? undefined : false);
-      expect(jsonValueError(value), name).toBe(reason);
-      expect(jsonValueReason(value), name).toBe(reason);
+      expect(jsonValueError(value, 'json-parse'), name).toBe(reason);
+      expect(jsonValueReason(value, 'json-parse'), name).toBe(reason);
     });
   });
 
   it('decides a view by its own bytes, not by the buffer around it', () => {
     const buffer = bytes([0xff, 0x5b], '{"a":"ü"}', [0x2c, 0xc0]);
     const view = buffer.subarray(2, buffer.length - 2);
-    expect(isJsonText(view)).toBe(true);
-    expect(jsonValueError(view)).toBeNull();
+    expect(jsonTextBy(view, 'json-parse')).toBe(true);
+    expect(jsonValueError(view, 'json-parse')).toBeNull();
     expect(isJsonText(buffer.subarray(2, buffer.length - 3))).toBe(false);
     const cut = bytes('{"a":"ü"}', [0xc0]); // 10 bytes of JSON, then a byte that is not UTF-8
-    expect(jsonValueError(cut.subarray(0, 10))).toBeNull();
-    expect(jsonValueError(cut.subarray(0, 9))).toBe('value is not valid JSON: unexpected end of input');
-    expect(jsonValueError(cut)).toBe('value is not valid UTF-8: bad byte 0xc0 at byte 10');
+    expect(jsonValueError(cut.subarray(0, 10), 'json-parse')).toBeNull();
+    expect(jsonValueError(cut.subarray(0, 9), 'json-parse')).toBe('value is not valid JSON: unexpected end of input');
+    expect(jsonValueError(cut, 'json-parse')).toBe('value is not valid UTF-8: bad byte 0xc0 at byte 10');
     expect(isJsonText(buffer.subarray(2, 2))).toBe(false);
   });
 });
@@ -421,12 +436,12 @@ describe('isJsonText against JSON.parse and Python on a generated corpus', () =>
     let valid = 0;
     let badUtf8 = 0;
     corpus.forEach((value, k) => {
-      const ours = isJsonText(value);
+      const ours = jsonTextBy(value, 'json-parse');
       const v8 = v8Oracle(value);
       if (ours !== v8) disagreements.push(`V8 says ${v8}: ${show(value)}`);
       if (ours !== python[k]) disagreements.push(`Python says ${python[k]}: ${show(value)}`);
-      const reason = jsonValueError(value);
-      const reference = jsonValueReason(value);
+      const reason = jsonValueError(value, 'json-parse');
+      const reference = jsonValueReason(value, 'json-parse');
       if (reason !== reference || (reason === null) !== ours) disagreements.push(`reason ${reason}, reference ${reference}: ${show(value)}`);
       if (ours) valid++;
       if (reason?.startsWith('value is not valid UTF-8')) badUtf8++;
@@ -453,8 +468,8 @@ describe('isJsonText against JSON.parse and Python on a generated corpus', () =>
     const python = pythonOracle(corpus);
     const disagreements: string[] = [];
     corpus.forEach((value, k) => {
-      const ours = isJsonText(value);
-      if (ours !== v8Oracle(value) || ours !== python[k] || jsonValueError(value) !== jsonValueReason(value)) disagreements.push(show(value));
+      const ours = jsonTextBy(value, 'json-parse');
+      if (ours !== v8Oracle(value) || ours !== python[k] || jsonValueError(value, 'json-parse') !== jsonValueReason(value, 'json-parse')) disagreements.push(show(value));
     });
     expect(disagreements).toEqual([]);
   });
@@ -473,9 +488,103 @@ describe('isJsonText against JSON.parse and Python on a generated corpus', () =>
     const python = pythonOracle(corpus);
     const disagreements: string[] = [];
     corpus.forEach((value, k) => {
-      const ours = isJsonText(value);
-      if (ours !== v8Oracle(value) || ours !== python[k] || jsonValueError(value) !== jsonValueReason(value)) disagreements.push(show(value));
+      const ours = jsonTextBy(value, 'json-parse');
+      if (ours !== v8Oracle(value) || ours !== python[k] || jsonValueError(value, 'json-parse') !== jsonValueReason(value, 'json-parse')) disagreements.push(show(value));
     });
     expect(disagreements).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// The `engines` rules (encoder v4 on, issue 46): an escaped surrogate must be half of a
+// pair, because DuckDB's JSON reader refuses any other and with it every query that reads
+// the column.
+
+const DUCKDB_ORACLE = `
+import duckdb, sys
+con = duckdb.connect()
+out = []
+for line in sys.stdin.read().split('\\n'):
+    if line == '':
+        continue
+    try:
+        con.execute('SELECT CAST(? AS JSON)', [bytes.fromhex(line).decode('utf-8')]).fetchall()
+        out.append('y')
+    except duckdb.Error:
+        out.append('n')
+sys.stdout.write(''.join(out))
+`;
+
+/** DuckDB's verdict per value (UTF-8 text): whether its JSON type takes it. */
+function duckdbOracle(values: readonly Uint8Array[]): boolean[] {
+  const out = execFileSync('python3', ['-c', DUCKDB_ORACLE], { input: values.map((v) => `${Buffer.from(v).toString('hex')}\n`).join(''), encoding: 'utf8' });
+  expect(out.length).toBe(values.length);
+  return [...out].map((c) => c === 'y');
+}
+
+const pairs: Case[] = [
+  { name: 'y_surrogate pair', value: bytes('"\\uD83D\\uDE00"') },
+  { name: 'y_surrogate pair, lower case', value: bytes('{"s":"\\ud83d\\ude00"}') },
+  { name: 'y_surrogate pair, highest', value: bytes('"\\udbff\\udfff"') },
+  { name: 'y_surrogate pair, lowest, then text', value: bytes('"\\ud800\\udc00\\u0041x"') },
+  { name: 'y_surrogate pair as a key', value: bytes('{"\\ud83d\\ude00":1}') },
+  { name: 'y_an escaped backslash, then ud800 as text', value: bytes('"\\\\ud800"') },
+  { name: 'y_just below and above the surrogates', value: bytes('"\\ud7ff\\ue000\\uD7FF\\uE000"') },
+];
+
+const lone: [name: string, value: Uint8Array, reason: string][] = [
+  ['n_lone high surrogate', bytes('{"s":"\\ud800"}'), 'value is not valid JSON: lone surrogate escape \\ud800 at byte 6'],
+  ['n_lone low surrogate', bytes('"\\udc00"'), 'value is not valid JSON: lone surrogate escape \\udc00 at byte 1'],
+  ['n_high surrogate then another escape', bytes('"\\uD800\\u0041"'), 'value is not valid JSON: lone surrogate escape \\uD800 at byte 1'],
+  ['n_two high surrogates', bytes('"\\ud800\\ud800"'), 'value is not valid JSON: lone surrogate escape \\ud800 at byte 1'],
+  ['n_reversed pair', bytes('"\\udfff\\ud800"'), 'value is not valid JSON: lone surrogate escape \\udfff at byte 1'],
+  ['n_high surrogate then text', bytes('"\\udbffx"'), 'value is not valid JSON: lone surrogate escape \\udbff at byte 1'],
+  ['n_high surrogate at the end of the string', bytes('["a","\\ud800"]'), 'value is not valid JSON: lone surrogate escape \\ud800 at byte 6'],
+  ['n_high surrogate then an escaped backslash', bytes('"\\ud800\\\\udc00"'), 'value is not valid JSON: lone surrogate escape \\ud800 at byte 1'],
+  ['n_a pair, then a low one', bytes('"\\ud800\\udc00\\udc00"'), 'value is not valid JSON: lone surrogate escape \\udc00 at byte 13'],
+  ['n_lone surrogate in a key', bytes('{"\\ud800":1}'), 'value is not valid JSON: lone surrogate escape \\ud800 at byte 2'],
+  ['n_lone surrogate after multi-byte text', bytes('"日本\\uDC00"'), 'value is not valid JSON: lone surrogate escape \\uDC00 at byte 7'],
+];
+
+describe('the engines rules (encoder v4 on): escaped surrogates in pairs only', () => {
+  it('takes a pair and refuses a lone surrogate as DuckDB and Python (strings as UTF-8) do, with the reason naming the escape and its byte', () => {
+    const values = [...pairs.map((c) => c.value), ...lone.map(([, value]) => value)];
+    const expected = [...pairs.map(() => true), ...lone.map(() => false)];
+    expect(duckdbOracle(values)).toEqual(expected);
+    expect(pythonOracle(values, 'engines')).toEqual(expected);
+    for (const c of pairs) {
+      expect(jsonTextBy(c.value, 'engines'), c.name).toBe(true);
+      expect(jsonValueError(c.value), c.name).toBeNull();
+    }
+    for (const [name, value, reason] of lone) {
+      expect(jsonTextBy(value, 'engines'), name).toBe(false);
+      expect(jsonValueError(value), name).toBe(reason);
+      expect(jsonValueReason(value), name).toBe(reason);
+      // the encoders before v4 took it, as JSON.parse does
+      expect(jsonValueError(value, 'json-parse'), name).toBeNull();
+    }
+  });
+
+  it('decides the generated corpus as Python with strings encoded as UTF-8 does, and as the json-parse rules wherever no surrogate is escaped', () => {
+    const rnd = prng(46);
+    const corpus: Uint8Array[] = [];
+    for (let k = 0; k < 4_000; k++) {
+      const json = utf8.encode(randomJson(rnd));
+      corpus.push(json);
+      for (let m = 0; m < 3; m++) corpus.push(mutate(rnd, json));
+    }
+    const python = pythonOracle(corpus, 'engines');
+    const disagreements: string[] = [];
+    let refusedForSurrogates = 0;
+    corpus.forEach((value, k) => {
+      const ours = jsonTextBy(value, 'engines');
+      if (ours !== python[k]) disagreements.push(`Python says ${python[k]}: ${show(value)}`);
+      const reason = jsonValueError(value);
+      if (reason !== jsonValueReason(value) || (reason === null) !== ours) disagreements.push(`reason ${reason}, reference ${jsonValueReason(value)}: ${show(value)}`);
+      if (reason?.includes('lone surrogate')) refusedForSurrogates++;
+      else if (reason !== jsonValueError(value, 'json-parse')) disagreements.push(`reason ${reason}, by json-parse ${jsonValueError(value, 'json-parse')}: ${show(value)}`);
+    });
+    expect(disagreements).toEqual([]);
+    expect(refusedForSurrogates).toBeGreaterThan(corpus.length / 50);
   });
 });
