@@ -406,7 +406,8 @@ export class LocalRunner {
       if (range) this.count([range]);
       if (reason !== undefined) {
         const end = indexer.heldLease?.indexedEnd;
-        unflushed.set(`${indexer.table.name}/${indexer.partition}`, `${reason}; its records from offset ${end ?? 'its indexed end'} on are not indexed yet (the next run reads them again)`);
+        const from = end === undefined ? 'its records' : `its records from offset ${end} on`;
+        unflushed.set(`${indexer.table.name}/${indexer.partition}`, `${reason}; ${from} are not indexed yet (the next run reads them again)`);
       }
     }
     return unflushed;
