@@ -61,9 +61,9 @@ describe('decompression bounded by maxRecordBytes (the memory budget of run --me
     for (const { fixture, file, version } of responses) {
       for (const batch of batchesOf(fixture, file, version).batches) {
         if (batchCodec(batch) === 'none' || isControlBatch(batch)) continue;
-        const size = batchRecordBytes(batch, source(fixture)).length;
+        const size = batchRecordBytes(batch, source(fixture))!.length;
         const at = (limit: number) => ({ ...source(fixture), maxRecordBytes: limit });
-        expect(batchRecordBytes(batch, at(size)).length).toBe(size);
+        expect(batchRecordBytes(batch, at(size))!.length).toBe(size);
         expect(decodeRecords(batch, at(size)).length).toBe(batch.recordCount);
         let refused: unknown;
         try {
