@@ -20,41 +20,11 @@ import { partitionStatus } from '../../src/tables/status.js';
 import { parseRecordBatches } from '../../src/kafka/record-batch.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { readCommittedIndependently } from '../helpers/independent-kafka.js';
-import { batchBytes } from '../helpers/record-batch-bytes.js';
+import { batchBytes, varint, zstdFrame } from '../helpers/record-batch-bytes.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { rebuiltRows } from '../helpers/verify.js';
 
 const MiB = 1 << 20;
-
-/** A zigzag varint, as Kafka writes record fields. */
-function varint(n: number): Buffer {
-  let z = n >= 0 ? 2 * n : -2 * n - 1;
-  const out: number[] = [];
-  do {
-    let b = z % 128;
-    z = Math.floor(z / 128);
-    if (z > 0) b |= 0x80;
-    out.push(b);
-  } while (z > 0);
-  return Buffer.from(out);
-}
-
-/** One zstd frame (RFC 8878 3.1.1) of raw blocks and, for a count of zeros, RLE blocks. */
-function zstdFrame(parts: (Buffer | number)[]): Buffer {
-  const BLOCK = 128 << 10;
-  const blocks: Buffer[] = [];
-  const block = (type: number, size: number, content: Buffer) => {
-    const header = Buffer.alloc(3);
-    header.writeUIntLE((size << 3) | (type << 1), 0, 3);
-    blocks.push(header, content);
-  };
-  for (const part of parts) {
-    if (typeof part === 'number') for (let left = part; left > 0; left -= BLOCK) block(1, Math.min(BLOCK, left), Buffer.from([0]));
-    else for (let at = 0; at < part.length; at += BLOCK) block(0, Math.min(BLOCK, part.length - at), part.subarray(at, at + BLOCK));
-  }
-  blocks.push(Buffer.from([1, 0, 0]));
-  return Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3]), ...blocks]);
-}
 
 /** Three records (offset deltas 0-2, as a producer must write them) of 700 MiB of zeros each, zstd. */
 function bombBatch(baseTimestamp: number): Buffer {

@@ -2,8 +2,9 @@
  * A record batch that decompresses to more than MAX_BATCH_RECORD_BYTES (2 GiB less a byte,
  * a fixed property of the format) becomes error rows with its records' own offsets and
  * timestamps, under any memory budget and without one; it never stops its partition.
- * The batches are written here from Kafka's record format (test/helpers/record-batch-bytes.ts)
- * and compressed by zlib as a producer would: zeros, so that gigabytes take kilobytes.
+ * The batches are written here from Kafka's record format (test/helpers/record-batch-bytes.ts),
+ * their values zeros so that gigabytes take kilobytes: zstd as one frame of RLE blocks
+ * written from RFC 8878, gzip as members made by zlib.
  */
 import * as zlib from 'node:zlib';
 import { parquetReadObjects } from 'hyparquet';
@@ -17,48 +18,13 @@ import { encoderVersion } from '../../src/parquet/index.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
 import type { TableRecord } from '../../src/table/record.js';
-import { batchBytes, recordBytes } from '../helpers/record-batch-bytes.js';
+import { batchBytes, recordBytes, varint, zstdFrame } from '../helpers/record-batch-bytes.js';
 import { readAsText } from '../helpers/table-audit.js';
 
 const MiB = 1 << 20;
 const source = { topic: 'bombs', partition: 2 };
 const ZSTD = 4;
 const GZIP = 1;
-
-/** A zigzag varint, as Kafka writes record fields. */
-function varint(n: number): Buffer {
-  let z = n >= 0 ? 2 * n : -2 * n - 1;
-  const out: number[] = [];
-  do {
-    let b = z % 128;
-    z = Math.floor(z / 128);
-    if (z > 0) b |= 0x80;
-    out.push(b);
-  } while (z > 0);
-  return Buffer.from(out);
-}
-
-/**
- * Bytes as one zstd frame (RFC 8878 section 3.1.1) of raw blocks and, for runs of zeros,
- * RLE blocks: a producer's zstd of mostly zeros, in kilobytes, without compressing
- * gigabytes here. A part is bytes, or a count of zeros.
- */
-function zstdFrame(parts: (Buffer | number)[]): Buffer {
-  const BLOCK = 128 << 10; // Block_Maximum_Size
-  const blocks: Buffer[] = [];
-  const block = (type: number, size: number, content: Buffer) => {
-    const header = Buffer.alloc(3);
-    header.writeUIntLE((size << 3) | (type << 1), 0, 3);
-    blocks.push(header, content);
-  };
-  for (const part of parts) {
-    if (typeof part === 'number') for (let left = part; left > 0; left -= BLOCK) block(1, Math.min(BLOCK, left), Buffer.from([0]));
-    else for (let at = 0; at < part.length; at += BLOCK) block(0, Math.min(BLOCK, part.length - at), part.subarray(at, at + BLOCK));
-  }
-  blocks.push(Buffer.from([1, 0, 0])); // an empty last raw block
-  // magic; Frame_Header_Descriptor 0 (no content size, not single-segment); Window_Descriptor: 2^(10+7) = 128 KiB
-  return Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3]), ...blocks]);
-}
 
 const gzipZeros = new Map<number, Buffer>();
 /** gzip of bytes and zeros: one member per part (gunzip, as Kafka's readers, takes concatenated members); zeros in 64 MiB members made once. */
