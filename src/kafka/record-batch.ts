@@ -217,7 +217,7 @@ export function batchRecordBytes(batch: RecordBatch, source: BatchSource): Buffe
     const overLimit = error instanceof OverLimit || (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
     if (!overLimit && error instanceof CorruptRecordBatchError) throw error;
     if (!overLimit) throw notDecompressing(batch, source, error);
-    if (limit === MAX_BATCH_RECORD_BYTES || decompressedBytes(batch, source, MAX_BATCH_RECORD_BYTES + 1) > MAX_BATCH_RECORD_BYTES) return null;
+    if (limit === MAX_BATCH_RECORD_BYTES || !underBound(batch, source)) return null;
     throw new BatchTooLargeError(source.topic, source.partition, batch.baseOffset, batchLastOffset(batch), batchCodec(batch), LOG_OVERHEAD + batch.batchLength, budget);
   }
   throw new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, `unknown compression codec ${codec} (attributes 0x${batch.attributes.toString(16)})`);
@@ -251,6 +251,24 @@ function decompressedBytes(batch: RecordBatch, source: BatchSource, stopAfter: n
   let total = 0;
   decompressedChunks(batch, source, (chunk) => (total += chunk.length) <= stopAfter);
   return total;
+}
+
+/**
+ * Batches measured under MAX_BATCH_RECORD_BYTES but over a memory budget, by partition,
+ * offset and CRC-32C: a partition that waits on one reads it again at every try, and
+ * measuring it again could take seconds each time. Only this outcome is kept: at worst
+ * (a CRC that collides at the same offset) a batch waits, and no row depends on it.
+ */
+const measuredUnder = new Set<string>();
+const MEASURED_KEPT = 256;
+
+function underBound(batch: RecordBatch, source: BatchSource): boolean {
+  const key = `${source.topic}\0${source.partition}\0${batch.baseOffset}\0${batch.crc}`;
+  if (measuredUnder.has(key)) return true;
+  if (decompressedBytes(batch, source, MAX_BATCH_RECORD_BYTES + 1) > MAX_BATCH_RECORD_BYTES) return false;
+  if (measuredUnder.size >= MEASURED_KEPT) measuredUnder.delete(measuredUnder.values().next().value!);
+  measuredUnder.add(key);
+  return true;
 }
 
 /**
