@@ -232,7 +232,7 @@ function notDecompressing(batch: RecordBatch, source: BatchSource, error: unknow
  * gzip and zstd as a stream through one small buffer, snappy and LZ4 block by block (a
  * single raw snappy block, or an LZ4 frame of linked blocks, whole).
  */
-function decompressedChunks(batch: RecordBatch, source: BatchSource, visit: ChunkVisitor): void {
+export function decompressedChunks(batch: RecordBatch, source: BatchSource, visit: ChunkVisitor): void {
   const codec = batch.attributes & COMPRESSION_CODEC_MASK;
   try {
     if (codec === 1 || codec === 4) zlibChunks(codec, batch.data, visit);
