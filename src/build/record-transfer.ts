@@ -27,6 +27,8 @@ export interface PackedRecords {
   headerPlaces: Int32Array;
   /** The header names as text, only when one is not well-formed text (the names are then not in `bytes`). */
   headerNames: string[] | null;
+  /** Each record's `readError` (cloned, not moved), when some record has one. */
+  readErrors: (string | null)[] | null;
 }
 
 export function packRecords(records: FileRecords): PackedRecords {
@@ -50,6 +52,7 @@ export function packRecords(records: FileRecords): PackedRecords {
     headerStarts: own(columns.headerStarts),
     headerPlaces: new Int32Array(headers * 4),
     headerNames: names ? null : list!.flatMap((record) => record.headers.map(([name]) => name)),
+    readErrors: columns.readErrors ?? null,
   };
   let at = 0;
   const put = (column: ByteSpanColumn, i: number, places: Int32Array, where: number): void => {
@@ -94,6 +97,7 @@ export function unpackRecords(packed: PackedRecords): FileRecords {
       headerNames: spanColumn(all, packed.headerPlaces, 0, 4),
       headerValues: spanColumn(all, packed.headerPlaces, 2, 4),
     };
+    if (packed.readErrors) columns.readErrors = packed.readErrors;
     return columns;
   }
   const part = (places: Int32Array, where: number): Buffer | null => (places[where + 1]! < 0 ? null : all.subarray(places[where]!, places[where]! + places[where + 1]!));
@@ -104,7 +108,8 @@ export function unpackRecords(packed: PackedRecords): FileRecords {
       headers.push([packed.headerNames ? packed.headerNames[h]! : all.toString('utf8', packed.headerPlaces[h * 4]!, packed.headerPlaces[h * 4]! + packed.headerPlaces[h * 4 + 1]!), part(packed.headerPlaces, h * 4 + 2)]);
     }
     const offset = packed.offsets ? BigInt(packed.offsets[r]!) : packed.bigOffsets![r]!;
-    records[r] = { offset, timestamp: packed.timestamps[r]!, key: part(packed.places, r * 4), value: part(packed.places, r * 4 + 2), headers };
+    const readError = packed.readErrors?.[r];
+    records[r] = { offset, timestamp: packed.timestamps[r]!, key: part(packed.places, r * 4), value: part(packed.places, r * 4 + 2), headers, ...(readError ? { readError } : {}) };
   }
   return records;
 }

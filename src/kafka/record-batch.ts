@@ -44,6 +44,7 @@ import { decompressFrameSync as lz4FrameDecompress, uncompressSync as lz4BlockDe
 import { uncompressSync as snappyUncompress } from 'snappy';
 import { crc32c } from './crc32c.js';
 import { BatchTooLargeError, CorruptRecordBatchError } from './batch-errors.js';
+import { MAX_BATCH_RECORD_BYTES, recordHeads, UnreadableRecord, zlibChunks, type ChunkVisitor } from './unreadable-batch.js';
 import type { ByteSpanColumn, FileRecords, KafkaRecord, RecordColumns } from './record.js';
 
 /** Where a batch comes from, for errors; and how far its records may decompress. */
@@ -190,16 +191,21 @@ const XERIAL_HEADER_BYTES = 16; // magic, int32 version, int32 minimum compatibl
 class OverLimit extends Error {}
 
 /**
- * The batch's records, uncompressed: `batch.data` itself when the batch is not compressed.
- * Under `source.maxRecordBytes` nothing larger is ever allocated: gzip and zstd stop at it
- * (zlib's maxOutputLength), snappy's uncompressed lengths are read from its headers before
- * a block is decoded, LZ4's blocks are counted as they are decoded (4 MiB each at most).
+ * The batch's records, uncompressed: `batch.data` itself when the batch is not compressed;
+ * null when they decompress to more than MAX_BATCH_RECORD_BYTES, which no process reads
+ * (`unreadableRecords` makes its rows). Nothing larger than the bound or than
+ * `source.maxRecordBytes` is ever allocated: gzip and zstd stop at it (zlib's
+ * maxOutputLength), snappy's uncompressed lengths are read from its headers before a block
+ * is decoded, LZ4's blocks are counted as they are decoded (4 MiB each at most). A batch
+ * over `maxRecordBytes` is then measured as a stream against the fixed bound: under it, a
+ * BatchTooLargeError (the partition waits for a larger budget); over it, null.
  */
-export function batchRecordBytes(batch: RecordBatch, source: BatchSource): Buffer {
+export function batchRecordBytes(batch: RecordBatch, source: BatchSource): Buffer | null {
   const codec = batch.attributes & COMPRESSION_CODEC_MASK;
   if (codec === 0) return batch.data;
-  const limit = source.maxRecordBytes ?? Infinity;
-  const bounded = limit < Infinity ? { maxOutputLength: limit } : undefined;
+  const budget = source.maxRecordBytes ?? Infinity;
+  const limit = Math.min(budget, MAX_BATCH_RECORD_BYTES);
+  const bounded = { maxOutputLength: limit };
   try {
     switch (codec) {
       case 1: return zlib.gunzipSync(batch.data, bounded);
@@ -208,13 +214,82 @@ export function batchRecordBytes(batch: RecordBatch, source: BatchSource): Buffe
       case 4: return zlib.zstdDecompressSync(batch.data, bounded);
     }
   } catch (error) {
-    const overLimit = error instanceof OverLimit || (bounded !== undefined && (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE');
-    if (overLimit) throw new BatchTooLargeError(source.topic, source.partition, batch.baseOffset, batchLastOffset(batch), batchCodec(batch), LOG_OVERHEAD + batch.batchLength, limit);
-    if (error instanceof CorruptRecordBatchError) throw error;
-    throw new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, `its ${batchCodec(batch)} records do not decompress: ${(error as Error).message}`, { cause: error });
+    const overLimit = error instanceof OverLimit || (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
+    if (!overLimit && error instanceof CorruptRecordBatchError) throw error;
+    if (!overLimit) throw notDecompressing(batch, source, error);
+    if (limit === MAX_BATCH_RECORD_BYTES || !underBound(batch, source)) return null;
+    throw new BatchTooLargeError(source.topic, source.partition, batch.baseOffset, batchLastOffset(batch), batchCodec(batch), LOG_OVERHEAD + batch.batchLength, budget);
   }
   throw new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, `unknown compression codec ${codec} (attributes 0x${batch.attributes.toString(16)})`);
 }
+
+function notDecompressing(batch: RecordBatch, source: BatchSource, error: unknown): CorruptRecordBatchError {
+  return new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, `its ${batchCodec(batch)} records do not decompress: ${(error as Error).message}`, { cause: error });
+}
+
+/**
+ * Hands the batch's decompressed records to `visit`, part by part, until it returns false:
+ * gzip and zstd as a stream through one small buffer, snappy and LZ4 block by block (a
+ * single raw snappy block, or an LZ4 frame of linked blocks, whole).
+ */
+export function decompressedChunks(batch: RecordBatch, source: BatchSource, visit: ChunkVisitor): void {
+  const codec = batch.attributes & COMPRESSION_CODEC_MASK;
+  try {
+    if (codec === 1 || codec === 4) zlibChunks(codec, batch.data, visit);
+    else if (codec === 2) snappyDecompress(batch.data, Infinity, visit);
+    else if (codec === 3) lz4Decompress(batch.data, Infinity, visit);
+    else visit(batch.data);
+  } catch (error) {
+    if (error instanceof CorruptRecordBatchError) throw error;
+    throw notDecompressing(batch, source, error);
+  }
+}
+
+/** How many bytes the batch's records decompress to, counted without holding them; counting stops past `stopAfter`. */
+function decompressedBytes(batch: RecordBatch, source: BatchSource, stopAfter: number): number {
+  if ((batch.attributes & COMPRESSION_CODEC_MASK) === 2 && !isXerial(batch.data)) return snappyLength(batch.data); // one raw block says its size
+  let total = 0;
+  decompressedChunks(batch, source, (chunk) => (total += chunk.length) <= stopAfter);
+  return total;
+}
+
+/**
+ * Batches measured under MAX_BATCH_RECORD_BYTES but over a memory budget, by partition,
+ * offset and CRC-32C: a partition that waits on one reads it again at every try, and
+ * measuring it again could take seconds each time. Only this outcome is kept: at worst
+ * (a CRC that collides at the same offset) a batch waits, and no row depends on it.
+ */
+const measuredUnder = new Set<string>();
+const MEASURED_KEPT = 256;
+
+function underBound(batch: RecordBatch, source: BatchSource): boolean {
+  const key = `${source.topic}\0${source.partition}\0${batch.baseOffset}\0${batch.crc}`;
+  if (measuredUnder.has(key)) return true;
+  if (decompressedBytes(batch, source, MAX_BATCH_RECORD_BYTES + 1) > MAX_BATCH_RECORD_BYTES) return false;
+  if (measuredUnder.size >= MEASURED_KEPT) measuredUnder.delete(measuredUnder.values().next().value!);
+  measuredUnder.add(key);
+  return true;
+}
+
+/**
+ * The rows of a batch whose records decompress to more than MAX_BATCH_RECORD_BYTES: each
+ * record's offset and timestamp (read from the stream of its records), no key, value or
+ * header, and an error naming the batch, its codec and the bound. The same batch gives the
+ * same rows on every machine.
+ */
+function unreadableRecords(batch: RecordBatch, source: BatchSource): UnreadableRecord[] {
+  const heads = recordHeads((visit) => decompressedChunks(batch, source, visit), batch.recordCount, batch.lastOffsetDelta);
+  if (typeof heads === 'string') throw new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, heads);
+  const logAppendTime = (batch.attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0;
+  const error = `the record batch at offsets [${batch.baseOffset}, ${batchLastOffset(batch)}] (${batchCodec(batch)}, ${LOG_OVERHEAD + batch.batchLength} bytes in Kafka) decompresses to more than ${MAX_BATCH_RECORD_BYTES} bytes, the most one batch may: its records' keys, values and headers are not read`;
+  return heads.map((head) => new UnreadableRecord(
+    batch.baseOffset + BigInt(head.offsetDelta),
+    Number(logAppendTime ? batch.maxTimestamp : batch.baseTimestamp + BigInt(head.timestampDelta)),
+    error,
+  ));
+}
+
+const isXerial = (data: Buffer) => data.length >= XERIAL_HEADER_BYTES && XERIAL_MAGIC.equals(data.subarray(0, XERIAL_MAGIC.length));
 
 /** A raw snappy block's uncompressed length: the varint (base-128, least significant group first) it starts with. */
 function snappyLength(block: Buffer): number {
@@ -226,10 +301,13 @@ function snappyLength(block: Buffer): number {
   return Infinity; // not a length: the decoder says why
 }
 
-function snappyDecompress(data: Buffer, limit: number): Buffer {
-  if (data.length < XERIAL_HEADER_BYTES || !XERIAL_MAGIC.equals(data.subarray(0, XERIAL_MAGIC.length))) {
+/** `visit`: each block is handed to it instead of kept (the result is then empty). */
+function snappyDecompress(data: Buffer, limit: number, visit?: ChunkVisitor): Buffer {
+  if (!isXerial(data)) {
     if (limit < Infinity && snappyLength(data) > limit) throw new OverLimit();
-    return snappyUncompress(data, { asBuffer: true }) as Buffer;
+    const whole = snappyUncompress(data, { asBuffer: true }) as Buffer;
+    if (visit) visit(whole);
+    return whole;
   }
   const blocks: Buffer[] = [];
   let total = 0;
@@ -240,9 +318,13 @@ function snappyDecompress(data: Buffer, limit: number): Buffer {
     if (length < 0 || at + length > data.length) throw new Error(`xerial snappy block of ${length} bytes at byte ${at} runs past the end (${data.length})`);
     if (limit < Infinity && total + snappyLength(data.subarray(at, at + length)) > limit) throw new OverLimit();
     const block = snappyUncompress(data.subarray(at, at + length), { asBuffer: true }) as Buffer;
+    at += length;
+    if (visit) {
+      if (!visit(block)) break;
+      continue;
+    }
     blocks.push(block);
     total += block.length;
-    at += length;
   }
   return blocks.length === 1 ? blocks[0]! : Buffer.concat(blocks, total);
 }
@@ -261,8 +343,12 @@ const lz4BlockMaximum = [0, 0, 0, 0, 64 << 10, 256 << 10, 1 << 20, 4 << 20];
  * other frame (linked blocks, a dictionary) goes to the frame decoder; bytes after the end
  * mark (a second frame) are an error, as in Kafka's own decoder.
  */
-function lz4Decompress(data: Buffer, limit: number): Buffer {
-  if (data.length < 7 || data.readUInt32LE(0) !== LZ4_FRAME_MAGIC) return lz4FrameDecompress(data);
+function lz4Decompress(data: Buffer, limit: number, visit?: ChunkVisitor): Buffer {
+  if (data.length < 7 || data.readUInt32LE(0) !== LZ4_FRAME_MAGIC) {
+    const whole = lz4FrameDecompress(data);
+    if (visit) visit(whole);
+    return whole;
+  }
   const flg = data[4]!;
   const maximum = lz4BlockMaximum[(data[5]! >> 4) & 7]!;
   // the frame decoder takes no limit: a frame that says its content size is checked first, one that does not is checked once decoded
@@ -270,6 +356,7 @@ function lz4Decompress(data: Buffer, limit: number): Buffer {
     if (limit < Infinity && (flg & 0x08) !== 0 && data.length >= 14 && Number(data.readBigUInt64LE(6)) > limit) throw new OverLimit();
     const whole = lz4FrameDecompress(data);
     if (whole.length > limit) throw new OverLimit();
+    if (visit) visit(whole);
     return whole;
   }
   const blockChecksums = (flg & 0x10) !== 0;
@@ -294,6 +381,10 @@ function lz4Decompress(data: Buffer, limit: number): Buffer {
       block = lz4BlockDecompress(input);
     }
     at += length + (blockChecksums ? 4 : 0);
+    if (visit) {
+      if (!visit(block)) return EMPTY;
+      continue;
+    }
     blocks.push(block);
     total += block.length;
     if (total > limit) throw new OverLimit();
@@ -366,6 +457,10 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 export function appendRecords(batch: RecordBatch, source: BatchSource, fromOffset: bigint, untilOffset: bigint, out: BatchRecord[]): number {
   if (batch.recordCount === 0) return 0;
   const data = batchRecordBytes(batch, source);
+  if (data === null) {
+    for (const record of unreadableRecords(batch, source)) if (record.offset >= fromOffset && record.offset < untilOffset) out.push(record);
+    return 0;
+  }
   const safe = batch.baseOffset >= 0n && batch.baseOffset + BigInt(batch.lastOffsetDelta) <= MAX_SAFE && batch.baseTimestamp <= MAX_SAFE && batch.baseTimestamp >= -MAX_SAFE;
   if (!safe) return appendRecordsExactly(batch, data, source, fromOffset, untilOffset, out);
   const base = Number(batch.baseOffset);
@@ -583,6 +678,7 @@ export function recordColumns(records: FileRecords): RecordColumns {
       continue;
     }
     lastData = null; // the next view's bytes are a source again
+    if (record.readError !== undefined) (columns.readErrors ??= new Array<string | null>(n).fill(null))[i] = record.readError;
     const offset = record.offset;
     if (columns.offsets && offset <= MAX_SAFE && offset >= -MAX_SAFE) columns.offsets[i] = Number(offset);
     else columns.offsets = null;

@@ -10,6 +10,12 @@ export interface KafkaRecord {
   headers: ReadonlyArray<readonly [name: string, value: Uint8Array | null]>;
   /** Key + value + header bytes, when whoever decoded the record counted them (`recordBytes` then asks nothing else). */
   readonly byteSize?: number;
+  /**
+   * Why the record's key, value and headers could not be read (its batch decompresses to
+   * more than MAX_BATCH_RECORD_BYTES, src/kafka/unreadable-batch.ts): they are null and empty,
+   * and the row's `_error` says this.
+   */
+  readonly readError?: string;
 }
 
 /** Key + value + header bytes: what `file_bytes` counts. */
@@ -39,6 +45,8 @@ export interface RecordColumns {
   /** UTF-8 names (never null; an empty name is empty), or null when a name is not well-formed text (a lone surrogate): the records' own headers then. */
   headerNames: ByteSpanColumn | null;
   headerValues: ByteSpanColumn;
+  /** Record i's `readError`, when some record has one (absent or null: none has). */
+  readErrors?: (string | null)[] | null;
 }
 
 /**

@@ -91,7 +91,7 @@ export function kafkaColumnArrays(partition: number, records: FileRecords, forma
   const checked = format === 'json' && !options.valuesAreJson;
   if (!checked) {
     if (wants('_value')) arrays._value = ByteSpans.of(columns.value);
-    if (format === 'json' && wants('_error')) arrays._error = new Array<string | null>(n).fill(null);
+    if (format === 'json' && wants('_error')) arrays._error = withReadErrors(new Array<string | null>(n).fill(null), columns);
     return arrays;
   }
   if (!wants('_value') && !wants('_error')) return arrays;
@@ -107,8 +107,19 @@ export function kafkaColumnArrays(partition: number, records: FileRecords, forma
     lengths[i] = -1;
   }
   if (wants('_value')) arrays._value = new ByteSpans(sources, source, starts, lengths);
-  if (wants('_error')) arrays._error = errors;
+  if (wants('_error')) arrays._error = withReadErrors(errors, columns);
   return arrays;
+}
+
+/**
+ * `_error` with the records' read errors (a batch no process can read, src/kafka/unreadable-batch.ts)
+ * in their rows: such a row has no key or value, so no decoding error of its own. A raw
+ * table has no `_error`: its rows of such a batch are null `_key` and `_value`.
+ */
+export function withReadErrors(errors: (string | null)[], columns: RecordColumns): (string | null)[] {
+  const readErrors = columns.readErrors;
+  if (readErrors) for (let i = 0; i < errors.length; i++) if (readErrors[i]) errors[i] = readErrors[i]!;
+  return errors;
 }
 
 /** The records beside columns that need them (an offset beyond 2^53, a header name that is not UTF-8): self-contained columns never do. */

@@ -15,7 +15,7 @@
  *          schema cannot read) leave that side's decoded columns null and go to
  *          `_error`: "value: …", "key: …", joined by "; ".
  */
-import { kafkaTableColumns } from '../parquet/kafka-table.js';
+import { kafkaTableColumns, withReadErrors } from '../parquet/kafka-table.js';
 import type { JsonRules } from '../parquet/json-text.js';
 import { sameType, validateColumns, type Column, type ColumnType } from '../parquet/schema.js';
 import type { ByteSpanColumn, FileRecords, RecordColumns } from '../kafka/record.js';
@@ -255,7 +255,7 @@ export class TableDecoder {
     }
     const out = dataRecord<unknown[] | ColumnVector>();
     out._value = values;
-    out._error = errors;
+    out._error = withReadErrors(errors, columns);
     this.columns.forEach((column, c) => {
       const decoded = arrays[c]!;
       out[column.name] = Array.isArray(decoded) ? decoded : decoded.values();

@@ -24,6 +24,9 @@ def read_range(consumer, topic, partition, start, end, deadline, offsets_only):
     while True:
         for message in consumer.consume(10000, timeout=0.2):
             if message.error():
+                # an error past the range (a batch librdkafka cannot read, fetched ahead) is not this range's
+                if message.topic() == topic and message.partition() == partition and message.offset() is not None and message.offset() >= end:
+                    continue
                 raise RuntimeError(f"{topic}-{partition}: {message.error()}")
             if message.topic() != topic or message.partition() != partition or message.offset() >= end:
                 continue

@@ -28,7 +28,8 @@ export interface BatchSpec {
   records: RecordSpec[];
 }
 
-function varint(n: number | bigint): Buffer {
+/** A zigzag varint, as Kafka writes record fields. */
+export function varint(n: number | bigint): Buffer {
   let z = BigInt(n) >= 0n ? BigInt(n) << 1n : (-BigInt(n) << 1n) - 1n;
   const out: number[] = [];
   do {
@@ -81,4 +82,26 @@ export function batchBytes(spec: BatchSpec, recordsSection?: Buffer): Buffer {
 /** One batch, parsed back. */
 export function recordBatch(spec: BatchSpec): RecordBatch {
   return parseRecordBatches(batchBytes(spec), { topic: 'test', partition: 0 })[0]!;
+}
+
+/**
+ * Bytes as one zstd frame (RFC 8878 section 3.1.1) of raw blocks and, for runs of zeros,
+ * RLE blocks: a producer's zstd of mostly zeros, in kilobytes, without compressing
+ * gigabytes in a test. A part is bytes, or a count of zeros.
+ */
+export function zstdFrame(parts: (Buffer | number)[]): Buffer {
+  const BLOCK = 128 << 10; // Block_Maximum_Size
+  const blocks: Buffer[] = [];
+  const block = (type: number, size: number, content: Buffer) => {
+    const header = Buffer.alloc(3);
+    header.writeUIntLE((size << 3) | (type << 1), 0, 3);
+    blocks.push(header, content);
+  };
+  for (const part of parts) {
+    if (typeof part === 'number') for (let left = part; left > 0; left -= BLOCK) block(1, Math.min(BLOCK, left), Buffer.from([0]));
+    else for (let at = 0; at < part.length; at += BLOCK) block(0, Math.min(BLOCK, part.length - at), part.subarray(at, at + BLOCK));
+  }
+  blocks.push(Buffer.from([1, 0, 0])); // an empty last raw block
+  // magic; Frame_Header_Descriptor 0 (no content size, not single-segment); Window_Descriptor: 2^(10+7) = 128 KiB
+  return Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3]), ...blocks]);
 }

@@ -15,7 +15,8 @@ import { committedSlice } from '../../src/kafka/committed.js';
 import { crc32c, crc32cJs, crc32cImplementation } from '../../src/kafka/crc32c.js';
 import { BatchTooLargeError, CorruptRecordBatchError, MalformedResponseError, UnsupportedRecordFormatError } from '../../src/kafka/errors.js';
 import { parseFetchResponse } from '../../src/kafka/fetch-response.js';
-import { batchCodec, batchRecordBytes, decodeRecords, isControlBatch, parseRecordBatches, recordColumns, type RecordBatch } from '../../src/kafka/record-batch.js';
+import { batchCodec, batchRecordBytes, decodeRecords, decompressedChunks, isControlBatch, parseRecordBatches, recordColumns, type RecordBatch } from '../../src/kafka/record-batch.js';
+import { recordHeads } from '../../src/kafka/unreadable-batch.js';
 import type { ByteSpanColumn } from '../../src/kafka/record.js';
 import { batchBytes, recordBatch, recordBytes } from '../helpers/record-batch-bytes.js';
 
@@ -61,9 +62,9 @@ describe('decompression bounded by maxRecordBytes (the memory budget of run --me
     for (const { fixture, file, version } of responses) {
       for (const batch of batchesOf(fixture, file, version).batches) {
         if (batchCodec(batch) === 'none' || isControlBatch(batch)) continue;
-        const size = batchRecordBytes(batch, source(fixture)).length;
+        const size = batchRecordBytes(batch, source(fixture))!.length;
         const at = (limit: number) => ({ ...source(fixture), maxRecordBytes: limit });
-        expect(batchRecordBytes(batch, at(size)).length).toBe(size);
+        expect(batchRecordBytes(batch, at(size))!.length).toBe(size);
         expect(decodeRecords(batch, at(size)).length).toBe(batch.recordCount);
         let refused: unknown;
         try {
@@ -78,6 +79,29 @@ describe('decompression bounded by maxRecordBytes (the memory budget of run --me
     }
     expect([...seen].sort()).toEqual(expect.arrayContaining(['gzip', 'lz4', 'zstd', 'snappy raw'].map((codec) => expect.stringMatching(new RegExp(`${codec}$`)))));
     expect([...seen].some((s) => s.endsWith('snappy xerial'))).toBe(true);
+  });
+});
+
+describe('decompression as a stream (decompressedChunks, for a batch over MAX_BATCH_RECORD_BYTES)', () => {
+  test('every codec from both producers: the parts are the batch\'s records, and the records\' heads give the offsets and timestamps confluent-kafka\'s read_committed consumer reads', () => {
+    const seen = new Set<string>();
+    for (const { fixture, file, version } of responses) {
+      for (const batch of batchesOf(fixture, file, version).batches) {
+        if (isControlBatch(batch)) continue;
+        const parts: Buffer[] = [];
+        decompressedChunks(batch, source(fixture), (chunk) => parts.push(Buffer.from(chunk)) > 0);
+        expect(Buffer.concat(parts).equals(batchRecordBytes(batch, source(fixture))!), `${fixture.name} at ${batch.baseOffset}`).toBe(true);
+        const last = batch.baseOffset + BigInt(batch.lastOffsetDelta);
+        const committed = fixture.records.filter((r) => BigInt(r.offset) >= batch.baseOffset && BigInt(r.offset) <= last);
+        if (committed.length === 0) continue; // an aborted transaction's batch
+        const heads = recordHeads((visit) => decompressedChunks(batch, source(fixture), visit), batch.recordCount, batch.lastOffsetDelta);
+        if (typeof heads === 'string') throw new Error(heads);
+        expect(heads.map((h) => ({ offset: String(batch.baseOffset + BigInt(h.offsetDelta)), timestamp: Number(batch.baseTimestamp) + h.timestampDelta })), `${fixture.name} at ${batch.baseOffset}`)
+          .toEqual(committed.map((r) => ({ offset: r.offset, timestamp: r.timestamp })));
+        seen.add(batchCodec(batch));
+      }
+    }
+    expect([...seen].sort()).toEqual(['gzip', 'lz4', 'none', 'snappy', 'zstd']);
   });
 });
 
