@@ -23,6 +23,7 @@ import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { batchBytes, varint, zstdFrame } from '../helpers/record-batch-bytes.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { rebuiltRows } from '../helpers/verify.js';
+import { runCli } from '../helpers/cli.js';
 
 const MiB = 1 << 20;
 
@@ -89,10 +90,6 @@ function runOnce(databaseUrl: string, memory: string): Promise<{ code: number | 
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
 }
 
-function offsetlakeCheck(databaseUrl: string, table: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => execFile(process.execPath, ['bin/offsetlake.js', 'check', table, '--json'], { env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 300_000 }, (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr })));
-}
-
 describe('a record batch over 2 GiB decompressed, in a real topic', () => {
   it('becomes one error row per record with its offset and timestamp under run --once --memory 400MiB, the records after it are indexed, and check (no budget) rebuilds the same files', async () => {
     const engine = await testEngine('unreadable');
@@ -112,7 +109,7 @@ describe('a record batch over 2 GiB decompressed, in a real topic', () => {
     expect([status!.indexedEnd, status!.waitingReason]).toEqual([9n, null]);
 
     // `check` (no memory budget: it decompresses up to the bound itself) rebuilds every file byte for byte
-    const check = await offsetlakeCheck(engine.config.databaseUrl, table.name);
+    const check = await runCli(engine.config.databaseUrl, ['check', table.name, '--json'], {}, 300_000);
     expect(check.code, check.stderr).toBe(0);
     const files = await listFiles(engine.catalog, table.tableId);
     expect(JSON.parse(check.stdout)).toMatchObject({ checked: files.length, identical: files.length, failed: [] });
