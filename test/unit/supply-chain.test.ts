@@ -2,7 +2,8 @@
  * What installs and downloads run, checked against what the repository pins: every npm
  * package with an install script is reviewed in package.json's `allowScripts`, Node 22
  * comes from the lockfile, and the stack's Maven downloads verify against
- * src/stack/downloads.sha256 (and are refused when a file is changed, added or missing).
+ * src/stack/downloads.sha256 (and are refused when a file is changed, added or missing), and
+ * the Python readers install from a lock that pins every distribution with its sha256s.
  * Hashes are computed by coreutils' sha256sum, not by the verifier under test.
  */
 import { execFileSync } from 'node:child_process';
@@ -114,6 +115,67 @@ describe('Maven downloads: pinned sha256', () => {
       const dir = folder({ 'a.jar': 'jar a' });
       expect(() => verifyDownload(dir, 'kafka-10.0.0/libs', { pins })).toThrow(/no sha256 is pinned for kafka-10\.0\.0\/libs/);
     });
+  });
+});
+
+describe('PyPI: the Python readers come from a lock with sha256', () => {
+  const envScript = readFileSync(join(root, 'test/python-env.sh'), 'utf8');
+  // what pip-compile --generate-hashes writes: `name==version \`, then one `--hash=sha256:` line per file, then `# via` comments
+  function readLock(path: string): Map<string, { version: string; hashes: string[] }> {
+    const entries = new Map<string, { version: string; hashes: string[] }>();
+    let current: { version: string; hashes: string[] } | undefined;
+    for (const line of readFileSync(join(root, path), 'utf8').split('\n')) {
+      if (line.trim() === '' || line.trimStart().startsWith('#')) continue;
+      const hash = /^ {4}--hash=sha256:([0-9a-f]{64})( \\)?$/.exec(line);
+      if (hash) {
+        expect(current, `${path}: a hash before any pin: ${line}`).toBeDefined();
+        current!.hashes.push(hash[1]!);
+        continue;
+      }
+      const pin = /^([a-z0-9][a-z0-9._-]*)==([0-9][0-9A-Za-z.+!-]*) \\$/.exec(line);
+      expect(pin, `${path}: neither a pin with hashes to follow nor a hash (an option, a URL, a range?): ${line}`).not.toBeNull();
+      expect(entries.has(pin![1]!), `${path}: ${pin![1]} twice`).toBe(false);
+      current = { version: pin![2]!, hashes: [] };
+      entries.set(pin![1]!, current);
+    }
+    return entries;
+  }
+  const normalized = (name: string) => name.toLowerCase().replace(/[-_.]+/g, '-');
+
+  for (const requirements of ['test/integration/requirements-reader.txt', 'bench/peers/requirements.txt']) {
+    const lockPath = requirements.replace(/\.txt$/, '.lock.txt');
+
+    it(`${lockPath}: every distribution pinned == with a sha256 for each of its files, every requirement of ${requirements} at its version`, () => {
+      const lock = readLock(lockPath);
+      expect(lock.size).toBeGreaterThan(10);
+      for (const [name, { version, hashes }] of lock) {
+        expect(hashes.length, `${name}==${version} has no sha256`).toBeGreaterThan(0);
+        expect(new Set(hashes).size, `${name}: a hash twice`).toBe(hashes.length);
+      }
+      const wanted = readFileSync(join(root, requirements), 'utf8').split('\n').map((line) => line.split('#')[0]!.trim()).filter((line) => line !== '');
+      expect(wanted.length).toBeGreaterThan(5);
+      for (const line of wanted) {
+        const [name, version] = line.split('==');
+        expect(lock.get(normalized(name!))?.version, `${requirements}'s ${line} in ${lockPath}`).toBe(version);
+      }
+      // the header says how to make it again
+      expect(readFileSync(join(root, lockPath), 'utf8')).toContain(`#    bash test/python-lock.sh ${requirements}\n`);
+    });
+  }
+
+  it('the lock is what pip sees: a many-platform wheel set (pyarrow) carries every platform\'s hash', () => {
+    // one hash per file PyPI holds: pyarrow 26 ships wheels for several Pythons, OSes and CPUs
+    expect(readLock('test/integration/requirements-reader.lock.txt').get('pyarrow')!.hashes.length).toBeGreaterThan(20);
+  });
+
+  it('test/python-env.sh installs only from the lock, hashes required, no dependency resolved outside it, keyed on the lock', () => {
+    const installs = envScript.split('\n').filter((line) => /pip install\b/.test(line) && !line.trimStart().startsWith('#'));
+    expect(installs.length).toBeGreaterThan(0);
+    for (const line of installs) expect(line).toMatch(/--require-hashes --no-deps/);
+    expect(envScript).toMatch(/^ {2}pip_install --no-build-isolation -r "\$lock"$/m);
+    expect(envScript).toMatch(/^lock="\$\{requirements%\.txt\}\.lock\.txt"$/m);
+    expect(envScript).toMatch(/^venv="\$cache\/python-\$\(sha256sum "\$lock" \| cut -c1-12\)"$/m);
+    expect(envScript).toMatch(/python_pins\.py "\$lock" --exactly/);
   });
 });
 
