@@ -36,7 +36,7 @@ export class DuckdbSession {
   private async next(): Promise<unknown> {
     const line = await this.lines.next();
     if (line.done) {
-      throw new Error(`the DuckDB session ended (pip install -r test/integration/requirements-reader.txt): ${this.stderr.slice(-2000)}`);
+      throw new Error(`the DuckDB session ended (the readers come from bash test/python-env.sh, which npm test runs first): ${this.stderr.slice(-2000)}`);
     }
     return JSON.parse(line.value);
   }

@@ -30,7 +30,7 @@ const text = (r: { topic: string; partition: number; start: bigint; end: bigint 
 function runReader(request: unknown, timeoutMs = 120_000): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const child = execFile('python3', [script], { maxBuffer: 512 * 1024 * 1024, timeout: timeoutMs }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`the independent read_committed consumer failed (pip install -r test/integration/requirements-reader.txt): ${stderr || error.message}`));
+      if (error) return reject(new Error(`the independent read_committed consumer failed (the readers come from bash test/python-env.sh, which npm test runs first): ${stderr || error.message}`));
       resolve(JSON.parse(stdout));
     });
     child.stdin!.end(JSON.stringify(request));

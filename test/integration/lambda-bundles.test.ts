@@ -511,7 +511,7 @@ interface CheckedToken {
 async function pyarrowRows(file: string): Promise<{ rowGroups: number; rows: [string, string | null][] }> {
   const script = fileURLToPath(new URL('./parquet_rows.py', import.meta.url));
   const { stdout } = await promisify(execFile)('python3', [script, file], { maxBuffer: 256 * 1024 * 1024, timeout: 120_000 }).catch((error: Error & { stderr?: string }) => {
-    throw new Error(`pyarrow could not read the streamed file (pip install -r test/integration/requirements-reader.txt): ${error.stderr || error.message}`);
+    throw new Error(`pyarrow could not read the streamed file (the readers come from bash test/python-env.sh, which npm test runs first): ${error.stderr || error.message}`);
   });
   return JSON.parse(stdout) as { rowGroups: number; rows: [string, string | null][] };
 }
@@ -521,7 +521,7 @@ function decodeWithBotocore(token: string, credentials: { accessKeyId: string; s
   const script = fileURLToPath(new URL('./msk_iam_token.py', import.meta.url));
   return new Promise((resolve, reject) => {
     const child = execFile('python3', [script], { timeout: 60_000 }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`botocore could not check the token (pip install -r test/integration/requirements-reader.txt): ${stderr || error.message}`));
+      if (error) return reject(new Error(`botocore could not check the token (the readers come from bash test/python-env.sh, which npm test runs first): ${stderr || error.message}`));
       resolve(JSON.parse(stdout) as CheckedToken);
     });
     child.stdin!.end(JSON.stringify({ token, ...credentials }));

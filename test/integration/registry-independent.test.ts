@@ -15,7 +15,7 @@
  * still checked on its own should a hazard ever stop the full tables' partitions again.
  *
  * Expected values come from those tools and the "Type mapping" table of docs/formats.md, never from
- * src/. Needs: pip install -r test/integration/requirements-reader.txt (npm's pretest does).
+ * src/. Needs the locked readers of bash test/python-env.sh (npm's pretest runs it).
  * Diagnosis: REGIND_WITHOUT=names,nul,... (see registry_independent.py) leaves hazards out of
  * the full data set, to see what fails behind a failure that stops a partition.
  */
