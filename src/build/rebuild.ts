@@ -7,7 +7,9 @@
 import { log } from '../common/log.js';
 import type { Catalog } from '../catalog/db.js';
 import { tableTopic, type TableRecord } from '../table/record.js';
-import { encodeRows, fileRows, granulesOf } from './files.js';
+import { encodeRows, fileRows, granulesOf, indexResolver } from './files.js';
+import { fileIndexEntryRows, tableIndexes } from '../catalog/indexes.js';
+import { fileIndexEntries } from '../indexes/entries.js';
 import { columnStatistics, fileLayout, type EncodedFile, type PreparedData } from '../parquet/index.js';
 import { storedPieceDifferences } from './stored-pieces.js';
 import { findGranules, type CatalogFile } from '../catalog/file-reads.js';
@@ -77,6 +79,12 @@ export interface FileCheck {
    * rebuilt file's (empty when they agree, or when it did not rebuild).
    */
   pieces: string[];
+  /**
+   * How the catalog's secondary index entries of the file (every index, scope and part)
+   * differ from those its rebuilt rows give: `query` prunes files and granules by them,
+   * so a wrong one could skip rows (empty when they agree, or when it did not rebuild).
+   */
+  indexEntries: string[];
 }
 
 /**
@@ -99,14 +107,16 @@ export async function checkFiles(
       let problem: string | null = null;
       let statistics: string[] = [];
       let pieces: string[] = [];
+      let indexEntries: string[] = [];
       try {
         const verified = await verifiedFile(catalog, source, table, file);
         statistics = statisticsDifferences(verified.schema, verified.rows, file);
         if (file.hasGranules) pieces = await storedPiecesAgainst(catalog, file, verified);
+        indexEntries = await indexEntriesAgainst(catalog, table, file, verified);
       } catch (error) {
         problem = error instanceof RebuildMismatchError ? error.differences.join('; ') : (error as Error).message;
       }
-      const check = { table: table.name, file: file.dataFileId, partition: file.partition, offsets: `[${file.startOffset}, ${file.endOffset})`, problem, statistics, pieces };
+      const check = { table: table.name, file: file.dataFileId, partition: file.partition, offsets: `[${file.startOffset}, ${file.endOffset})`, problem, statistics, pieces, indexEntries };
       onFile(check);
       checks.push(check);
     }
@@ -126,6 +136,34 @@ async function storedPiecesAgainst(catalog: Catalog, file: CatalogFile, verified
   if (!stored) return [];
   if (!rebuilt || 'problem' in layout) return [`granules: the catalog has ${stored.granules.length}, but the rebuilt file cannot be served by granules`];
   return storedPieceDifferences(stored, rebuilt, layout.rowGroups[0]?.chunks.map((chunk) => chunk.path) ?? [], layout.dataEnd);
+}
+
+/**
+ * The catalog's index entries of a file against those its verified rows give, for every
+ * index the catalog keeps entries of for it: entries are built from the rows alone (by the
+ * indexer or an index backfill), so the rebuilt rows give them again byte for byte.
+ */
+async function indexEntriesAgainst(catalog: Catalog, table: TableRecord, file: CatalogFile, verified: VerifiedFile): Promise<string[]> {
+  const stored = await fileIndexEntryRows(catalog, file.dataFileId);
+  if (stored.length === 0) return [];
+  const kept = new Set(stored.map((entry) => entry.indexId));
+  const indexes = (await tableIndexes(catalog, table.tableId)).filter((index) => kept.has(index.indexId));
+  const names = new Map(indexes.map((index) => [index.indexId, index.name]));
+  const key = (entry: { indexId: bigint; scope: string; part: number }) => `${entry.indexId}/${entry.scope}/${entry.part}`;
+  const rebuilt = new Map(fileIndexEntries(indexes, indexResolver(table, verified.schema), verified.rows).map((entry) => [key(entry), entry.payload]));
+  const differences: string[] = [];
+  for (const entry of stored) {
+    const what = `index ${names.get(entry.indexId) ?? `#${entry.indexId} (no longer defined)`} (${entry.scope}) part ${entry.part}`;
+    const expected = rebuilt.get(key(entry));
+    if (expected === undefined) differences.push(`${what}: in the catalog, but the rebuilt rows give no such entry`);
+    else if (Buffer.compare(Buffer.from(expected), Buffer.from(entry.payload)) !== 0) differences.push(`${what}: the catalog's ${entry.payload.byteLength} bytes are not the ${expected.byteLength} the rebuilt rows give`);
+    rebuilt.delete(key(entry));
+  }
+  for (const missing of rebuilt.keys()) {
+    const [indexId, scope, part] = missing.split('/');
+    differences.push(`index ${names.get(BigInt(indexId!))} (${scope}) part ${part}: the rebuilt rows give it, but the catalog has no such entry`);
+  }
+  return differences;
 }
 
 /**

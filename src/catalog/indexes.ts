@@ -75,6 +75,15 @@ export async function insertIndexEntries(client: Catalog | CatalogClient, dataFi
   );
 }
 
+/** Every index entry the catalog keeps for one file (every index, scope and part), in that order. */
+export async function fileIndexEntryRows(client: Catalog | CatalogClient, dataFileId: bigint): Promise<IndexEntryRow[]> {
+  const rows = await client.query<{ index_id: bigint; scope: EntryScope; part: number; payload: Buffer }>(
+    'SELECT index_id, scope, part, payload FROM offsetlake.index_entry WHERE data_file_id = $1 ORDER BY index_id, scope, part',
+    [dataFileId],
+  );
+  return rows.rows.map((row) => ({ indexId: BigInt(row.index_id), scope: row.scope, part: row.part, payload: new Uint8Array(row.payload.buffer, row.payload.byteOffset, row.payload.byteLength) }));
+}
+
 /** One part of an index's entries for the given files (all the index's files when `files` is omitted). */
 export async function indexEntryParts(client: Catalog | CatalogClient, indexId: bigint, scope: EntryScope, part: number, files?: readonly bigint[]): Promise<Map<bigint, Uint8Array>> {
   const rows = await client.query<{ data_file_id: bigint; payload: Buffer }>(

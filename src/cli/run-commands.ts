@@ -115,25 +115,29 @@ export async function checkCommand(args: string[]): Promise<number> {
       else {
         if (check.statistics.length > 0) progress(`${file} rebuilds byte for byte, but the catalog's statistics are not its rows': ${check.statistics.join('; ')}`);
         if (check.pieces.length > 0) progress(`${file} rebuilds byte for byte, but pieces the catalog keeps to serve it are not the rebuilt file's: ${check.pieces.join('; ')}`);
-        if (check.statistics.length === 0 && check.pieces.length === 0 && done % 100 === 0) progress(`${done} files rebuilt`);
+        if (check.indexEntries.length > 0) progress(`${file} rebuilds byte for byte, but its index entries in the catalog are not those its rows give: ${check.indexEntries.join('; ')}`);
+        if (check.statistics.length === 0 && check.pieces.length === 0 && check.indexEntries.length === 0 && done % 100 === 0) progress(`${done} files rebuilt`);
       }
     });
   });
   const failed = checks.filter((c) => c.problem !== null);
   const wrongStatistics = checks.filter((c) => c.problem === null && c.statistics.length > 0);
   const wrongPieces = checks.filter((c) => c.problem === null && c.pieces.length > 0);
-  const identical = checks.filter((c) => c.problem === null && c.statistics.length === 0 && c.pieces.length === 0).length;
+  const wrongIndexEntries = checks.filter((c) => c.problem === null && c.indexEntries.length > 0);
+  const identical = checks.filter((c) => c.problem === null && c.statistics.length === 0 && c.pieces.length === 0 && c.indexEntries.length === 0).length;
   if (values.json) {
     printJson({
-      checked: checks.length, identical, failed: failed.map(({ statistics: _, pieces: __, ...check }) => check),
-      wrongStatistics: wrongStatistics.map(({ pieces: _, ...check }) => check), wrongPieces: wrongPieces.map(({ statistics: _, ...check }) => check),
+      checked: checks.length, identical, failed: failed.map(({ statistics: _, pieces: __, indexEntries: ___, ...check }) => check),
+      wrongStatistics: wrongStatistics.map(({ pieces: _, indexEntries: __, ...check }) => check), wrongPieces: wrongPieces.map(({ statistics: _, indexEntries: __, ...check }) => check),
+      wrongIndexEntries: wrongIndexEntries.map(({ statistics: _, pieces: __, ...check }) => check),
     });
   } else {
     const statistics = wrongStatistics.length > 0 ? `, ${wrongStatistics.length} with statistics that are not the file's (named above: engines and queries may skip rows they hold)` : '';
     const pieces = wrongPieces.length > 0 ? `, ${wrongPieces.length} with stored pieces that are not the file's (named above; reads of them are refused)` : '';
-    process.stdout.write(`${checks.length} files checked: ${identical} rebuilt byte for byte with their statistics and stored pieces, ${failed.length} cannot be rebuilt${failed.length > 0 ? ' (named above; they are never served)' : ''}${statistics}${pieces}\n`);
+    const entries = wrongIndexEntries.length > 0 ? `, ${wrongIndexEntries.length} with index entries that are not the file's (named above: query may skip rows they hold)` : '';
+    process.stdout.write(`${checks.length} files checked: ${identical} rebuilt byte for byte with their statistics and stored pieces, ${failed.length} cannot be rebuilt${failed.length > 0 ? ' (named above; they are never served)' : ''}${statistics}${pieces}${entries}\n`);
   }
-  return failed.length > 0 || wrongStatistics.length > 0 || wrongPieces.length > 0 ? 1 : 0;
+  return failed.length > 0 || wrongStatistics.length > 0 || wrongPieces.length > 0 || wrongIndexEntries.length > 0 ? 1 : 0;
 }
 
 /** `rebuild NAME FILE`: the file's bytes from Kafka, checked against the catalog. */

@@ -78,7 +78,7 @@ describe('the offsetlake command line', () => {
     await produce(engine.kafka, topic, Array.from({ length: 3 }, (_, i) => ({ value: JSON.stringify({ i }), timestamp: Date.UTC(2026, 10, 29, 10, i) })));
     expect((await offsetlake('run', '--once')).code).toBe(0);
     const clean = await offsetlake('check', 'checked', '--json');
-    expect([clean.code, JSON.parse(clean.stdout)]).toEqual([0, { checked: 3, identical: 3, failed: [], wrongStatistics: [], wrongPieces: [] }]);
+    expect([clean.code, JSON.parse(clean.stdout)]).toEqual([0, { checked: 3, identical: 3, failed: [], wrongStatistics: [], wrongPieces: [], wrongIndexEntries: [] }]);
 
     // a catalog whose record of a file no longer matches what Kafka gives back
     const files = JSON.parse((await offsetlake('files', 'checked', '--json')).stdout) as { dataFileId: string; startOffset: string; endOffset: string }[];
@@ -103,7 +103,7 @@ describe('the offsetlake command line', () => {
     expect(bounds('_value')).toEqual([[value, value]]);
     expect(bounds('_key')).toEqual([[Buffer.from('k'.repeat(70)).toString('hex'), Buffer.from('k'.repeat(70)).toString('hex')]]);
     const clean = await offsetlake('check', 'statted', '--json');
-    expect([clean.code, JSON.parse(clean.stdout)]).toEqual([0, { checked: 1, identical: 1, failed: [], wrongStatistics: [], wrongPieces: [] }]);
+    expect([clean.code, JSON.parse(clean.stdout)]).toEqual([0, { checked: 1, identical: 1, failed: [], wrongStatistics: [], wrongPieces: [], wrongIndexEntries: [] }]);
 
     // the catalog's max of _value as issue 25 found it: byte 63 two higher than the file's
     const wrong = `${value.slice(0, 126)}4f${value.slice(128)}`;
