@@ -1,3 +1,4 @@
+import { watchDuckLakeSessions } from '../catalog/reader-login.js';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { findFile, listFiles } from '../catalog/file-reads.js';
@@ -61,9 +62,12 @@ export async function runCommand(args: string[]): Promise<number> {
       progress(`indexing as ${runner.owner}${options.once ? ' until caught up' : '; Ctrl-C stops'}${metricsAt ? `; metrics at ${metricsAt}` : ''}`);
       const report = progressReporter(engine, progressEvery ?? 0);
       const timer = progressEvery === undefined ? undefined : setInterval(() => void report(runner.progress), progressEvery);
+      // DuckLake reader logins can lift their own timeouts: a long-lived run holds them to the bounds, as serve does.
+      const watch = options.once ? undefined : watchDuckLakeSessions(engine.catalog);
       try {
         return await runner.run(stop.signal);
       } finally {
+        watch?.stop();
         clearInterval(timer);
         if (metrics) {
           metrics.closeAllConnections();
