@@ -119,7 +119,7 @@ export class IcebergFiles {
       const context = await this.context(table);
       const sequence = [...context.snapshots].find(([, s]) => s.snapshotId === snapshotId)?.[0];
       if (sequence === undefined) throw gone(`it has no snapshot ${snapshotId}`);
-      return this.manifestList(table, context, sequence, root);
+      return (await this.manifestList(table, context, sequence, root)).file;
     }
     match = manifestName.exec(name);
     if (match) {
@@ -130,8 +130,36 @@ export class IcebergFiles {
     throw gone('names are NNNNN-<snapshot id>.metadata.json, snap-<snapshot id>.avro and m-<partition>-<sequence>-<hash>.avro, as the table metadata gives them');
   }
 
-  /** Snapshot `sequence`'s manifest list: one manifest per partition value with live files. */
-  private async manifestList(table: TableRecord, context: ManifestContext, sequence: bigint, root: Root): Promise<IcebergFile> {
+  /**
+   * Every file below the table's metadata/ that `file` answers, with its bytes: the
+   * metadata before any snapshot, and of each snapshot the catalog keeps its metadata,
+   * manifest list and the manifests that list names. A snapshot that is due is cut first,
+   * as LoadTable cuts it, so the newest metadata listed is the one LoadTable would give.
+   */
+  async listing(table: TableRecord, root: Root): Promise<(IcebergFile & { name: string })[]> {
+    await cutSnapshotIfChanged(this.catalog, table.tableId, this.cut);
+    const context = await this.context(table);
+    const listed = new Map<string, IcebergFile>();
+    const addMetadata = async (sequence: bigint) => {
+      const built = await this.metadataAsOf(table, sequence, root);
+      listed.set(built.location.slice(built.location.lastIndexOf('/') + 1), { bytes: Buffer.from(JSON.stringify(built.metadata)), contentType: 'application/json', modified: built.modified });
+    };
+    await addMetadata(0n);
+    for (const [sequence, snapshot] of context.snapshots) {
+      await addMetadata(sequence);
+      const list = await this.manifestList(table, context, sequence, root);
+      listed.set(`snap-${snapshot.snapshotId}.avro`, list.file);
+      for (const info of list.manifests) {
+        if (listed.has(info.name)) continue;
+        const manifest = await this.manifest(table, context, info.partitionLower, info.sequenceNumber, root);
+        if (manifest) listed.set(info.name, manifest.file);
+      }
+    }
+    return [...listed].map(([name, file]) => ({ name, ...file }));
+  }
+
+  /** Snapshot `sequence`'s manifest list (one manifest per partition value with live files), and the manifests it names. */
+  private async manifestList(table: TableRecord, context: ManifestContext, sequence: bigint, root: Root): Promise<{ file: IcebergFile; manifests: (ListedManifest & { name: string })[] }> {
     const snapshot = context.snapshots.get(sequence)!;
     const byPartition = new Map<number, Membership[]>();
     for (const member of await membershipsUpTo(this.catalog, table.tableId, sequence)) {
@@ -153,7 +181,7 @@ export class IcebergFiles {
     // Manifests not built yet are built in batches whose files are read in one query each:
     // a round trip per manifest was most of a cold list's time, and all files at once would
     // hold every footer of the table in memory.
-    const built = new Map<number, ListedManifest>();
+    const built = new Map<number, ListedManifest & { name: string }>();
     let batch: typeof wanted = [];
     let batchFiles = 0;
     const flush = async () => {
@@ -180,7 +208,7 @@ export class IcebergFiles {
     const listed = wanted.flatMap((w) => (built.has(w.p) ? [built.get(w.p)!] : []));
     const spec = partitionSpec(context.schemas.get(snapshot.schemaVersion)!.schema, table.settings.granularity);
     const parent = context.snapshots.get(sequence - 1n)?.snapshotId ?? null;
-    return { bytes: manifestListBytes(listed, { snapshotId: snapshot.snapshotId, parentSnapshotId: parent, sequenceNumber: sequence }, spec), contentType: 'application/octet-stream', modified: snapshot.cutAt };
+    return { file: { bytes: manifestListBytes(listed, { snapshotId: snapshot.snapshotId, parentSnapshotId: parent, sequenceNumber: sequence }, spec), contentType: 'application/octet-stream', modified: snapshot.cutAt }, manifests: listed };
   }
 
   /** What building manifests of the table needs of every snapshot and schema version, read once per request. */

@@ -27,6 +27,7 @@ import { libpqConnectionString } from '../../src/cli/attach.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
+import { IcebergCatalog } from '../../src/iceberg/rest.js';
 
 const run = promisify(execFile);
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
@@ -191,6 +192,54 @@ describe("serve's S3-compatible face", () => {
       expect(answer.body).toMatch(/<Message>the (query|path) .* is not valid percent-encoding<\/Message>/);
     }
   });
+
+  it("with the Iceberg catalog mounted, ListObjectsV2 (boto3, two keys a page) names every object below tables/<t>/metadata/ with the size and ETag GET and HEAD answer, and every file the newest metadata reaches (walked with fastavro); delimiters fold metadata/ as S3 would; every error carries x-amz-request-id and x-amz-id-2, a region refusal x-amz-bucket-region, a write says the table is read only", async () => {
+    const s3 = { bucket, region: 'us-east-1', credentials: keys };
+    const withCatalog = await listeningReader(readerHandler(service, { token: 'http-face-token', s3, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }, s3) }));
+    try {
+      const script = fileURLToPath(new URL('./s3_listing.py', import.meta.url));
+      const stdout = await new Promise<string>((resolve, reject) => {
+        const child = execFile('python3', [script], { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 }, (error, out, err) => (error ? reject(new Error(`s3_listing.py failed: ${err || error.message}`)) : resolve(out)));
+        child.stdin!.end(JSON.stringify({ endpoint: withCatalog.url, bucket, key: keys.accessKeyId, secret: keys.secretAccessKey, table: table.name }));
+      });
+      type Refusal = { status: number; code: string; said: string; requestId: string; requestIdHeader: string; hostId: string; hostIdHeader: string; bucketRegion?: string };
+      const seen = JSON.parse(stdout) as { answered: { key: string; listed: [number, string]; get: [number, string]; head: [number, string]; sha256: string }[]; pages: number; listedKeys: string[]; reachable: string[]; everything: string[]; tablePrefixes: string[]; top: string[]; errors: Record<string, Refusal>; otherRegion: { status: number; bucketRegion: string; requestId: string } };
+      // the metadata before any snapshot, and of the one snapshot the listing cut: its metadata, manifest list and manifests
+      expect(seen.listedKeys.filter((k) => k.endsWith('.metadata.json'))).toHaveLength(2);
+      expect(seen.listedKeys.filter((k) => /\/snap-\d+\.avro$/.test(k))).toHaveLength(1);
+      expect(seen.listedKeys.filter((k) => /\/m-[^/]+\.avro$/.test(k)).length).toBeGreaterThan(0);
+      expect(seen.pages).toBe(Math.ceil(seen.listedKeys.length / 2));
+      for (const answer of seen.answered) {
+        expect(answer.get, answer.key).toEqual(answer.listed);
+        expect(answer.head, answer.key).toEqual(answer.listed);
+        expect(answer.listed[1], answer.key).toBe(answer.sha256);
+      }
+      expect(seen.reachable.filter((key) => !seen.listedKeys.includes(key))).toEqual([]);
+      expect(seen.reachable.length).toBeGreaterThanOrEqual(3);
+      // a listing of the whole bucket names the data files and the metadata of both tables, in key order
+      const dataKeys = files.map((f) => `tables/events/files/${f.dataFileId}.parquet`);
+      expect(seen.everything.filter((key) => key.startsWith('tables/events/'))).toEqual([...dataKeys].sort().concat(seen.listedKeys));
+      expect(seen.everything.some((key) => key.startsWith('tables/events_raw/metadata/'))).toBe(true);
+      expect(seen.tablePrefixes).toEqual(['tables/events/files/', 'tables/events/metadata/']);
+      expect(seen.top).toEqual(['tables/']);
+
+      for (const [name, refusal] of Object.entries(seen.errors)) {
+        expect(refusal.requestIdHeader, name).toMatch(/^[0-9A-F]{16}$/);
+        expect(refusal.requestId, name).toBe(refusal.requestIdHeader);
+        expect(refusal.hostIdHeader, name).toBeTruthy();
+        expect(refusal.hostId, name).toBe(refusal.hostIdHeader);
+      }
+      expect(seen.errors.wrongSecret).toMatchObject({ status: 403, code: 'SignatureDoesNotMatch' });
+      expect(seen.errors.missingKey).toMatchObject({ status: 404, code: 'NoSuchKey' });
+      expect(seen.errors.missingKey!.said).toContain(`table events has no metadata file 99999-1.metadata.json`);
+      expect(seen.errors.write).toMatchObject({ status: 405, code: 'MethodNotAllowed' });
+      expect(seen.errors.write!.said).toContain('offsetlake tables are read only');
+      expect(seen.otherRegion).toMatchObject({ status: 400, bucketRegion: 'us-east-1' });
+      expect(seen.otherRegion.requestId).toMatch(/^[0-9A-F]{16}$/);
+    } finally {
+      await withCatalog.stop();
+    }
+  }, 180_000);
 
   it('offsetlake serve turns the S3 face on with a key pair from its flags, and says where; without one there is no S3 face; half a pair is refused', async () => {
     const start = async (...flags: string[]) => {
