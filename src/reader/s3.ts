@@ -5,7 +5,8 @@
  *   HEAD /<bucket>                                   HeadBucket
  *   GET  /<bucket>?location                          GetBucketLocation (the face's region, us-east-1 unless configured)
  *   GET  /<bucket>?list-type=2[&prefix][&delimiter][&continuation-token][&start-after][&max-keys]
- *                                                    ListObjectsV2 (encoding-type=url honoured)
+ *                                                    ListObjectsV2 (encoding-type=url honoured), data files
+ *                                                    and, with the Iceberg catalog, each table's metadata files
  *   HEAD /<bucket>/tables/<table>/files/<id>.parquet HeadObject
  *   GET  /<bucket>/tables/<table>/files/<id>.parquet GetObject, one Range
  *   GET  /<bucket>/tables/<table>/metadata/<name>    GetObject of an Iceberg metadata file (HEAD too)
@@ -14,7 +15,8 @@
  * is s3://<bucket>/ finds every file. Objects are served by the HTTP face's own file
  * response (same rebuild, verification, cache and metrics). Requests are authenticated
  * with AWS Signature Version 4 against one access key pair (src/reader/sigv4.ts); errors
- * are S3's XML with S3's codes. Expired files are not listed and are NoSuchKey.
+ * are S3's XML with S3's codes and our words, every answer with x-amz-request-id and
+ * x-amz-id-2. Expired files are not listed and are NoSuchKey.
  */
 import { randomBytes } from 'node:crypto';
 import { TableError, type TableRecord } from '../table/record.js';
