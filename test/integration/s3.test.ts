@@ -230,6 +230,9 @@ describe("serve's S3-compatible face", () => {
         expect(refusal.hostId, name).toBe(refusal.hostIdHeader);
       }
       expect(seen.errors.wrongSecret).toMatchObject({ status: 403, code: 'SignatureDoesNotMatch' });
+      expect(seen.errors.wrongSecret!.said).toContain("check the secret access key (serve's --s3-secret-access-key)");
+      expect(seen.errors.wrongKey).toMatchObject({ status: 403, code: 'InvalidAccessKeyId' });
+      expect(seen.errors.wrongKey!.said).toContain('the access key id someone-else is not known to this endpoint: sign with the key pair serve was started with (--s3-access-key-id and --s3-secret-access-key');
       expect(seen.errors.missingKey).toMatchObject({ status: 404, code: 'NoSuchKey' });
       expect(seen.errors.missingKey!.said).toContain(`table events has no metadata file 99999-1.metadata.json`);
       expect(seen.errors.write).toMatchObject({ status: 405, code: 'MethodNotAllowed' });

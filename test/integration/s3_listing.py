@@ -106,6 +106,7 @@ print(json.dumps({
     "top": top,
     "errors": {
         "wrongSecret": refusal(lambda: client(secret="wrong").list_objects_v2(Bucket=bucket)),
+        "wrongKey": refusal(lambda: boto3.client("s3", endpoint_url=args["endpoint"], aws_access_key_id="someone-else", aws_secret_access_key=args["secret"], region_name="us-east-1", config=config).list_objects_v2(Bucket=bucket)),
         "missingKey": refusal(lambda: s3.get_object(Bucket=bucket, Key=prefix + "99999-1.metadata.json")),
         "write": refusal(lambda: s3.put_object(Bucket=bucket, Key=prefix + "new.avro", Body=b"x")),
     },
