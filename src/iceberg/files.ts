@@ -54,11 +54,24 @@ interface ManifestContext {
   schemas: Map<number, VersionedSchema>;
 }
 
+/** A file below metadata/ as a listing names it: its name there, length, sha256 (hex) and time. */
+export interface ListedFile {
+  name: string;
+  size: number;
+  etag: string;
+  modified: Date;
+}
+
+/** Tables whose listing is kept at most. */
+const listingsKept = 1_000;
+
 /** What the service remembers of manifests it built (name, length, counts) at most. */
 const manifestInfos = 10_000;
 
 export class IcebergFiles {
   private readonly infos = new Map<string, ListedManifest & { name: string }>();
+  /** Each table's listing (by root) as of its snapshots and schema versions. */
+  private readonly listings = new Map<string, ListedFile[]>();
 
   constructor(private readonly service: ReaderService, private readonly cut: CutOptions) {}
 
@@ -131,31 +144,42 @@ export class IcebergFiles {
   }
 
   /**
-   * Every file below the table's metadata/ that `file` answers, with its bytes: the
-   * metadata before any snapshot, and of each snapshot the catalog keeps its metadata,
-   * manifest list and the manifests that list names. A snapshot that is due is cut first,
-   * as LoadTable cuts it, so the newest metadata listed is the one LoadTable would give.
+   * Every file below the table's metadata/ that `file` answers, by name, length, sha256
+   * (hex: its ETag) and time: the metadata before any snapshot, and of each snapshot the
+   * catalog keeps its metadata, manifest list and the manifests that list names. A snapshot
+   * that is due is cut first, as LoadTable cuts it, so the newest metadata listed is the one
+   * LoadTable would give. What the files are depends only on the snapshots kept and the
+   * schema versions, so the answer is kept until either changes (a listing of the whole
+   * bucket, as a glob sends, then costs two queries a table).
    */
-  async listing(table: TableRecord, root: Root): Promise<(IcebergFile & { name: string })[]> {
+  async listing(table: TableRecord, root: Root): Promise<ListedFile[]> {
     await cutSnapshotIfChanged(this.catalog, table.tableId, this.cut);
     const context = await this.context(table);
-    const listed = new Map<string, IcebergFile>();
+    const key = `${table.tableId}:${root.base}:${context.schemas.size}:${[...context.snapshots.keys()].join(',')}`;
+    const kept = this.listings.get(key);
+    if (kept) return kept;
+    const listed = new Map<string, ListedFile>();
+    const add = (name: string, file: IcebergFile) => listed.set(name, { name, size: file.bytes.byteLength, etag: createHash('sha256').update(file.bytes).digest('hex'), modified: file.modified });
     const addMetadata = async (sequence: bigint) => {
       const built = await this.metadataAsOf(table, sequence, root);
-      listed.set(built.location.slice(built.location.lastIndexOf('/') + 1), { bytes: Buffer.from(JSON.stringify(built.metadata)), contentType: 'application/json', modified: built.modified });
+      add(built.location.slice(built.location.lastIndexOf('/') + 1), { bytes: Buffer.from(JSON.stringify(built.metadata)), contentType: 'application/json', modified: built.modified });
     };
     await addMetadata(0n);
     for (const [sequence, snapshot] of context.snapshots) {
       await addMetadata(sequence);
       const list = await this.manifestList(table, context, sequence, root);
-      listed.set(`snap-${snapshot.snapshotId}.avro`, list.file);
+      add(`snap-${snapshot.snapshotId}.avro`, list.file);
       for (const info of list.manifests) {
         if (listed.has(info.name)) continue;
         const manifest = await this.manifest(table, context, info.partitionLower, info.sequenceNumber, root);
-        if (manifest) listed.set(info.name, manifest.file);
+        if (manifest) add(info.name, manifest.file);
       }
     }
-    return [...listed].map(([name, file]) => ({ name, ...file }));
+    const files = [...listed.values()];
+    for (const old of [...this.listings.keys()]) if (old.startsWith(`${table.tableId}:${root.base}:`)) this.listings.delete(old);
+    if (this.listings.size >= listingsKept) this.listings.delete(this.listings.keys().next().value!);
+    this.listings.set(key, files);
+    return files;
   }
 
   /** Snapshot `sequence`'s manifest list (one manifest per partition value with live files), and the manifests it names. */

@@ -281,7 +281,7 @@ export class IcebergCatalog implements MountedCatalog {
 
   /** The files below a table's metadata/ that metadataFile answers now, for the S3 face's listing. */
   async metadataListing(request: ReaderRequest, table: TableRecord): Promise<ListedObject[]> {
-    return (await this.files.listing(table, this.root(request))).map((file) => ({ name: file.name, size: file.bytes.byteLength, etag: createHash('sha256').update(file.bytes).digest('hex'), modified: file.modified }));
+    return this.files.listing(table, this.root(request));
   }
 
   /** A file below a table's metadata/ (either face): its bytes, or HttpError 404 naming what is wrong. */
