@@ -152,10 +152,13 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
    * prefix spares building its files; otherwise they are built (and a due snapshot cut).
    */
   async function keysBelow(request: ReaderRequest, prefix: string, delimiter: string): Promise<{ objects: Listed[]; folded: string[] }> {
-    const objects: Listed[] = (await reader.fileKeys(tableOfPrefix(prefix))).map((file) => ({ key: keyOf(file), size: file.fileSizeBytes, etag: file.sha256.toString('hex'), modified: file.createdAt }));
+    const named = tableOfPrefix(prefix);
+    // a prefix inside one table's metadata/ reaches none of its data files: they are not read
+    const filesBase = named === undefined ? '' : `tables/${named}/files/`;
+    const reachesFiles = filesBase.startsWith(prefix) || prefix.startsWith(filesBase);
+    const objects: Listed[] = reachesFiles ? (await reader.fileKeys(named)).map((file) => ({ key: keyOf(file), size: file.fileSizeBytes, etag: file.sha256.toString('hex'), modified: file.createdAt })) : [];
     const folded: string[] = [];
     if (!metadataObjects) return { objects, folded };
-    const named = tableOfPrefix(prefix);
     for (const table of await reader.tables()) {
       if (named !== undefined && table.name !== named) continue;
       const base = `tables/${table.name}/metadata/`;
