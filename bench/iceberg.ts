@@ -12,6 +12,8 @@
  *    snapshot: every file's membership is written), a second one (nothing to cut), the
  *    manifest list (every hour's manifest built, Avro-encoded and hashed: the cold cost),
  *    the list again (manifests from the cache), and one manifest; time and bytes of each.
+ *    Then the S3 face's ListObjectsV2 below the table's metadata/, first and again (the
+ *    manifests are built by then: the first listing builds the metadata files and hashes).
  */
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -72,7 +74,7 @@ try {
   process.stderr.write(`catalog: ${fileCount} files over ${Math.ceil(fileCount / filesPerHour)} hours in ${Math.round(performance.now() - copied)} ms\n`);
 
   const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 1024 * 1024 * 1024, publishEveryMs: 0 });
-  const server = readerServer(readerHandler(service, { token, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }) })).listen(0, '127.0.0.1');
+  const server = readerServer(readerHandler(service, { token, s3: { bucket: 'offsetlake', credentials: null }, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }) })).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const get = async (path: string): Promise<{ ms: number; bytes: Buffer }> => {
@@ -93,6 +95,10 @@ try {
     // one manifest: its path is in the list's records (Avro); find the first m-….avro name in the bytes
     const manifestName = /m--?\d+-\d+-[0-9a-f]{16}\.avro/.exec(warmList.bytes.toString('latin1'))![0];
     const manifest = await get(`/tables/many/metadata/${manifestName}`);
+    // the S3 face's ListObjectsV2 below metadata/ (unsigned: this face runs as with --no-auth)
+    const listingPath = '/offsetlake?list-type=2&prefix=tables/many/metadata/';
+    const listingCold = await get(listingPath);
+    const listingWarm = await get(listingPath);
     const figures = {
       files: fileCount,
       hours: Math.ceil(fileCount / filesPerHour),
@@ -101,6 +107,8 @@ try {
       manifestListCold: { ms: Math.round(coldList.ms), bytes: coldList.bytes.byteLength, note: 'builds every manifest' },
       manifestListWarm: { ms: Math.round(warmList.ms), bytes: warmList.bytes.byteLength },
       oneManifest: { ms: Math.round(manifest.ms), bytes: manifest.bytes.byteLength, files: filesPerHour },
+      metadataListingFirst: { ms: Math.round(listingCold.ms), keys: (listingCold.bytes.toString().match(/<Key>/g) ?? []).length, note: 'builds the metadata files once' },
+      metadataListingAgain: { ms: Math.round(listingWarm.ms) },
       manifestsTotalBytes: service.cache.size.bytes,
     };
     process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);

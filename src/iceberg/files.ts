@@ -54,11 +54,24 @@ interface ManifestContext {
   schemas: Map<number, VersionedSchema>;
 }
 
+/** A file below metadata/ as a listing names it: its name there, length, sha256 (hex) and time. */
+export interface ListedFile {
+  name: string;
+  size: number;
+  etag: string;
+  modified: Date;
+}
+
+/** Tables whose listing is kept at most. */
+const listingsKept = 1_000;
+
 /** What the service remembers of manifests it built (name, length, counts) at most. */
 const manifestInfos = 10_000;
 
 export class IcebergFiles {
   private readonly infos = new Map<string, ListedManifest & { name: string }>();
+  /** Each table's listing (by root) as of its snapshots and schema versions. */
+  private readonly listings = new Map<string, ListedFile[]>();
 
   constructor(private readonly service: ReaderService, private readonly cut: CutOptions) {}
 
@@ -119,7 +132,7 @@ export class IcebergFiles {
       const context = await this.context(table);
       const sequence = [...context.snapshots].find(([, s]) => s.snapshotId === snapshotId)?.[0];
       if (sequence === undefined) throw gone(`it has no snapshot ${snapshotId}`);
-      return this.manifestList(table, context, sequence, root);
+      return (await this.manifestList(table, context, sequence, root)).file;
     }
     match = manifestName.exec(name);
     if (match) {
@@ -130,8 +143,47 @@ export class IcebergFiles {
     throw gone('names are NNNNN-<snapshot id>.metadata.json, snap-<snapshot id>.avro and m-<partition>-<sequence>-<hash>.avro, as the table metadata gives them');
   }
 
-  /** Snapshot `sequence`'s manifest list: one manifest per partition value with live files. */
-  private async manifestList(table: TableRecord, context: ManifestContext, sequence: bigint, root: Root): Promise<IcebergFile> {
+  /**
+   * Every file below the table's metadata/ that `file` answers, by name, length, sha256
+   * (hex: its ETag) and time: the metadata before any snapshot, and of each snapshot the
+   * catalog keeps its metadata, manifest list and the manifests that list names. A snapshot
+   * that is due is cut first, as LoadTable cuts it, so the newest metadata listed is the one
+   * LoadTable would give. What the files are depends only on the snapshots kept and the
+   * schema versions, so the answer is kept until either changes (a listing of the whole
+   * bucket, as a glob sends, then costs two queries a table).
+   */
+  async listing(table: TableRecord, root: Root): Promise<ListedFile[]> {
+    await cutSnapshotIfChanged(this.catalog, table.tableId, this.cut);
+    const context = await this.context(table);
+    const key = `${table.tableId}:${root.base}:${context.schemas.size}:${[...context.snapshots.keys()].join(',')}`;
+    const kept = this.listings.get(key);
+    if (kept) return kept;
+    const listed = new Map<string, ListedFile>();
+    const add = (name: string, file: IcebergFile) => listed.set(name, { name, size: file.bytes.byteLength, etag: createHash('sha256').update(file.bytes).digest('hex'), modified: file.modified });
+    const addMetadata = async (sequence: bigint) => {
+      const built = await this.metadataAsOf(table, sequence, root);
+      add(built.location.slice(built.location.lastIndexOf('/') + 1), { bytes: Buffer.from(JSON.stringify(built.metadata)), contentType: 'application/json', modified: built.modified });
+    };
+    await addMetadata(0n);
+    for (const [sequence, snapshot] of context.snapshots) {
+      await addMetadata(sequence);
+      const list = await this.manifestList(table, context, sequence, root);
+      add(`snap-${snapshot.snapshotId}.avro`, list.file);
+      for (const info of list.manifests) {
+        if (listed.has(info.name)) continue;
+        const manifest = await this.manifest(table, context, info.partitionLower, info.sequenceNumber, root);
+        if (manifest) add(info.name, manifest.file);
+      }
+    }
+    const files = [...listed.values()];
+    for (const old of [...this.listings.keys()]) if (old.startsWith(`${table.tableId}:${root.base}:`)) this.listings.delete(old);
+    if (this.listings.size >= listingsKept) this.listings.delete(this.listings.keys().next().value!);
+    this.listings.set(key, files);
+    return files;
+  }
+
+  /** Snapshot `sequence`'s manifest list (one manifest per partition value with live files), and the manifests it names. */
+  private async manifestList(table: TableRecord, context: ManifestContext, sequence: bigint, root: Root): Promise<{ file: IcebergFile; manifests: (ListedManifest & { name: string })[] }> {
     const snapshot = context.snapshots.get(sequence)!;
     const byPartition = new Map<number, Membership[]>();
     for (const member of await membershipsUpTo(this.catalog, table.tableId, sequence)) {
@@ -153,7 +205,7 @@ export class IcebergFiles {
     // Manifests not built yet are built in batches whose files are read in one query each:
     // a round trip per manifest was most of a cold list's time, and all files at once would
     // hold every footer of the table in memory.
-    const built = new Map<number, ListedManifest>();
+    const built = new Map<number, ListedManifest & { name: string }>();
     let batch: typeof wanted = [];
     let batchFiles = 0;
     const flush = async () => {
@@ -180,7 +232,7 @@ export class IcebergFiles {
     const listed = wanted.flatMap((w) => (built.has(w.p) ? [built.get(w.p)!] : []));
     const spec = partitionSpec(context.schemas.get(snapshot.schemaVersion)!.schema, table.settings.granularity);
     const parent = context.snapshots.get(sequence - 1n)?.snapshotId ?? null;
-    return { bytes: manifestListBytes(listed, { snapshotId: snapshot.snapshotId, parentSnapshotId: parent, sequenceNumber: sequence }, spec), contentType: 'application/octet-stream', modified: snapshot.cutAt };
+    return { file: { bytes: manifestListBytes(listed, { snapshotId: snapshot.snapshotId, parentSnapshotId: parent, sequenceNumber: sequence }, spec), contentType: 'application/octet-stream', modified: snapshot.cutAt }, manifests: listed };
   }
 
   /** What building manifests of the table needs of every snapshot and schema version, read once per request. */

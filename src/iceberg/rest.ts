@@ -32,6 +32,7 @@ import { TableError, TableNameError, type TableRecord } from '../table/record.js
 import { bytesResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from '../reader/file-response.js';
 import type { ReaderService } from '../reader/service.js';
 import type { MountedCatalog } from '../reader/http.js';
+import type { ListedObject } from '../reader/s3.js';
 import type { S3Credentials } from '../reader/sigv4.js';
 import { IcebergFiles, type Root } from './files.js';
 import { defaultMaxSnapshots, defaultSnapshotIntervalMs } from './snapshots.js';
@@ -127,6 +128,16 @@ function page(names: readonly string[], request: ReaderRequest): { names: string
   return { names: taken, next: rest.length > taken.length ? Buffer.from(`after:${taken.at(-1)}`).toString('base64url') : null };
 }
 
+/**
+ * pyiceberg has no FileIO that reads http locations: against a catalog without the S3 face
+ * it loads a table and fails at the first file with "Unrecognized filesystem type in URI:
+ * http". The catalog's defaults give it this as its FileIO class instead (only pyiceberg
+ * reads `py-io-impl`; a client's own setting wins over defaults), which no module is
+ * named, so pyiceberg's load_table stops with "Could not initialize FileIO: " and these words.
+ */
+const pyIcebergFileIo = 'py-io-impl';
+export const noS3FaceForPyIceberg = 'this catalog names its files by http URLs (serve has no S3 face), and pyiceberg reads no http location: start serve with --s3-access-key-id and --s3-secret-access-key (its S3 face), and the catalog names s3 locations pyiceberg reads.';
+
 export class IcebergCatalog implements MountedCatalog {
   readonly files: IcebergFiles;
   private readonly publicUrl: string | undefined;
@@ -217,7 +228,7 @@ export class IcebergCatalog implements MountedCatalog {
     }
     if (parts[0] !== 'v1') throw new IcebergError(404, 'NotFoundException', `no such path: ${path} (paths: ${paths})`);
     if (parts.length === 2 && parts[1] === 'config') {
-      return json(200, { defaults: {}, overrides: { prefix: catalogPrefix }, endpoints });
+      return json(200, { defaults: this.s3 ? {} : { [pyIcebergFileIo]: noS3FaceForPyIceberg }, overrides: { prefix: catalogPrefix }, endpoints });
     }
     if (parts[1] !== catalogPrefix) {
       throw new IcebergError(404, 'NotFoundException', `no such path: ${path}; this catalog's paths carry the prefix ${catalogPrefix} that GET /iceberg/v1/config gives (paths: ${paths})`);
@@ -266,6 +277,11 @@ export class IcebergCatalog implements MountedCatalog {
     }
     // Answered to a token holder (it may carry the S3 key pair): no shared cache may keep it.
     return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8', etag, 'cache-control': 'private, no-cache' }, body };
+  }
+
+  /** The files below a table's metadata/ that metadataFile answers now, for the S3 face's listing. */
+  async metadataListing(request: ReaderRequest, table: TableRecord): Promise<ListedObject[]> {
+    return this.files.listing(table, this.root(request));
   }
 
   /** A file below a table's metadata/ (either face): its bytes, or HttpError 404 naming what is wrong. */

@@ -26,7 +26,7 @@ import { FileExpiredError, RebuildMismatchError } from '../build/rebuild.js';
 import { GranuleMismatchError } from '../build/granules.js';
 import { StoredPieceMismatchError } from '../build/stored-pieces.js';
 import type { ReadApi } from './read-api.js';
-import { isS3Request, s3Handler, type S3FaceOptions } from './s3.js';
+import { isS3Request, s3Handler, type ListedObject, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 import { kafkaPerServed } from '../catalog/reader-counters.js';
 import { expositionContentType, prefersJson, renderExposition } from '../common/exposition.js';
@@ -80,6 +80,7 @@ export interface MountedCatalog {
   answer(request: ReaderRequest): Promise<ReaderResponse>;
   refusal(request: ReaderRequest, error: HttpError): ReaderResponse;
   metadataFile(request: ReaderRequest, table: TableRecord, name: string): Promise<ReaderResponse>;
+  metadataListing(request: ReaderRequest, table: TableRecord): Promise<ListedObject[]>;
 }
 
 export type ReaderHandler = (request: ReaderRequest) => Promise<ReaderResponse>;
@@ -234,7 +235,7 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
     throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics${mounted ? ', /tables/:table/metadata/:name, /iceberg/v1/config' : ''}${options.console ? ', /console' : ''})`);
   }
 
-  const s3 = options.s3 ? s3Handler(reader, options.s3, maxBody, mounted && ((request, table, name) => mounted.metadataFile(request, table, name))) : undefined;
+  const s3 = options.s3 ? s3Handler(reader, options.s3, maxBody, mounted && { get: (request, table, name) => mounted.metadataFile(request, table, name), list: (request, table) => mounted.metadataListing(request, table) }) : undefined;
 
   return async (request) => {
     reader.count('requests');

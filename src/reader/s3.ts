@@ -5,7 +5,8 @@
  *   HEAD /<bucket>                                   HeadBucket
  *   GET  /<bucket>?location                          GetBucketLocation (the face's region, us-east-1 unless configured)
  *   GET  /<bucket>?list-type=2[&prefix][&delimiter][&continuation-token][&start-after][&max-keys]
- *                                                    ListObjectsV2 (encoding-type=url honoured)
+ *                                                    ListObjectsV2 (encoding-type=url honoured), data files
+ *                                                    and, with the Iceberg catalog, each table's metadata files
  *   HEAD /<bucket>/tables/<table>/files/<id>.parquet HeadObject
  *   GET  /<bucket>/tables/<table>/files/<id>.parquet GetObject, one Range
  *   GET  /<bucket>/tables/<table>/metadata/<name>    GetObject of an Iceberg metadata file (HEAD too)
@@ -14,8 +15,10 @@
  * is s3://<bucket>/ finds every file. Objects are served by the HTTP face's own file
  * response (same rebuild, verification, cache and metrics). Requests are authenticated
  * with AWS Signature Version 4 against one access key pair (src/reader/sigv4.ts); errors
- * are S3's XML with S3's codes. Expired files are not listed and are NoSuchKey.
+ * are S3's XML with S3's codes and our words, every answer with x-amz-request-id and
+ * x-amz-id-2. Expired files are not listed and are NoSuchKey.
  */
+import { randomBytes } from 'node:crypto';
 import { TableError, type TableRecord } from '../table/record.js';
 import type { LiveFileKey } from '../catalog/file-reads.js';
 import { fileResponse, HttpError, PreconditionFailedError, type ReaderRequest, type ReaderResponse } from './file-response.js';
@@ -64,9 +67,19 @@ function xml(status: number, body: string, headers: Record<string, string> = {})
   return { status, headers: { 'content-type': 'application/xml', ...headers }, body: Buffer.from(xmlHeader + body) };
 }
 
-function errorXml(request: ReaderRequest, error: S3Error, resource: string): ReaderResponse {
+/** What names one request in S3's answers (x-amz-request-id, x-amz-id-2), so a client's error report can be matched with serve's. */
+interface RequestIds {
+  requestId: string;
+  hostId: string;
+}
+
+function newRequestIds(): RequestIds {
+  return { requestId: randomBytes(8).toString('hex').toUpperCase(), hostId: randomBytes(24).toString('base64') };
+}
+
+function errorXml(request: ReaderRequest, error: S3Error, resource: string, ids: RequestIds): ReaderResponse {
   const details = Object.entries(error.details).map(([name, value]) => `<${name}>${xmlText(value)}</${name}>`).join('');
-  const body = `<Error><Code>${error.code}</Code><Message>${xmlText(error.message)}</Message>${details}<Resource>${xmlText(resource)}</Resource><RequestId>offsetlake</RequestId></Error>`;
+  const body = `<Error><Code>${error.code}</Code><Message>${xmlText(error.message)}</Message>${details}<Resource>${xmlText(resource)}</Resource><RequestId>${ids.requestId}</RequestId><HostId>${xmlText(ids.hostId)}</HostId></Error>`;
   const response = xml(error.status, body, error.headers);
   return request.method === 'HEAD' ? { ...response, body: new Uint8Array(0) } : response;
 }
@@ -105,8 +118,27 @@ function tableOfPrefix(prefix: string): string | undefined {
 
 const compareKeys = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
-/** Answers for objects below a table's metadata/ (the Iceberg catalog's files, src/iceberg/files.ts). */
-export type MetadataObjects = (request: ReaderRequest, table: TableRecord, name: string) => Promise<ReaderResponse>;
+/** An object as a listing names it. */
+interface Listed {
+  key: string;
+  size: bigint | number;
+  etag: string;
+  modified: Date;
+}
+
+/** An object a listing names below a table's metadata/: its name there, length, ETag (sha256 hex, as GET answers it) and time. */
+export interface ListedObject {
+  name: string;
+  size: number;
+  etag: string;
+  modified: Date;
+}
+
+/** Objects below a table's metadata/ (the Iceberg catalog's files, src/iceberg/files.ts): one by name, and all that answer now. */
+export interface MetadataObjects {
+  get(request: ReaderRequest, table: TableRecord, name: string): Promise<ReaderResponse>;
+  list(request: ReaderRequest, table: TableRecord): Promise<ListedObject[]>;
+}
 
 const metadataKey = /^tables\/([a-z_][a-z0-9_]{0,62})\/metadata\/([^/]{1,200})$/;
 
@@ -114,7 +146,34 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
   const now = options.now ?? Date.now;
   const region = options.region ?? defaultS3Region;
 
-  async function listObjects(query: Map<string, string>): Promise<ReaderResponse> {
+  /**
+   * The keys below `prefix`: live data files, and each table's metadata objects when the
+   * prefix reaches them. A delimiter that folds a table's whole metadata/ into one common
+   * prefix spares building its files; otherwise they are built (and a due snapshot cut).
+   */
+  async function keysBelow(request: ReaderRequest, prefix: string, delimiter: string): Promise<{ objects: Listed[]; folded: string[] }> {
+    const named = tableOfPrefix(prefix);
+    // a prefix inside one table's metadata/ reaches none of its data files: they are not read
+    const filesBase = named === undefined ? '' : `tables/${named}/files/`;
+    const reachesFiles = filesBase.startsWith(prefix) || prefix.startsWith(filesBase);
+    const objects: Listed[] = reachesFiles ? (await reader.fileKeys(named)).map((file) => ({ key: keyOf(file), size: file.fileSizeBytes, etag: file.sha256.toString('hex'), modified: file.createdAt })) : [];
+    const folded: string[] = [];
+    if (!metadataObjects) return { objects, folded };
+    for (const table of await reader.tables()) {
+      if (named !== undefined && table.name !== named) continue;
+      const base = `tables/${table.name}/metadata/`;
+      if (!base.startsWith(prefix) && !prefix.startsWith(base)) continue;
+      const cut = delimiter === '' || !base.startsWith(prefix) ? -1 : base.indexOf(delimiter, prefix.length);
+      if (cut >= 0) {
+        folded.push(base.slice(0, cut + delimiter.length));
+        continue;
+      }
+      for (const object of await metadataObjects.list(request, table)) objects.push({ key: base + object.name, size: object.size, etag: object.etag, modified: object.modified });
+    }
+    return { objects, folded };
+  }
+
+  async function listObjects(request: ReaderRequest, query: Map<string, string>): Promise<ReaderResponse> {
     if (query.get('list-type') !== '2') throw new S3Error(501, 'NotImplemented', 'only ListObjectsV2 (list-type=2) is implemented');
     const prefix = query.get('prefix') ?? '';
     const delimiter = query.get('delimiter') ?? '';
@@ -130,19 +189,15 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
       if (!decoded.startsWith('k:')) throw new S3Error(400, 'InvalidArgument', 'the continuation token is not one this endpoint gave');
       after = decoded.slice(2);
     }
-    const files = (await reader.fileKeys(tableOfPrefix(prefix))).map((file) => ({ key: keyOf(file), file })).sort((a, b) => compareKeys(a.key, b.key));
+    const { objects, folded } = await keysBelow(request, prefix, delimiter);
     // Entries in key order: objects, and common prefixes (each once) when a delimiter folds keys.
-    const entries: ({ kind: 'object'; key: string; file: LiveFileKey } | { kind: 'prefix'; key: string })[] = [];
-    for (const { key, file } of files) {
-      if (!key.startsWith(prefix)) continue;
-      const cut = delimiter === '' ? -1 : key.indexOf(delimiter, prefix.length);
-      if (cut >= 0) {
-        const common = key.slice(0, cut + delimiter.length);
-        if (entries.at(-1)?.key !== common) entries.push({ kind: 'prefix', key: common });
-      } else {
-        entries.push({ kind: 'object', key, file });
-      }
+    const unsorted: ({ kind: 'object'; key: string; object: Listed } | { kind: 'prefix'; key: string })[] = folded.map((key) => ({ kind: 'prefix', key }));
+    for (const object of objects) {
+      if (!object.key.startsWith(prefix)) continue;
+      const cut = delimiter === '' ? -1 : object.key.indexOf(delimiter, prefix.length);
+      unsorted.push(cut >= 0 ? { kind: 'prefix', key: object.key.slice(0, cut + delimiter.length) } : { kind: 'object', key: object.key, object });
     }
+    const entries = unsorted.sort((a, b) => compareKeys(a.key, b.key)).filter((entry, i, all) => entry.kind === 'object' || all[i - 1]?.key !== entry.key);
     const remaining = entries.filter((entry) => compareKeys(entry.key, after) > 0);
     const page = remaining.slice(0, maxKeys);
     // max-keys=0 asks for no keys: an empty page that is not truncated (there is no key to continue after), as S3 answers.
@@ -163,7 +218,7 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
       ...page.map((entry) =>
         entry.kind === 'prefix'
           ? `<CommonPrefixes><Prefix>${encode(entry.key)}</Prefix></CommonPrefixes>`
-          : `<Contents><Key>${encode(entry.key)}</Key><LastModified>${entry.file.createdAt.toISOString()}</LastModified><ETag>&quot;${entry.file.sha256.toString('hex')}&quot;</ETag><Size>${entry.file.fileSizeBytes}</Size><StorageClass>STANDARD</StorageClass></Contents>`,
+          : `<Contents><Key>${encode(entry.key)}</Key><LastModified>${entry.object.modified.toISOString()}</LastModified><ETag>&quot;${entry.object.etag}&quot;</ETag><Size>${entry.object.size}</Size><StorageClass>STANDARD</StorageClass></Contents>`,
       ),
       '</ListBucketResult>',
     ];
@@ -184,7 +239,7 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
     if (metadata) {
       const table = await tableOfKey(key, metadata[1]!);
       try {
-        return await metadataObjects(request, table, metadata[2]!);
+        return await metadataObjects.get(request, table, metadata[2]!);
       } catch (error) {
         if (error instanceof HttpError) throw fromHttp(error);
         throw error;
@@ -206,6 +261,12 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
   }
 
   return async (request) => {
+    const ids = newRequestIds();
+    const response = await answer(request, ids);
+    return { ...response, headers: { ...response.headers, 'x-amz-request-id': ids.requestId, 'x-amz-id-2': ids.hostId } };
+  };
+
+  async function answer(request: ReaderRequest, ids: RequestIds): Promise<ReaderResponse> {
     const [path, rawQuery = ''] = request.path.split(/\?(.*)/s) as [string, string?];
     try {
       // Encoding first: the signature is checked over the decoded query, and a path or query
@@ -220,11 +281,13 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
         throw new S3Error(400, 'InvalidURI', `the path ${path} is not valid percent-encoding`);
       }
       const query = parseQuery(rawQuery);
+      // A write is refused before its signature is checked: whoever signed it, the answer is
+      // the same, and an engine's upload (PUT, a multipart POST) is told why in these words.
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        throw new S3Error(405, 'MethodNotAllowed', `${request.method} ${path} is refused: offsetlake tables are read only (this S3 face answers GET and HEAD; a table's rows come from its Kafka topic, so write by producing records to the topic)`, { allow: 'GET, HEAD' });
+      }
       if (options.credentials) {
         await verifySigV4(request, options.credentials, now(), region);
-      }
-      if (request.method !== 'GET' && request.method !== 'HEAD') {
-        throw new S3Error(405, 'MethodNotAllowed', `${request.method} is not allowed: this endpoint is read only (GET and HEAD)`, { allow: 'GET, HEAD' });
       }
       if (bucket === '') throw new S3Error(400, 'InvalidRequest', `name the bucket in the path (path-style addressing): /${options.bucket}/…`);
       if (bucket !== options.bucket) throw new S3Error(404, 'NoSuchBucket', `no bucket ${bucket}; this endpoint serves the bucket ${options.bucket}`);
@@ -232,15 +295,19 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
         if (request.method === 'HEAD') return { status: 200, headers: { 'x-amz-bucket-region': region }, body: new Uint8Array(0) };
         // S3 names us-east-1 by an empty constraint
         if (query.has('location')) return xml(200, region === 'us-east-1' ? `<LocationConstraint xmlns="${namespace}"/>` : `<LocationConstraint xmlns="${namespace}">${xmlText(region)}</LocationConstraint>`);
-        return await listObjects(query);
+        return await listObjects(request, query);
       }
       return await getObject(request, key);
     } catch (error) {
-      if (error instanceof S3AuthError) return errorXml(request, new S3Error(error.code === 'AuthorizationHeaderMalformed' ? 400 : 403, error.code, error.message, {}, error.details), path);
-      if (error instanceof S3Error) return errorXml(request, error, path);
-      if (error instanceof RebuildMismatchError) return errorXml(request, new S3Error(500, 'InternalError', `${error.message}; the bytes were not served`), path);
-      if (error instanceof GranuleMismatchError || error instanceof StoredPieceMismatchError) return errorXml(request, new S3Error(500, 'InternalError', error.message), path);
-      return errorXml(request, new S3Error(500, 'InternalError', `internal error: ${(error as Error).message}`), path);
+      if (error instanceof S3AuthError) {
+        // a refusal that names the region: its header too, which SDKs read to sign again (S3 sends it)
+        const regionHeader: Record<string, string> = error.details.Region ? { 'x-amz-bucket-region': error.details.Region } : {};
+        return errorXml(request, new S3Error(error.code === 'AuthorizationHeaderMalformed' ? 400 : 403, error.code, error.message, regionHeader, error.details), path, ids);
+      }
+      if (error instanceof S3Error) return errorXml(request, error, path, ids);
+      if (error instanceof RebuildMismatchError) return errorXml(request, new S3Error(500, 'InternalError', `${error.message}; the bytes were not served`), path, ids);
+      if (error instanceof GranuleMismatchError || error instanceof StoredPieceMismatchError) return errorXml(request, new S3Error(500, 'InternalError', error.message), path, ids);
+      return errorXml(request, new S3Error(500, 'InternalError', `internal error: ${(error as Error).message}`), path, ids);
     }
-  };
+  }
 }

@@ -92,7 +92,7 @@ export async function verifySigV4(request: SignedRequest, credentials: S3Credent
   const [, accessKeyId, scopeDate, region, service, signedHeaderList, signature] = match as unknown as [string, string, string, string, string, string, string];
   // A scope is a region's: a signature for another one must not pass here (S3 refuses it with the region it expects).
   if (region !== expectedRegion) throw new S3AuthError('AuthorizationHeaderMalformed', `the credential scope names region ${region}; this endpoint is in ${expectedRegion}: sign for ${expectedRegion}`, { Region: expectedRegion });
-  if (!safeEqual(accessKeyId, credentials.accessKeyId)) throw new S3AuthError('InvalidAccessKeyId', `the access key id ${accessKeyId} is not known to this endpoint`);
+  if (!safeEqual(accessKeyId, credentials.accessKeyId)) throw new S3AuthError('InvalidAccessKeyId', `the access key id ${accessKeyId} is not known to this endpoint: sign with the key pair serve was started with (--s3-access-key-id and --s3-secret-access-key; Iceberg clients get it in LoadTable's config)`);
   if (service !== 's3') throw new S3AuthError('AuthorizationHeaderMalformed', `the credential scope names service "${service}"; this endpoint is s3`);
   const amzDate = header('x-amz-date');
   const date = amzDate ? amzDatePattern.exec(amzDate) : null;
@@ -124,7 +124,7 @@ export async function verifySigV4(request: SignedRequest, credentials: S3Credent
   );
   const ours = /Signature=([0-9a-f]{64})/.exec(String(expected.headers.authorization ?? expected.headers.Authorization))?.[1];
   if (!ours || !timingSafeEqual(Buffer.from(ours, 'hex'), Buffer.from(signature.toLowerCase(), 'hex'))) {
-    throw new S3AuthError('SignatureDoesNotMatch', 'the request signature we calculated does not match the signature you provided: check the secret access key and the signing method');
+    throw new S3AuthError('SignatureDoesNotMatch', 'the request signature we calculated does not match the signature you provided: check the secret access key (serve\'s --s3-secret-access-key) and the signing method');
   }
 }
 

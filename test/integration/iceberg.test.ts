@@ -275,6 +275,19 @@ describe('the Iceberg catalog of a serve without the S3 face', () => {
       await plain.stop();
     }
   }, 300_000);
+
+  it("tells pyiceberg, which reads no http location, that serve has no S3 face and which flags start it, where pyiceberg said only \"Unrecognized filesystem type in URI: http\"", async () => {
+    const plain = await listeningReader(readerHandler(service, { token, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }) }));
+    try {
+      const seen = (await python<Answers>('iceberg_clients.py', { mode: 'no-s3', uri: `${plain.url}/iceberg`, token, table: table.name })).pyiceberg as { tables: string[]; said?: string; rows?: number; error?: string; trace?: string };
+      expect(seen.error, seen.trace).toBeUndefined();
+      expect(seen.tables).toContain(table.name);
+      expect(seen.said).toContain('serve has no S3 face');
+      expect(seen.said).toContain('--s3-access-key-id and --s3-secret-access-key');
+    } finally {
+      await plain.stop();
+    }
+  }, 120_000);
 });
 
 describe('the Iceberg catalog of a serve without authentication (--no-auth)', () => {

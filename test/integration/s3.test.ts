@@ -27,6 +27,7 @@ import { libpqConnectionString } from '../../src/cli/attach.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
+import { IcebergCatalog } from '../../src/iceberg/rest.js';
 
 const run = promisify(execFile);
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
@@ -191,6 +192,70 @@ describe("serve's S3-compatible face", () => {
       expect(answer.body).toMatch(/<Message>the (query|path) .* is not valid percent-encoding<\/Message>/);
     }
   });
+
+  it("with the Iceberg catalog mounted, ListObjectsV2 (boto3, two keys a page) names every object below tables/<t>/metadata/ with the size and ETag GET and HEAD answer, and every file the newest metadata reaches (walked with fastavro), also after new records cut another snapshot; delimiters fold metadata/ as S3 would; every error carries x-amz-request-id and x-amz-id-2, a region refusal x-amz-bucket-region, a write says the table is read only", async () => {
+    const s3 = { bucket, region: 'us-east-1', credentials: keys };
+    const withCatalog = await listeningReader(readerHandler(service, { token: 'http-face-token', s3, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }, s3) }));
+    try {
+      const script = fileURLToPath(new URL('./s3_listing.py', import.meta.url));
+      const listing = async () => {
+        const stdout = await new Promise<string>((resolve, reject) => {
+          const child = execFile('python3', [script], { maxBuffer: 64 * 1024 * 1024, timeout: 120_000 }, (error, out, err) => (error ? reject(new Error(`s3_listing.py failed: ${err || error.message}`)) : resolve(out)));
+          child.stdin!.end(JSON.stringify({ endpoint: withCatalog.url, bucket, key: keys.accessKeyId, secret: keys.secretAccessKey, table: table.name }));
+        });
+        const seen = JSON.parse(stdout) as { answered: { key: string; listed: [number, string]; get: [number, string]; head: [number, string]; sha256: string }[]; pages: number; listedKeys: string[]; reachable: string[]; everything: string[]; tablePrefixes: string[]; top: string[]; errors: Record<string, Refusal>; otherRegion: { status: number; bucketRegion: string; requestId: string } };
+        expect(seen.pages).toBe(Math.ceil(seen.listedKeys.length / 2));
+        for (const answer of seen.answered) {
+          expect(answer.get, answer.key).toEqual(answer.listed);
+          expect(answer.head, answer.key).toEqual(answer.listed);
+          expect(answer.listed[1], answer.key).toBe(answer.sha256);
+        }
+        expect(seen.reachable.filter((key) => !seen.listedKeys.includes(key))).toEqual([]);
+        return seen;
+      };
+      type Refusal = { status: number; code: string; said: string; requestId: string; requestIdHeader: string; hostId: string; hostIdHeader: string; bucketRegion?: string };
+      const count = (seen: { listedKeys: string[] }, pattern: RegExp) => seen.listedKeys.filter((k) => pattern.test(k)).length;
+      const seen = await listing();
+      // the metadata before any snapshot, and of the one snapshot the listing cut: its metadata, manifest list and manifests
+      expect(count(seen, /\.metadata\.json$/)).toBe(2);
+      expect(count(seen, /\/snap-\d+\.avro$/)).toBe(1);
+      expect(count(seen, /\/m-[^/]+\.avro$/)).toBeGreaterThan(0);
+      expect(seen.reachable.length).toBeGreaterThanOrEqual(3);
+      // a listing of the whole bucket names the data files and the metadata of both tables, in key order
+      const dataKeys = files.map((f) => `tables/events/files/${f.dataFileId}.parquet`);
+      expect(seen.everything.filter((key) => key.startsWith('tables/events/'))).toEqual([...dataKeys].sort().concat(seen.listedKeys));
+      expect(seen.everything.some((key) => key.startsWith('tables/events_raw/metadata/'))).toBe(true);
+      expect(seen.tablePrefixes).toEqual(['tables/events/files/', 'tables/events/metadata/']);
+      expect(seen.top).toEqual(['tables/']);
+
+      for (const [name, refusal] of Object.entries(seen.errors)) {
+        expect(refusal.requestIdHeader, name).toMatch(/^[0-9A-F]{16}$/);
+        expect(refusal.requestId, name).toBe(refusal.requestIdHeader);
+        expect(refusal.hostIdHeader, name).toBeTruthy();
+        expect(refusal.hostId, name).toBe(refusal.hostIdHeader);
+      }
+      expect(seen.errors.wrongSecret).toMatchObject({ status: 403, code: 'SignatureDoesNotMatch' });
+      expect(seen.errors.wrongSecret!.said).toContain("check the secret access key (serve's --s3-secret-access-key)");
+      expect(seen.errors.wrongKey).toMatchObject({ status: 403, code: 'InvalidAccessKeyId' });
+      expect(seen.errors.wrongKey!.said).toContain('the access key id someone-else is not known to this endpoint: sign with the key pair serve was started with (--s3-access-key-id and --s3-secret-access-key');
+      expect(seen.errors.missingKey).toMatchObject({ status: 404, code: 'NoSuchKey' });
+      expect(seen.errors.missingKey!.said).toContain(`table events has no metadata file 99999-1.metadata.json`);
+      expect(seen.errors.write).toMatchObject({ status: 405, code: 'MethodNotAllowed' });
+      expect(seen.errors.write!.said).toContain('offsetlake tables are read only');
+      expect(seen.otherRegion).toMatchObject({ status: 400, bucketRegion: 'us-east-1' });
+      expect(seen.otherRegion.requestId).toMatch(/^[0-9A-F]{16}$/);
+
+      // more records, a new file: the next listing cuts a snapshot and names its files too, each as GET answers it
+      await produce(engine.kafka, table.topic, Array.from({ length: 40 }, (_, j) => ({ key: `k${j}`, value: JSON.stringify({ i: 9, j, text: 'x'.repeat(40 + j) }), partition: j % 2, timestamp: Date.UTC(2026, 10, 1, 18) + j })), { transactionalId: `s3-more-${table.topic}` });
+      await new LocalRunner(engine, rangeBuilder(engine.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
+      const after = await listing();
+      expect(count(after, /\.metadata\.json$/)).toBe(3);
+      expect(count(after, /\/snap-\d+\.avro$/)).toBe(2);
+      expect(after.listedKeys.filter((key) => seen.listedKeys.includes(key))).toEqual(seen.listedKeys);
+    } finally {
+      await withCatalog.stop();
+    }
+  }, 180_000);
 
   it('offsetlake serve turns the S3 face on with a key pair from its flags, and says where; without one there is no S3 face; half a pair is refused', async () => {
     const start = async (...flags: string[]) => {

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { readerHandler, type ReaderRequest, type ReaderResponse } from '../../src/reader/http.js';
+import { readerHandler, type MountedCatalog, type ReaderRequest, type ReaderResponse } from '../../src/reader/http.js';
 import { bodyBytes } from '../../src/reader/file-response.js';
 import type { FaceCounter, FileServing, IndexMetrics, LostOffsets, ReadApi } from '../../src/reader/read-api.js';
 import type { CatalogFile, LiveFileKey } from '../../src/catalog/file-reads.js';
@@ -275,6 +275,45 @@ describe('the S3 face over a reader in memory (ListObjectsV2, GetObject)', () =>
     const other = await s3(get('/other/tables/orders/files/10.parquet', { authorization: 'AWS4-HMAC-SHA256 Credential=x/20261130/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00' }));
     expect(other.status).toBe(404);
     expect(tag(await text(other), 'Code')).toBe('NoSuchBucket');
+  });
+
+  describe("with a table's Iceberg metadata mounted", () => {
+    const metadata = [
+      { name: '00000-uuid.metadata.json', size: 11, etag: 'a'.repeat(64), modified: created },
+      { name: '00001-42.metadata.json', size: 22, etag: 'b'.repeat(64), modified: created },
+      { name: 'm-5-1-0123456789abcdef.avro', size: 33, etag: 'c'.repeat(64), modified: created },
+      { name: 'snap-42.avro', size: 44, etag: 'd'.repeat(64), modified: created },
+    ];
+    let listed = 0;
+    const catalog: MountedCatalog = {
+      claims: () => false,
+      answer: () => Promise.reject(new Error('not asked')),
+      refusal: () => { throw new Error('not asked'); },
+      metadataFile: () => Promise.reject(new Error('not asked')),
+      metadataListing: async () => {
+        listed += 1;
+        return metadata;
+      },
+    };
+    const withMetadata = readerHandler(new MemoryReader(files), { token: 'unused-by-s3', s3: { bucket: 'lake', credentials: null }, catalog });
+    const prefixes = (xml: string) => [...xml.matchAll(/<CommonPrefixes><Prefix>([^<]*)<\/Prefix><\/CommonPrefixes>/g)].map((m) => m[1]);
+
+    it('a delimiter that folds metadata/ whole names it as a common prefix without building its files', async () => {
+      listed = 0;
+      const xml = await text(await withMetadata(get('/lake?list-type=2&prefix=tables/orders/&delimiter=/')));
+      expect(prefixes(xml)).toEqual(['tables/orders/files/', 'tables/orders/metadata/']);
+      expect(listed).toBe(0);
+    });
+
+    it("a prefix inside metadata/ lists its objects with their sizes and ETags; another delimiter folds at its own character, after the data files' keys", async () => {
+      const xml = await text(await withMetadata(get('/lake?list-type=2&prefix=tables/orders/metadata/s')));
+      expect(keys(xml)).toEqual(['tables/orders/metadata/snap-42.avro']);
+      expect([tag(xml, 'Size'), tag(xml, 'ETag')]).toEqual(['44', `&quot;${'d'.repeat(64)}&quot;`]);
+      const folded = await text(await withMetadata(get('/lake?list-type=2&prefix=tables/orders/metadata/&delimiter=-')));
+      expect(prefixes(folded)).toEqual(['tables/orders/metadata/00000-', 'tables/orders/metadata/00001-', 'tables/orders/metadata/m-', 'tables/orders/metadata/snap-']);
+      const all = await text(await withMetadata(get('/lake?list-type=2')));
+      expect(keys(all)).toEqual(['tables/orders/files/10.parquet', 'tables/orders/files/100.parquet', 'tables/orders/files/9.parquet', ...metadata.map((m) => `tables/orders/metadata/${m.name}`)]);
+    });
   });
 
   it('writing is refused with MethodNotAllowed: the bucket is read only', async () => {
