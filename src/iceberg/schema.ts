@@ -18,8 +18,9 @@
  * so the files stay as they are.
  *
  * The name mapping (`schema.name-mapping.default`) is what engines fall back on for a
- * file without field ids: files of encoder v1 have none, and no file has them on a
- * list's element node. Columns are never removed nor renamed, so the newest version's
+ * file without field ids: files of encoder v1 have none, and files of v2 to v4 have none
+ * on a nested group (a list's element group, a struct inside a struct); v5's have one on
+ * every node but a list's repeated `list` group, as Iceberg's own writer makes them. Columns are never removed nor renamed, so the newest version's
  * mapping serves every file.
  */
 import { decimalPhysical, type Column, type ColumnType, type FieldType, type ScalarType } from '../parquet/schema.js';

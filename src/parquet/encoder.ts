@@ -65,7 +65,8 @@ export interface EncodeOptions {
    * Parquet `field_id` per schema node, keyed by its path joined with '.' (a top-level
    * column by its name, a nested leaf as `_headers.list.element.key`): the table's column
    * ids (see `fieldIds` in src/schema/table-schema.ts). Part of the bytes for encoders
-   * that write field ids (v2 on); a node without an entry gets none.
+   * that write field ids (v2 on); a node without an entry gets none, and before v5 a
+   * nested group node gets none either (see `WriterSettings.groupFieldIds`).
    */
   fieldIds?: Readonly<Record<string, number>>;
 }
@@ -297,7 +298,7 @@ function lz4Raw(page: Uint8Array): Uint8Array {
 /** Everything but the codec of our writer's settings (benches build candidates from it). */
 export const ownWriterPageShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
 
-/** The writer settings of the newest encoders (v4 and v3, which differ in their JSON rules only; v2 adds `boundsRaisedInPlace`), for code that drives the writer itself (row groups apart). */
+/** The writer settings of the newest encoders (v3 to v5, which differ in their JSON rules and `groupFieldIds` only; v2 adds `boundsRaisedInPlace`), for code that drives the writer itself (row groups apart). */
 export const ownWriterSettings: Readonly<Record<'lz4_raw' | 'snappy', WriterSettings>> = Object.freeze({
   lz4_raw: { codec: 'LZ4_RAW', compress: lz4Raw, ...ownWriterPageShape },
   snappy: { codec: 'SNAPPY', compress: (page: Uint8Array) => snappyCompressSync(page as Buffer), ...ownWriterPageShape },
@@ -322,8 +323,18 @@ const ownWriterLz4V3 = ownWriterEncoder({ version: 'offsetlake-parquet@3/lz4-nap
  * only when it nests at most `JSON_NESTING_LIMIT` deep and holds no lone surrogate. v3's
  * files took what JSON.parse takes, and keep being rebuilt with it.
  */
-const ownWriterSnappy = ownWriterEncoder({ version: 'offsetlake-parquet@4/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines' });
-const ownWriterLz4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines' });
+const ownWriterSnappyV4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines' });
+const ownWriterLz4V4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines' });
+
+/**
+ * v5 is v4 with a field_id on every schema node Iceberg's own writer gives one (issue 47):
+ * a struct inside a struct and a list's `element` group too (`groupFieldIds`), each the
+ * id of the Iceberg schema (src/iceberg/schema.ts); the repeated `list` group has none, as
+ * in Iceberg's. Trino and Daft map nested fields by id only: in v4's files they found no
+ * id below the top level but on leaves, and read a struct in a struct as NULL.
+ */
+const ownWriterSnappy = ownWriterEncoder({ version: 'offsetlake-parquet@5/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines', groupFieldIds: true });
+const ownWriterLz4 = ownWriterEncoder({ version: 'offsetlake-parquet@5/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines', groupFieldIds: true });
 
 /** The encoder of new files for each page compression a table may choose. */
 export const encoderForCompression: Readonly<Record<'lz4_raw' | 'snappy', string>> = Object.freeze({
@@ -338,6 +349,8 @@ export const encoders: Readonly<Record<string, Encoder>> = Object.freeze({
   [ownWriterLz4V2.version]: ownWriterLz4V2,
   [ownWriterSnappyV3.version]: ownWriterSnappyV3,
   [ownWriterLz4V3.version]: ownWriterLz4V3,
+  [ownWriterSnappyV4.version]: ownWriterSnappyV4,
+  [ownWriterLz4V4.version]: ownWriterLz4V4,
   [ownWriterSnappy.version]: ownWriterSnappy,
   [ownWriterLz4.version]: ownWriterLz4,
 });

@@ -18,7 +18,8 @@
  * - the page index (ColumnIndex + OffsetIndex) on every column chunk, laid out after the
  *   row groups; float and double chunks get no ColumnIndex: how a page of only NaN is
  *   bounded there is not settled between readers;
- * - Parquet field_id from `fieldIds` on each schema node named there.
+ * - Parquet field_id from `fieldIds` on each schema node named there: top-level columns
+ *   and leaves only, unless `groupFieldIds` (v5 on) lets the nested groups have theirs.
  *
  * Everything here is plain JavaScript over typed arrays and depends on nothing but the
  * input, so the same input gives the same bytes; the compressor is a parameter, pinned
@@ -56,6 +57,13 @@ export interface WriterSettings {
    * the bytes are encoder 2's and the values stay untouched. Never set for a new encoder.
    */
   boundsRaisedInPlace?: boolean;
+  /**
+   * field_id on a nested group node (a struct in a struct, a list's element group) too,
+   * as Iceberg's own writer puts it: from encoder v5 on (issue 47; engines that map nested
+   * fields by id, Trino and Daft, lost them). Before, only top-level columns and leaves had
+   * one; their files keep exactly that whatever `fieldIds` names.
+   */
+  groupFieldIds?: boolean;
 }
 
 export interface WriteOptions {
@@ -945,17 +953,20 @@ function writeSchemaElement(w: CompactWriter, element: SchemaElement, fieldId: n
   });
 }
 
-/** The path of each element of the flattened schema (root excluded), joined with '.'. */
-function elementPaths(schema: readonly SchemaElement[]): string[] {
-  const paths: string[] = [''];
+/**
+ * The path of each element of the flattened schema (root first, as ''), joined with '.',
+ * and whether it is a nested group (neither a top-level column nor a leaf).
+ */
+function elementPaths(schema: readonly SchemaElement[]): { path: string; nestedGroup: boolean }[] {
+  const paths = [{ path: '', nestedGroup: false }];
   let at = 1;
-  const walk = (prefix: string): void => {
+  const walk = (prefix: string, top: boolean): void => {
     const element = schema[at++]!;
     const path = prefix ? `${prefix}.${element.name}` : element.name;
-    paths.push(path);
-    for (let child = 0; child < (element.num_children ?? 0); child++) walk(path);
+    paths.push({ path, nestedGroup: !top && (element.num_children ?? 0) > 0 });
+    for (let child = 0; child < (element.num_children ?? 0); child++) walk(path, false);
   };
-  for (let column = 0; column < (schema[0]!.num_children ?? 0); column++) walk('');
+  for (let column = 0; column < (schema[0]!.num_children ?? 0); column++) walk('', true);
   return paths;
 }
 
@@ -967,8 +978,8 @@ function writeFileMetaData(
   const ids = options.fieldIds;
   w.message(() => {
     w.i32(1, 2);
-    w.list(2, CompactType.Struct, schema.map((element, k) => ({ element, path: paths[k]! })), ({ element, path }) =>
-      writeSchemaElement(w, element, path && Object.hasOwn(ids, path) ? ids[path] : undefined),
+    w.list(2, CompactType.Struct, schema.map((element, k) => ({ element, ...paths[k]! })), ({ element, path, nestedGroup }) =>
+      writeSchemaElement(w, element, path && Object.hasOwn(ids, path) && (settings.groupFieldIds || !nestedGroup) ? ids[path] : undefined),
     );
     w.i64(3, rowCount);
     w.list(4, CompactType.Struct, groups.map((g, ordinal) => ({ ...g, ordinal })), (group) =>
