@@ -51,7 +51,7 @@ import { type Column, leaves, parquetSchema } from './schema.js';
 import { prepare, type PreparedData, type RowData, withArrays } from './values.js';
 import { type ColumnStatistics, writtenStatistics } from './statistics.js';
 import type { JsonRules } from './json-text.js';
-import { assembleParquet, encodeRowGroups, joinParts, type WriterSettings } from './writer.js';
+import { assembleParquet, encodeRowGroups, joinParts, OutOfStoredRangeError, type WriterSettings } from './writer.js';
 
 export interface EncodeOptions {
   /** Rows per row group; the last one holds the remainder. */
@@ -265,6 +265,11 @@ export interface OwnWriterSettings extends WriterSettings {
   version: string;
   /** Absent: `json-parse`, the rules of every encoder before v4. */
   jsonRules?: JsonRules;
+  /**
+   * The encoder (same JSON rules) that builds a file whose values this one cannot store
+   * (`OutOfStoredRangeError`): the file then names that encoder, and is rebuilt with it.
+   */
+  fallback?: Encoder;
 }
 
 export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
@@ -276,7 +281,13 @@ export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
       // v2 raised bounds inside Buffer values: it is given them as arrays, as when it was written
       const data = settings.boundsRaisedInPlace ? withArrays(given) : given;
       const rowGroupRows = checkedRowGroupRows(options);
-      const groups = encodeRowGroups(data, rowGroupRows, settings);
+      let groups: ReturnType<typeof encodeRowGroups>;
+      try {
+        groups = encodeRowGroups(data, rowGroupRows, settings);
+      } catch (error) {
+        if (error instanceof OutOfStoredRangeError && settings.fallback) return settings.fallback.encode(given, options);
+        throw error;
+      }
       const parts = assembleParquet(data, groups, {
         rowGroupRows,
         fieldIds: options.fieldIds ?? {},
@@ -327,14 +338,23 @@ const ownWriterSnappyV4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/snap
 const ownWriterLz4V4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines' });
 
 /**
- * v5 is v4 with a field_id on every schema node Iceberg's own writer gives one (issue 47):
- * a struct inside a struct and a list's `element` group too (`groupFieldIds`), each the
- * id of the Iceberg schema (src/iceberg/schema.ts); the repeated `list` group has none, as
- * in Iceberg's. Trino and Daft map nested fields by id only: in v4's files they found no
- * id below the top level but on leaves, and read a struct in a struct as NULL.
+ * v5 is v4 with files that follow Iceberg's Parquet mapping (issue 47):
+ * - a field_id on every schema node Iceberg's own writer gives one: a struct inside a
+ *   struct and a list's `element` group too (`groupFieldIds`), each the id of the Iceberg
+ *   schema (src/iceberg/schema.ts); the repeated `list` group has none, as in Iceberg's.
+ *   Trino and Daft map nested fields by id only: in v4's files they found no id below the
+ *   top level but on leaves, and read a struct in a struct as NULL;
+ * - a UTC millisecond timestamp (`_timestamp`, Avro timestamp-millis) stored as
+ *   TIMESTAMP(MICROS, true), Iceberg's `timestamptz` (`utcMillisAsMicros`): Trino refuses
+ *   TIMESTAMP(MILLIS, true). The catalog's statistics stay in milliseconds. A file holding
+ *   one beyond ±292,277 years (no int64 of micros) is built by v4, and names it.
  */
-const ownWriterSnappy = ownWriterEncoder({ version: 'offsetlake-parquet@5/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines', groupFieldIds: true });
-const ownWriterLz4 = ownWriterEncoder({ version: 'offsetlake-parquet@5/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines', groupFieldIds: true });
+const ownWriterSnappy = ownWriterEncoder({
+  version: 'offsetlake-parquet@5/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true, fallback: ownWriterSnappyV4,
+});
+const ownWriterLz4 = ownWriterEncoder({
+  version: 'offsetlake-parquet@5/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true, fallback: ownWriterLz4V4,
+});
 
 /** The encoder of new files for each page compression a table may choose. */
 export const encoderForCompression: Readonly<Record<'lz4_raw' | 'snappy', string>> = Object.freeze({

@@ -162,15 +162,15 @@ const pinned: Record<string, { json: object; raw: object; typed: object }> = {
     raw: { byteLength: 83333, sha256: 'c7fdffa5594599cfc1012990cf65ebf058640b2efa742be8e6608a539f2891c2' },
     typed: { byteLength: 84576, sha256: 'd5b6bad25dccdef32d00b4c0ef9d068a852ed6cda808250c5dae2fe7b071d7b0' },
   },
-  // v5 is v4 with field ids on nested groups: `_headers.list.element` has one (3 bytes); `typed` has no nested group
+  // v5: field ids on nested groups (`_headers.list.element`) and `_timestamp` in micros; `typed` has neither a nested group nor a UTC millis column
   [V5_LZ4]: {
-    json: { byteLength: 84768, sha256: 'bfad664ee8de296595207a5c9132f5abd40ad3f43ff2c047c2593defbd946a40' },
-    raw: { byteLength: 81960, sha256: 'ca78a70c34807619a786f87ac7e977fdbad3ef083f7f0935d8d6844f70521ffb' },
+    json: { byteLength: 87635, sha256: '04ef2a35df6d91d226a8b4b231fcc3df3b54f775a774aa499f4926c40eece7e4' },
+    raw: { byteLength: 84824, sha256: 'b2eba6aa329e3049daaceecb1bca803f2a8f13a6dc68462f89252c6af0300106' },
     typed: { byteLength: 84745, sha256: 'ba8788fac58eecce2f509eae12df351768b878bfaa343d69b42143df1c63717e' },
   },
   [V5_SNAPPY]: {
-    json: { byteLength: 86358, sha256: '8c808b8f79e92574ff64afac27c726403760a8e472cc38a6dd8d85741bf98991' },
-    raw: { byteLength: 83336, sha256: '21ce05b63353fbd50f1863682d2f85afbdad6723834cb77f53b93dba3096cce1' },
+    json: { byteLength: 89232, sha256: '112d03bedbcea137374e9952e55c25f17b62df91c1a7384b851defe9e91c0ae6' },
+    raw: { byteLength: 86210, sha256: 'eb9f7b7854157e0fb8c0e79f9056165f7cde7b62ac8e3cb6c9a8d8682f7bc278' },
     typed: { byteLength: 84576, sha256: 'dcd016a95974e067fe7ffa5be43cf7164c724d1ff654e15090aaf559d9bdd760' },
   },
 };
