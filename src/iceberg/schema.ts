@@ -7,8 +7,9 @@
  *
  * Types: int32 → int, int64 → long, float, double, boolean, string and json → string
  * (v2 has no JSON type), binary, date, decimal(P, S), timestamp with UTC → timestamptz,
- * without → timestamp. Iceberg v2 counts time in microseconds: millisecond columns are
- * read widened (exactly); nanosecond ones are read cut to microseconds by the engines,
+ * without → timestamp. Iceberg v2 counts time in microseconds: a UTC millisecond column
+ * is stored in micros from encoder v5 on, and in older files (and a local millisecond
+ * column in every file) read widened (exactly); nanosecond ones are read cut to microseconds by the engines,
  * so their bounds are left out (src/iceberg/bounds.ts). A decimal above precision 38 has
  * no Iceberg type: it is given as the fixed bytes it is stored in, without bounds.
  *
@@ -18,8 +19,9 @@
  * so the files stay as they are.
  *
  * The name mapping (`schema.name-mapping.default`) is what engines fall back on for a
- * file without field ids: files of encoder v1 have none, and no file has them on a
- * list's element node. Columns are never removed nor renamed, so the newest version's
+ * file without field ids: files of encoder v1 have none, and files of v2 to v4 have none
+ * on a nested group (a list's element group, a struct inside a struct); v5's have one on
+ * every node but a list's repeated `list` group, as Iceberg's own writer makes them. Columns are never removed nor renamed, so the newest version's
  * mapping serves every file.
  */
 import { decimalPhysical, type Column, type ColumnType, type FieldType, type ScalarType } from '../parquet/schema.js';

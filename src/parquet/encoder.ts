@@ -51,7 +51,7 @@ import { type Column, leaves, parquetSchema } from './schema.js';
 import { prepare, type PreparedData, type RowData, withArrays } from './values.js';
 import { type ColumnStatistics, writtenStatistics } from './statistics.js';
 import type { JsonRules } from './json-text.js';
-import { assembleParquet, encodeRowGroups, joinParts, type WriterSettings } from './writer.js';
+import { assembleParquet, encodeRowGroups, joinParts, OutOfStoredRangeError, type WriterSettings } from './writer.js';
 
 export interface EncodeOptions {
   /** Rows per row group; the last one holds the remainder. */
@@ -65,7 +65,8 @@ export interface EncodeOptions {
    * Parquet `field_id` per schema node, keyed by its path joined with '.' (a top-level
    * column by its name, a nested leaf as `_headers.list.element.key`): the table's column
    * ids (see `fieldIds` in src/schema/table-schema.ts). Part of the bytes for encoders
-   * that write field ids (v2 on); a node without an entry gets none.
+   * that write field ids (v2 on); a node without an entry gets none, and before v5 a
+   * nested group node gets none either (see `WriterSettings.groupFieldIds`).
    */
   fieldIds?: Readonly<Record<string, number>>;
 }
@@ -264,6 +265,11 @@ export interface OwnWriterSettings extends WriterSettings {
   version: string;
   /** Absent: `json-parse`, the rules of every encoder before v4. */
   jsonRules?: JsonRules;
+  /**
+   * The encoder (same JSON rules) that builds a file whose values this one cannot store
+   * (`OutOfStoredRangeError`): the file then names that encoder, and is rebuilt with it.
+   */
+  fallback?: Encoder;
 }
 
 export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
@@ -275,7 +281,13 @@ export function ownWriterEncoder(settings: OwnWriterSettings): Encoder {
       // v2 raised bounds inside Buffer values: it is given them as arrays, as when it was written
       const data = settings.boundsRaisedInPlace ? withArrays(given) : given;
       const rowGroupRows = checkedRowGroupRows(options);
-      const groups = encodeRowGroups(data, rowGroupRows, settings);
+      let groups: ReturnType<typeof encodeRowGroups>;
+      try {
+        groups = encodeRowGroups(data, rowGroupRows, settings);
+      } catch (error) {
+        if (error instanceof OutOfStoredRangeError && settings.fallback) return settings.fallback.encode(given, options);
+        throw error;
+      }
       const parts = assembleParquet(data, groups, {
         rowGroupRows,
         fieldIds: options.fieldIds ?? {},
@@ -297,7 +309,7 @@ function lz4Raw(page: Uint8Array): Uint8Array {
 /** Everything but the codec of our writer's settings (benches build candidates from it). */
 export const ownWriterPageShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
 
-/** The writer settings of the newest encoders (v4 and v3, which differ in their JSON rules only; v2 adds `boundsRaisedInPlace`), for code that drives the writer itself (row groups apart). */
+/** The writer settings of the newest encoders (v3 to v5, which differ in their JSON rules and `groupFieldIds` only; v2 adds `boundsRaisedInPlace`), for code that drives the writer itself (row groups apart). */
 export const ownWriterSettings: Readonly<Record<'lz4_raw' | 'snappy', WriterSettings>> = Object.freeze({
   lz4_raw: { codec: 'LZ4_RAW', compress: lz4Raw, ...ownWriterPageShape },
   snappy: { codec: 'SNAPPY', compress: (page: Uint8Array) => snappyCompressSync(page as Buffer), ...ownWriterPageShape },
@@ -322,8 +334,27 @@ const ownWriterLz4V3 = ownWriterEncoder({ version: 'offsetlake-parquet@3/lz4-nap
  * only when it nests at most `JSON_NESTING_LIMIT` deep and holds no lone surrogate. v3's
  * files took what JSON.parse takes, and keep being rebuilt with it.
  */
-const ownWriterSnappy = ownWriterEncoder({ version: 'offsetlake-parquet@4/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines' });
-const ownWriterLz4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines' });
+const ownWriterSnappyV4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines' });
+const ownWriterLz4V4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines' });
+
+/**
+ * v5 is v4 with files that follow Iceberg's Parquet mapping (issue 47):
+ * - a field_id on every schema node Iceberg's own writer gives one: a struct inside a
+ *   struct and a list's `element` group too (`groupFieldIds`), each the id of the Iceberg
+ *   schema (src/iceberg/schema.ts); the repeated `list` group has none, as in Iceberg's.
+ *   Trino and Daft map nested fields by id only: in v4's files they found no id below the
+ *   top level but on leaves, and read a struct in a struct as NULL;
+ * - a UTC millisecond timestamp (`_timestamp`, Avro timestamp-millis) stored as
+ *   TIMESTAMP(MICROS, true), Iceberg's `timestamptz` (`utcMillisAsMicros`): Trino refuses
+ *   TIMESTAMP(MILLIS, true). The catalog's statistics stay in milliseconds. A file holding
+ *   one beyond ±292,277 years (no int64 of micros) is built by v4, and names it.
+ */
+const ownWriterSnappy = ownWriterEncoder({
+  version: 'offsetlake-parquet@5/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true, fallback: ownWriterSnappyV4,
+});
+const ownWriterLz4 = ownWriterEncoder({
+  version: 'offsetlake-parquet@5/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true, fallback: ownWriterLz4V4,
+});
 
 /** The encoder of new files for each page compression a table may choose. */
 export const encoderForCompression: Readonly<Record<'lz4_raw' | 'snappy', string>> = Object.freeze({
@@ -338,6 +369,8 @@ export const encoders: Readonly<Record<string, Encoder>> = Object.freeze({
   [ownWriterLz4V2.version]: ownWriterLz4V2,
   [ownWriterSnappyV3.version]: ownWriterSnappyV3,
   [ownWriterLz4V3.version]: ownWriterLz4V3,
+  [ownWriterSnappyV4.version]: ownWriterSnappyV4,
+  [ownWriterLz4V4.version]: ownWriterLz4V4,
   [ownWriterSnappy.version]: ownWriterSnappy,
   [ownWriterLz4.version]: ownWriterLz4,
 });

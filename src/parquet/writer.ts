@@ -18,7 +18,8 @@
  * - the page index (ColumnIndex + OffsetIndex) on every column chunk, laid out after the
  *   row groups; float and double chunks get no ColumnIndex: how a page of only NaN is
  *   bounded there is not settled between readers;
- * - Parquet field_id from `fieldIds` on each schema node named there.
+ * - Parquet field_id from `fieldIds` on each schema node named there: top-level columns
+ *   and leaves only, unless `groupFieldIds` (v5 on) lets the nested groups have theirs.
  *
  * Everything here is plain JavaScript over typed arrays and depends on nothing but the
  * input, so the same input gives the same bytes; the compressor is a parameter, pinned
@@ -56,6 +57,20 @@ export interface WriterSettings {
    * the bytes are encoder 2's and the values stay untouched. Never set for a new encoder.
    */
   boundsRaisedInPlace?: boolean;
+  /**
+   * field_id on a nested group node (a struct in a struct, a list's element group) too,
+   * as Iceberg's own writer puts it: from encoder v5 on (issue 47; engines that map nested
+   * fields by id, Trino and Daft, lost them). Before, only top-level columns and leaves had
+   * one; their files keep exactly that whatever `fieldIds` names.
+   */
+  groupFieldIds?: boolean;
+  /**
+   * A UTC timestamp column in milliseconds is stored as TIMESTAMP(MICROS, true), its values
+   * times 1000 (encoder v5 on): Iceberg's `timestamptz`, which Trino reads and refuses in
+   * milliseconds. The column's statistics (`writtenStatistics`, the catalog's) stay in
+   * the column's own unit; only the file's values, footer and page index are in micros.
+   */
+  utcMillisAsMicros?: boolean;
 }
 
 export interface WriteOptions {
@@ -86,6 +101,8 @@ interface LeafPlan {
   column: number;
   /** Its index among the top-level column's leaves (shredding order). */
   within: number;
+  /** What the file holds is the value times this: 1000 for a UTC millisecond timestamp stored in micros, else 1. */
+  scale: 1 | 1000;
 }
 
 /** One row group's entries of a leaf: levels, and the value of each entry that has one. */
@@ -182,7 +199,7 @@ export interface EncodedRowGroup {
 }
 
 export function encodeRowGroup(data: PreparedData, start: number, end: number, settings: WriterSettings): EncodedRowGroup {
-  const plans = leafPlans(data.columns, parquetSchema(data.columns));
+  const plans = leafPlans(data.columns, storedSchema(data.columns, settings), settings);
   const parts = new Parts();
   const chunks: ChunkMeta[] = [];
   data.columns.forEach((column, c) => {
@@ -199,8 +216,8 @@ export function encodeRowGroup(data: PreparedData, start: number, end: number, s
 
 /** The file from its row groups in order: their bytes, the page index, the footer. */
 export function assembleParquet(data: Pick<PreparedData, 'columns' | 'rowCount'>, encoded: readonly EncodedRowGroup[], options: WriteOptions, settings: WriterSettings): readonly Uint8Array[] {
-  const schema = parquetSchema(data.columns);
-  const plans = leafPlans(data.columns, schema);
+  const schema = storedSchema(data.columns, settings);
+  const plans = leafPlans(data.columns, schema, settings);
   const parts = new Parts();
   parts.push(PARQUET_MAGIC);
   const groups = encoded.map((group) => {
@@ -246,8 +263,22 @@ function physicalOf(element: SchemaElement): Physical {
   return type as Physical;
 }
 
+const isUtcMillis = (type: ScalarType): boolean => type.kind === 'timestamp' && type.unit === 'millis' && type.utc;
+
+/** The type a column is stored as: under `utcMillisAsMicros`, a UTC millisecond timestamp in micros. */
+function storedType(type: ColumnType): ColumnType {
+  if (type.kind === 'list') return { kind: 'list', element: { ...type.element, type: storedType(type.element.type) } };
+  if (type.kind === 'struct') return { kind: 'struct', fields: type.fields.map((field) => ({ ...field, type: storedType(field.type) })) };
+  return isUtcMillis(type) ? { kind: 'timestamp', unit: 'micros', utc: true } : type;
+}
+
+/** The file's Parquet schema (parquetSchema of the columns as stored). */
+function storedSchema(columns: readonly Column[], settings: WriterSettings): SchemaElement[] {
+  return parquetSchema(settings.utcMillisAsMicros ? columns.map((column) => ({ ...column, type: storedType(column.type) })) : columns);
+}
+
 /** Leaves in schema order, with their levels, matched to parquetSchema's elements. */
-function leafPlans(columns: readonly Column[], schema: readonly SchemaElement[]): LeafPlan[] {
+function leafPlans(columns: readonly Column[], schema: readonly SchemaElement[], settings: WriterSettings): LeafPlan[] {
   const plans: LeafPlan[] = [];
   const elements = schema.filter((e) => e.type !== undefined);
   const all = leaves(columns);
@@ -262,7 +293,8 @@ function leafPlans(columns: readonly Column[], schema: readonly SchemaElement[])
         const element = elements[plans.length]!;
         const leaf = all[plans.length]!;
         if (leaf.path.join('.') !== path.join('.')) throw new Error(`leaf order mismatch at ${path.join('.')}`);
-        plans.push({ path, type, physical: physicalOf(element), typeLength: element.type_length ?? 0, maxDef: d, maxRep: rep, column: c, within: within++ });
+        const scale = settings.utcMillisAsMicros && isUtcMillis(type) ? 1000 : 1;
+        plans.push({ path, type, physical: physicalOf(element), typeLength: element.type_length ?? 0, maxDef: d, maxRep: rep, column: c, within: within++, scale });
       }
     };
     walk([column.name], column, 0, 0);
@@ -516,6 +548,7 @@ function writeLevels(levels: Uint8Array, from: number, to: number, max: number, 
 
 function writeValues(leaf: LeafPlan, vector: LeafChunk['values'], offset: number, def: Uint8Array | null, from: number, to: number, at: number): PageBounds {
   const { maxDef, physical } = leaf;
+  if (leaf.scale !== 1) return writeScaledInt64s(leaf, vector, offset, def, from, to, at);
   if (vector instanceof ByteSpans) return writeSpans(vector, offset, def, maxDef, from, to, at);
   if (vector instanceof SafeInt64s) return writeSafeInt64s(vector, offset, def, maxDef, from, to, at);
   const values = vector;
@@ -699,6 +732,60 @@ function writeSafeInt64s(vector: SafeInt64s, offset: number, def: Uint8Array | n
   return { min: BigInt(min), max: BigInt(max), nulls, nans: 0, bounded: true };
 }
 
+/** A value that the file's stored unit cannot hold (a UTC millisecond timestamp beyond ±292,277 years in micros). */
+export class OutOfStoredRangeError extends Error {}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+/** The largest magnitude whose product with 1000 is still a safe integer. */
+const SAFE_TIMES_1000 = Math.floor(Number.MAX_SAFE_INTEGER / 1000);
+
+/**
+ * writeValues of an int64 leaf stored times `leaf.scale` (a UTC millisecond timestamp in
+ * micros): the bounds are of the values as given, in the column's own unit.
+ */
+function writeScaledInt64s(leaf: LeafPlan, vector: LeafChunk['values'], offset: number, def: Uint8Array | null, from: number, to: number, at: number): PageBounds {
+  const { maxDef, scale } = leaf;
+  const numbers = vector instanceof SafeInt64s ? vector.numbers : undefined;
+  const values = vector as ArrayLike<unknown>;
+  const view = scratchView;
+  let nulls = 0;
+  // bounds of safe-integer numbers as numbers (no bigint per value), of bigints as bigints
+  let minNumber = Infinity;
+  let maxNumber = -Infinity;
+  let min: bigint | undefined;
+  let max: bigint | undefined;
+  for (let i = from; i < to; i++) {
+    if (def !== null && def[i] !== maxDef) {
+      nulls++;
+      continue;
+    }
+    const raw = numbers ? numbers[offset + i]! : (values[offset + i] as bigint | number);
+    if (typeof raw === 'number' && raw <= SAFE_TIMES_1000 && raw >= -SAFE_TIMES_1000) {
+      const v = raw * scale;
+      view.setUint32(at, v >>> 0, true);
+      view.setInt32(at + 4, Math.floor(v / TWO_TO_32), true);
+    } else {
+      const v = BigInt(raw) * BigInt(scale);
+      if (v < INT64_MIN || v > INT64_MAX) throw new OutOfStoredRangeError(`${leaf.path.join('.')}: ${raw} times ${scale} leaves int64: the value has no form in the unit the file stores`);
+      view.setBigInt64(at, v, true);
+    }
+    at += 8;
+    if (typeof raw === 'number') {
+      if (raw < minNumber) minNumber = raw;
+      if (raw > maxNumber) maxNumber = raw;
+    } else {
+      if (min === undefined || raw < min) min = raw;
+      if (max === undefined || raw > max) max = raw;
+    }
+  }
+  if (minNumber !== Infinity) {
+    if (min === undefined || BigInt(minNumber) < min) min = BigInt(minNumber);
+    if (max === undefined || BigInt(maxNumber) > max) max = BigInt(maxNumber);
+  }
+  return { min, max, nulls, nans: 0, bounded: min !== undefined };
+}
+
 /** Two's complement, big-endian, `length` bytes: the FIXED_LEN_BYTE_ARRAY form of a decimal. */
 function writeBigEndian(into: Uint8Array, at: number, value: bigint, length: number): void {
   let v = BigInt.asUintN(length * 8, value);
@@ -759,7 +846,7 @@ class Bounds {
       }
       case 'INT64': {
         const out = new Uint8Array(8);
-        new DataView(out.buffer).setBigInt64(0, value as bigint, true);
+        new DataView(out.buffer).setBigInt64(0, (value as bigint) * BigInt(leaf.scale), true);
         return { bytes: out, exact: true };
       }
       case 'FLOAT':
@@ -945,17 +1032,20 @@ function writeSchemaElement(w: CompactWriter, element: SchemaElement, fieldId: n
   });
 }
 
-/** The path of each element of the flattened schema (root excluded), joined with '.'. */
-function elementPaths(schema: readonly SchemaElement[]): string[] {
-  const paths: string[] = [''];
+/**
+ * The path of each element of the flattened schema (root first, as ''), joined with '.',
+ * and whether it is a nested group (neither a top-level column nor a leaf).
+ */
+function elementPaths(schema: readonly SchemaElement[]): { path: string; nestedGroup: boolean }[] {
+  const paths = [{ path: '', nestedGroup: false }];
   let at = 1;
-  const walk = (prefix: string): void => {
+  const walk = (prefix: string, top: boolean): void => {
     const element = schema[at++]!;
     const path = prefix ? `${prefix}.${element.name}` : element.name;
-    paths.push(path);
-    for (let child = 0; child < (element.num_children ?? 0); child++) walk(path);
+    paths.push({ path, nestedGroup: !top && (element.num_children ?? 0) > 0 });
+    for (let child = 0; child < (element.num_children ?? 0); child++) walk(path, false);
   };
-  for (let column = 0; column < (schema[0]!.num_children ?? 0); column++) walk('');
+  for (let column = 0; column < (schema[0]!.num_children ?? 0); column++) walk('', true);
   return paths;
 }
 
@@ -967,8 +1057,8 @@ function writeFileMetaData(
   const ids = options.fieldIds;
   w.message(() => {
     w.i32(1, 2);
-    w.list(2, CompactType.Struct, schema.map((element, k) => ({ element, path: paths[k]! })), ({ element, path }) =>
-      writeSchemaElement(w, element, path && Object.hasOwn(ids, path) ? ids[path] : undefined),
+    w.list(2, CompactType.Struct, schema.map((element, k) => ({ element, ...paths[k]! })), ({ element, path, nestedGroup }) =>
+      writeSchemaElement(w, element, path && Object.hasOwn(ids, path) && (settings.groupFieldIds || !nestedGroup) ? ids[path] : undefined),
     );
     w.i64(3, rowCount);
     w.list(4, CompactType.Struct, groups.map((g, ordinal) => ({ ...g, ordinal })), (group) =>

@@ -127,20 +127,25 @@ export function fileBounds(file: CatalogFile): Bounds {
   return bounds;
 }
 
-/** Whether a footer leaf holds epoch milliseconds (the only timestamp unit the predicates' literals compare with). */
-function isMillis(element: SchemaElement): boolean {
-  if (element.type !== 'INT64') return false;
+/**
+ * The unit of a footer leaf's epoch timestamps, where it is one the predicates' literals
+ * (milliseconds) compare with: MILLIS, or MICROS (encoder v5 stores `_timestamp`, Kafka's
+ * milliseconds, times 1000, so its bounds are whole milliseconds).
+ */
+function timestampUnit(element: SchemaElement): 'millis' | 'micros' | undefined {
+  if (element.type !== 'INT64') return undefined;
   const logical = element.logical_type;
-  if (logical) return logical.type === 'TIMESTAMP' && logical.unit === 'MILLIS';
-  return element.converted_type === 'TIMESTAMP_MILLIS';
+  const unit = logical ? (logical.type === 'TIMESTAMP' ? logical.unit : undefined) : element.converted_type === 'TIMESTAMP_MILLIS' ? 'MILLIS' : element.converted_type === 'TIMESTAMP_MICROS' ? 'MICROS' : undefined;
+  return unit === 'MILLIS' ? 'millis' : unit === 'MICROS' ? 'micros' : undefined;
 }
 
-/** A statistics value as an integer, or undefined when it is not one we can compare exactly. */
-function statisticInteger(value: unknown, millis: boolean): bigint | undefined {
-  if (typeof value === 'bigint') return value;
-  if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value);
-  // hyparquet turns TIMESTAMP statistics into Dates; only millisecond ones are exact as such.
-  if (millis && value instanceof Date && !Number.isNaN(value.getTime())) return BigInt(value.getTime());
+/** A statistics value as an integer (a timestamp in milliseconds), or undefined when it is not one we can compare exactly. */
+function statisticInteger(value: unknown, unit: 'millis' | 'micros' | undefined): bigint | undefined {
+  if (typeof value === 'bigint') return unit === 'micros' ? (value % 1000n === 0n ? value / 1000n : undefined) : value;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return unit === 'micros' ? (value % 1000 === 0 ? BigInt(value / 1000) : undefined) : BigInt(value);
+  // hyparquet turns TIMESTAMP statistics into Dates (micros divided by 1000, toward zero): exact for
+  // milliseconds, and for `_timestamp` in micros, which is whole milliseconds by construction
+  if (unit && value instanceof Date && !Number.isNaN(value.getTime())) return BigInt(value.getTime());
   return undefined;
 }
 
@@ -198,11 +203,11 @@ export function rowGroupBounds(file: CatalogFile, metadata: FileMetaData, rowGro
     const element = elements.get(name);
     const stats = meta?.statistics;
     if (!element || !stats || stats.is_min_value_exact === false || stats.is_max_value_exact === false) continue;
-    const millis = isMillis(element);
-    if (name === '_timestamp' && !millis) continue;
+    const unit = name === '_timestamp' ? timestampUnit(element) : undefined;
+    if (name === '_timestamp' && !unit) continue;
     if (name === '_offset' && element.type !== 'INT64') continue;
-    const min = statisticInteger(stats.min_value, millis);
-    const max = statisticInteger(stats.max_value, millis);
+    const min = statisticInteger(stats.min_value, unit);
+    const max = statisticInteger(stats.max_value, unit);
     if (min !== undefined && max !== undefined && min <= max) bounds.set(name, { min, max });
   }
   return bounds;

@@ -4,7 +4,7 @@
  * object with properties → struct (properties in declaration order); object with only
  * additionalProperties → list of {key, value}; array → list; integer → int64 (exact up
  * to 2^53, as JSON.parse reads it); number → double; boolean; string → string, with
- * format date-time → timestamp (millis, UTC) and date → date; enum of strings →
+ * format date-time → timestamp (micros, UTC) and date → date; enum of strings →
  * string; `["T", "null"]`, or anyOf/oneOf of one schema and null → nullable T; local
  * `$ref`s (#/definitions/…, #/$defs/…) are followed; anything else (no type, several
  * types, a schema that contains itself) → JSON text of the value.

@@ -70,14 +70,17 @@ export function initialSchema(format: TableFormat): TableSchema {
 
 /**
  * Parquet field ids (encoders from v2 on write them): every top-level column by its name,
- * every nested leaf by its path; each is the column id the catalog keeps statistics
- * under. The group nodes between (`list`, `element` of a list of structs, a struct
- * inside a struct) have no column id of their own, so they get no field id.
+ * every nested leaf by its path, each the column id the catalog keeps statistics under,
+ * and every nested struct or list node (`nodeIds`: `element` of a list of structs, a
+ * struct inside a struct): the ids of the table's Iceberg schema (src/iceberg/schema.ts).
+ * A list's repeated `list` group has none, as in Iceberg's own files. Encoders before v5
+ * write the ids of top-level columns and leaves only (`WriterSettings.groupFieldIds`).
  */
 export function fieldIds(schema: TableSchema): Record<string, number> {
   const ids = dataRecord<number>();
   for (const column of schema.columns) ids[column.name] = column.id;
   for (const [path, id] of Object.entries(schema.leafIds)) ids[path] = id;
+  for (const [path, id] of Object.entries(schema.nodeIds ?? {})) ids[path] = id;
   return ids;
 }
 

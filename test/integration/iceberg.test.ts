@@ -127,8 +127,11 @@ describe("serve's Iceberg REST catalog", () => {
       };
     }));
     expect(expected.length).toBe(120);
-    const py = answers.pyiceberg as { rows: unknown[]; namespaces: string[][]; tables: string[][]; fieldIds: Record<string, number>; empty: unknown };
+    const py = answers.pyiceberg as { rows: unknown[]; namespaces: string[][]; tables: string[][]; fieldIds: Record<string, number>; empty: unknown; fileTimestamps: { types: string[]; rows: [number, number, string][] } };
     expect(py.rows).toEqual(expected);
+    // encoder v5: each file, read by plain pyarrow, holds _timestamp as Iceberg's timestamptz (micros, UTC), the same instants
+    expect(py.fileTimestamps.types).toEqual(['timestamp[us, tz=UTC]']);
+    expect(py.fileTimestamps.rows).toEqual(expected.map((r) => [r.partition, r.offset, String(BigInt(r.timestamp) * 1000n)]));
     expect(py.namespaces).toEqual([['main']]);
     // a table without files yet: no snapshot, its schema, no rows
     expect(py.empty).toEqual({ rows: 0, snapshot: null, fields: ['_kafka_partition', '_offset', '_timestamp', '_key', '_headers', '_value'] });

@@ -63,7 +63,19 @@ def main():
         rows_since = loaded.scan(row_filter=since).to_arrow().num_rows
         snapshots = [plain(s) for s in loaded.inspect.snapshots().to_pylist()]
         empty = catalog.load_table(("main", job["emptyTable"]))
+        # each data file as plain pyarrow reads it (not through pyiceberg's projection): _timestamp's type and values
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        file_timestamps = {"types": set(), "rows": []}
+        for task in loaded.scan().plan_files():
+            with loaded.io.new_input(task.file.file_path).open() as stream:
+                data = pq.read_table(stream, columns=["_partition", "_offset", "_timestamp"])
+            file_timestamps["types"].add(str(data.schema.field("_timestamp").type))
+            micros = data.column("_timestamp").cast(pa.int64()).to_pylist()
+            file_timestamps["rows"] += [[p, o, str(t)] for p, o, t in zip(data.column("_partition").to_pylist(), data.column("_offset").to_pylist(), micros)]
+        file_timestamps = {"types": sorted(file_timestamps["types"]), "rows": sorted(file_timestamps["rows"])}
         return {
+            "fileTimestamps": file_timestamps,
             "namespaces": [list(n) for n in catalog.list_namespaces()],
             "tables": [list(t) for t in catalog.list_tables("main")],
             "schema": str(loaded.schema()),

@@ -953,6 +953,17 @@ def committed_records(brokers, topic):
         consumer.close()
 
 
+def utc_millis_in_micros(spec):
+    """A column spec as encoder v5 stores it: every UTC millisecond timestamp in micros."""
+    if spec == ("ts", "ms", True):
+        return ("ts", "us", True)
+    if isinstance(spec, tuple) and spec[0] in ("list", "map"):
+        return (spec[0],) + tuple(utc_millis_in_micros(s) for s in spec[1:])
+    if isinstance(spec, tuple) and spec[0] == "struct":
+        return ("struct", [(n, utc_millis_in_micros(s)) for n, s in spec[1]])
+    return spec
+
+
 def type_problem(spec, t, path):
     """Why the pyarrow type `t` is not docs/formats.md's mapping `spec`, or None."""
     def bad(expected):
@@ -1141,6 +1152,10 @@ def verify(args):
             file_specs = {n: s for n, s in kafka_specs + specs["2"]}
         else:
             file_specs = dict(kafka_specs + specs[candidates[0]])
+        # docs/formats.md, "Encoder v5": from v5 on a UTC millisecond timestamp is stored in micros
+        encoder = (pq.read_metadata(file["path"]).metadata or {}).get(b"offsetlake.encoder", b"").decode()
+        if encoder.startswith("offsetlake-parquet@") and int(encoder.split("@")[1].split("/")[0]) >= 5:
+            file_specs = {n: utc_millis_in_micros(s) for n, s in file_specs.items()}
         for name in names:
             if name in file_specs:
                 problem = type_problem(file_specs[name], table.schema.field(name).type, name)

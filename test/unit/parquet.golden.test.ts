@@ -1,7 +1,7 @@
 /**
  * Files in a catalog are rebuilt with the encoder version they name, possibly years
  * later: an encoder version must never change its output. These hashes pin
- * `hyparquet-writer@0.17.0/v1` and every encoder of our own writer (v2, v3 and v4, LZ4_RAW and Snappy). If this test fails, the change (a dependency upgrade,
+ * `hyparquet-writer@0.17.0/v1` and every encoder of our own writer (v2 to v5, LZ4_RAW and Snappy). If this test fails, the change (a dependency upgrade,
  * a schema mapping, value normalization, writer options) belongs in a new encoder
  * version in src/parquet/encoder.ts, never in an existing one.
  */
@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves, prepare, ownWriterSettings } from '../../src/parquet/index.js';
+import { innerNodePaths } from '../../src/parquet/schema.js';
 import { fieldIds } from '../../src/schema/table-schema.js';
 import { assembleParquet, encodeRowGroup, joinParts, writeParquet } from '../../src/parquet/writer.js';
 import { encodeFile } from '../../src/build/files.js';
@@ -98,7 +99,10 @@ describe('encoder hyparquet-writer@0.17.0/v1 keeps its output', () => {
   });
 });
 
-/** Column ids as a table schema gives them: every top-level column and nested leaf, in order. */
+/**
+ * Column ids as a table schema gives them: every top-level column and nested leaf, in
+ * order, and every nested group node (which encoders before v5 leave without an id).
+ */
 function idsFor(columns: readonly Column[]): Record<string, number> {
   const schema = initialSchemaLike(columns);
   return fieldIds(schema);
@@ -108,7 +112,9 @@ function initialSchemaLike(columns: readonly Column[]) {
   const leafIds: Record<string, number> = {};
   let next = 1_000;
   for (const leaf of leaves(numbered)) if (leaf.path.length > 1) leafIds[leaf.path.join('.')] = next++;
-  return { columns: numbered, leafIds };
+  const nodeIds: Record<string, number> = {};
+  for (const path of innerNodePaths(numbered)) nodeIds[path.join('.')] = next++;
+  return { columns: numbered, leafIds, nodeIds };
 }
 
 const V2_LZ4 = 'offsetlake-parquet@2/lz4-napi@2.10.0';
@@ -117,9 +123,11 @@ const V3_LZ4 = 'offsetlake-parquet@3/lz4-napi@2.10.0';
 const V3_SNAPPY = 'offsetlake-parquet@3/snappy@7.4.3';
 const V4_LZ4 = 'offsetlake-parquet@4/lz4-napi@2.10.0';
 const V4_SNAPPY = 'offsetlake-parquet@4/snappy@7.4.3';
+const V5_LZ4 = 'offsetlake-parquet@5/lz4-napi@2.10.0';
+const V5_SNAPPY = 'offsetlake-parquet@5/snappy@7.4.3';
 
-it(`new files are built with ${V4_LZ4}`, () => {
-  expect(encoderVersion).toBe(V4_LZ4);
+it(`new files are built with ${V5_LZ4}`, () => {
+  expect(encoderVersion).toBe(V5_LZ4);
 });
 
 const pinned: Record<string, { json: object; raw: object; typed: object }> = {
@@ -153,6 +161,17 @@ const pinned: Record<string, { json: object; raw: object; typed: object }> = {
     json: { byteLength: 86355, sha256: '882b2f15ffe606fd74af2e562f1d4878d216352c03028ab12ed249abf9e376c2' },
     raw: { byteLength: 83333, sha256: 'c7fdffa5594599cfc1012990cf65ebf058640b2efa742be8e6608a539f2891c2' },
     typed: { byteLength: 84576, sha256: 'd5b6bad25dccdef32d00b4c0ef9d068a852ed6cda808250c5dae2fe7b071d7b0' },
+  },
+  // v5: field ids on nested groups (`_headers.list.element`) and `_timestamp` in micros; `typed` has neither a nested group nor a UTC millis column
+  [V5_LZ4]: {
+    json: { byteLength: 87635, sha256: '04ef2a35df6d91d226a8b4b231fcc3df3b54f775a774aa499f4926c40eece7e4' },
+    raw: { byteLength: 84824, sha256: 'b2eba6aa329e3049daaceecb1bca803f2a8f13a6dc68462f89252c6af0300106' },
+    typed: { byteLength: 84745, sha256: 'ba8788fac58eecce2f509eae12df351768b878bfaa343d69b42143df1c63717e' },
+  },
+  [V5_SNAPPY]: {
+    json: { byteLength: 89232, sha256: '112d03bedbcea137374e9952e55c25f17b62df91c1a7384b851defe9e91c0ae6' },
+    raw: { byteLength: 86210, sha256: 'eb9f7b7854157e0fb8c0e79f9056165f7cde7b62ac8e3cb6c9a8d8682f7bc278' },
+    typed: { byteLength: 84576, sha256: 'dcd016a95974e067fe7ffa5be43cf7164c724d1ff654e15090aaf559d9bdd760' },
   },
 };
 
