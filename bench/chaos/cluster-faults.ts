@@ -70,8 +70,17 @@ export async function moveLeaders(stack: ChaosStack, topic: string): Promise<num
   });
   await reassign(stack, topic, reordered);
   // Only the order changed, so no data moves: the election follows within the imbalance check's second.
-  const elected = await waitForPartitions(stack, [topic], (p) => p.replicas[0] === p.leader && p.isr.length === p.replicas.length, 30_000);
-  const after = (await partitionStates(stack, [topic])).get(topic)!;
+  // Waited for as the new order itself: metadata read just after the reassignment may still
+  // show the old order, whose first replica is the old leader (a CI run saw 0 moves so).
+  const deadline = Date.now() + 30_000;
+  let after = before;
+  let elected = false;
+  while (!elected && Date.now() < deadline) {
+    await sleep(250);
+    after = (await partitionStates(stack, [topic]).catch(() => undefined))?.get(topic) ?? after;
+    elected = after.length === reordered.length
+      && after.every((p, i) => p.replicas.join(',') === reordered[i]!.join(',') && p.leader === reordered[i]![0] && p.isr.length === p.replicas.length);
+  }
   if (!elected) throw new Error(`30 s after the reassignment of ${topic}, its leaders are not its preferred replicas: ${after.map((p, i) => `partition ${i} leader ${p.leader}, replicas ${p.replicas.join(',')}`).join('; ')}`);
   return after.filter((p, i) => p.leader !== before[i]!.leader).length;
 }
