@@ -11,7 +11,7 @@
  * 400MiB` (the bound is measured as a stream), then checked by `check` with no budget: the same
  * files, byte for byte.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -83,13 +83,6 @@ function produceAround(brokers: readonly string[], topic: string, batchFile: str
   });
 }
 
-function runOnce(databaseUrl: string, memory: string): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['bin/offsetlake.js', 'run', '--once', '--memory', memory], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
-}
-
 describe('a record batch over 2 GiB decompressed, in a real topic', () => {
   it('becomes one error row per record with its offset and timestamp under run --once --memory 400MiB, the records after it are indexed, and check (no budget) rebuilds the same files', async () => {
     const engine = await testEngine('unreadable');
@@ -103,7 +96,7 @@ describe('a record batch over 2 GiB decompressed, in a real topic', () => {
     writeFileSync(join(dir, 'batch'), batch);
     await produceAround(engine.config.kafkaBrokers, topic, join(dir, 'batch'));
 
-    const run = await runOnce(engine.config.databaseUrl, '400MiB');
+    const run = await runCli(engine.config.databaseUrl, ['run', '--once', '--memory', '400MiB'], {}, 300_000);
     expect(run.code, run.stderr).toBe(0);
     const [status] = await partitionStatus(engine, table.name);
     expect([status!.indexedEnd, status!.waitingReason]).toEqual([9n, null]);
