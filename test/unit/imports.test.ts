@@ -1,11 +1,15 @@
 /**
  * The folders show the pipeline: no module imports itself back through others. Every
- * relative import of src/, functions/ and infra/ counts, `import type` included: a type
- * that goes round in a circle is a layering mistake too, even if nothing runs it.
+ * relative import of src/, functions/ and infra/ counts, in every form: `import type`
+ * (a type that goes round in a circle is a layering mistake too, even if nothing runs
+ * it), re-exports, side-effect imports and `import()` (a lazy import is loaded all the
+ * same, only later). TypeScript's own scanner finds them, so a form a pattern would miss,
+ * or one inside a comment or a string, is judged as the compiler sees it.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -18,14 +22,16 @@ function sources(dir: string): string[] {
   });
 }
 
-/** Relative imports and re-exports of a module, as module paths. */
+/** The module specifiers a module's text imports, in every form (see the top of this file). */
+export function specifiersOf(text: string): string[] {
+  return ts.preProcessFile(text, true, true).importedFiles.map((file) => file.fileName);
+}
+
+/** Relative imports of a module, in every form, as module paths. */
 function importsOf(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  const out: string[] = [];
-  for (const match of text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'(\.{1,2}\/[^']+)'/gms)) {
-    out.push(resolve(dirname(file), match[1]!.replace(/\.js$/, '.ts')));
-  }
-  return out;
+  return specifiersOf(readFileSync(file, 'utf8'))
+    .filter((specifier) => /^\.{1,2}\//.test(specifier))
+    .map((specifier) => resolve(dirname(file), specifier.replace(/\.js$/, '.ts')));
 }
 
 /** Strongly connected components with more than one module, or a module importing itself (Tarjan). */
@@ -66,6 +72,15 @@ export function circles(graph: Map<string, string[]>): string[][] {
 }
 
 describe('import circles', () => {
+  it('reads every import form, and none inside a comment or a string', () => {
+    const text = [
+      "import a from './a.js';", "import './side.js';", "export * from './all.js';", "import type { T } from './t.js';",
+      "export { x } from './x.js';", "const m = await import('./lazy.js');", 'const n = () => import(/* why */ `./template.js`);',
+      "// import './comment.js'", "const s = \"import './string.js'\";",
+    ].join('\n');
+    expect(specifiersOf(text)).toEqual(['./a.js', './side.js', './all.js', './t.js', './x.js', './lazy.js', './template.js']);
+  });
+
   it('finds a circle in a made-up graph, and none in a line', () => {
     expect(circles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]]))).toEqual([['a', 'b', 'c']]);
     expect(circles(new Map([['a', ['b']], ['b', ['c']], ['c', []]]))).toEqual([]);
