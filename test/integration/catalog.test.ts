@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -144,6 +145,21 @@ describe('catalog migrations', () => {
     }
     expect(await catalogTables(db.url)).toEqual(expectedTables);
     expect(await appliedVersions(db.url)).toEqual(migrations.map((m) => m.version));
+  });
+
+  it("docs/operations.md's catalog table names every table and view Postgres lists in schema offsetlake after the migrations, and nothing else", async () => {
+    const db = await freshDatabase();
+    cleanups.push(db.drop);
+    const catalog = openCatalog(db.url, 1);
+    try {
+      await migrateCatalog(catalog);
+    } finally {
+      await catalog.end();
+    }
+    const page = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+    const section = page.slice(page.indexOf('## The catalog'), page.indexOf('\n## ', page.indexOf('## The catalog') + 1));
+    const documented = section.split('\n').filter((line) => line.startsWith('| `')).flatMap((line) => [...line.split('|')[1]!.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
+    expect(documented.sort()).toEqual(await catalogTables(db.url));
   });
 
   it('applied by three processes at once leave one catalog, applied by exactly one of them', async () => {
