@@ -317,19 +317,12 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
           response = parseFetchResponse(body, codec.version);
         } catch (error) {
           const code = protocolErrorCodes(error)[0];
-          if (code === undefined) throw error;
-          const failure = await this.#failure(from, code, error);
-          if (failure.retry) { lastError = failure.error; continue; }
-          throw failure.error;
+          throw code === undefined ? error : await this.#codeError(from, code, error);
         }
         const topic = response.responses.find((t) => (byName ? t.topic === this.topic : t.topicId === leader.topicId));
         const part = topic?.partitions.find((p) => p.partition === this.partition);
         const code = response.errorCode !== 0 ? response.errorCode : (part?.errorCode ?? 0);
-        if (code !== 0) {
-          const failure = await this.#failure(from, code);
-          if (failure.retry) { lastError = failure.error; continue; }
-          throw failure.error;
-        }
+        if (code !== 0) throw await this.#codeError(from, code);
         if (!part) throw new Error(`Fetch of ${partitionName(this.topic, this.partition)} returned no answer for it`);
         return {
           batches: part.records ? parseRecordBatches(part.records, this) : [],
@@ -339,13 +332,8 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
           logStartOffset: part.logStartOffset,
         };
       } catch (error) {
-        if (error instanceof OffsetOutOfRangeError || error instanceof KafkaRequestError || error instanceof TopicRecreatedError) throw error;
-        if ((error as { retriable?: boolean }).retriable === true || isRetriableLibraryError(error)) {
-          this.#leader = undefined;
-          lastError = error;
-          continue;
-        }
-        throw error;
+        if (!this.#retries(error)) throw error;
+        lastError = error;
       }
     }
     throw lastError;
@@ -365,15 +353,27 @@ export class CommittedReader implements AsyncIterable<CommittedBatch> {
     return Math.min(this.#options.maxBytes, Math.ceil(left + left / 8) + 1024);
   }
 
-  /** What a Kafka error code for this fetch means: retry (after a metadata refresh if need be), or fail with this error. */
-  async #failure(from: bigint, code: number, cause?: unknown): Promise<{ retry: boolean; error: Error }> {
-    if (code === OFFSET_OUT_OF_RANGE) return { retry: false, error: await this.#outOfRange(from, cause) };
-    const error = new KafkaRequestError(`Fetch from offset ${from}`, this.topic, this.partition, code, cause === undefined ? undefined : { cause });
-    if (staleMetadataCodes.has(code)) {
-      this.#leader = undefined;
-      return { retry: true, error };
-    }
-    return { retry: error.retriable, error };
+  /** The error a Kafka error code for this fetch is, in our words (OFFSET_OUT_OF_RANGE says which side). */
+  async #codeError(from: bigint, code: number, cause?: unknown): Promise<Error> {
+    if (code === OFFSET_OUT_OF_RANGE) return this.#outOfRange(from, cause);
+    return new KafkaRequestError(`Fetch from offset ${from}`, this.topic, this.partition, code, cause === undefined ? undefined : { cause });
+  }
+
+  /**
+   * The one place a failed Fetch is judged: whether to try again, and whether the
+   * partition's leader must be looked up again first. An error code Kafka names is
+   * retried as Kafka's table says (errors.ts), after a metadata refresh when it says the
+   * leader moved; any other error only when marked retriable or when the client library
+   * lost its connection, always after a refresh. Out of range and a recreated topic are
+   * answers, never retried.
+   */
+  #retries(error: unknown): boolean {
+    if (error instanceof OffsetOutOfRangeError || error instanceof TopicRecreatedError) return false;
+    const refresh = error instanceof KafkaRequestError
+      ? staleMetadataCodes.has(error.code)
+      : (error as { retriable?: boolean }).retriable === true || isRetriableLibraryError(error);
+    if (refresh) this.#leader = undefined;
+    return refresh || (error instanceof KafkaRequestError && error.retriable);
   }
 
   /** OFFSET_OUT_OF_RANGE: below the earliest offset (retention) or past the end. Ask Kafka which. */
