@@ -73,10 +73,8 @@ let reader: Promise<ReaderHandler> | undefined;
 /** How long an instance uses the tokens it read before reading them again: a rotated token is taken within this. */
 export const tokenRereadMs = 5 * 60 * 1000;
 let expectedTokens: { tokens: Promise<readonly string[] | null>; at: number } | undefined;
-/** The tokens last read, for the handler's own check of each request (answer() reads them first). */
-let acceptedTokens: readonly string[] = [];
 
-/** The catalog and Kafka are reached only for a request whose token was checked. */
+/** The catalog and Kafka are reached only for a request whose token was checked (answer() checks it, once). */
 async function start(): Promise<ReaderHandler> {
   const cacheBytes = Number(process.env.OFFSETLAKE_CACHE_BYTES ?? 256 * 1024 * 1024);
   if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new Error(`OFFSETLAKE_CACHE_BYTES must be a number of bytes, got "${process.env.OFFSETLAKE_CACHE_BYTES}"`);
@@ -85,7 +83,7 @@ async function start(): Promise<ReaderHandler> {
   const tokens = await instanceTokens();
   const limit = lambdaMaxBody[invokeMode];
   // The Iceberg REST catalog under /iceberg: without an S3 face here, its files are this URL's own (the domain AWS routed the request by).
-  return readerHandler(service, { token: tokens === null ? null : () => acceptedTokens, maxBodyBytes: limit.bytes, maxBodyReason: limit.reason, catalog: new IcebergCatalog(service) });
+  return readerHandler(service, { token: tokens === null ? null : { checkedBefore: true }, maxBodyBytes: limit.bytes, maxBodyReason: limit.reason, catalog: new IcebergCatalog(service) });
 }
 
 /**
@@ -100,7 +98,6 @@ function instanceTokens(): Promise<readonly string[] | null> {
     if (process.env.OFFSETLAKE_NO_AUTH === '1') return null;
     const read = await readerTokens(process.env, readerTokenGraceMs);
     if (!read) throw new Error('neither OFFSETLAKE_TOKEN nor OFFSETLAKE_TOKEN_SECRET_ARN is set (set OFFSETLAKE_NO_AUTH=1 to serve without authentication)');
-    acceptedTokens = read;
     return read;
   })().catch((error: unknown) => {
     expectedTokens = undefined;

@@ -39,11 +39,13 @@ export { bodyBytes } from './file-response.js';
 
 export interface ReaderHandlerOptions {
   /**
-   * The bearer token every request must carry, or a function giving those accepted now
-   * (the Lambda reader: the current token and, for a while after a rotation, the one
-   * before); `null` turns authentication off (local use only).
+   * The bearer token every request must carry; `checkedBefore`: every request that reaches
+   * the handler had its token checked by the caller, against those accepted now (the Lambda
+   * reader checks with `authorizationRefusal` before it starts the reader, so a stranger
+   * costs no I/O; each request is checked once); `null` turns authentication off (local
+   * use only).
    */
-  token: string | (() => readonly string[]) | null;
+  token: string | { checkedBefore: true } | null;
   /** Largest body one response may carry (a Lambda function URL buffers at most 6 MB, streams at most 200 MB). */
   maxBodyBytes?: number;
   /** Why there is such a limit, said in the 413. */
@@ -242,7 +244,7 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
     if (s3 && isS3Request(request, options.s3!.bucket)) return s3(request);
     if (mounted?.claims(request)) {
       try {
-        if (options.token !== null) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
+        if (typeof options.token === 'string') checkToken(request, options.token);
       } catch (error) {
         if (error instanceof HttpError) return mounted.refusal(request, error);
         throw error;
@@ -251,7 +253,7 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
     }
     try {
       const face = options.console?.claims(request) ? options.console : undefined;
-      if (options.token !== null && !face?.open(request)) checkToken(request, typeof options.token === 'function' ? options.token() : options.token);
+      if (typeof options.token === 'string' && !face?.open(request)) checkToken(request, options.token);
       const response = face ? await face.answer(request) : await route(request);
       // HEAD: the headers GET would send (a file's Content-Length is set by fileResponse), no body.
       if (request.method === 'HEAD' && response.body instanceof Uint8Array && response.body.byteLength > 0) return { ...response, headers: { ...response.headers, 'content-length': String(response.body.byteLength) }, body: empty };
