@@ -292,9 +292,9 @@ async function chunkVsFetch(table: TableRecord, file: CatalogFile, columns: read
     let cold = Infinity;
     for (let round = 0; round < 5; round++) {
       const service = new ReaderService(engine.catalog, source, { cacheBytes: 0 });
-      await drain(service.range(table, file, size - 8, size));
+      await drain(service.producer.range(table, file, size - 8, size));
       const t = performance.now();
-      const n = await drain(service.range(table, file, chunk.start, chunk.end));
+      const n = await drain(service.producer.range(table, file, chunk.start, chunk.end));
       cold = Math.min(cold, performance.now() - t);
       if (n !== chunk.end - chunk.start) throw new Error(`read ${n} bytes of the chunk, it has ${chunk.end - chunk.start}`);
       if (round === 0) fetch = Math.min(fetch, await fetchOnce());
@@ -391,9 +391,9 @@ async function columnScanVsRebuild(table: TableRecord, file: CatalogFile, column
       const leaf = layout.rowGroups[0]!.chunks.findIndex((chunk) => chunk.path === column);
       if (leaf < 0) throw new Error(`no column ${column} in file ${file.dataFileId}`);
       const service = new ReaderService(engine.catalog, source, { cacheBytes: 0 });
-      await drain(service.range(table, file, size - 8, size));
+      await drain(service.producer.range(table, file, size - 8, size));
       best.scans[c] = Math.min(best.scans[c]!, await timed(() => profile(`one-column scan (${column}), ${table.format}`, async () => {
-        for (const group of layout.rowGroups) await drain(service.range(table, file, group.chunks[leaf]!.start, group.chunks[leaf]!.end));
+        for (const group of layout.rowGroups) await drain(service.producer.range(table, file, group.chunks[leaf]!.start, group.chunks[leaf]!.end));
       })));
     }
     best.rebuild = Math.min(best.rebuild, await timed(() => profile(`whole-file rebuild, ${table.format}`, () => rebuildFile(engine.catalog, source, table, file))));

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { TableRecord } from '../table/record.js';
 import { fileEntry, json, servedTable, type ConsoleRoutes } from '../reader/http.js';
 import { HttpError, type ReaderRequest, type ReaderResponse } from '../reader/file-response.js';
-import type { ReaderService } from '../reader/service.js';
+import type { ReaderParts } from '../reader/read-api.js';
 import { overview } from './overview.js';
 import type { ConsoleSampler } from './sampler.js';
 
@@ -48,7 +48,7 @@ const fileId = /^[0-9]{1,19}$/;
 export class ConsoleFace implements ConsoleRoutes {
   private readonly loaded = new Map<string, Buffer>();
 
-  constructor(private readonly service: ReaderService, private readonly sampler: ConsoleSampler, private readonly options: { tokenRequired: boolean }) {}
+  constructor(private readonly reader: Pick<ReaderParts, 'records' | 'status'>, private readonly sampler: ConsoleSampler, private readonly options: { tokenRequired: boolean }) {}
 
   claims(request: ReaderRequest): boolean {
     const path = pathOf(request);
@@ -71,13 +71,13 @@ export class ConsoleFace implements ConsoleRoutes {
     if (parts[0] === 'tables' && parts[2] === 'files' && (parts.length === 3 || parts.length === 4)) {
       const table = await this.table(parts[1]!);
       if (parts.length === 3) {
-        const files = await this.service.files(table);
+        const files = await this.reader.records.files(table);
         // a page redrawn every few seconds: the newest files, not a table's whole history
         const shown = files.length <= filesShown ? files : [...files].sort((a, b) => (a.dataFileId < b.dataFileId ? 1 : -1)).slice(0, filesShown);
         return json(200, { table: table.name, total: files.length, files: shown.map((f) => ({ ...fileEntry(table, f), columns: undefined })) }, { 'cache-control': 'no-store' });
       }
       if (!fileId.test(parts[3]!)) throw new HttpError(400, `"${parts[3]}" is not a file id: give the number the file list shows`);
-      const file = await this.service.file(table, BigInt(parts[3]!));
+      const file = await this.reader.records.file(table, BigInt(parts[3]!));
       if (!file) throw new HttpError(404, `table ${table.name} has no live file ${parts[3]}`);
       return json(200, fileEntry(table, file), { 'cache-control': 'no-store' });
     }
@@ -105,7 +105,7 @@ export class ConsoleFace implements ConsoleRoutes {
     } catch {
       throw new HttpError(400, `"${name}" is not valid percent-encoding`);
     }
-    return servedTable(this.service, decoded);
+    return servedTable(this.reader.records, decoded);
   }
 
   private async overview() {
@@ -115,7 +115,7 @@ export class ConsoleFace implements ConsoleRoutes {
     } catch (error) {
       throw new HttpError(503, `status could not be taken: ${(error as Error).message}; the console tries again every ${this.sampler.everyMs / 1000} s`);
     }
-    const [tables, lost, indexes] = await Promise.all([this.service.tables(), this.service.lostOffsets(), this.service.indexes()]);
+    const [tables, lost, indexes] = await Promise.all([this.reader.records.tables(), this.reader.status.lostOffsets(), this.reader.status.indexes()]);
     return overview({
       sampledAt: sample.at,
       sampleEveryMs: this.sampler.everyMs,
@@ -124,7 +124,7 @@ export class ConsoleFace implements ConsoleRoutes {
       tables,
       lost,
       indexes,
-      reader: this.service.metrics,
+      reader: this.reader.status.metrics,
       history: this.sampler.history.samples,
     });
   }

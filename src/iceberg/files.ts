@@ -14,14 +14,15 @@
  * snapshot): older hours keep their manifest from snapshot to snapshot, as Iceberg's own
  * writers keep manifests they do not touch. Its entries: ADDED for files r added,
  * EXISTING for earlier ones (with the snapshot and sequence number that added them).
- * Manifests are kept in the service's byte-bounded cache; their names and lengths in a
- * small map beside it.
+ * Manifests are kept in the reader's byte-bounded cache (given); their names and lengths
+ * in a small map beside it.
  */
 import { createHash } from 'node:crypto';
 import { findFiles, type CatalogFile } from '../catalog/file-reads.js';
 import type { TableRecord } from '../table/record.js';
 import { HttpError } from '../reader/file-response.js';
-import type { ReaderService } from '../reader/service.js';
+import type { Catalog } from '../catalog/db.js';
+import type { ByteBoundedCache } from '../reader/cache.js';
 import { schemaVersionsUpTo, type VersionedSchema } from '../catalog/schema-versions.js';
 import { historyAsOf, membershipsUpTo, snapshotsBySequence, type Membership, type SnapshotHead, type SnapshotRecord } from '../catalog/iceberg-snapshots.js';
 import { tableUuid } from '../catalog/tables.js';
@@ -73,11 +74,7 @@ export class IcebergFiles {
   /** Each table's listing (by root) as of its snapshots and schema versions. */
   private readonly listings = new Map<string, ListedFile[]>();
 
-  constructor(private readonly service: ReaderService, private readonly cut: CutOptions) {}
-
-  private get catalog() {
-    return this.service.catalog;
-  }
+  constructor(private readonly catalog: Catalog, private readonly manifests: ByteBoundedCache<Uint8Array>, private readonly cut: CutOptions) {}
 
   private location(table: TableRecord, root: Root): string {
     return `${root.base}/tables/${table.name}`;
@@ -255,7 +252,7 @@ export class IcebergFiles {
   private cachedManifest(table: TableRecord, p: number, written: bigint, root: Root): (ListedManifest & { name: string }) | undefined {
     const key = this.manifestKey(table, p, written, root);
     const info = this.infos.get(key);
-    return info && this.service.cache.get(key) instanceof Uint8Array ? info : undefined;
+    return info && this.manifests.get(key) instanceof Uint8Array ? info : undefined;
   }
 
   /**
@@ -269,7 +266,7 @@ export class IcebergFiles {
     if (!writer) return null;
     const modified = writer.cutAt;
     const cachedInfo = this.infos.get(key);
-    const cachedBytes = this.service.cache.get(key);
+    const cachedBytes = this.manifests.get(key);
     if (cachedInfo && cachedBytes instanceof Uint8Array) return { info: cachedInfo, file: { bytes: cachedBytes, contentType: 'application/octet-stream', modified } };
     const all = members ?? (await membershipsUpTo(this.catalog, table.tableId, written));
     const inManifest = all.filter((m) => live(m, written) && partitionValue(m.bucket.getTime(), table.settings.granularity) === p);
@@ -311,7 +308,7 @@ export class IcebergFiles {
     };
     if (this.infos.size >= manifestInfos) this.infos.delete(this.infos.keys().next().value!);
     this.infos.set(key, info);
-    this.service.cache.set(key, bytes);
+    this.manifests.set(key, bytes);
     return { info, file: { bytes, contentType: 'application/octet-stream', modified } };
   }
 }

@@ -30,7 +30,9 @@
 import { createHash } from 'node:crypto';
 import { TableError, TableNameError, type TableRecord } from '../table/record.js';
 import { bytesResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from '../reader/file-response.js';
-import type { ReaderService } from '../reader/service.js';
+import type { CatalogReads } from '../reader/read-api.js';
+import type { Catalog } from '../catalog/db.js';
+import type { ByteBoundedCache } from '../reader/cache.js';
 import type { MountedCatalog } from '../reader/http.js';
 import type { ListedObject } from '../reader/s3.js';
 import type { S3Credentials } from '../reader/sigv4.js';
@@ -138,13 +140,20 @@ function page(names: readonly string[], request: ReaderRequest): { names: string
 const pyIcebergFileIo = 'py-io-impl';
 export const noS3FaceForPyIceberg = 'this catalog names its files by http URLs (serve has no S3 face), and pyiceberg reads no http location: start serve with --s3-access-key-id and --s3-secret-access-key (its S3 face), and the catalog names s3 locations pyiceberg reads.';
 
+/** The parts of the reader the Iceberg catalog takes: table records, the catalog (snapshots, manifests' files), and the byte budget its manifests are kept in. */
+export interface IcebergReader {
+  readonly records: Pick<CatalogReads, 'table' | 'tables'>;
+  readonly catalog: Catalog;
+  readonly cache: ByteBoundedCache<Uint8Array>;
+}
+
 export class IcebergCatalog implements MountedCatalog {
   readonly files: IcebergFiles;
   private readonly publicUrl: string | undefined;
 
-  constructor(private readonly service: ReaderService, options: IcebergOptions = {}, private readonly s3?: IcebergS3Face) {
+  constructor(private readonly reader: IcebergReader, options: IcebergOptions = {}, private readonly s3?: IcebergS3Face) {
     this.publicUrl = options.publicUrl?.replace(/\/+$/, '');
-    this.files = new IcebergFiles(service, {
+    this.files = new IcebergFiles(reader.catalog, reader.cache, {
       intervalMs: options.snapshotIntervalMs ?? defaultSnapshotIntervalMs,
       maxSnapshots: options.maxSnapshots ?? defaultMaxSnapshots,
     });
@@ -180,7 +189,7 @@ export class IcebergCatalog implements MountedCatalog {
 
   private async table(name: string): Promise<TableRecord> {
     try {
-      return await this.service.table(name);
+      return await this.reader.records.table(name);
     } catch (error) {
       if (error instanceof TableNameError) throw new IcebergError(400, 'BadRequestException', `${error.message}; no table of this catalog is so named`);
       if (error instanceof TableError) {
@@ -254,7 +263,7 @@ export class IcebergCatalog implements MountedCatalog {
       return request.method === 'HEAD' ? { status: 204, headers: {}, body: new Uint8Array(0) } : json(200, { namespace: [namespaceName], properties: {} });
     }
     if (rest.length === 3) {
-      const tables = (await this.service.tables()).map((table) => table.name).sort();
+      const tables = (await this.reader.records.tables()).map((table) => table.name).sort();
       const listed = page(tables, request);
       return json(200, { identifiers: listed.names.map((name) => ({ namespace: [namespaceName], name })), 'next-page-token': listed.next });
     }

@@ -9,7 +9,7 @@
  * A file with granules is read granule by granule (invariant 6): only the row groups
  * whose footer statistics (or offset span) may satisfy the WHERE clause, and only the
  * columns the statement may use, each granule rebuilt from its own offsets and checked
- * chunk by chunk against the catalog (ReaderService.granuleFile). A file without
+ * chunk by chunk against the catalog (FileProducer.granuleFile, src/reader/producer.ts). A file without
  * granules is rebuilt whole, as before. Files, row groups and the tail are pruned with
  * one WHERE tree (src/sql/where.ts, prune.ts). Active secondary indexes narrow the row groups
  * further for `=`, IN, ranges and AND/OR of them on indexed columns (index-use.ts); an
@@ -34,7 +34,8 @@ import { encodeColumns, encodeFile } from '../build/files.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { encoderVersion } from '../parquet/index.js';
 import type { KafkaRecord } from '../kafka/record.js';
-import type { ReaderService } from '../reader/service.js';
+import type { FileProducer } from '../reader/producer.js';
+import type { ReadMeter } from '../reader/read-api.js';
 import { currentSchema } from '../catalog/schema-versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { asksNulls, fileBounds, footerNulls, mayBeTrue, mayHold, mayMatch, rowGroupBounds, statisticColumn, statisticTree, type Bounds } from './prune.js';
@@ -45,9 +46,9 @@ import { SqlScanError, tableReferences, tokenize, usedColumns, type Token } from
 
 export interface QueryDeps {
   catalog: Catalog;
-  /** Committed reads for the tail (the service reads the files through its own). */
+  /** Committed reads for the tail (the producer reads the files through its own). */
   source: CommittedSource;
-  service: ReaderService;
+  service: { producer: Pick<FileProducer, 'prefetchGranules' | 'readableGranules' | 'bytes' | 'granuleFile'>; meter: ReadMeter };
   progress?: (line: string) => void;
   /**
    * Read every candidate file whole, with every column (how queries read before
@@ -193,13 +194,13 @@ async function materialize(deps: QueryDeps, table: TableRecord, where: Where, co
   // Secondary indexes narrow the row groups further; DuckDB still applies the whole WHERE.
   const indexes = await TableIndexUse.bind(deps.catalog, table, schema, deps.wholeFiles ? { tree: anyRow, unread: [] } : where);
   if (indexes.used) await indexes.fetch(candidates.filter((file) => file.hasGranules));
-  if (!deps.wholeFiles) await deps.service.prefetchGranules(candidates);
+  if (!deps.wholeFiles) await deps.service.producer.prefetchGranules(candidates);
   const items: ReadItem[] = [];
   const reads: FileRead[] = [];
   let rowGroupsOf = 0;
   for (const file of candidates) {
     const read = { file: file.dataFileId.toString(), partition: file.partition, startOffset: file.startOffset.toString(), endOffset: file.endOffset.toString() };
-    const granular = deps.wholeFiles ? null : await deps.service.readableGranules(file);
+    const granular = deps.wholeFiles ? null : await deps.service.producer.readableGranules(file);
     if (!granular) {
       items.push({ file, rowGroup: null });
       reads.push({ ...read, rowGroups: null, rowGroupsInFile: null, kafkaBytes: null });
@@ -222,10 +223,10 @@ async function materialize(deps: QueryDeps, table: TableRecord, where: Where, co
   let done = 0;
   const paths = await mapLimited(items, concurrency, async (item) => {
     const { file } = item;
-    const bytes = item.rowGroup === null ? await deps.service.bytes(table, file) : await deps.service.granuleFile(table, file, item.rowGroup, item.columns);
+    const bytes = item.rowGroup === null ? await deps.service.producer.bytes(table, file) : await deps.service.producer.granuleFile(table, file, item.rowGroup, item.columns);
     const path = join(dir, `${table.name}-${file.dataFileId}${item.rowGroup === null ? '' : `-${item.rowGroup}`}.parquet`);
     await writeFile(path, bytes);
-    deps.service.served(bytes.byteLength);
+    deps.service.meter.served(bytes.byteLength);
     done += 1;
     if (items.length > 1) say(`${table.name}: rebuilt ${done}/${items.length} ${rowGroupsRead === items.length ? 'row groups' : 'files and row groups'}`);
     return path;

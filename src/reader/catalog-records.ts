@@ -13,8 +13,9 @@
  * either way and never serves bytes that do not verify.
  */
 import type { Catalog } from '../catalog/db.js';
-import { findFilesFrom, type CatalogFile } from '../catalog/file-reads.js';
-import { findTable } from '../catalog/tables.js';
+import { findFilesFrom, listFiles, liveFileKeys, type CatalogFile, type LiveFileKey } from '../catalog/file-reads.js';
+import { findTable, listTables } from '../catalog/tables.js';
+import type { CatalogReads } from './read-api.js';
 import { type TableRecord } from '../table/record.js';
 import { PromiseMemo } from '../common/single-flight.js';
 
@@ -27,11 +28,11 @@ export interface CatalogRecordOptions {
   maxFiles?: number;
 }
 
-export class CatalogRecords {
+export class CatalogRecords implements CatalogReads {
   private readonly batch: number;
-  private readonly tables: PromiseMemo<string, TableRecord>;
+  private readonly tableMemo: PromiseMemo<string, TableRecord>;
   /** Per file id; a lookup in flight is remembered as its promise, so concurrent requests share it. */
-  private readonly files: PromiseMemo<bigint, CatalogFile | undefined>;
+  private readonly fileMemo: PromiseMemo<bigint, CatalogFile | undefined>;
   /** The files each batch brought in, by the id of each of them: what to load granules for together. */
   private readonly batches = new Map<bigint, readonly CatalogFile[]>();
   private readonly maxFiles: number;
@@ -42,18 +43,33 @@ export class CatalogRecords {
     this.remembers = ttlMs > 0;
     this.batch = Math.max(1, options.batch ?? 64);
     this.maxFiles = Math.max(this.batch, options.maxFiles ?? 1_000);
-    this.tables = new PromiseMemo(1_000, ttlMs);
-    this.files = new PromiseMemo(this.maxFiles, ttlMs);
+    this.tableMemo = new PromiseMemo(1_000, ttlMs);
+    this.fileMemo = new PromiseMemo(this.maxFiles, ttlMs);
+  }
+
+  /** Every live table (a listing: always asked of the catalog). */
+  tables(): Promise<TableRecord[]> {
+    return listTables(this.catalog);
+  }
+
+  /** A table's live files (a listing: always asked of the catalog). */
+  files(table: TableRecord): Promise<CatalogFile[]> {
+    return listFiles(this.catalog, table.tableId);
+  }
+
+  /** Live files as a listing names them (of one table, when named). */
+  fileKeys(tableName?: string): Promise<LiveFileKey[]> {
+    return liveFileKeys(this.catalog, tableName);
   }
 
   /** The live table named so, or TableError ("no table named ..."). */
   table(name: string): Promise<TableRecord> {
-    return this.remembers ? this.tables.get(name, () => findTable(this.catalog, name)) : findTable(this.catalog, name);
+    return this.remembers ? this.tableMemo.get(name, () => findTable(this.catalog, name)) : findTable(this.catalog, name);
   }
 
   /** One file of the table, expired ones included. */
   async file(table: TableRecord, dataFileId: bigint): Promise<CatalogFile | undefined> {
-    const known = this.files.peek(dataFileId);
+    const known = this.fileMemo.peek(dataFileId);
     if (known) {
       const file = await known;
       // a file id names one table's file; another table's is not this table's
@@ -71,13 +87,13 @@ export class CatalogRecords {
     const loading = findFilesFrom(this.catalog, table.tableId, fromId, this.batch);
     if (!this.remembers) return loading;
     // The id asked for answers from this lookup at once; the others once it is in.
-    this.files.set(fromId, loading.then((files) => files.find((f) => f.dataFileId === fromId)));
+    this.fileMemo.set(fromId, loading.then((files) => files.find((f) => f.dataFileId === fromId)));
     loading.then(
       (files) => {
         // a miss is not remembered: the id may be a file being committed now
-        if (!files.some((f) => f.dataFileId === fromId)) this.files.delete(fromId);
+        if (!files.some((f) => f.dataFileId === fromId)) this.fileMemo.delete(fromId);
         for (const file of files) {
-          this.files.set(file.dataFileId, Promise.resolve(file));
+          this.fileMemo.set(file.dataFileId, Promise.resolve(file));
           this.batches.set(file.dataFileId, files);
         }
         // oldest first (a Map iterates in insertion order), as the files' memo does

@@ -25,7 +25,7 @@ import { checkTableName, TableError, TableNameError, type TableRecord } from '..
 import { FileExpiredError, RebuildMismatchError } from '../build/rebuild.js';
 import { GranuleMismatchError } from '../build/granules.js';
 import { StoredPieceMismatchError } from '../build/stored-pieces.js';
-import type { ReadApi } from './read-api.js';
+import type { CatalogReads, ReaderParts, ReadStatus } from './read-api.js';
 import { isS3Request, s3Handler, type ListedObject, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';
 import { kafkaPerServed } from '../catalog/reader-counters.js';
@@ -93,7 +93,7 @@ const fileName = /^([0-9]{1,19})\.parquet$/;
  * The table a request names, for the faces in JSON (this API, the console): a name that
  * cannot be a table's is a 400 (checked before any SQL), a table that does not exist a 404.
  */
-export async function servedTable(reader: Pick<ReadApi, 'table'>, name: string): Promise<TableRecord> {
+export async function servedTable(reader: Pick<CatalogReads, 'table'>, name: string): Promise<TableRecord> {
   try {
     checkTableName(name);
     return await reader.table(name);
@@ -186,19 +186,19 @@ export function fileEntry(table: TableRecord, file: CatalogFile) {
   };
 }
 
-export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): ReaderHandler {
+export function readerHandler({ records, serving, status }: ReaderParts, options: ReaderHandlerOptions): ReaderHandler {
   const maxBody = options.maxBodyBytes ?? Infinity;
 
-  const tableNamed = (name: string) => servedTable(reader, name);
+  const tableNamed = (name: string) => servedTable(records, name);
 
   async function fileNamed(request: ReaderRequest, table: TableRecord, idText: string): Promise<ReaderResponse> {
     const match = fileName.exec(idText);
     if (!match) throw new HttpError(400, `"${idText}" is not a file name: expected <id>.parquet with a numeric id, as the manifest lists`);
     const id = BigInt(match[1]!);
     if (id > 9223372036854775807n) throw new HttpError(400, `file id ${id} is out of range`);
-    const file = await reader.file(table, id);
+    const file = await records.file(table, id);
     if (!file) throw new HttpError(404, `table ${table.name} has no file ${id}`);
-    return fileResponse(reader.serving, request, table, file, maxBody, options.maxBodyReason);
+    return fileResponse(serving, request, table, file, maxBody, options.maxBodyReason);
   }
 
   const mounted = options.catalog;
@@ -211,14 +211,14 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
     };
     if (parts.length === 1 && parts[0] === 'tables') {
       allow('GET, HEAD');
-      const tables = await reader.tables();
+      const tables = await records.tables();
       return json(200, { tables: tables.map((t) => ({ name: t.name, topic: t.topic, format: t.format, files: `/tables/${t.name}/files` })) });
     }
     if (parts.length === 1 && parts[0] === 'metrics') {
       allow('GET, HEAD');
-      const metrics = reader.metrics;
-      if (!prefersJson(header(request, 'accept'))) return exposition(reader, await options.lag?.());
-      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: reader.cache.size, heldRecords: reader.heldRecords.size, memory: processMemory(), lostOffsets: await reader.lostOffsets(), indexes: await reader.indexes() });
+      const metrics = status.metrics;
+      if (!prefersJson(header(request, 'accept'))) return exposition(status, await options.lag?.());
+      return json(200, { ...metrics, kafkaBytesPerServedByte: kafkaPerServed(metrics.kafkaBytes, metrics.bytesServed), cache: status.cache.size, heldRecords: status.heldRecords.size, memory: processMemory(), lostOffsets: await status.lostOffsets(), indexes: await status.indexes() });
     }
     if (mounted && parts[0] === 'tables' && parts[2] === 'metadata' && parts.length === 4) {
       allow('GET, HEAD');
@@ -228,7 +228,7 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
       const table = await tableNamed(decodeSegment(parts[1]!));
       if (parts.length === 3) {
         allow('GET, HEAD');
-        const files = await reader.files(table);
+        const files = await records.files(table);
         return json(200, { table: table.name, topic: table.topic, format: table.format, granularity: table.settings.granularity, files: files.map((f) => fileEntry(table, f)) });
       }
       allow('GET, HEAD');
@@ -237,10 +237,10 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
     throw new HttpError(404, `no such path: ${path} (paths: /tables, /tables/:table/files, /tables/:table/files/:id.parquet, /metrics${mounted ? ', /tables/:table/metadata/:name, /iceberg/v1/config' : ''}${options.console ? ', /console' : ''})`);
   }
 
-  const s3 = options.s3 ? s3Handler(reader, options.s3, maxBody, mounted && { get: (request, table, name) => mounted.metadataFile(request, table, name), list: (request, table) => mounted.metadataListing(request, table) }) : undefined;
+  const s3 = options.s3 ? s3Handler({ records, serving }, options.s3, maxBody, mounted && { get: (request, table, name) => mounted.metadataFile(request, table, name), list: (request, table) => mounted.metadataListing(request, table) }) : undefined;
 
   return async (request) => {
-    reader.count('requests');
+    serving.meter.count('requests');
     if (s3 && isS3Request(request, options.s3!.bucket)) return s3(request);
     if (mounted?.claims(request)) {
       try {
@@ -271,9 +271,9 @@ export function readerHandler(reader: ReadApi, options: ReaderHandlerOptions): R
 }
 
 /** GET /metrics in Prometheus's text exposition format (version 0.0.4). */
-function exposition(reader: ReadApi, lag: readonly PartitionLag[] | undefined): ReaderResponse {
-  const { file, granule } = reader.rebuildDurations;
-  const families = [...readerFamilies(reader.metrics, { file: file.snapshot({ kind: 'file' }), granule: granule.snapshot({ kind: 'granule' }) }, reader.cache.size, reader.heldRecords.size), ...(lag ? lagFamilies(lag) : [])];
+function exposition(status: ReadStatus, lag: readonly PartitionLag[] | undefined): ReaderResponse {
+  const { file, granule } = status.rebuildDurations;
+  const families = [...readerFamilies(status.metrics, { file: file.snapshot({ kind: 'file' }), granule: granule.snapshot({ kind: 'granule' }) }, status.cache.size, status.heldRecords.size), ...(lag ? lagFamilies(lag) : [])];
   return { status: 200, headers: { 'content-type': expositionContentType }, body: Buffer.from(renderExposition(families)) };
 }
 

@@ -1,10 +1,11 @@
 /**
- * What the read API's faces (src/reader/http.ts, src/reader/s3.ts) need of the reader
- * behind them, and nothing more: the catalog's records, a file's verified bytes, the
- * counters and the response budget. ReaderService (src/reader/service.ts) is the one that
- * reads Postgres and rebuilds from Kafka; a test can give the faces tables and bytes held
- * in memory instead, so the HTTP and S3 answers (ranges, preconditions, listings, errors,
- * the budget) are checked without a stack.
+ * The parts of the reader the faces (src/reader/http.ts, s3.ts, the Iceberg catalog, the
+ * console, `query`) take, each only those it uses: the catalog's records, a file's verified
+ * bytes with the counters and the response budget (`serving`), and what /metrics reports.
+ * ReaderService (src/reader/service.ts) puts together the ones that read Postgres and
+ * rebuild from Kafka; a test can give the faces tables and bytes held in memory instead,
+ * so the HTTP and S3 answers (ranges, preconditions, listings, errors, the budget) are
+ * checked without a stack.
  */
 import type { CatalogFile, LiveFileKey } from '../catalog/file-reads.js';
 import type { TableRecord } from '../table/record.js';
@@ -84,7 +85,9 @@ export interface IndexMetrics {
   lastError: string | null;
 }
 
-/** The reader as the faces see it. */
-export interface ReadApi extends CatalogReads, ReadMeter, ReadStatus {
+/** The reader as the HTTP face sees it (the S3 face and the console take fewer of its parts). */
+export interface ReaderParts {
+  readonly records: CatalogReads;
   readonly serving: FileServing;
+  readonly status: ReadStatus;
 }

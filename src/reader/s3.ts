@@ -25,7 +25,7 @@ import { fileResponse, HttpError, PreconditionFailedError, type ReaderRequest, t
 import { RebuildMismatchError } from '../build/rebuild.js';
 import { GranuleMismatchError } from '../build/granules.js';
 import { StoredPieceMismatchError } from '../build/stored-pieces.js';
-import type { ReadApi } from './read-api.js';
+import type { ReaderParts } from './read-api.js';
 import { defaultS3Region, S3AuthError, verifySigV4, type S3Credentials } from './sigv4.js';
 
 export interface S3FaceOptions {
@@ -142,7 +142,7 @@ export interface MetadataObjects {
 
 const metadataKey = /^tables\/([a-z_][a-z0-9_]{0,62})\/metadata\/([^/]{1,200})$/;
 
-export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: number, metadataObjects?: MetadataObjects): (request: ReaderRequest) => Promise<ReaderResponse> {
+export function s3Handler({ records, serving }: Pick<ReaderParts, 'records' | 'serving'>, options: S3FaceOptions, maxBody: number, metadataObjects?: MetadataObjects): (request: ReaderRequest) => Promise<ReaderResponse> {
   const now = options.now ?? Date.now;
   const region = options.region ?? defaultS3Region;
 
@@ -156,10 +156,10 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
     // a prefix inside one table's metadata/ reaches none of its data files: they are not read
     const filesBase = named === undefined ? '' : `tables/${named}/files/`;
     const reachesFiles = filesBase.startsWith(prefix) || prefix.startsWith(filesBase);
-    const objects: Listed[] = reachesFiles ? (await reader.fileKeys(named)).map((file) => ({ key: keyOf(file), size: file.fileSizeBytes, etag: file.sha256.toString('hex'), modified: file.createdAt })) : [];
+    const objects: Listed[] = reachesFiles ? (await records.fileKeys(named)).map((file) => ({ key: keyOf(file), size: file.fileSizeBytes, etag: file.sha256.toString('hex'), modified: file.createdAt })) : [];
     const folded: string[] = [];
     if (!metadataObjects) return { objects, folded };
-    for (const table of await reader.tables()) {
+    for (const table of await records.tables()) {
       if (named !== undefined && table.name !== named) continue;
       const base = `tables/${table.name}/metadata/`;
       if (!base.startsWith(prefix) && !prefix.startsWith(base)) continue;
@@ -227,7 +227,7 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
 
   async function tableOfKey(key: string, name: string): Promise<TableRecord> {
     try {
-      return await reader.table(name);
+      return await records.table(name);
     } catch (error) {
       if (error instanceof TableError) throw new S3Error(404, 'NoSuchKey', `no object ${key}: ${error.message}`);
       throw error;
@@ -248,10 +248,10 @@ export function s3Handler(reader: ReadApi, options: S3FaceOptions, maxBody: numb
     const match = objectKey.exec(key);
     if (!match) throw new S3Error(404, 'NoSuchKey', `no object ${key}: keys are tables/<table>/files/<id>.parquet${metadataObjects ? ' and tables/<table>/metadata/<name> (Iceberg)' : ''}`);
     const table = await tableOfKey(key, match[1]!);
-    const file = await reader.file(table, BigInt(match[2]!));
+    const file = await records.file(table, BigInt(match[2]!));
     if (!file) throw new S3Error(404, 'NoSuchKey', `no object ${key}: table ${table.name} has no file ${match[2]}`);
     try {
-      const response = await fileResponse(reader.serving, request, table, file, maxBody);
+      const response = await fileResponse(serving, request, table, file, maxBody);
       // object_store (polars, DataFusion) needs Last-Modified on every object response
       return { ...response, headers: { ...response.headers, 'last-modified': file.createdAt.toUTCString() } };
     } catch (error) {

@@ -1,52 +1,35 @@
 /**
- * The rebuild service behind every read: finds tables and files in the catalog and
- * produces a byte range of a file. A file with granules (src/build/granules.ts) is
- * produced piece by piece: the magic, the column chunks of the row groups the range
- * covers (rebuilt from those row groups' offsets only, for those columns only, each
- * checked against its sha256), the page index and footer from the catalog. A file
- * without them is rebuilt whole (verified by rebuildFile against size, footer and
- * sha256) and gets its granules then. Rebuilt chunks (and whole files) are kept in one
- * byte-bounded cache; concurrent reads of the same chunks share one rebuild. A query
- * (src/query/run.ts) asks for granules as files of their own: `granuleFile` rebuilds one
- * row group for some columns, verified the same way.
+ * The reader as one process (`serve`, `query`, the Lambda reader) puts it together from
+ * its parts, each face taking only the parts it uses (src/reader/read-api.ts):
+ *
+ *   records   the catalog's table and file records (CatalogRecords: a port over Postgres,
+ *             remembered briefly, loaded many files at a time)
+ *   producer  the bytes: ranges of files, whole files, granules (FileProducer, which
+ *             rebuilds from Kafka and verifies)
+ *   meter     the counters and rebuild durations (ReaderMeter), published for `status`
+ *   serving   what a file's response takes: the producer's ranges, the meter, the budget
+ *   status    what GET /metrics and the console report
+ *
+ * One byte budget holds rebuilt chunks and files (and the Iceberg face's manifests) and,
+ * in a share of its own, the records held between the reads that share them.
  */
-import { indexReports } from '../catalog/indexes.js';
-import { findGranules, findGranulesOf, listFiles, liveFileKeys, lostOffsets, type CatalogFile, type LiveFileKey } from '../catalog/file-reads.js';
-import type { FileGranules, Granule } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
-import { listTables } from '../catalog/tables.js';
-import { type TableRecord } from '../table/record.js';
-import { CatalogRecords, type CatalogRecordOptions } from './catalog-records.js';
+import { lostOffsets } from '../catalog/file-reads.js';
+import { indexReports } from '../catalog/indexes.js';
 import type { CommittedSource } from '../kafka/source.js';
-import { RebuildMismatchError, rebuildFile } from '../build/rebuild.js';
-import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from '../build/granules.js';
-import { fileLayout, PARQUET_MAGIC, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
-import { storedTailMismatch, type StoredPieceMismatchError } from '../build/stored-pieces.js';
-import { schemaVersion } from '../catalog/schema-versions.js';
-import type { TableSchema } from '../schema/table-schema.js';
+import { countingSource } from '../kafka/counting-source.js';
+import { ByteBudget } from '../common/limit.js';
 import { ByteBoundedCache } from './cache.js';
-import { newMetrics, type ReaderMetrics } from './metrics.js';
-import { countingSource, type ReadLog } from '../kafka/counting-source.js';
-import { HeldSpan, sharedReads, type SharedReads } from './shared-reads.js';
-import { BuildPool } from '../build/pool.js';
-import { publishReaderCounters } from '../catalog/reader-counters.js';
-import { ByteBudget, limitConcurrency } from '../common/limit.js';
-import { PromiseMemo, SingleFlight } from '../common/single-flight.js';
-import { hostname } from 'node:os';
-import { randomUUID } from 'node:crypto';
-import { Histogram } from '../common/exposition.js';
-import { log } from '../common/log.js';
-import type { FaceCounter, FileServing, IndexMetrics, LostOffsets, ReadApi } from './read-api.js';
+import { CatalogRecords, type CatalogRecordOptions } from './catalog-records.js';
+import { FileProducer, type FileProducerOptions } from './producer.js';
+import { ReaderMeter, type ReaderMeterOptions } from './meter.js';
+import type { ReaderMetrics } from './metrics.js';
+import { HeldSpan, sharedReads } from './shared-reads.js';
+import type { FileServing, IndexMetrics, ReadStatus } from './read-api.js';
 
-export interface ReaderServiceOptions {
+export interface ReaderServiceOptions extends FileProducerOptions, ReaderMeterOptions {
   /** Budget of the cache of rebuilt chunks (and whole files without granules). Default 512 MiB. */
   cacheBytes?: number;
-  /**
-   * Row groups read from Kafka at once (default: one more than the build threads, at
-   * least 2). Each holds its records until it is encoded, so this bounds the rebuilds'
-   * part of memory; more than the builds can take at once would only pile records up.
-   */
-  kafkaReadsAtOnce?: number;
   /**
    * Bytes that responses in flight may hold at once (default: half the cache, at least
    * 16 MiB so that any buffered range can go): more waits its turn.
@@ -58,18 +41,8 @@ export interface ReaderServiceOptions {
    * the write deadline cuts them off, and no one should wait behind them unboundedly.
    */
   responseWaitMs?: number;
-  /** How often, at most, the counters are written to the catalog for `status` (ms; 0: never). Default 10 s. */
-  publishEveryMs?: number;
-  /**
-   * Worker threads that build granules (src/build/pool.ts): 0 or unset builds on this
-   * thread (a Lambda reader, whose concurrency is its parallelism); `serve` gives
-   * `defaultBuildThreads` unless told.
-   */
-  buildThreads?: number;
   /** How the service remembers table and file records between requests (src/reader/catalog-records.ts). */
   records?: CatalogRecordOptions;
-  /** Told of each rebuild from Kafka and its seconds (the Lambda reader publishes them as metrics). */
-  onRebuild?: (kind: 'file' | 'granule', seconds: number) => void;
 }
 
 export const defaultCacheBytes = 512 * 1024 * 1024;
@@ -86,369 +59,66 @@ export const defaultCacheBytes = 512 * 1024 * 1024;
 export const heldRecordsShare = 0.25;
 export const defaultResponseWaitMs = 10_000;
 
-/**
- * A file served by granules: what they must hash to, and where its bytes are. The layout
- * (a parse of the footer, ~1 ms) is taken on first use: a query's planning looks at the
- * granules of every candidate file and reads few of them. Null when the footer's row
- * groups do not match the granules.
- */
-interface GranuleServedFile {
-  granules: FileGranules;
-  schema: TableSchema;
-  layout(): FileLayout | null;
-  /**
-   * Throws StoredPieceMismatchError (counted and logged) unless the page index and footer
-   * the catalog keeps are the bytes the file was built with (src/build/stored-pieces.ts):
-   * they are sent as they are, so a read that sends any byte of them asks first. Hashed
-   * once per file while its record is remembered (a few KiB to a few hundred).
-   */
-  checkTail(dataEnd: number): void;
-  /** The footer `checkTail` checks (the file record's when this was made): the one a read sends. */
-  footer: Uint8Array;
-}
-
-/** What the service remembers per file id at most (layouts and granules are small and never change). */
-const granularEntries = 2_000;
-
-export class ReaderService implements ReadApi {
+export class ReaderService {
   /** Rebuilt chunks and files (and the Iceberg face's manifests). */
   readonly cache: ByteBoundedCache<Uint8Array>;
   /** Records held between the reads that share them, in a budget of their own (`heldRecordsShare`). */
   readonly heldRecords: ByteBoundedCache<HeldSpan>;
-  private readonly counters: Omit<ReaderMetrics, 'kafkaRecords' | 'kafkaBytes' | 'granuleRecordHits'> = newMetrics();
-  /** What was asked of Kafka (below the sharing, so a shared read counts once). */
-  private readonly kafkaReads: ReadLog;
-  /** Kafka reads shared by every file of a range and every column of a granule. */
-  private readonly source: SharedReads;
-  /** Whole-file rebuilds, and granule builds, in flight: concurrent readers of the same share one. */
-  private readonly wholeFiles = new SingleFlight<string, Uint8Array>();
-  private readonly granuleBuilds = new SingleFlight<string, Map<number, Uint8Array>>();
-  /** Per file id, its granules, layout and schema (small, and they never change). */
-  private readonly granular = new PromiseMemo<bigint, GranuleServedFile | null>(granularEntries);
-  /** Per table and schema version (a table has few). */
-  private readonly schemas = new PromiseMemo<string, TableSchema>(granularEntries);
-  /** What responses in flight hold (src/reader/file-response.ts takes and gives back). */
-  readonly responseBytes: ByteBudget;
-  /** How long a response waits for its share of `responseBytes` (ms). */
-  readonly responseWaitMs: number;
-  /** What a file's response takes (src/reader/file-response.ts): the range producer, the counters, the budget. */
+  readonly records: CatalogRecords;
+  readonly meter: ReaderMeter;
+  readonly producer: FileProducer;
   readonly serving: FileServing;
-  /** A granule's Kafka read, at most `kafkaReadsAtOnce` at a time (it waits for nothing else limited: no deadlock). */
-  private readonly readGranule: typeof granuleRecords;
-  /** Granule builds on worker threads, when the service was given some. */
-  private readonly builds: BuildPool | undefined;
-  /** Table and file records, remembered briefly and loaded many files at a time. */
-  private readonly records: CatalogRecords;
-
-  /** Seconds each rebuild from Kafka took, verification included: whole files, and row groups (for some or all of their columns). */
-  readonly rebuildDurations = { file: new Histogram(), granule: new Histogram() };
-
-  /** Names this reader's row of counters in the catalog. */
-  readonly readerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  private readonly startedAt = new Date();
-  private readonly publishEveryMs: number;
-  private readonly onRebuild: ReaderServiceOptions['onRebuild'];
-  private publishedAt = Date.now();
-  private publishing: Promise<void> | undefined;
+  readonly status: ReadStatus;
 
   constructor(readonly catalog: Catalog, source: CommittedSource, options: ReaderServiceOptions = {}) {
     const cacheBytes = options.cacheBytes ?? defaultCacheBytes;
     const heldBytes = Math.floor(cacheBytes * heldRecordsShare);
     this.cache = new ByteBoundedCache<Uint8Array>(cacheBytes - heldBytes);
     this.heldRecords = new ByteBoundedCache<HeldSpan>(heldBytes);
+    // counted below the sharing, so a shared read counts once
     const counted = countingSource(source, { keepReads: false });
-    this.kafkaReads = counted.log;
-    this.source = sharedReads(counted, this.heldRecords);
-    this.publishEveryMs = options.publishEveryMs ?? 10_000;
-    this.responseBytes = new ByteBudget(options.responseBytes ?? Math.max(16 * 1024 * 1024, Math.floor(cacheBytes / 2)));
-    this.responseWaitMs = options.responseWaitMs ?? defaultResponseWaitMs;
-    this.readGranule = limitConcurrency(options.kafkaReadsAtOnce ?? Math.max(2, (options.buildThreads ?? 0) + 1), granuleRecords);
-    this.builds = options.buildThreads ? new BuildPool(options.buildThreads) : undefined;
+    const shared = sharedReads(counted, this.heldRecords);
+    this.meter = new ReaderMeter(catalog, { log: counted.log, get heldReads() { return shared.heldReads; } }, options);
     this.records = new CatalogRecords(catalog, options.records);
-    this.onRebuild = options.onRebuild;
-    this.serving = { range: (table, file, start, end) => this.range(table, file, start, end), meter: this, budget: { bytes: this.responseBytes, waitMs: this.responseWaitMs } };
-  }
-
-  /** Stops the build workers (they also let the process end by themselves when idle). */
-  close(): Promise<void> {
-    return this.builds?.close() ?? Promise.resolve();
+    this.producer = new FileProducer(catalog, shared, this.records, this.cache, this.meter, options);
+    const responseBytes = new ByteBudget(options.responseBytes ?? Math.max(16 * 1024 * 1024, Math.floor(cacheBytes / 2)));
+    this.serving = {
+      range: (table, file, start, end) => this.producer.range(table, file, start, end),
+      meter: this.meter,
+      budget: { bytes: responseBytes, waitMs: options.responseWaitMs ?? defaultResponseWaitMs },
+    };
+    const { meter, cache, heldRecords } = this;
+    this.status = {
+      get metrics() { return meter.metrics; },
+      cache,
+      heldRecords,
+      rebuildDurations: meter.rebuildDurations,
+      lostOffsets: () => lostOffsets(catalog),
+      indexes: () => indexMetrics(catalog),
+    };
   }
 
   /** A snapshot of the counters, with what was read from Kafka. */
   get metrics(): ReaderMetrics {
-    return { ...this.counters, granuleRecordHits: this.source.heldReads, kafkaRecords: this.kafkaReads.records, kafkaBytes: this.kafkaReads.bytes };
+    return this.meter.metrics;
   }
 
-  /** Counts one event of the HTTP layer (requests, footer hits, expired, refused while busy, abandoned, cut off). */
-  count(counter: FaceCounter, by = 1): void {
-    this.counters[counter] += by;
-    if (this.publishEveryMs > 0 && Date.now() - this.publishedAt >= this.publishEveryMs) void this.publish();
-  }
-
-  /**
-   * Writes the counters to the catalog (status shows them). Never fails a read: a
-   * catalog that refuses is said once per failure and tried again later.
-   */
+  /** Writes the counters to the catalog now (`serve` does at exit). */
   publish(): Promise<void> {
-    this.publishedAt = Date.now();
-    this.publishing ??= publishReaderCounters(this.catalog, this.readerId, this.startedAt, { ...this.metrics })
-      .catch((error: unknown) => log('warn', `reader counters were not written to the catalog: ${(error as Error).message}`))
-      .finally(() => { this.publishing = undefined; });
-    return this.publishing;
+    return this.meter.publish();
   }
 
-  private rebuilt(kind: 'file' | 'granule', seconds: number): void {
-    this.rebuildDurations[kind].observe(seconds);
-    this.onRebuild?.(kind, seconds);
+  /** Stops the build workers (they also let the process end by themselves when idle). */
+  close(): Promise<void> {
+    return this.producer.close();
   }
+}
 
-  served(bytes: number): void {
-    this.counters.bytesServed += bytes;
-  }
-
-  /** Offsets Kafka deleted before they were indexed, per table partition: never hidden. */
-  lostOffsets(): Promise<LostOffsets[]> {
-    return lostOffsets(this.catalog);
-  }
-
-  /** Every secondary index: state, backfill progress, size in the catalog, reads that used or skipped it. */
-  async indexes(): Promise<IndexMetrics[]> {
-    return (await indexReports(this.catalog)).map((r) => ({
-      table: r.table, index: r.name, kind: r.kind, state: r.state, filesWithEntries: r.filesWithEntries, filesWithout: r.filesWithout,
-      backfill: { filesDone: r.filesDone, filesTotal: r.filesTotal, granulesDone: r.granulesDone, bytesRead: r.bytesRead },
-      entryBytes: r.entryBytes, readsUsed: r.readsUsed, readsSkipped: r.readsSkipped, lastError: r.lastError,
-    }));
-  }
-
-  tables(): Promise<TableRecord[]> {
-    return listTables(this.catalog);
-  }
-
-  /** The table, or TableError ("no table named ..."). */
-  table(name: string): Promise<TableRecord> {
-    return this.records.table(name);
-  }
-
-  files(table: TableRecord): Promise<CatalogFile[]> {
-    return listFiles(this.catalog, table.tableId);
-  }
-
-  /** Live files as a listing names them (of one table, when named). */
-  fileKeys(tableName?: string): Promise<LiveFileKey[]> {
-    return liveFileKeys(this.catalog, tableName);
-  }
-
-  /** One file of the table, expired ones included (the caller answers those with 410). */
-  file(table: TableRecord, dataFileId: bigint): Promise<CatalogFile | undefined> {
-    return this.records.file(table, dataFileId);
-  }
-
-  /**
-   * Bytes [start, end) of the file, piece by piece in order, each verified before it is
-   * yielded. Memory: the row group being produced and the next one (built while the one
-   * before is sent), whatever the range's length.
-   */
-  async *range(table: TableRecord, file: CatalogFile, start: number, end: number): AsyncGenerator<Uint8Array> {
-    const granular = file.hasGranules ? await this.granularOf(file) : null;
-    const layout = granular?.layout() ?? null;
-    if (!granular || !layout) {
-      yield (await this.bytes(table, file)).subarray(start, end);
-      return;
-    }
-    const pieces = piecesOf(layout, start, end);
-    if (pieces.some((piece) => piece.kind === 'index' || piece.kind === 'footer')) granular.checkTail(layout.dataEnd);
-    const byGroup = new Map<number, Extract<Piece, { kind: 'chunk' }>[]>();
-    for (const piece of pieces) if (piece.kind === 'chunk') byGroup.set(piece.rowGroup, [...(byGroup.get(piece.rowGroup) ?? []), piece]);
-    const groups = [...byGroup.keys()];
-    const built = new Map<number, Promise<Map<number, Uint8Array>>>();
-    const build = (at: number): void => {
-      const rowGroup = groups[at];
-      if (rowGroup === undefined || built.has(rowGroup)) return;
-      const pending = this.chunks(table, file, granular, rowGroup, byGroup.get(rowGroup)!.map((piece) => piece.leaf));
-      pending.catch(() => {}); // awaited in order below; a prefetch that fails is reported there
-      built.set(rowGroup, pending);
-    };
-    build(0);
-    for (const piece of pieces) {
-      if (piece.kind === 'magic') yield PARQUET_MAGIC.subarray(piece.from, piece.to);
-      else if (piece.kind === 'index') yield granular.granules.pageIndex.subarray(piece.from, piece.to);
-      else if (piece.kind === 'footer') yield granular.footer.subarray(piece.from, piece.to);
-      else {
-        const at = groups.indexOf(piece.rowGroup);
-        build(at);
-        const chunks = await built.get(piece.rowGroup)!;
-        build(at + 1);
-        yield chunks.get(piece.leaf)!.subarray(piece.from, piece.to);
-        if (piece === byGroup.get(piece.rowGroup)!.at(-1)) built.delete(piece.rowGroup);
-      }
-    }
-  }
-
-  /** Layout, granules and schema of a file that has granules; null when it cannot be served by them. */
-  private granularOf(file: CatalogFile): Promise<GranuleServedFile | null> {
-    if (!this.granular.has(file.dataFileId)) {
-      // with the files looked up together with it: an engine reads them next
-      const together = this.records.loadedWith(file).filter((other) => other.dataFileId !== file.dataFileId);
-      if (together.length > 0) void this.prefetchGranules([file, ...together]).catch(() => {});
-    }
-    return this.granular.get(file.dataFileId, async () => {
-      // the schema version is asked for beside the granules, not after them (a round trip less on a file's first read)
-      this.schemaOf(file).catch(() => {});
-      return this.granularFrom(file, await findGranules(this.catalog, file.dataFileId));
-    });
-  }
-
-  private async granularFrom(file: CatalogFile, granules: FileGranules | null): Promise<GranuleServedFile | null> {
-    if (!granules) return null;
-    let layout: FileLayout | null | undefined;
-    const parse = (): FileLayout | null => {
-      const parsed = fileLayout(file.footer, Number(file.fileSizeBytes));
-      return 'problem' in parsed || granules.granules.length !== parsed.rowGroups.length ? null : parsed;
-    };
-    let tail: StoredPieceMismatchError | null | undefined;
-    const checkTail = (dataEnd: number): void => {
-      if (tail === undefined) tail = storedTailMismatch(file, granules, dataEnd);
-      if (tail) {
-        this.counters.storedPieceMismatches += 1;
-        log('error', tail.message, { partition: file.partition });
-        throw tail;
-      }
-    };
-    return { granules, schema: await this.schemaOf(file), layout: () => (layout === undefined ? (layout = parse()) : layout), checkTail, footer: file.footer };
-  }
-
-  /** The layout of a file read by granules; one that does not match them is the catalog's inconsistency, said, never served around. */
-  private layoutOf(file: CatalogFile, granular: GranuleServedFile): FileLayout {
-    const layout = granular.layout();
-    if (!layout) throw new Error(`file ${file.dataFileId}: its ${granular.granules.granules.length} granules in the catalog do not match the row groups of its footer; \`offsetlake check\` rebuilds it whole`);
-    return layout;
-  }
-
-  /** A file's schema version (a table has few: each is read once per service). */
-  private schemaOf(file: CatalogFile): Promise<TableSchema> {
-    return this.schemas.get(`${file.tableId}:${file.schemaVersion}`, () => schemaVersion(this.catalog, file.tableId, file.schemaVersion));
-  }
-
-  /**
-   * Loads the granules of many files at once (two catalog queries instead of two per
-   * file): a query's planning looks at every candidate file's, and one round trip per
-   * file was most of a point lookup's time.
-   */
-  async prefetchGranules(files: readonly CatalogFile[]): Promise<void> {
-    const wanted = files.filter((file) => file.hasGranules && !this.granular.has(file.dataFileId));
-    for (let at = 0; at < wanted.length; at += granularEntries) {
-      const batch = wanted.slice(at, at + granularEntries);
-      const loaded = findGranulesOf(this.catalog, batch.map((file) => file.dataFileId));
-      loaded.catch(() => {});
-      for (const file of batch) this.granular.set(file.dataFileId, loaded.then((found) => this.granularFrom(file, found.get(file.dataFileId) ?? null)));
-      await loaded;
-    }
-  }
-
-  /** The chunks of `leaves` of one row group: from the cache, or rebuilt from its offsets and verified. */
-  private async chunks(table: TableRecord, file: CatalogFile, granular: GranuleServedFile, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
-    const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
-    const out = new Map<number, Uint8Array>();
-    const missing: number[] = [];
-    for (const leaf of leaves) {
-      const cached = this.cache.get(`${fileKey}:${rowGroup}:${leaf}`);
-      if (cached instanceof Uint8Array) out.set(leaf, cached);
-      else missing.push(leaf);
-    }
-    this.counters.chunkCacheHits += out.size;
-    this.counters.chunkCacheMisses += missing.length;
-    if (missing.length === 0) return out;
-    const built = await this.granuleBuilds.run(`${fileKey}:${rowGroup}:${missing.join(',')}`, () => this.rebuildGranule(table, file, granular, rowGroup, missing));
-    for (const [leaf, bytes] of built) out.set(leaf, bytes);
-    return out;
-  }
-
-  private async rebuildGranule(table: TableRecord, file: CatalogFile, granular: GranuleServedFile, rowGroup: number, leaves: readonly number[]): Promise<Map<number, Uint8Array>> {
-    const { chunks } = await this.verifiedGranule(table, file, granular, rowGroup, leaves);
-    const fileKey = ByteBoundedCache.key(file.dataFileId, file.sha256);
-    for (const [leaf, bytes] of chunks) this.cache.set(`${fileKey}:${rowGroup}:${leaf}`, bytes);
-    return chunks;
-  }
-
-  /**
-   * One granule rebuilt for the columns of `leaves` and verified, counted as a whole or
-   * partial granule rebuild. Its records come from Kafka once for all who want them: a
-   * partial read keeps them for the granule's other columns, a file whose range has other
-   * files (other time buckets over the same offsets) for their reads (src/reader/shared-reads.ts).
-   */
-  private async verifiedGranule(table: TableRecord, file: CatalogFile, granular: GranuleServedFile, rowGroup: number, leaves: readonly number[], wantFile = false): Promise<VerifiedGranule> {
-    const layout = this.layoutOf(file, granular);
-    const all = layout.rowGroups[rowGroup]!.chunks.length;
-    const partial = leaves.length < all;
-    this.counters[partial ? 'partialGranuleRebuilds' : 'granuleRebuilds'] += 1;
-    const granule = granular.granules.granules[rowGroup]!;
-    const started = performance.now();
-    try {
-      const records = await this.readGranule(this.source, table, file, granule, { keep: partial || file.rangeFiles > 1, offsets: layout.rowGroups[rowGroup]!.offsets });
-      const built = await chunksOf(this.source, table, file, granular.schema, layout, granule, records, leaves, { wantFile, ...(this.builds ? { build: this.builds.chunks } : {}) });
-      this.rebuilt('granule', (performance.now() - started) / 1000);
-      return built;
-    } catch (error) {
-      if (error instanceof GranuleMismatchError) this.counters.chunkMismatches += 1;
-      throw error;
-    }
-  }
-
-  /**
-   * What a query reads of a file with granules: per row group its Kafka offset span and
-   * bytes, and the file's schema (whose columns `granuleFile` takes by index). Null for a
-   * file without granules (it is read whole, with `bytes`).
-   */
-  async readableGranules(file: CatalogFile): Promise<{ granules: readonly Granule[]; schema: TableSchema } | null> {
-    const granular = file.hasGranules ? await this.granularOf(file) : null;
-    return granular && { granules: granular.granules.granules, schema: granular.schema };
-  }
-
-  /**
-   * Row group `rowGroup` of the file, for some top-level columns only (indices into the
-   * columns of the file's schema version), as a Parquet file of one row group: rebuilt
-   * from that granule's offsets alone, every chunk checked against the catalog's sha256
-   * before the file is handed out. The file's chunks are the data file's own, byte for
-   * byte; its footer is that of the smaller file.
-   */
-  async granuleFile(table: TableRecord, file: CatalogFile, rowGroup: number, columns: readonly number[]): Promise<Uint8Array> {
-    const granular = file.hasGranules ? await this.granularOf(file) : null;
-    if (!granular) throw new Error(`file ${file.dataFileId} of table ${table.name} has no granules: it is read whole`);
-    const rowGroups = this.layoutOf(file, granular).rowGroups.length;
-    if (!Number.isInteger(rowGroup) || rowGroup < 0 || rowGroup >= rowGroups) {
-      throw new RangeError(`file ${file.dataFileId} has row groups 0 to ${rowGroups - 1}, not ${rowGroup}`);
-    }
-    const known = granular.schema.columns.length;
-    const wrong = columns.find((c) => !Number.isInteger(c) || c < 0 || c >= known);
-    if (wrong !== undefined) throw new RangeError(`file ${file.dataFileId} has columns 0 to ${known - 1}, not ${wrong}`);
-    if (columns.length === 0) throw new RangeError(`a granule file needs at least one column (file ${file.dataFileId}, row group ${rowGroup})`);
-    const built = await this.verifiedGranule(table, file, granular, rowGroup, leavesOfColumns(granular.schema, columns), true);
-    return built.fileBytes!;
-  }
-
-  /** The file's whole bytes: from the cache, or rebuilt from Kafka and verified. */
-  async bytes(table: TableRecord, file: CatalogFile): Promise<Uint8Array> {
-    const key = ByteBoundedCache.key(file.dataFileId, file.sha256);
-    const cached = this.cache.get(key);
-    if (cached instanceof Uint8Array) {
-      this.counters.cacheHits += 1;
-      return cached;
-    }
-    this.counters.cacheMisses += 1;
-    return this.wholeFiles.run(key, () => this.rebuild(table, file, key));
-  }
-
-  private async rebuild(table: TableRecord, file: CatalogFile, key: string): Promise<Uint8Array> {
-    this.counters.rebuilds += 1;
-    const started = performance.now();
-    try {
-      const rebuilt = await rebuildFile(this.catalog, this.source, table, file);
-      this.rebuilt('file', (performance.now() - started) / 1000);
-      this.cache.set(key, rebuilt.bytes);
-      return rebuilt.bytes;
-    } catch (error) {
-      if (error instanceof RebuildMismatchError) this.counters.mismatches += 1;
-      throw error;
-    }
-  }
+/** Every secondary index: state, backfill progress, size in the catalog, reads that used or skipped it. */
+async function indexMetrics(catalog: Catalog): Promise<IndexMetrics[]> {
+  return (await indexReports(catalog)).map((r) => ({
+    table: r.table, index: r.name, kind: r.kind, state: r.state, filesWithEntries: r.filesWithEntries, filesWithout: r.filesWithout,
+    backfill: { filesDone: r.filesDone, filesTotal: r.filesTotal, granulesDone: r.granulesDone, bytesRead: r.bytesRead },
+    entryBytes: r.entryBytes, readsUsed: r.readsUsed, readsSkipped: r.readsSkipped, lastError: r.lastError,
+  }));
 }

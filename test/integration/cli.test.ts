@@ -53,8 +53,8 @@ describe('the offsetlake command line', () => {
     // A reader's counters reach status through the catalog: one whole file served, rebuilt as its one row group.
     const reader = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { publishEveryMs: 0 });
     const clicks = await findTable(engine.catalog, 'clicks');
-    const served = await bodyBytes(reader.range(clicks, (await listFiles(engine.catalog, clicks.tableId))[0]!, 0, Number(files[0].fileSizeBytes)));
-    reader.served(served.byteLength);
+    const served = await bodyBytes(reader.producer.range(clicks, (await listFiles(engine.catalog, clicks.tableId))[0]!, 0, Number(files[0].fileSizeBytes)));
+    reader.meter.served(served.byteLength);
     await reader.publish();
     const reads = (await offsetlake('status', 'clicks')).stderr;
     expect(reads).toContain(`reads (1 reader in the last hour): ${(Number(files[0].fileSizeBytes) / 1024).toFixed(1)} KiB served`);

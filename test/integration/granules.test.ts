@@ -155,7 +155,7 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
           for (const end of points) {
             if (end <= start) continue;
             ranges += 1;
-            const got = Buffer.from(await bodyBytes(warm.range(table, file, start, end)));
+            const got = Buffer.from(await bodyBytes(warm.producer.range(table, file, start, end)));
             if (!got.equals(whole.subarray(start, end))) wrong.push(`[${start}, ${end})`);
           }
         }
@@ -167,14 +167,14 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
         expect(granules.length).toBe(layout.rowGroups.length);
         for (const [g, group] of layout.rowGroups.entries()) for (const chunk of group.chunks) {
           const cold = new ReaderService(engine.catalog, source, { cacheBytes: 0 });
-          const got = Buffer.from(await bodyBytes(cold.range(table, file, chunk.start, chunk.end)));
+          const got = Buffer.from(await bodyBytes(cold.producer.range(table, file, chunk.start, chunk.end)));
           expect(got.equals(whole.subarray(chunk.start, chunk.end)), `row group ${g}, ${chunk.path}`).toBe(true);
           expect(cold.metrics).toMatchObject({ rebuilds: 0, granuleRebuilds: group.chunks.length === 1 ? 1 : 0, partialGranuleRebuilds: group.chunks.length === 1 ? 0 : 1 });
           expect(cold.metrics.kafkaBytes).toBe(granules[g]!.kafkaBytes);
         }
         // The whole file, cold and streamed: one rebuild per row group, no whole-file rebuild.
         const cold = new ReaderService(engine.catalog, source, { cacheBytes: 0 });
-        expect(Buffer.from(await bodyBytes(cold.range(table, file, 0, whole.byteLength))).equals(whole)).toBe(true);
+        expect(Buffer.from(await bodyBytes(cold.producer.range(table, file, 0, whole.byteLength))).equals(whole)).toBe(true);
         expect(cold.metrics).toMatchObject({ rebuilds: 0, granuleRebuilds: layout.rowGroups.length, partialGranuleRebuilds: 0 });
         expect(cold.metrics.kafkaBytes).toBe(granules.reduce((n, granule) => n + granule.kafkaBytes, 0));
         // Spans tile the file's offsets.
@@ -209,7 +209,7 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     const service = new ReaderService(engine.catalog, source, { cacheBytes: 16 * 1024 * 1024 });
     const group = layout.rowGroups[1]!;
     for (const chunk of group.chunks) {
-      const got = Buffer.from(await bodyBytes(service.range(table, file, chunk.start, chunk.end)));
+      const got = Buffer.from(await bodyBytes(service.producer.range(table, file, chunk.start, chunk.end)));
       expect(got.equals(whole.subarray(chunk.start, chunk.end)), chunk.path).toBe(true);
     }
     expect(service.metrics).toMatchObject({ partialGranuleRebuilds: group.chunks.length, granuleRecordHits: group.chunks.length - 1, kafkaBytes: granules[1]!.kafkaBytes });
@@ -222,7 +222,7 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     const produced = producedBytes(records);
     const readAll = async (service: ReaderService, together: boolean) => {
       const one = async (file: CatalogFile) => {
-        const bytes = Buffer.from(await bodyBytes(service.range(table, file, 0, Number(file.fileSizeBytes))));
+        const bytes = Buffer.from(await bodyBytes(service.producer.range(table, file, 0, Number(file.fileSizeBytes))));
         expect(createHash('sha256').update(bytes).digest().equals(file.sha256), `file ${file.dataFileId}`).toBe(true);
       };
       if (together) await Promise.all(files.map(one));
@@ -254,7 +254,7 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     expect(producedBytes(records)).toBeGreaterThan(cacheBytes);
     const counted = countingSource(kafkaSource(engine.kafka));
     const service = new ReaderService(engine.catalog, counted, { cacheBytes });
-    const scan = async () => Promise.all(valueChunks.map(async ({ file, chunk }) => Buffer.from(await bodyBytes(service.range(table, file, chunk.start, chunk.end)))));
+    const scan = async () => Promise.all(valueChunks.map(async ({ file, chunk }) => Buffer.from(await bodyBytes(service.producer.range(table, file, chunk.start, chunk.end)))));
     const first = await scan();
     expect(counted.log.bytes).toBe(producedBytes(records));
     const reads = counted.log.reads.length;
@@ -275,12 +275,12 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     const onTime = files.find((f) => f.recordCount === 297n)!;
     const counted = countingSource(kafkaSource(engine.kafka));
     const service = new ReaderService(engine.catalog, counted, { cacheBytes: 16 * 1024 * 1024 });
-    const served = Buffer.from(await bodyBytes(service.range(table, stragglers, 0, Number(stragglers.fileSizeBytes))));
+    const served = Buffer.from(await bodyBytes(service.producer.range(table, stragglers, 0, Number(stragglers.fileSizeBytes))));
     expect(createHash('sha256').update(served).digest().equals(stragglers.sha256)).toBe(true);
     expect(service.metrics).toMatchObject({ granuleRebuilds: 1, kafkaRecords: 3, kafkaBytes: producedBytes(records.slice(5, 8)) });
     expect(counted.log.reads.map((read) => [read.from, read.until])).toEqual([[5n, 8n]]);
     // the on-time file reads the rest of the range around the held stragglers: each record once
-    const onTimeBytes = Buffer.from(await bodyBytes(service.range(table, onTime, 0, Number(onTime.fileSizeBytes))));
+    const onTimeBytes = Buffer.from(await bodyBytes(service.producer.range(table, onTime, 0, Number(onTime.fileSizeBytes))));
     expect(createHash('sha256').update(onTimeBytes).digest().equals(onTime.sha256)).toBe(true);
     expect(counted.log.reads.map((read) => [read.from, read.until])).toEqual([[5n, 8n], [0n, 5n], [8n, 300n]]);
     expect(service.metrics.kafkaRecords).toBe(300);
@@ -302,13 +302,13 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 0 });
     const layout = layoutOf(old!);
     const chunk = layout.rowGroups[1]!.chunks[0]!;
-    await bodyBytes(service.range(table, old!, chunk.start, chunk.end));
+    await bodyBytes(service.producer.range(table, old!, chunk.start, chunk.end));
     expect(service.metrics).toMatchObject({ rebuilds: 1, granuleRebuilds: 0, partialGranuleRebuilds: 0 });
     expect(await findGranules(engine.catalog, file.dataFileId)).toEqual(before);
     const [now] = (await listFiles(engine.catalog, table.tableId)).filter((f) => f.dataFileId === file.dataFileId);
     expect(now!.hasGranules).toBe(true);
     const again = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 0 });
-    await bodyBytes(again.range(table, now!, chunk.start, chunk.end));
+    await bodyBytes(again.producer.range(table, now!, chunk.start, chunk.end));
     expect(again.metrics).toMatchObject({ rebuilds: 0, partialGranuleRebuilds: 1 });
   }, 120_000);
 });

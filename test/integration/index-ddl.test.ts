@@ -92,7 +92,7 @@ describe('index DDL', () => {
 
     const status = await offsetlake('status', 'clicks');
     expect(status.stderr).toMatch(new RegExp(`index clicks\\.by_key \\(POSTINGS\\): active, ${files.length} of ${files.length} files with entries, [0-9.]+ KiB in the catalog; reads used it 0 times, skipped it 0`));
-    const metrics = await new ReaderService(engine.catalog, kafkaSource(engine.kafka)).indexes();
+    const metrics = await new ReaderService(engine.catalog, kafkaSource(engine.kafka)).status.indexes();
     expect(metrics.map((m) => [m.index, m.state, m.filesWithEntries, m.entryBytes > 0])).toEqual([['by_key', 'active', files.length, true], ['by_time', 'active', files.length, true], ['by_user', 'active', files.length, true]]);
 
     const dropped = await offsetlake('sql', 'DROP INDEX by_key ON clicks');

@@ -225,9 +225,9 @@ describe('query reads granules', () => {
   it('granuleFile names the row group or column a file does not have, and reads nothing from Kafka', async () => {
     const { file } = middleGranule();
     const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 0 });
-    await expect(service.granuleFile(table, file, 5, [0])).rejects.toThrow(`file ${file.dataFileId} has row groups 0 to 4, not 5`);
-    await expect(service.granuleFile(table, file, 0, [0, 7])).rejects.toThrow(`file ${file.dataFileId} has columns 0 to 6, not 7`);
-    await expect(service.granuleFile(table, file, 0, [])).rejects.toThrow('a granule file needs at least one column');
+    await expect(service.producer.granuleFile(table, file, 5, [0])).rejects.toThrow(`file ${file.dataFileId} has row groups 0 to 4, not 5`);
+    await expect(service.producer.granuleFile(table, file, 0, [0, 7])).rejects.toThrow(`file ${file.dataFileId} has columns 0 to 6, not 7`);
+    await expect(service.producer.granuleFile(table, file, 0, [])).rejects.toThrow('a granule file needs at least one column');
     expect(service.metrics).toMatchObject({ kafkaBytes: 0, granuleRebuilds: 0, partialGranuleRebuilds: 0 });
   });
 

@@ -160,7 +160,7 @@ describe('the read API over HTTP', () => {
     const granule = (await findGranules(engine.catalog, file.dataFileId))!.granules[0]!;
     const fresh = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024 });
     const read = async (service: ReaderService, place: { start: number; end: number }) => {
-      const bytes = await bodyBytes(service.range(table, file, place.start, place.end));
+      const bytes = await bodyBytes(service.producer.range(table, file, place.start, place.end));
       expect(Buffer.from(bytes).equals(Buffer.from(whole.subarray(place.start, place.end)))).toBe(true);
     };
     await Promise.all([read(fresh, chunk('_offset')), read(fresh, chunk('_value'))]);

@@ -47,7 +47,7 @@ beforeAll(async () => {
   files = await listFiles(engine.catalog, table.tableId);
   // Room for one file's response at a time: one stalled client is enough to block the rest.
   service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024, responseBytes: 10 * 1024 * 1024, responseWaitMs: 3_000, publishEveryMs: 0 });
-  reader = await listeningReader(readerHandler(service, { token }), { writeTimeoutMs: 2_000, onWriteTimeout: () => service.count('writeTimeouts') });
+  reader = await listeningReader(readerHandler(service, { token }), { writeTimeoutMs: 2_000, onWriteTimeout: () => service.meter.count('writeTimeouts') });
   port = reader.port;
 }, 180_000);
 
@@ -154,8 +154,8 @@ describe("serve's limits on clients that misbehave", () => {
     expect(service.metrics.writeTimeouts).toBe(outcomes.filter((o) => o === 'cut off').length);
     expect(service.metrics.abandoned).toBe(3);
     // Everything the stalled responses held is back.
-    await until(() => service.responseBytes.inUse === 0);
-    expect(service.responseBytes.queued).toBe(0);
+    await until(() => service.serving.budget.bytes.inUse === 0);
+    expect(service.serving.budget.bytes.queued).toBe(0);
   }, 240_000);
 
   it('a client that reads its file steadily but slowly (250 KB/s, never stalling) is cut off by the least rate, and frees the response budget for a whole-file read that must wait for it', async () => {
@@ -174,11 +174,11 @@ describe("serve's limits on clients that misbehave", () => {
     expect(Number(large!.fileSizeBytes)).toBeGreaterThan(18 * 1024 * 1024);
     // Room for the large file's share (16 MiB, what a streamed response holds at most) and not one more file.
     const paced = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 64 * 1024 * 1024, responseBytes: 20 * 1024 * 1024, responseWaitMs: 3_000, publishEveryMs: 0 });
-    const server = await listeningReader(readerHandler(paced, { token }), { writeTimeoutMs: 20_000, minRateBytesPerSecond: 1024 * 1024, onWriteTimeout: () => paced.count('writeTimeouts') });
+    const server = await listeningReader(readerHandler(paced, { token }), { writeTimeoutMs: 20_000, minRateBytesPerSecond: 1024 * 1024, onWriteTimeout: () => paced.meter.count('writeTimeouts') });
     try {
       const wanted = files[1]!;
       const slow = pacedReader(server.port, `/tables/${created.name}/files/${large!.dataFileId}.parquet`, 250_000);
-      await until(() => paced.responseBytes.inUse > 0);
+      await until(() => paced.serving.budget.bytes.inUse > 0);
       const startedAt = performance.now();
       let answer: Response | undefined;
       // Retrying as told for at most 45 s: the slow client holds its share longer than that
@@ -204,7 +204,7 @@ describe("serve's limits on clients that misbehave", () => {
       expect(got.byteLength - head.length - 4).toBeLessThan(length);
       expect(pausedAtMost).toBeLessThan(2_000);
       expect(paced.metrics.writeTimeouts).toBe(1);
-      await until(() => paced.responseBytes.inUse === 0);
+      await until(() => paced.serving.budget.bytes.inUse === 0);
     } finally {
       await server.stop();
     }

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { readerHandler, type MountedCatalog, type ReaderRequest, type ReaderResponse } from '../../src/reader/http.js';
 import { bodyBytes } from '../../src/reader/file-response.js';
-import type { FaceCounter, FileServing, IndexMetrics, LostOffsets, ReadApi } from '../../src/reader/read-api.js';
+import type { CatalogReads, FaceCounter, FileServing, IndexMetrics, LostOffsets, ReaderParts, ReadMeter, ReadStatus } from '../../src/reader/read-api.js';
 import type { CatalogFile, LiveFileKey } from '../../src/catalog/file-reads.js';
 import { TableError, type TableRecord } from '../../src/table/record.js';
 import { defaultSettings } from '../../src/table/settings.js';
@@ -34,8 +34,8 @@ function fileOf(id: bigint, size: number, footerBytes: number, expiredAt: Date |
   return { file, bytes };
 }
 
-/** The faces' reader over files in memory: it counts what it is asked, so a test can tell what needed a rebuild. */
-class MemoryReader implements ReadApi {
+/** The faces' reader over files in memory, every part in one object: it counts what it is asked, so a test can tell what needed a rebuild. */
+class MemoryReader implements ReaderParts, CatalogReads, ReadMeter, ReadStatus {
   readonly counted = new Map<FaceCounter, number>();
   readonly produced: [bigint, number, number][] = [];
   bytesServed = 0;
@@ -44,6 +44,8 @@ class MemoryReader implements ReadApi {
   readonly heldRecords = { size: { entries: 0, bytes: 0 } };
   readonly rebuildDurations = { file: new Histogram(), granule: new Histogram() };
   readonly serving: FileServing;
+  readonly records: CatalogReads = this;
+  readonly status: ReadStatus = this;
 
   constructor(readonly held: { file: CatalogFile; bytes: Uint8Array }[], budget = new ByteBudget(64 * 1024 * 1024), waitMs = 10_000) {
     const reader = this;
