@@ -135,11 +135,13 @@ def column_values(expected, column, rows=None):
     return out
 
 
-def compare(expected, actual_rows, columns=None):
+def compare(expected, actual_rows, columns=None, known=None):
     """Where canonical `actual_rows` (dicts by Iceberg column name, each with _kafka_partition
     and _offset) differ from the expected table: {} when they are equal, else per problem a
     sentence. `columns` limits the check to those columns (default: every expected column,
-    and no other may be there)."""
+    and no other may be there). `known`: an engine's known bugs, by name, each a test of
+    (expected, read) values: a row that differs only so is reported apart, under
+    "<column>: known <name>", so a test can hold the engine to exactly that bug."""
     maps = set(expected.get("maps", []))
     wanted = columns or expected["columns"]
     problems = {}
@@ -173,7 +175,11 @@ def compare(expected, actual_rows, columns=None):
                 want, got = want is not None, got is not None
             want, got = _sorted_maps(want, column, maps), _sorted_maps(got, column, maps)
             if not _same(want, got):
-                differ.append((key, *_first_difference(want, got, column)))
+                bug = next((name for name, matches in (known or {}).items() if matches(want, got)), None)
+                if bug is None:
+                    differ.append((key, *_first_difference(want, got, column)))
+                else:
+                    problems[f"{column}: known {bug}"] = problems.get(f"{column}: known {bug}", 0) + 1
         if differ:
             key, path, a, b = differ[0]
             problems[column] = f"{len(differ)} of {len(expected_by_key)} rows differ; first row {list(key)} at {path}: expected {_short(a)}, read {_short(b)}"

@@ -87,6 +87,20 @@ function answerOf(engine: EngineName): Record<string, TableAnswer> {
   return answer as Record<string, TableAnswer>;
 }
 
+/**
+ * The columns where an engine's known bug shows on the engine tables (iceberg_engines.py
+ * KNOWN_BUGS): pyiceberg 0.12 reads a null list of structs, or a null map, as []
+ * (apache/iceberg-python issue 3833) on the error rows and tombstones. The json table has
+ * no such column. When pyiceberg is fixed, these lists become empty and the test says so.
+ */
+const knownBugColumns: Partial<Record<EngineName, Partial<Record<EngineFormat, string[]>>>> = {
+  pyiceberg: {
+    avro: ['attrs', 'item_by_name', 'items'],
+    protobuf: ['attrs', 'item_by_id', 'items', 'matrix'],
+    'json-schema': ['attrs', 'items'],
+  },
+};
+
 const failed = (x: unknown): x is Failed => typeof x === 'object' && x !== null && 'error' in x;
 
 describe('every engine reads every column of the engine tables through the Iceberg catalog', () => {
@@ -111,7 +125,10 @@ describe('every engine reads every column of the engine tables through the Icebe
           const columns = Object.entries(seen.columns ?? {}).filter(([, said]) => said !== 'ok').map(([column, said]) => `  ${column}: ${typeof said === 'string' ? said : JSON.stringify(said)}`);
           expect.fail(`${engine} cannot read ${table}: ${seen.select.error}\ncolumns it cannot read alone (${columns.length}):\n${columns.join('\n')}`);
         }
-        expect(seen.select.problems).toEqual({});
+        // an engine's known bug (iceberg_engines.py KNOWN_BUGS, docs/engines.md) is held to exactly that bug, and noticed when fixed
+        const known = Object.entries(seen.select.problems).filter(([column]) => column.includes(': known '));
+        expect(Object.fromEntries(Object.entries(seen.select.problems).filter(([column]) => !column.includes(': known ')))).toEqual({});
+        expect(known.map(([column]) => column.split(': known ')[0]).sort(), `${engine} ${table}: the columns its known bug reaches`).toEqual(knownBugColumns[engine]?.[format] ?? []);
         expect(seen.select.rows).toBeGreaterThan(100);
       });
     }

@@ -267,8 +267,17 @@ class Spark(Engine):
 
 ENGINES = {"pyiceberg": PyIceberg, "duckdb": DuckDB, "polars": Polars, "daft": Daft, "spark": Spark}
 
+# Bugs of an engine that no file of ours can avoid, each named by its upstream issue and
+# reported apart (engine_rows.compare) so the test holds the engine to exactly that bug
+# and fails once it is fixed. pyiceberg 0.12 rebuilds a null list of structs (and a map:
+# a list of key/value structs) as an empty list on read; pyarrow reads null from the same
+# files (apache/iceberg-python issue 3833, fix proposed in its pull request 3834).
+KNOWN_BUGS = {
+    "pyiceberg": {"iceberg-python#3833 (a null list of structs read as [])": lambda want, got: want is None and got == []},
+}
 
-def check_table(engine, table, expected, window):
+
+def check_table(engine, table, expected, window, known):
     out = {}
     selected = attempt(lambda: engine.all_rows(table))
     if isinstance(selected, dict):
@@ -282,7 +291,7 @@ def check_table(engine, table, expected, window):
             columns[column] = read["error"] if isinstance(read, dict) else compare(expected, read, KEYS + [column]).get(column, "ok")
         out["columns"] = columns
     else:
-        out["select"] = {"rows": len(selected), "problems": compare(expected, selected)}
+        out["select"] = {"rows": len(selected), "problems": compare(expected, selected, known=known)}
     if "addr" in expected["columns"]:
         nested = attempt(lambda: engine.nested(table))
         out["nested"] = nested if isinstance(nested, dict) else {"rows": len(nested), "problems": compare(expected, nested, ["addr.geo.lat"])}
@@ -315,7 +324,7 @@ def main():
             results[name] = {"error": engine["error"], "trace": engine["trace"]}
             continue
         try:
-            results[name] = {table: check_table(engine, table, expected[table], job["window"]) for table in job["tables"].values()}
+            results[name] = {table: check_table(engine, table, expected[table], job["window"], KNOWN_BUGS.get(name)) for table in job["tables"].values()}
         finally:
             if hasattr(engine, "close"):
                 engine.close()
