@@ -25,8 +25,8 @@ mkdir -p "$cache"
 isolated() { env -u PYTHONPATH -u PYTHONHOME -u PYTHONSTARTUP PYTHONNOUSERSITE=1 "$@"; }
 pinned() {
   isolated "$venv/bin/python" test/python_pins.py "$lock" --exactly >&2 \
-    && isolated "$venv/bin/python" -c 'import duckdb_ext, glob, os, sys
-sys.exit(len(glob.glob(os.path.join(list(duckdb_ext.__path__)[0], "extensions", "v1.4.4", "*", "*.duckdb_extension"))) < 3)'
+    && { ! grep -q '^duckdb-ext-' "$lock" || isolated "$venv/bin/python" -c 'import duckdb_ext, glob, os, sys
+sys.exit(len(glob.glob(os.path.join(list(duckdb_ext.__path__)[0], "extensions", "v1.4.4", "*", "*.duckdb_extension"))) < 3)'; }
 }
 if [ -x "$venv/bin/python" ] && pinned 2>/dev/null; then echo "$venv"; exit 0; fi
 # one set-up at a time per environment (two CI runs side by side share the cache)

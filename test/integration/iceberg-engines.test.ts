@@ -1,0 +1,127 @@
+/**
+ * Every engine reads every column (issue 47): pyiceberg 0.12, DuckDB 1.4.4's iceberg
+ * extension, polars (`scan_iceberg`), Daft (`daft.read_iceberg`) and Spark 4.1 (one session)
+ * read the engine tables (test/helpers/engine-tables.ts: json, avro, protobuf and json-schema
+ * tables with DEFAULT settings, produced by confluent-kafka, served with the S3 face and the
+ * Iceberg REST catalog) through the catalog, each with its own reader
+ * (test/integration/iceberg_engines.py). `SELECT *` must equal what a read_committed consumer
+ * and fastavro / protobuf / json decode (types normalized, never values); when it does not,
+ * each column is read alone and the test names every column the engine cannot read, with the
+ * engine's own message. A column an engine cannot read fails here, never a skip. Also: a
+ * field of a struct in a struct read directly (`addr.geo.lat`), a filter inside one hour,
+ * the metadata tables (files, snapshots) and time travel to the older snapshot where the
+ * engine has them.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listFiles } from '../../src/catalog/file-reads.js';
+import { findTable } from '../../src/catalog/tables.js';
+import { engineTableNames, startEngineTables, type EngineFormat, type EngineTables } from '../helpers/engine-tables.js';
+import { sparkIcebergJars, sparkJavaHome } from '../helpers/iceberg-jars.js';
+
+const engines = ['pyiceberg', 'duckdb', 'polars', 'daft', 'spark'] as const;
+type EngineName = (typeof engines)[number];
+
+interface Failed {
+  error: string;
+  trace?: string;
+}
+type Problems = Record<string, string | unknown>;
+interface TableAnswer {
+  select: ({ rows: number; problems: Problems } & Partial<Failed>) | Failed;
+  columns?: Record<string, string | Problems>;
+  nested?: { rows: number; problems: Problems } | Failed;
+  window: { rows: number; expectedRows: number; problems: Problems } | Failed;
+  metadata?: { files: string[]; snapshots: (number | string)[] } | Failed;
+  timeTravel: { snapshot: number; rows: number; expectedRows: number } | Failed;
+}
+type EngineAnswer = Record<string, TableAnswer> | Failed;
+
+const script = fileURLToPath(new URL('./iceberg_engines.py', import.meta.url));
+const repository = fileURLToPath(new URL('../..', import.meta.url));
+
+function runEngines(python: string, names: readonly EngineName[], job: unknown, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, EngineAnswer>> {
+  return new Promise((resolve) => {
+    const child = execFile(python, [script, names.join(',')], { maxBuffer: 256 * 1024 * 1024, timeout: 600_000, env }, (error, out, err) => {
+      const last = out.trim().split('\n').at(-1) ?? '';
+      try {
+        resolve(JSON.parse(last) as Record<string, EngineAnswer>);
+      } catch {
+        // the process itself failed: every engine it ran fails with what it said
+        resolve(Object.fromEntries(names.map((name) => [name, { error: `iceberg_engines.py ${name} failed: ${err.slice(-4000) || error?.message}` }])));
+      }
+    });
+    child.stdin!.end(JSON.stringify(job));
+  });
+}
+
+let fixture: EngineTables;
+const answers = {} as Record<EngineName, EngineAnswer>;
+const tables = Object.entries(engineTableNames) as [EngineFormat, string][];
+
+beforeAll(async () => {
+  const started = Date.now();
+  fixture = await startEngineTables();
+  const fixtureMs = Date.now() - started;
+  const job = { catalogUri: fixture.catalogUri, token: fixture.token, s3: fixture.s3, tables: fixture.tables, expectedFile: fixture.expectedFile, window: fixture.window, jars: sparkIcebergJars() };
+  // Daft has an environment of its own (requirements-daft.txt: it needs an older pyarrow)
+  const daftPython = `${execFileSync('bash', ['test/python-env.sh', 'test/integration/requirements-daft.txt'], { cwd: repository, encoding: 'utf8' }).trim()}/bin/python`;
+  const [readers, daft, spark] = await Promise.all([
+    runEngines('python3', ['pyiceberg', 'duckdb', 'polars'], job),
+    runEngines(daftPython, ['daft'], job),
+    runEngines('python3', ['spark'], job, { ...process.env, JAVA_HOME: sparkJavaHome(), TZ: 'UTC' }),
+  ]);
+  Object.assign(answers, readers, daft, spark);
+  process.stderr.write(`iceberg-engines: fixture ${fixtureMs} ms, engines ${Date.now() - started - fixtureMs} ms\n`);
+}, 900_000);
+
+afterAll(async () => {
+  await fixture?.stop();
+});
+
+function answerOf(engine: EngineName): Record<string, TableAnswer> {
+  const answer = answers[engine];
+  expect((answer as Failed | undefined)?.error, `${engine} did not start: ${(answer as Failed | undefined)?.trace ?? ''}`).toBeUndefined();
+  return answer as Record<string, TableAnswer>;
+}
+
+const failed = (x: unknown): x is Failed => typeof x === 'object' && x !== null && 'error' in x;
+
+describe('every engine reads every column of the engine tables through the Iceberg catalog', () => {
+  for (const engine of engines) {
+    for (const [format, table] of tables) {
+      it(`${engine}: SELECT * of the ${format} table equals the read_committed dump decoded independently, every column`, () => {
+        const seen = answerOf(engine)[table]!;
+        if (failed(seen.select)) {
+          // which columns the engine cannot read, each alone, in its own words
+          const columns = Object.entries(seen.columns ?? {}).filter(([, said]) => said !== 'ok').map(([column, said]) => `  ${column}: ${typeof said === 'string' ? said : JSON.stringify(said)}`);
+          expect.fail(`${engine} cannot read ${table}: ${seen.select.error}\ncolumns it cannot read alone (${columns.length}):\n${columns.join('\n')}`);
+        }
+        expect(seen.select.problems).toEqual({});
+        expect(seen.select.rows).toBeGreaterThan(100);
+      });
+    }
+
+    it(`${engine}: a field of a struct in a struct read directly (addr.geo.lat), a filter inside one hour, the metadata tables and time travel to the older snapshot`, async () => {
+      const answer = answerOf(engine);
+      for (const [format, table] of tables) {
+        const seen = answer[table]!;
+        if (format !== 'json') {
+          expect.soft(seen.nested, `${engine} ${table} addr.geo.lat`).toMatchObject({ problems: {} });
+        }
+        expect.soft(seen.window, `${engine} ${table}: the rows of the window inside the third hour`).toMatchObject({ problems: {} });
+        if (!failed(seen.window)) expect.soft(seen.window.expectedRows).toBeGreaterThan(0);
+        if (seen.metadata !== undefined) {
+          const files = await listFiles(fixture.engine.catalog, (await findTable(fixture.engine.catalog, table)).tableId);
+          expect.soft(seen.metadata, `${engine} ${table}: the files and snapshots tables`).toEqual({
+            files: files.map((f) => `s3://${fixture.s3.bucket}/tables/${table}/files/${f.dataFileId}.parquet`).sort(),
+            snapshots: [expect.anything(), expect.anything()],
+          });
+        }
+        expect.soft(failed(seen.timeTravel) ? seen.timeTravel : seen.timeTravel.rows, `${engine} ${table}: the rows of the older snapshot`).toBe(failed(seen.timeTravel) ? undefined : seen.timeTravel.expectedRows);
+        if (!failed(seen.timeTravel)) expect.soft(seen.timeTravel.expectedRows).toBeGreaterThan(50);
+      }
+    });
+  }
+});
