@@ -67,11 +67,30 @@ export class TrinoQueryError extends Error {
   }
 }
 
+interface FailureInfo {
+  message?: string;
+  cause?: FailureInfo;
+  suppressed?: FailureInfo[];
+}
+
+/** The messages under an error's own, its causes' and suppressed ones' (where a refusal from serve ends up). */
+function causes(info: FailureInfo | undefined, own: string): string[] {
+  const found: string[] = [];
+  const visit = (node: FailureInfo | undefined) => {
+    if (node === undefined) return;
+    if (node.message && node.message !== own && !found.includes(node.message)) found.push(node.message);
+    visit(node.cause);
+    node.suppressed?.forEach(visit);
+  };
+  visit(info);
+  return found;
+}
+
 export interface TrinoResult {
   columns: TrinoColumn[];
-  /** Each row as Trino's JSON gives it, row values turned into objects by their field names, integers past 2^53 as bigint. */
+  /** Each row as Trino's JSON gives it (a row value is an array in field order), integers past 2^53 as bigint. */
   rows: unknown[][];
-  /** The rows as objects by column name. */
+  /** The rows as objects by column name, row values as objects by field name. */
   objects: Record<string, unknown>[];
 }
 
@@ -111,7 +130,8 @@ function named(signature: TypeSignature, value: unknown): unknown {
 }
 
 async function statement(url: string, sql: string, user: string): Promise<TrinoResult> {
-  const headers = { 'X-Trino-User': user, 'Content-Type': 'text/plain' };
+  // PARAMETRIC_DATETIME: timestamps and times at their own precision (micros), not rounded to millis as for older clients
+  const headers = { 'X-Trino-User': user, 'X-Trino-Client-Capabilities': 'PARAMETRIC_DATETIME', 'Content-Type': 'text/plain' };
   let answer = await fetch(`${url}/v1/statement`, { method: 'POST', body: sql, headers });
   let columns: TrinoColumn[] | undefined;
   const rows: unknown[][] = [];
@@ -124,15 +144,18 @@ async function statement(url: string, sql: string, user: string): Promise<TrinoR
     }
     const text = await answer.text();
     if (!answer.ok) throw new TrinoQueryError(`HTTP ${answer.status}`, text.slice(0, 2000), sql);
-    const page = parseExact(text) as { columns?: TrinoColumn[]; data?: unknown[][]; nextUri?: string; error?: { errorName: string; message: string } };
-    if (page.error) throw new TrinoQueryError(page.error.errorName, page.error.message, sql);
+    const page = parseExact(text) as { columns?: TrinoColumn[]; data?: unknown[][]; nextUri?: string; error?: { errorName: string; message: string; failureInfo?: FailureInfo } };
+    if (page.error) {
+      const below = causes(page.error.failureInfo, page.error.message);
+      throw new TrinoQueryError(page.error.errorName, below.length > 0 ? `${page.error.message} (caused by: ${below.join('; ')})` : page.error.message, sql);
+    }
     columns ??= page.columns;
-    if (page.data) for (const row of page.data) rows.push(row.map((value, i) => named(columns![i]!.typeSignature, value)));
+    if (page.data) rows.push(...page.data);
     if (page.nextUri === undefined) break;
     answer = await fetch(page.nextUri, { headers });
   }
   const found = columns ?? [];
-  return { columns: found, rows, objects: rows.map((row) => Object.fromEntries(found.map((c, i) => [c.name, row[i]]))) };
+  return { columns: found, rows, objects: rows.map((row) => Object.fromEntries(found.map((c, i) => [c.name, named(c.typeSignature, row[i])]))) };
 }
 
 export interface TrinoOptions {
