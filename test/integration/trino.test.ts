@@ -185,9 +185,12 @@ describe('Trino 476 through the Iceberg REST catalog, configured as docs/engines
       const read = await attempt(sql);
       refusals[sql] = 'error' in read ? read.error : 'ran';
     }
-    // the S3 face's refusal of the data file, in our words, is in the error's causes
-    expect(refusals[Object.keys(refusals).find((sql) => sql.startsWith('INSERT'))!]).toMatch(/read only/);
-    for (const [sql, refusal] of Object.entries(refusals)) expect(refusal, sql).toMatch(/Server does not support endpoint|read only/);
+    for (const [sql, refusal] of Object.entries(refusals)) {
+      // DDL: Trino's Iceberg client refuses what `endpoints` does not name, before sending it;
+      // INSERT's data file and DELETE's manifest reach the S3 face, whose refusal in our words is the error's cause
+      if (/^(INSERT|DELETE)/.test(sql)) expect(refusal, sql).toMatch(/refused: offsetlake tables are read only/);
+      else expect(refusal, sql).toMatch(/Server does not support endpoint/);
+    }
     expect((await trino!.query(`SELECT count(*) AS n FROM ${table}`)).objects).toEqual(before);
     expect((await trino!.query('SHOW TABLES FROM lake.main')).rows.flat().sort()).toEqual(Object.values(engineTableNames).sort());
   });
