@@ -211,8 +211,12 @@ export async function startTrino(options: TrinoOptions): Promise<Trino> {
     closeSync(out);
   }
   const exited = once(child, 'exit');
+  // a test process that ends without afterAll (killed, crashed) takes its Trino with it
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
+    process.removeListener('exit', killOnExit);
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
