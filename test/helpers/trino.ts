@@ -92,6 +92,8 @@ export interface TrinoResult {
   rows: unknown[][];
   /** The rows as objects by column name, row values as objects by field name. */
   objects: Record<string, unknown>[];
+  /** The finished query's statistics: `processedRows`, the rows its table scans read. */
+  stats: { processedRows: number; processedBytes: number };
 }
 
 export interface Trino {
@@ -134,6 +136,7 @@ async function statement(url: string, sql: string, user: string): Promise<TrinoR
   const headers = { 'X-Trino-User': user, 'X-Trino-Client-Capabilities': 'PARAMETRIC_DATETIME', 'Content-Type': 'text/plain' };
   let answer = await fetch(`${url}/v1/statement`, { method: 'POST', body: sql, headers });
   let columns: TrinoColumn[] | undefined;
+  let stats: TrinoResult['stats'] = { processedRows: 0, processedBytes: 0 };
   const rows: unknown[][] = [];
   for (;;) {
     if (answer.status === 502 || answer.status === 503 || answer.status === 504) {
@@ -144,18 +147,19 @@ async function statement(url: string, sql: string, user: string): Promise<TrinoR
     }
     const text = await answer.text();
     if (!answer.ok) throw new TrinoQueryError(`HTTP ${answer.status}`, text.slice(0, 2000), sql);
-    const page = parseExact(text) as { columns?: TrinoColumn[]; data?: unknown[][]; nextUri?: string; error?: { errorName: string; message: string; failureInfo?: FailureInfo } };
+    const page = parseExact(text) as { columns?: TrinoColumn[]; data?: unknown[][]; nextUri?: string; stats?: { processedRows: number; processedBytes: number }; error?: { errorName: string; message: string; failureInfo?: FailureInfo } };
     if (page.error) {
       const below = causes(page.error.failureInfo, page.error.message);
       throw new TrinoQueryError(page.error.errorName, below.length > 0 ? `${page.error.message} (caused by: ${below.join('; ')})` : page.error.message, sql);
     }
     columns ??= page.columns;
+    if (page.stats) stats = { processedRows: Number(page.stats.processedRows), processedBytes: Number(page.stats.processedBytes) };
     if (page.data) rows.push(...page.data);
     if (page.nextUri === undefined) break;
     answer = await fetch(page.nextUri, { headers });
   }
   const found = columns ?? [];
-  return { columns: found, rows, objects: rows.map((row) => Object.fromEntries(found.map((c, i) => [c.name, named(c.typeSignature, row[i])]))) };
+  return { columns: found, rows, stats, objects: rows.map((row) => Object.fromEntries(found.map((c, i) => [c.name, named(c.typeSignature, row[i])]))) };
 }
 
 export interface TrinoOptions {
