@@ -8,6 +8,8 @@ set -euo pipefail
 # The readers, exactly as pinned, in the project's own virtual environment (vitest.config.ts
 # puts it first on the tests' PATH).
 bash test/python-env.sh >/dev/null
+# Daft, in an environment of its own (it needs an older pyarrow than the readers pin): test/integration/iceberg-engines.test.ts
+bash test/python-env.sh test/integration/requirements-daft.txt >/dev/null
 if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt_install pgbouncer

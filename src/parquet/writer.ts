@@ -71,6 +71,18 @@ export interface WriterSettings {
    * the column's own unit; only the file's values, footer and page index are in micros.
    */
   utcMillisAsMicros?: boolean;
+  /**
+   * A local (not UTC) millisecond timestamp column too, as TIMESTAMP(MICROS, false), its
+   * values times 1000 (encoder v6 on): Iceberg's `timestamp` is micros, and an engine that
+   * takes the file's unit from Iceberg's mapping must not meet milliseconds.
+   */
+  localMillisAsMicros?: boolean;
+  /**
+   * A JSON text column stored as Parquet STRING (encoder v6 on): Iceberg declares it
+   * `string`, whose Parquet form is STRING, and polars refused the JSON annotation
+   * (`incoming: Binary != target: String`). The DuckLake face still calls it `json`.
+   */
+  jsonAsString?: boolean;
 }
 
 export interface WriteOptions {
@@ -101,7 +113,7 @@ interface LeafPlan {
   column: number;
   /** Its index among the top-level column's leaves (shredding order). */
   within: number;
-  /** What the file holds is the value times this: 1000 for a UTC millisecond timestamp stored in micros, else 1. */
+  /** What the file holds is the value times this: 1000 for a millisecond timestamp stored in micros, else 1. */
   scale: 1 | 1000;
 }
 
@@ -263,18 +275,23 @@ function physicalOf(element: SchemaElement): Physical {
   return type as Physical;
 }
 
-const isUtcMillis = (type: ScalarType): boolean => type.kind === 'timestamp' && type.unit === 'millis' && type.utc;
+/** Whether a leaf of this type is stored in micros, its values times 1000 (`utcMillisAsMicros`, `localMillisAsMicros`). */
+const millisAsMicros = (type: ScalarType, settings: WriterSettings): boolean =>
+  type.kind === 'timestamp' && type.unit === 'millis' && (type.utc ? settings.utcMillisAsMicros === true : settings.localMillisAsMicros === true);
 
-/** The type a column is stored as: under `utcMillisAsMicros`, a UTC millisecond timestamp in micros. */
-function storedType(type: ColumnType): ColumnType {
-  if (type.kind === 'list') return { kind: 'list', element: { ...type.element, type: storedType(type.element.type) } };
-  if (type.kind === 'struct') return { kind: 'struct', fields: type.fields.map((field) => ({ ...field, type: storedType(field.type) })) };
-  return isUtcMillis(type) ? { kind: 'timestamp', unit: 'micros', utc: true } : type;
+/** The type a column is stored as: millisecond timestamps in micros, JSON text as a string, where the settings say so. */
+function storedType(type: ColumnType, settings: WriterSettings): ColumnType {
+  if (type.kind === 'list') return { kind: 'list', element: { ...type.element, type: storedType(type.element.type, settings) } };
+  if (type.kind === 'struct') return { kind: 'struct', fields: type.fields.map((field) => ({ ...field, type: storedType(field.type, settings) })) };
+  if (type.kind === 'timestamp' && millisAsMicros(type, settings)) return { kind: 'timestamp', unit: 'micros', utc: type.utc };
+  if (type.kind === 'json' && settings.jsonAsString) return { kind: 'string' };
+  return type;
 }
 
 /** The file's Parquet schema (parquetSchema of the columns as stored). */
 function storedSchema(columns: readonly Column[], settings: WriterSettings): SchemaElement[] {
-  return parquetSchema(settings.utcMillisAsMicros ? columns.map((column) => ({ ...column, type: storedType(column.type) })) : columns);
+  const changesTypes = settings.utcMillisAsMicros || settings.localMillisAsMicros || settings.jsonAsString;
+  return parquetSchema(changesTypes ? columns.map((column) => ({ ...column, type: storedType(column.type, settings) })) : columns);
 }
 
 /** Leaves in schema order, with their levels, matched to parquetSchema's elements. */
@@ -293,7 +310,7 @@ function leafPlans(columns: readonly Column[], schema: readonly SchemaElement[],
         const element = elements[plans.length]!;
         const leaf = all[plans.length]!;
         if (leaf.path.join('.') !== path.join('.')) throw new Error(`leaf order mismatch at ${path.join('.')}`);
-        const scale = settings.utcMillisAsMicros && isUtcMillis(type) ? 1000 : 1;
+        const scale = millisAsMicros(type, settings) ? 1000 : 1;
         plans.push({ path, type, physical: physicalOf(element), typeLength: element.type_length ?? 0, maxDef: d, maxRep: rep, column: c, within: within++, scale });
       }
     };
@@ -741,7 +758,7 @@ const INT64_MAX = 2n ** 63n - 1n;
 const SAFE_TIMES_1000 = Math.floor(Number.MAX_SAFE_INTEGER / 1000);
 
 /**
- * writeValues of an int64 leaf stored times `leaf.scale` (a UTC millisecond timestamp in
+ * writeValues of an int64 leaf stored times `leaf.scale` (a millisecond timestamp in
  * micros): the bounds are of the values as given, in the column's own unit.
  */
 function writeScaledInt64s(leaf: LeafPlan, vector: LeafChunk['values'], offset: number, def: Uint8Array | null, from: number, to: number, at: number): PageBounds {

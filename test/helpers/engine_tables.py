@@ -11,9 +11,10 @@ records, a list of lists, maps, an enum, decimals, bytes, nulls and every time t
 Avro timestamp-millis/-micros, local-timestamp-millis/-micros, date, time-millis; Protobuf
 google.protobuf.Timestamp; JSON Schema date-time and date; and `_timestamp` over four hours.
 
-    python3 engine_tables.py produce   stdin {"brokers", "registry", "topics": {format: topic}, "t0": ms, "part": 1|2}
-        part 1: registers each topic's schema, one committed transaction (hours 0 and 1) and an
-        aborted one; part 2: one more committed transaction (hours 2 and 3). Prints what was sent.
+    python3 engine_tables.py produce   stdin {"brokers", "registry", "topics": {format: topic}, "t0": ms, "part": 1|2, "state": path}
+        part 1: registers each topic's schema (their ids kept in `state`), one committed
+        transaction (hours 0 and 1) and an aborted one; part 2: one more committed transaction
+        (hours 2 and 3). Prints what was sent.
     python3 engine_tables.py dump      stdin {"brokers", "registry", "tables": {name: {"format", "topic",
                                               "ends": {partition: indexed_end}, "firstEnds": {partition: end}}}, "out": path}
         reads every committed record below `ends` with a read_committed consumer, decodes it

@@ -23,6 +23,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/table/settings.js';
+import { encoderForCompression } from '../../src/parquet/index.js';
 import { createTableFromTopic } from '../../src/tables/create-table.js';
 import { deleteRecords } from '../../src/kafka/topics.js';
 import { checkRetention } from '../../src/retention/check.js';
@@ -296,6 +297,83 @@ describe('an Avro table with nested columns, evolving while a session is attache
   });
 });
 
+describe('encoder v6 beside v5: JSON text stored as STRING and local millisecond timestamps in micros still read as JSON and TIMESTAMP_MS', () => {
+  const V5 = 'offsetlake-parquet@5/lz4-napi@2.10.0';
+  let docs: TableRecord;
+  let visits: TableRecord;
+  const seenAt = (i: number) => Date.UTC(2025, 5, 1, 9) + i * 61_001 - (i % 3 === 0 ? 2 * 10 ** 12 : 0);
+  const visit = JSON.stringify({
+    type: 'record', name: 'Visit', fields: [{ name: 'n', type: 'int' }, { name: 'seen', type: { type: 'long', logicalType: 'local-timestamp-millis' } }],
+  });
+
+  /** Indexes what is committed with encoder `encoder` (default: the one of new files). */
+  async function indexWith(encoder?: string): Promise<void> {
+    await new LocalRunner(engine, rangeBuilder(engine.catalog, undefined, encoder), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
+  }
+  /** Each served file's Parquet type of `column` as DuckDB's parquet_schema reads it: physical, logical. */
+  async function fileTypes(glob: string, column: string): Promise<string[]> {
+    const { rows } = await duck.query(`SELECT DISTINCT type || ' ' || coalesce(logical_type, '') FROM parquet_schema('${glob}') WHERE name = '${column}' ORDER BY 1`);
+    return rows.map((r) => r[0] as string);
+  }
+
+  beforeAll(async () => {
+    const jsonTopic = await newTopic(engine, 1, 'ducklake-v6-json');
+    const avroTopic = await newTopic(engine, 1, 'ducklake-v6-avro');
+    const createdDocs = await createTableFromTopic(engine, { name: 'docs', topic: jsonTopic, format: 'json', settings: resolveSettings({}) });
+    const createdVisits = await createTableFromTopic(engine, { name: 'visits', topic: avroTopic, format: 'avro', settings: resolveSettings({}) });
+    const schema = await registerSchema(`${avroTopic}-value`, visit, 'AVRO');
+    const batch = async (from: number) => {
+      await produce(engine.kafka, jsonTopic, Array.from({ length: 20 }, (_, k) => {
+        const i = from + k;
+        return { key: null, value: i % 9 === 4 ? 'not json' : JSON.stringify({ n: i, page: `/p/${i % 3}`, tags: Array.from({ length: i % 3 }, (_, t) => `t${t}`) }), partition: 0, timestamp: t0 + i };
+      }));
+      await produce(engine.kafka, avroTopic, Array.from({ length: 20 }, (_, k) => ({ key: null, value: encodeWith(schema, { n: from + k, seen: seenAt(from + k) }), partition: 0, timestamp: t0 + from + k })));
+    };
+    await batch(0);
+    await indexWith(V5);
+    await batch(20);
+    await indexWith();
+    docs = await findTable(engine.catalog, createdDocs.name);
+    visits = await findTable(engine.catalog, createdVisits.name);
+    await attach('lake_v6');
+  }, 120_000);
+
+  afterAll(async () => {
+    await duck.query('DETACH lake_v6');
+  });
+
+  it('a json table of v5 and v6 files: `_value` is JSON through the DuckLake, and ->>, json_extract, json_type and json_keys answer as DuckDB over the plain files', async () => {
+    const { files, glob } = await plainCopies(docs);
+    expect(new Set(files.map((f) => f.encoderVersion))).toEqual(new Set([V5, encoderForCompression.lz4_raw]));
+    // what the files hold: v5 annotates JSON, v6 stores Iceberg's string (Parquet STRING)
+    expect(await fileTypes(glob, '_value')).toEqual(['BYTE_ARRAY JsonType()', 'BYTE_ARRAY StringType()']);
+    const aggregates = (value: string) => `count(*) AS n, count(${value}) AS values, sum((${value}->>'$.n')::int) AS ns, count(DISTINCT ${value}->>'page') AS pages,
+      count(json_extract(${value}, '$.tags[1]')) AS second_tags, count(*) FILTER (WHERE json_type(${value}) = 'OBJECT') AS objects,
+      string_agg(DISTINCT array_to_string(json_keys(${value}), ','), ';') AS keys`;
+    const viaLake = await duck.row(`SELECT ${aggregates('_value')}, string_agg(DISTINCT typeof(_value), ',') AS types FROM lake_v6.docs`);
+    const plain = await duck.row(`SELECT ${aggregates('_value::VARCHAR::JSON')} FROM read_parquet('${glob}')`);
+    expect(viaLake).toEqual({ ...plain, types: 'JSON' });
+    expect(viaLake.n).toBe((await indexedRowsIndependently(engine, docs)).rows);
+    expect(viaLake).toMatchObject({ n: 40, values: 36, objects: 36, keys: 'n,page,tags' }); // 4 of 40 not JSON (i % 9 === 4)
+  });
+
+  it('an Avro local-timestamp-millis field in files of v5 (TIMESTAMP(MILLIS, false)) and v6 (TIMESTAMP(MICROS, false)): TIMESTAMP_MS through the DuckLake, the instants written, and a predicate finds the rows it should', async () => {
+    const { files, glob } = await plainCopies(visits);
+    expect(new Set(files.map((f) => f.encoderVersion))).toEqual(new Set([V5, encoderForCompression.lz4_raw]));
+    expect(await fileTypes(glob, 'seen')).toEqual([
+      'INT64 TimestampType(isAdjustedToUTC=0, unit=TimeUnit(MILLIS=<null>, MICROS=MicroSeconds(), NANOS=<null>))',
+      'INT64 TimestampType(isAdjustedToUTC=0, unit=TimeUnit(MILLIS=MilliSeconds(), MICROS=<null>, NANOS=<null>))',
+    ]);
+    const viaLake = await duck.query('SELECT n, epoch_ms(seen) AS ms, typeof(seen) AS type FROM lake_v6.visits ORDER BY n');
+    expect(viaLake.rows).toEqual(Array.from({ length: 40 }, (_, i) => [i, seenAt(i), 'TIMESTAMP_MS']));
+    const cut = new Date(seenAt(17)).toISOString().replace('T', ' ').replace('Z', '');
+    const expected = Array.from({ length: 40 }, (_, i) => i).filter((i) => seenAt(i) >= seenAt(17)).length;
+    expect(expected).toBeGreaterThan(5);
+    expect(await duck.row(`SELECT count(*) AS n FROM lake_v6.visits WHERE seen >= TIMESTAMP '${cut}'`)).toEqual({ n: expected });
+    expect(await duck.row(`SELECT count(*) AS n FROM read_parquet('${glob}', union_by_name = true) WHERE seen >= TIMESTAMP '${cut}'`)).toEqual({ n: expected });
+  });
+});
+
 describe('retention and the attached session', () => {
   it('files that expire leave the attached session: the same session then counts what the live files hold, and a new session estimates the table at their rows', async () => {
     const topic = await newTopic(engine, 1, 'ducklake-expiry');
@@ -365,7 +443,7 @@ describe('offsetlake attach, as a user types it', () => {
     try {
       await pasted.query(printed.stdout);
       const tables = await pasted.query("SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake' ORDER BY 1");
-      expect(tables.rows.flat()).toEqual(['clicks', 'orders', 'short']);
+      expect(tables.rows.flat()).toEqual(['clicks', 'docs', 'orders', 'short', 'visits']);
       expect(await pasted.row('SELECT count(*) AS n, sum(_offset) AS offsets FROM lake.clicks')).toEqual(await duck.row('SELECT count(*) AS n, sum(_offset) AS offsets FROM lake.clicks'));
     } finally {
       await pasted.close();

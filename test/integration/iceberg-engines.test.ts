@@ -13,6 +13,7 @@
  * engine has them.
  */
 import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
@@ -89,6 +90,18 @@ function answerOf(engine: EngineName): Record<string, TableAnswer> {
 const failed = (x: unknown): x is Failed => typeof x === 'object' && x !== null && 'error' in x;
 
 describe('every engine reads every column of the engine tables through the Iceberg catalog', () => {
+  it('the engine tables hold what the engines are checked on: rows in four hours per table, error rows, tombstones, and an older snapshot with fewer rows', () => {
+    const expected = JSON.parse(readFileSync(fixture.expectedFile, 'utf8')) as { tables: Record<string, { rows: Record<string, unknown>[]; firstSnapshotRows: number; columns: string[] }> };
+    for (const [format, table] of tables) {
+      const { rows, firstSnapshotRows, columns } = expected.tables[table]!;
+      expect(new Set(rows.map((r) => String(r._timestamp).slice(0, 13))).size, table).toBe(4);
+      expect(rows.filter((r) => r._error !== null).length, table).toBeGreaterThan(0);
+      if (format !== 'json') expect(rows.filter((r) => r._error === null && r._value === null && columns.slice(7).every((c) => r[c] === null)).length, `${table}: tombstones`).toBeGreaterThan(0);
+      expect(firstSnapshotRows, table).toBeGreaterThan(0);
+      expect(firstSnapshotRows, table).toBeLessThan(rows.length);
+    }
+  });
+
   for (const engine of engines) {
     for (const [format, table] of tables) {
       it(`${engine}: SELECT * of the ${format} table equals the read_committed dump decoded independently, every column`, () => {

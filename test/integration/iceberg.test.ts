@@ -113,11 +113,12 @@ describe("serve's Iceberg REST catalog", () => {
     for (const [name, answer] of Object.entries(answers)) expect(answer.error, `${name}: ${answer.trace ?? ''}`).toBeUndefined();
   }, 320_000);
 
-  it('pyiceberg 0.12 scans the table to Arrow: every row and value equals what a read_committed consumer reads from the indexed offsets', async () => {
+  /** The table's rows as a read_committed consumer reads the indexed offsets (`value` null where it is not JSON). */
+  async function committedRows() {
     const indexed = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
       'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
     const records = await readCommittedIndependently(engine.config.kafkaBrokers, indexed.rows.map((p) => ({ topic: table.topic, partition: p.partition_id, start: BigInt(p.indexed_start), end: BigInt(p.indexed_end) })));
-    const expected = records.flatMap((list, i) => list.map((r) => {
+    return records.flatMap((list, i) => list.map((r) => {
       const text = r.value?.toString('utf8') ?? null;
       let json = true;
       try { JSON.parse(text ?? ''); } catch { json = false; }
@@ -126,6 +127,10 @@ describe("serve's Iceberg REST catalog", () => {
         value: json ? text : null, headers: r.headers.map(([k, v]) => [k, v?.toString('hex') ?? null]),
       };
     }));
+  }
+
+  it('pyiceberg 0.12 scans the table to Arrow: every row and value equals what a read_committed consumer reads from the indexed offsets', async () => {
+    const expected = await committedRows();
     expect(expected.length).toBe(120);
     const py = answers.pyiceberg as { rows: unknown[]; namespaces: string[][]; tables: string[][]; fieldIds: Record<string, number>; empty: unknown; fileTimestamps: { types: string[]; rows: [number, number, string][] } };
     expect(py.rows).toEqual(expected);
@@ -140,6 +145,13 @@ describe("serve's Iceberg REST catalog", () => {
     // partition is _kafka_partition, since Iceberg reserves _partition for a metadata column
     const columns = await engine.catalog.query<{ column_name: string; column_id: number }>('SELECT column_name, column_id FROM offsetlake.table_column WHERE table_id = $1 AND parent_column IS NULL', [table.tableId]);
     expect(py.fieldIds).toEqual(Object.fromEntries(columns.rows.map((c) => [c.column_name === '_partition' ? '_kafka_partition' : c.column_name, c.column_id])));
+  });
+
+  it("polars' scan_iceberg reads `_value`, Iceberg `string`, as String (encoder v6 stores it as Parquet STRING; v5's JSON annotation it refused: `incoming: Binary != target: String`), every value as a read_committed consumer reads it", async () => {
+    const expected = await committedRows();
+    const seen = answers.polars as { types: Record<string, string>; rows: [number, number, string | null][] };
+    expect(seen.types._value).toBe('String');
+    expect(seen.rows).toEqual(expected.map((r) => [r.partition, r.offset, r.value]).sort((a, b) => (a[0] as number) - (b[0] as number) || (a[1] as number) - (b[1] as number)));
   });
 
   it("pyiceberg's inspect.files lists the catalog's files with their sizes, counts, partition hours, split offsets and exact bounds", async () => {

@@ -1,5 +1,6 @@
 """Reads serve's Iceberg REST catalog with clients no one here wrote: pyiceberg 0.12
-(RestCatalog, its own S3 FileIO through pyarrow), DuckDB 1.4.4 with its iceberg extension
+(RestCatalog, its own S3 FileIO through pyarrow), polars 2.1 (scan_iceberg over the table
+pyiceberg loads), DuckDB 1.4.4 with its iceberg extension
 (ATTACH ... TYPE iceberg), fastavro (the manifest list and manifests as bytes), requests
 (the REST answers themselves).
 
@@ -90,6 +91,18 @@ def main():
             "currentSnapshot": loaded.metadata.current_snapshot_id,
             "empty": {"rows": empty.scan().to_arrow().num_rows, "snapshot": empty.metadata.current_snapshot_id, "fields": [f.name for f in empty.schema().fields]},
         }
+
+    def polars_client():
+        """polars' scan_iceberg over the table pyiceberg loads: each column's type as polars reads it, and the rows."""
+        import polars as pl
+        from pyiceberg.catalog.rest import RestCatalog
+        catalog = RestCatalog("lake", uri=uri, token=token, warehouse="offsetlake")
+        # polars' own reader takes no endpoint from pyiceberg's FileIO: the S3 face's, as an engine user gives it
+        storage = {"aws_endpoint_url": job["endpoint"], "aws_access_key_id": job["key"], "aws_secret_access_key": job["secret"],
+                   "aws_region": "us-east-1", "aws_allow_http": "true", "aws_virtual_hosted_style_request": "false"}
+        frame = pl.scan_iceberg(catalog.load_table(("main", table)), storage_options=storage).collect()
+        rows = sorted([p, o, v] for p, o, v in zip(frame["_kafka_partition"].to_list(), frame["_offset"].to_list(), frame["_value"].to_list()))
+        return {"version": pl.__version__, "types": {name: str(dtype) for name, dtype in frame.schema.items()}, "rows": rows}
 
     def duckdb_client():
         import duckdb
@@ -302,6 +315,7 @@ def main():
     else:
         run("raw", results, raw_client)
         run("pyiceberg", results, pyiceberg_client)
+        run("polars", results, polars_client)
         run("duckdb", results, duckdb_client)
     json.dump(results, sys.stdout)
 

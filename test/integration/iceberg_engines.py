@@ -228,22 +228,9 @@ class Daft(Engine):
 
 class Spark(Engine):
     def __init__(self, job):
-        from pyspark.sql import SparkSession
+        from iceberg_spark import iceberg_session
         self.job = job
-        self.spark = (SparkSession.builder.master("local[2]").appName("offsetlake-engines")
-                      .config("spark.jars", ",".join(job["jars"]))
-                      .config("spark.driver.memory", "1g")
-                      .config("spark.ui.enabled", "false")
-                      .config("spark.sql.session.timeZone", "UTC")
-                      .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-                      .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-                      .config("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog")
-                      .config("spark.sql.catalog.lake.type", "rest")
-                      .config("spark.sql.catalog.lake.uri", job["catalogUri"])
-                      .config("spark.sql.catalog.lake.token", job["token"])
-                      .config("spark.sql.catalog.lake.io-impl", "org.apache.iceberg.aws.s3.S3FileIO")
-                      .getOrCreate())
-        self.spark.sparkContext.setLogLevel("ERROR")
+        self.spark = iceberg_session(job["catalogUri"], job["token"], job["jars"], "offsetlake-engines")
 
     def query(self, sql):
         return [canonical(r.asDict(recursive=False)) for r in self.spark.sql(sql).collect()]

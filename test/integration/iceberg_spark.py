@@ -9,22 +9,28 @@ import sys
 import traceback
 
 
-def main():
-    job = json.loads(sys.stdin.read())
+def iceberg_session(uri, token, jars, app="offsetlake-iceberg"):
+    """A local Spark session (2 cores, UTC) whose catalog `lake` is serve's Iceberg catalog at `uri`."""
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("offsetlake-iceberg")
-             .config("spark.jars", ",".join(job["jars"]))
+    spark = (SparkSession.builder.master("local[2]").appName(app)
+             .config("spark.jars", ",".join(jars))
              .config("spark.driver.memory", "1g")
              .config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
              .config("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog")
              .config("spark.sql.catalog.lake.type", "rest")
-             .config("spark.sql.catalog.lake.uri", job["uri"])
-             .config("spark.sql.catalog.lake.token", job["token"])
+             .config("spark.sql.catalog.lake.uri", uri)
+             .config("spark.sql.catalog.lake.token", token)
              .config("spark.sql.catalog.lake.io-impl", "org.apache.iceberg.aws.s3.S3FileIO")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main():
+    job = json.loads(sys.stdin.read())
+    spark = iceberg_session(job["uri"], job["token"], job["jars"])
     t = f"lake.main.{job['table']}"
     try:
         out = {}
@@ -69,4 +75,5 @@ def main():
         spark.stop()
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -3,7 +3,9 @@
  * timestamp-millis field) as TIMESTAMP(MICROS, true), Iceberg's `timestamptz`: pyarrow reads
  * the same instants as timestamp[us, tz=UTC], the footer's bounds are micros, while the
  * catalog's statistics stay in the column's unit (milliseconds) for the Iceberg bounds and
- * the DuckLake face, as for every older file. v4's files keep milliseconds.
+ * the DuckLake face, as for every older file. v4's files keep milliseconds. Encoder v6 does
+ * the same for a local millisecond timestamp (Avro local-timestamp-millis): TIMESTAMP(MICROS,
+ * false), Iceberg's `timestamp`; v5's files keep it in milliseconds.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +36,7 @@ function read(bytes: Uint8Array, columns: string[]): Seen {
 }
 
 const V4 = 'offsetlake-parquet@4/lz4-napi@2.10.0';
+const V5 = 'offsetlake-parquet@5/lz4-napi@2.10.0';
 // around now, before 1970, and past 2255 (where millis × 1000 is no longer a safe integer)
 const stamps = [1_700_000_000_123, 0, -1, -86_400_000_001, 9_007_199_254_741, 1_700_000_003_600, 253_402_300_799_999];
 const records: KafkaRecord[] = Array.from({ length: 300 }, (_, i) => ({
@@ -58,7 +61,7 @@ describe(`${encoderVersion}: UTC millisecond timestamps as micros`, () => {
     expect([statistics.min, statistics.max]).toEqual([String(Math.min(...all)), String(Math.max(...all))]);
   });
 
-  it('a nested UTC millisecond field too; local and micro timestamps as they were', () => {
+  it('a nested UTC millisecond field too, a local millisecond field in micros (v6 on); micro timestamps as they were', () => {
     const columns: Column[] = [
       { name: 'at', type: { kind: 'timestamp', unit: 'millis', utc: true }, nullable: true },
       { name: 'local', type: { kind: 'timestamp', unit: 'millis', utc: false }, nullable: true },
@@ -75,9 +78,13 @@ describe(`${encoderVersion}: UTC millisecond timestamps as micros`, () => {
       events: i % 3 === 0 ? null : [{ when: BigInt(stamps[(i + 1) % stamps.length]!) }, null, { when: null }],
     }));
     const seen = read(encodeParquet(columns, rows, { rowGroupRows: 40 }).bytes, ['at', 'local', 'us', 'events']);
-    expect(seen.types).toEqual({ at: 'timestamp[us, tz=UTC]', local: 'timestamp[ms]', us: 'timestamp[us, tz=UTC]', events: 'list<element: struct<when: timestamp[us, tz=UTC]>>' });
+    expect(seen.types).toEqual({ at: 'timestamp[us, tz=UTC]', local: 'timestamp[us]', us: 'timestamp[us, tz=UTC]', events: 'list<element: struct<when: timestamp[us, tz=UTC]>>' });
     expect(seen.values.at).toEqual(rows.map((r) => (r.at === null ? null : String(r.at * 1000n))));
-    expect(seen.values.local).toEqual(rows.map((r) => String(r.local)));
+    expect(seen.values.local).toEqual(rows.map((r) => String(r.local * 1000n)));
+    // v5 kept the local one in milliseconds
+    const v5 = read(encodeParquet(columns, rows, { rowGroupRows: 40, encoderVersion: V5 }).bytes, ['local']);
+    expect(v5.types.local).toBe('timestamp[ms]');
+    expect(v5.values.local).toEqual(rows.map((r) => String(r.local)));
     expect(seen.values.us).toEqual(rows.map((r) => String(r.us)));
     expect(seen.values.events).toEqual(rows.map((r) => (r.events === null ? null : r.events.map((e) => (e === null ? null : { when: e.when === null ? null : String(e.when * 1000n) })))));
   });
@@ -89,6 +96,19 @@ describe(`${encoderVersion}: UTC millisecond timestamps as micros`, () => {
     expect(file.encoderVersion).toBe(V4);
     expect(Buffer.from(file.sha256).toString('hex')).toBe(Buffer.from(v4.sha256).toString('hex'));
     expect(read(file.bytes, ['_timestamp']).types._timestamp).toBe('timestamp[ms, tz=UTC]');
+  });
+
+  it('a file holding a local millisecond timestamp with no int64 of micros is built by v5 (which keeps local ones in milliseconds) and names it', () => {
+    const columns: Column[] = [
+      { name: 'at', type: { kind: 'timestamp', unit: 'millis', utc: true }, nullable: false },
+      { name: 'local', type: { kind: 'timestamp', unit: 'millis', utc: false }, nullable: true },
+    ];
+    const rows = [{ at: 1_700_000_000_000n, local: 9_223_372_036_854_776n }, { at: 1n, local: null }];
+    const file = encodeParquet(columns, rows, { rowGroupRows: 10 });
+    const v5 = encodeParquet(columns, rows, { rowGroupRows: 10, encoderVersion: V5 });
+    expect(file.encoderVersion).toBe(V5);
+    expect(Buffer.from(file.sha256).toString('hex')).toBe(Buffer.from(v5.sha256).toString('hex'));
+    expect(read(file.bytes, ['at', 'local']).types).toEqual({ at: 'timestamp[us, tz=UTC]', local: 'timestamp[ms]' });
   });
 
   it('a v4 file keeps milliseconds', () => {

@@ -1,0 +1,248 @@
+/**
+ * Every column our tables make, as the Parquet file of the encoder of new files stores it,
+ * checked against Iceberg's own type mapping (issue 47): pyarrow reads each primitive
+ * column's physical and logical type and each node's field id, and they must be what
+ * Iceberg's spec (Appendix A, Parquet "Data Type Mappings", written out below) gives the
+ * Iceberg type the catalog declares for that field. The columns come from real schemas
+ * merged as the indexer merges them: a json and a raw table's Kafka columns, and an Avro,
+ * a Protobuf and a JSON Schema record with every type docs/formats.md maps.
+ *
+ * Encoder v5 stored a JSON text column with the JSON annotation where Iceberg declares
+ * `string` (polars refused it), and an Avro local-timestamp-millis in milliseconds where
+ * Iceberg's `timestamp` is micros: the last test names exactly those, so its files stay
+ * readable to what reads them by name and widens, as docs/formats.md says.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { encodeFile } from '../../src/build/files.js';
+import { encoderVersion } from '../../src/parquet/index.js';
+import { icebergSchema, type IcebergType } from '../../src/iceberg/schema.js';
+import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
+import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
+import type { RegistrySchema } from '../../src/schema/registry.js';
+import type { TableRecord } from '../../src/table/record.js';
+import { resolveSettings } from '../../src/table/settings.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'offsetlake-iceberg-types-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const script = fileURLToPath(new URL('./parquet_iceberg_types.py', import.meta.url));
+
+/**
+ * Iceberg's spec, Appendix A, Parquet: the physical type and logical type a primitive
+ * Iceberg type is stored as. Logical types are spelled as below from pyarrow's reading.
+ */
+function icebergParquet(type: string): { physical: string; logical: string | null; length: number | null } {
+  const decimal = /^decimal\((\d+),\s*(\d+)\)$/.exec(type);
+  if (decimal) {
+    const [p, s] = [Number(decimal[1]), Number(decimal[2])];
+    const logical = `Decimal(${p},${s})`;
+    if (p <= 9) return { physical: 'INT32', logical, length: null };
+    if (p <= 18) return { physical: 'INT64', logical, length: null };
+    // "Fixed must use the minimum number of bytes that can store P": Parquet's rule, n bytes hold floor(log10(2^(8n-1) - 1)) digits
+    let n = 1;
+    while (10n ** BigInt(p) > 2n ** BigInt(8 * n - 1) - 1n) n++;
+    return { physical: 'FIXED_LEN_BYTE_ARRAY', logical, length: n };
+  }
+  const fixed = /^fixed\[(\d+)\]$/.exec(type);
+  if (fixed) return { physical: 'FIXED_LEN_BYTE_ARRAY', logical: null, length: Number(fixed[1]) };
+  const table: Record<string, [string, string | null, number?]> = {
+    boolean: ['BOOLEAN', null],
+    int: ['INT32', null],
+    long: ['INT64', null],
+    float: ['FLOAT', null],
+    double: ['DOUBLE', null],
+    date: ['INT32', 'Date'],
+    time: ['INT64', 'Time(utc=false, microseconds)'],
+    timestamp: ['INT64', 'Timestamp(utc=false, microseconds)'],
+    timestamptz: ['INT64', 'Timestamp(utc=true, microseconds)'],
+    string: ['BYTE_ARRAY', 'String'],
+    uuid: ['FIXED_LEN_BYTE_ARRAY', 'UUID', 16],
+    binary: ['BYTE_ARRAY', null],
+  };
+  const row = table[type];
+  if (!row) throw new Error(`no Parquet mapping written here for Iceberg type ${type}`);
+  return { physical: row[0], logical: row[1], length: row[2] ?? null };
+}
+
+interface Leaf { path: string; physical: string; logical: Record<string, unknown> | null; length: number | null }
+interface Node { name: string; id: number | null; kind: string; children: Node[] }
+
+/** pyarrow's logical type (its JSON form) spelled as icebergParquet spells it. */
+function spelled(logical: Leaf['logical']): string | null {
+  if (!logical) return null;
+  const { Type: type } = logical;
+  if (type === 'Timestamp' || type === 'Time') return `${type as string}(utc=${String(logical.isAdjustedToUTC)}, ${logical.timeUnit as string})`;
+  if (type === 'Decimal') return `Decimal(${logical.precision as number},${logical.scale as number})`;
+  return type as string;
+}
+
+function readFile(bytes: Uint8Array): { leaves: Leaf[]; tree: Node[] } {
+  const path = join(dir, 'file.parquet');
+  writeFileSync(path, bytes);
+  return JSON.parse(execFileSync('python3', [script, path], { encoding: 'utf8' })) as { leaves: Leaf[]; tree: Node[] };
+}
+
+/** The Iceberg schema as a tree by the file's names (a list's element is `element`; `_partition` keeps its name in the file). */
+function icebergTree(schema: TableSchema): { name: string; id: number; type: IcebergType; children: ReturnType<typeof icebergTree> }[] {
+  const children = (type: IcebergType): ReturnType<typeof icebergTree> => {
+    if (typeof type === 'string') return [];
+    if (type.type === 'list') return [{ name: 'element', id: type['element-id'], type: type.element, children: children(type.element) }];
+    return type.fields.map((field) => ({ name: field.name, id: field.id, type: field.type, children: children(field.type) }));
+  };
+  return icebergSchema(schema, 1).fields.map((field, i) => ({ name: schema.columns[i]!.name, id: field.id, type: field.type, children: children(field.type) }));
+}
+
+/** Each primitive of the Iceberg schema by its Parquet path: its Iceberg type. */
+function icebergPrimitives(schema: TableSchema): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (prefix: string[], node: ReturnType<typeof icebergTree>[number]): void => {
+    const path = node.name === 'element' && prefix.length > 0 ? [...prefix, 'list', 'element'] : [...prefix, node.name];
+    if (typeof node.type === 'string') out.set(path.join('.'), node.type);
+    for (const child of node.children) walk(path, child);
+  };
+  for (const node of icebergTree(schema)) walk([], node);
+  return out;
+}
+
+/** The file's ids and node kinds beside the Iceberg schema's ids and kinds, as one tree each. */
+function idTrees(schema: TableSchema, tree: Node[]) {
+  const fromIceberg = (node: ReturnType<typeof icebergTree>[number]): unknown => ({
+    name: node.name, id: node.id, kind: typeof node.type === 'string' ? 'primitive' : node.type.type, children: node.children.map(fromIceberg),
+  });
+  const fromFile = (node: Node): unknown => ({
+    name: node.name, id: node.id, kind: node.kind === 'struct' || node.kind === 'list' ? node.kind : 'primitive', children: node.children.map(fromFile),
+  });
+  return { file: tree.map(fromFile), iceberg: icebergTree(schema).map(fromIceberg) };
+}
+
+const avroSchema = JSON.stringify({
+  type: 'record', name: 'Everything', fields: [
+    { name: 'flag', type: 'boolean' },
+    { name: 'i', type: 'int' },
+    { name: 'l', type: 'long' },
+    { name: 'f', type: 'float' },
+    { name: 'd', type: 'double' },
+    { name: 's', type: 'string' },
+    { name: 'raw', type: 'bytes' },
+    { name: 'fx', type: { type: 'fixed', name: 'Four', size: 4 } },
+    { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['A', 'B'] } },
+    { name: 'id', type: { type: 'string', logicalType: 'uuid' } },
+    { name: 'day', type: { type: 'int', logicalType: 'date' } },
+    { name: 'tm', type: { type: 'int', logicalType: 'time-millis' } },
+    { name: 'tu', type: { type: 'long', logicalType: 'time-micros' } },
+    { name: 'ts_ms', type: { type: 'long', logicalType: 'timestamp-millis' } },
+    { name: 'ts_us', type: { type: 'long', logicalType: 'timestamp-micros' } },
+    { name: 'local_ms', type: { type: 'long', logicalType: 'local-timestamp-millis' } },
+    { name: 'local_us', type: { type: 'long', logicalType: 'local-timestamp-micros' } },
+    { name: 'd9', type: { type: 'bytes', logicalType: 'decimal', precision: 9, scale: 2 } },
+    { name: 'd18', type: { type: 'bytes', logicalType: 'decimal', precision: 18, scale: 6 } },
+    { name: 'd20', type: { type: 'fixed', name: 'Nine', size: 9, logicalType: 'decimal', precision: 20, scale: 0 } },
+    { name: 'd38', type: { type: 'bytes', logicalType: 'decimal', precision: 38, scale: 10 } },
+    { name: 'nums', type: { type: 'array', items: 'long' } },
+    { name: 'prices', type: { type: 'map', values: 'double' } },
+    { name: 'addr', type: { type: 'record', name: 'Addr', fields: [{ name: 'geo', type: { type: 'record', name: 'Geo', fields: [{ name: 'at', type: { type: 'long', logicalType: 'local-timestamp-millis' } }] } }] } },
+    { name: 'items', type: { type: 'array', items: { type: 'record', name: 'Item', fields: [{ name: 'sku', type: 'string' }, { name: 'when', type: { type: 'long', logicalType: 'timestamp-millis' } }] } } },
+    { name: 'maybe', type: ['null', 'string'], default: null },
+    { name: 'either', type: ['int', 'string'] },
+    { name: 'chain', type: { type: 'record', name: 'Link', fields: [{ name: 'v', type: 'int' }, { name: 'next', type: ['null', 'Link'], default: null }] } },
+  ],
+});
+
+const protobufSchema = `syntax = "proto3";
+import "google/protobuf/timestamp.proto";
+message Everything {
+  message Inner { double x = 1; }
+  uint64 u64 = 1;
+  fixed64 f64 = 2;
+  int32 i = 3;
+  sint64 s64 = 4;
+  uint32 u32 = 5;
+  google.protobuf.Timestamp at = 6;
+  map<string, int32> counts = 7;
+  map<int64, string> names = 8;
+  repeated string tags = 9;
+  bytes raw = 10;
+  Inner inner = 11;
+  optional bool flag = 12;
+  float f = 13;
+}`;
+
+const jsonSchema = JSON.stringify({
+  $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: {
+    n: { type: 'integer' }, x: { type: 'number' }, s: { type: 'string' }, ok: { type: 'boolean' },
+    at: { type: 'string', format: 'date-time' }, day: { type: 'string', format: 'date' }, anything: {},
+    obj: { type: 'object', properties: { a: { type: ['string', 'null'] } } }, arr: { type: 'array', items: { type: 'integer' } },
+    dict: { type: 'object', additionalProperties: { type: 'number' } },
+  },
+});
+
+const tables: [string, () => TableSchema][] = [
+  ['a json table', () => initialSchema('json')],
+  ['a raw table', () => initialSchema('raw')],
+  ['an Avro record with every type', () => merged('avro', { id: 1, type: 'AVRO', schema: avroSchema, references: [] })],
+  ['a Protobuf message with every type', () => merged('protobuf', { id: 2, type: 'PROTOBUF', schema: protobufSchema, references: [] })],
+  ['a JSON Schema object with every type', () => merged('json-schema', { id: 3, type: 'JSON', schema: jsonSchema, references: [] })],
+];
+
+function merged(format: 'avro' | 'protobuf' | 'json-schema', registered: RegistrySchema): TableSchema {
+  return mergeRegistrySchemas(initialSchema(format), format, [{ schema: registered, sides: new Set(['value'] as const) }]);
+}
+
+function fileOf(schema: TableSchema, format: string, version: string): Uint8Array {
+  const table = { tableId: 1n, name: 't', topic: 't', format, settings: resolveSettings({}) } as unknown as TableRecord;
+  return encodeFile(table, schema, 0, [], version).bytes;
+}
+
+const formatOf = (name: string) => (name.includes('json table') ? 'json' : name.includes('raw') ? 'raw' : name.includes('Avro') ? 'avro' : name.includes('Protobuf') ? 'protobuf' : 'json-schema');
+
+/** Each primitive column whose physical or logical type is not what Iceberg's mapping gives its declared type. */
+function mismatches(schema: TableSchema, leaves: Leaf[]): { path: string; iceberg: string; file: object; spec: object }[] {
+  const declared = icebergPrimitives(schema);
+  expect([...declared.keys()].sort()).toEqual(leaves.map((leaf) => leaf.path).sort());
+  return leaves.flatMap((leaf) => {
+    const iceberg = declared.get(leaf.path)!;
+    const file = { physical: leaf.physical, logical: spelled(leaf.logical), length: leaf.length };
+    const spec = icebergParquet(iceberg);
+    return JSON.stringify(file) === JSON.stringify(spec) ? [] : [{ path: leaf.path, iceberg, file, spec }];
+  });
+}
+
+describe(`${encoderVersion} stores each Iceberg type as Iceberg's Parquet mapping says (pyarrow reads the file)`, () => {
+  it.each(tables)('%s', (name, make) => {
+    const schema = make();
+    const { leaves, tree } = readFile(fileOf(schema, formatOf(name), encoderVersion));
+    expect(leaves.length).toBeGreaterThan(5);
+    expect(mismatches(schema, leaves)).toEqual([]);
+    const ids = idTrees(schema, tree);
+    expect(ids.file).toEqual(ids.iceberg);
+  });
+
+  it('the Avro record covers what the check is about: JSON text, local and UTC millisecond timestamps, decimals of every physical width, nested at depth', () => {
+    const declared = icebergPrimitives(tables[2]![1]());
+    expect(Object.fromEntries(['chain.next', 'local_ms', 'ts_ms', 'd9', 'd18', 'd20', 'd38', 'addr.geo.at', 'items.list.element.when', 'id', 'kind', 'tm', 'prices.list.element.key'].map((p) => [p, declared.get(p)]))).toEqual({
+      'chain.next': 'string', local_ms: 'timestamp', ts_ms: 'timestamptz', d9: 'decimal(9, 2)', d18: 'decimal(18, 6)', d20: 'decimal(20, 0)', d38: 'decimal(38, 10)',
+      'addr.geo.at': 'timestamp', 'items.list.element.when': 'timestamptz', id: 'string', kind: 'string', tm: 'int', 'prices.list.element.key': 'string',
+    });
+  });
+});
+
+describe('encoder v5 files differ from the mapping only in JSON text (the JSON annotation) and local millisecond timestamps (MILLIS)', () => {
+  const V5 = 'offsetlake-parquet@5/lz4-napi@2.10.0';
+  it.each(tables)('%s', (name, make) => {
+    const schema = make();
+    const { leaves } = readFile(fileOf(schema, formatOf(name), V5));
+    const found = mismatches(schema, leaves).map(({ path, file }) => `${path}: ${(file as { logical: string }).logical}`);
+    const expected: Record<string, string[]> = {
+      json: ['_value: JSON'],
+      raw: [],
+      avro: ['addr.geo.at: Timestamp(utc=false, milliseconds)', 'chain.next: JSON', 'local_ms: Timestamp(utc=false, milliseconds)'],
+      protobuf: [],
+      'json-schema': ['anything: JSON'],
+    };
+    expect(found.sort()).toEqual(expected[formatOf(name)]);
+  });
+});
