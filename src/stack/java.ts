@@ -43,15 +43,14 @@ export function runLogged(failure: string, command: string, args: string[], opti
 export const completeMarker = '.complete';
 
 /**
- * The runtime jars `pom` depends on, fetched from Maven Central into `folder` (Maven's
- * copy-dependencies), unless an earlier fetch completed it. The jars go to a scratch folder
- * renamed into place after the marker is written, so a fetch cut short is never mistaken for
- * a complete one, and two checkouts fetching at once both end with a whole folder.
- * `pinned`: the folder's name in the download cache (src/stack/downloads.sha256), whose
- * pinned sums the fetch must match before it is marked complete, and a complete folder
- * before it is returned for use.
+ * A folder of the download cache made by `fill`, unless an earlier fetch completed it. `fill`
+ * builds it inside a scratch folder that is renamed into place after the marker is written,
+ * so a fetch cut short is never mistaken for a complete one, and two checkouts fetching at
+ * once both end with a whole folder. `pinned`: the folder's name in the download cache
+ * (src/stack/downloads.sha256), whose pinned sums the fetch must match before it is marked
+ * complete, and a complete folder before it is returned for use.
  */
-export function fetchMavenLibs(folder: string, pom: string, what: string, options: { log: string; say: (line: string) => void; pinned?: string }): string {
+export function fetchIntoCache(folder: string, what: string, options: { say: (line: string) => void; pinned?: string }, fill: (scratch: string) => string): string {
   const verify = (dir: string) => {
     if (options.pinned !== undefined) verifyDownload(dir, options.pinned, { skip: [completeMarker] });
   };
@@ -65,27 +64,12 @@ export function fetchMavenLibs(folder: string, pom: string, what: string, option
   mkdirSync(root, { recursive: true });
   const scratch = mkdtempSync(join(root, 'fetch-'));
   try {
-    writeFileSync(join(scratch, 'pom.xml'), pom);
-    runLogged(
-      `mvn could not fetch ${what}`,
-      'mvn',
-      [
-        '-B',
-        '--no-transfer-progress',
-        // A file whose published .sha1 differs fails the fetch (Maven's default only warns).
-        '--strict-checksums',
-        // Pinned: the plugin version a bare `dependency:` resolves to differs between Maven releases.
-        'org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies',
-        '-DincludeScope=runtime',
-        `-DoutputDirectory=${join(scratch, 'libs')}`,
-      ],
-      { cwd: scratch, log: options.log, timeoutMs: 15 * 60_000 },
-    );
-    verify(join(scratch, 'libs'));
-    writeFileSync(join(scratch, 'libs', completeMarker), `${what}\n`);
+    const built = fill(scratch);
+    verify(built);
+    writeFileSync(join(built, completeMarker), `${what}\n`);
     rmSync(folder, { recursive: true, force: true });
     try {
-      renameSync(join(scratch, 'libs'), folder);
+      renameSync(built, folder);
     } catch (error) {
       // Another checkout finished the same fetch first.
       if (!existsSync(join(folder, completeMarker))) throw error;
@@ -94,4 +78,35 @@ export function fetchMavenLibs(folder: string, pom: string, what: string, option
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** Maven's arguments common to every fetch. */
+const mavenFetch = [
+  '-B',
+  '--no-transfer-progress',
+  // A file whose published .sha1 differs fails the fetch (Maven's default only warns).
+  '--strict-checksums',
+];
+/** Pinned: the plugin version a bare `dependency:` resolves to differs between Maven releases. */
+const dependencyPlugin = 'org.apache.maven.plugins:maven-dependency-plugin:3.8.1';
+
+/** The runtime jars `pom` depends on, fetched from Maven Central into `folder` (Maven's copy-dependencies), as fetchIntoCache says. */
+export function fetchMavenLibs(folder: string, pom: string, what: string, options: { log: string; say: (line: string) => void; pinned?: string }): string {
+  return fetchIntoCache(folder, what, options, (scratch) => {
+    writeFileSync(join(scratch, 'pom.xml'), pom);
+    runLogged(`mvn could not fetch ${what}`, 'mvn', [...mavenFetch, `${dependencyPlugin}:copy-dependencies`, '-DincludeScope=runtime', `-DoutputDirectory=${join(scratch, 'libs')}`], {
+      cwd: scratch, log: options.log, timeoutMs: 15 * 60_000,
+    });
+    return join(scratch, 'libs');
+  });
+}
+
+/**
+ * Unpacks one archive from Maven Central (`group:artifact:version:type[:classifier]`) into
+ * `into`, run from `cwd` (a folder of its own: a pom.xml in the caller's folder would make mvn build that project).
+ */
+export function unpackMavenArchive(artifact: string, into: string, options: { cwd: string; log: string }): void {
+  runLogged(`mvn could not fetch ${artifact}`, 'mvn', [...mavenFetch, `${dependencyPlugin}:unpack`, `-Dartifact=${artifact}`, `-DoutputDirectory=${into}`], {
+    cwd: options.cwd, log: options.log, timeoutMs: 15 * 60_000,
+  });
 }

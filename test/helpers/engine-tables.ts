@@ -73,12 +73,16 @@ function python(command: string, job: unknown, timeoutMs = 180_000): Promise<str
   });
 }
 
-/** Makes, indexes and serves the engine tables; writes the expected rows. */
-export async function startEngineTables(): Promise<EngineTables> {
+/**
+ * Makes, indexes and serves the engine tables; writes the expected rows. `credentials`: the
+ * token and S3 key pair serve takes (a test that runs a documented configuration as written
+ * gives the documentation's).
+ */
+export async function startEngineTables(credentials: { token?: string; accessKeyId?: string; secretAccessKey?: string } = {}): Promise<EngineTables> {
   const engine = await testEngine('engines');
   const work = mkdtempSync(join(tmpdir(), 'offsetlake-engines-'));
-  const token = 'engines-token';
-  const s3 = { bucket: 'offsetlake', region: 'us-east-1', accessKeyId: 'engines-reader', secretAccessKey: 'engines/s3cret+key' };
+  const token = credentials.token ?? 'engines-token';
+  const s3 = { bucket: 'offsetlake', region: 'us-east-1', accessKeyId: credentials.accessKeyId ?? 'engines-reader', secretAccessKey: credentials.secretAccessKey ?? 'engines/s3cret+key' };
   try {
     const formats = Object.keys(engineTableNames) as EngineFormat[];
     const topics = {} as Record<EngineFormat, string>;

@@ -71,7 +71,8 @@ function python(code: string): Promise<string> {
 
 describe('docs/engines.md "Reading from your engine", as written', () => {
   it('marks the snippets of every engine it documents', () => {
-    expect([...snippets().keys()].sort()).toEqual(['datafusion', 'duckdb-ducklake-http', 'duckdb-ducklake-s3', 'duckdb-iceberg', 'duckdb-s3', 'polars', 'pyarrow', 'pyiceberg']);
+    // trino and trino-query are run by test/integration/trino.test.ts, which starts the one Trino node
+    expect([...snippets().keys()].sort()).toEqual(['datafusion', 'duckdb-ducklake-http', 'duckdb-ducklake-s3', 'duckdb-iceberg', 'duckdb-s3', 'polars', 'pyarrow', 'pyiceberg', 'trino', 'trino-query']);
     expect(expected).toBe(90);
   });
 

@@ -15,6 +15,7 @@ import { DownloadVerificationError, pinsFile, readPins, verifyDownload } from '.
 import { kafkaVersion } from '../../src/stack/kafka.js';
 import { registryVersion } from '../../src/stack/registry.js';
 import { icebergVersion } from '../helpers/iceberg-jars.js';
+import { trinoVersion } from '../helpers/trino.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -64,8 +65,12 @@ describe('Maven downloads: pinned sha256', () => {
     expect(kafkaJars).toContain(`${kafka}/kafka_2.13-${kafkaVersion}.jar`);
     expect([...pins.keys()].filter((path) => path.startsWith(`${registry}/`))).toContain(`${registry}/quarkus-run.jar`);
     for (const folder of [`spark-iceberg-${icebergVersion}`, `iceberg-rck-${icebergVersion}`]) expect([...pins.keys()].some((path) => path.startsWith(`${folder}/iceberg-`)), folder).toBe(true);
+    // Trino: the server's lib/ and the Iceberg plugin (test/helpers/trino.ts)
+    const trino = `trino-server-${trinoVersion}`;
+    expect([...pins.keys()]).toContain(`${trino}/lib/io.trino_trino-main-${trinoVersion}.jar`);
+    expect([...pins.keys()]).toContain(`${trino}/plugin/iceberg/io.trino_trino-iceberg-${trinoVersion}.jar`);
     const folders = new Set([...pins.keys()].map((path) => path.split('/')[0]));
-    expect([...folders].sort()).toEqual([registry, `iceberg-rck-${icebergVersion}`, `kafka-${kafkaVersion}`, `spark-iceberg-${icebergVersion}`]);
+    expect([...folders].sort()).toEqual([registry, `iceberg-rck-${icebergVersion}`, `kafka-${kafkaVersion}`, `spark-iceberg-${icebergVersion}`, trino]);
   });
 
   it.skipIf(!existsSync(join(cache, kafka)) || !existsSync(join(cache, registry)))('the downloads in the cache verify, by sha256sum -c and by the stack', () => {
