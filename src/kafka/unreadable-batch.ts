@@ -12,6 +12,7 @@
  * the records' own offsets and timestamps, also in a compacted batch whose records do not
  * fill its offset span.
  */
+// a namespace: zstd came in Node 22.15, and the encoder (which imports record-batch.ts, and so this) is also run under older Nodes
 import * as zlib from 'node:zlib';
 
 /**
