@@ -24,7 +24,6 @@
 import { IndexesChangedError } from '../catalog/indexes.js';
 import {
   claimBackfill,
-  commitBackfillChunk,
   raiseBackfillTarget,
   recordBackfillStep,
   releaseBackfillClaim,
@@ -35,6 +34,7 @@ import {
   type SlotStep,
 } from '../catalog/backfill.js';
 import type { Catalog } from '../catalog/db.js';
+import { postgresIndexingCatalog, type IndexingCatalog } from '../catalog/indexing-calls.js';
 import type { NewRange } from '../catalog/file-writes.js';
 import { findTableById } from '../catalog/tables.js';
 import { tableTopic, type TableRecord } from '../table/record.js';
@@ -85,6 +85,8 @@ export interface ChunkOptions {
   read?: ReadOptions;
   /** Default: Kafka (`kafkaHistory` with `read`). */
   history?: HistorySource;
+  /** Where the chunk's commit goes; default: the catalog in Postgres (`postgresIndexingCatalog`). */
+  indexingCatalog?: IndexingCatalog;
 }
 
 export class ChunkRequestError extends Error {
@@ -151,6 +153,7 @@ export class ChunkRun {
   private lastRenewal = Date.now();
   private readonly build: RangeBuilder;
   private readonly history: HistorySource;
+  private readonly indexingCatalog: IndexingCatalog;
 
   constructor(
     private readonly catalog: Catalog,
@@ -162,6 +165,7 @@ export class ChunkRun {
     private readonly step?: SlotStep,
   ) {
     this.build = options.build ?? rangeBuilder(catalog);
+    this.indexingCatalog = options.indexingCatalog ?? postgresIndexingCatalog(catalog);
     this.history = options.history ?? kafkaHistory(kafka, options.read);
   }
 
@@ -206,7 +210,7 @@ export class ChunkRun {
         bytes: read.bytes,
       };
       try {
-        const committed = await commitBackfillChunk(this.catalog, this.claim, state, read.ranges, chunkStart, this.ttlMs, this.step);
+        const committed = await this.indexingCatalog.commitBackfillChunk(this.claim, state, read.ranges, chunkStart, this.ttlMs, this.step);
         return result(read.ranges.length > 0 ? 'committed' : 'empty', committed, work);
       } catch (error) {
         if (error instanceof BackfillStaleError) return result('stale', error.actual, { ...work, ranges: 0, files: 0 });

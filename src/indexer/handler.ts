@@ -18,7 +18,8 @@
  * says why it waits): no retry would help.
  */
 import { addPartitions, tablesOfTopic } from '../catalog/tables.js';
-import { setWaitingReason } from '../catalog/leases.js';
+import type { Catalog } from '../catalog/db.js';
+import { postgresIndexingCatalog, type IndexingCatalog } from '../catalog/indexing-calls.js';
 import { type TableRecord } from '../table/record.js';
 import { parseKafkaEvent } from '../events/msk.js';
 import { PartitionIndexer, type AdvanceOptions, type PartitionIndexerDeps } from './partition.js';
@@ -26,7 +27,10 @@ import { TopicRecreatedError } from '../kafka/errors.js';
 import type { KafkaRecord } from '../kafka/record.js';
 import type { ReadLimit } from '../kafka/read.js';
 
-export interface IndexerRuntime extends PartitionIndexerDeps {
+export interface IndexerRuntime extends Omit<PartitionIndexerDeps, 'indexingCatalog'> {
+  catalog: Catalog;
+  /** The indexers' catalog calls; unset: Postgres's on `catalog` (set on first use). */
+  indexingCatalog?: IndexingCatalog;
   /** Warm state: one indexer per table partition, kept across events. */
   indexers: Map<string, PartitionIndexer>;
   /** Lambda: release leases after each event so any instance can take the next batch. */
@@ -71,10 +75,16 @@ export async function indexerFor(runtime: IndexerRuntime, table: TableRecord, pa
   if (!indexer) {
     const lso = await runtime.source.lastStableOffset(table.topic, partition);
     await addPartitions(runtime.catalog, table.tableId, new Map([[partition, lso]]));
-    indexer = new PartitionIndexer(table, partition, runtime);
+    indexer = new PartitionIndexer(table, partition, withIndexingCatalog(runtime));
     runtime.indexers.set(key, indexer);
   }
   return indexer;
+}
+
+/** The runtime itself (its fields are read at each call), its indexing catalog set. */
+function withIndexingCatalog(runtime: IndexerRuntime): IndexerRuntime & PartitionIndexerDeps {
+  runtime.indexingCatalog ??= postgresIndexingCatalog(runtime.catalog);
+  return runtime as IndexerRuntime & PartitionIndexerDeps;
 }
 
 /** A Kafka event, as a Lambda event source mapping delivers it: each partition's span is read again committed, up to its last record. */
@@ -135,7 +145,7 @@ export async function advanceTablePartition(runtime: IndexerRuntime, table: Tabl
   } catch (error) {
     if (error instanceof TopicRecreatedError && error.since) return undefined;
     if (indexer) await indexer.noteFailure(error);
-    else await setWaitingReason(runtime.catalog, table.tableId, partition, `indexing failed, retrying: ${(error as Error).message}`, { owner: runtime.owner }).catch(() => {});
+    else await withIndexingCatalog(runtime).indexingCatalog.setWaitingReason(table.tableId, partition, `indexing failed, retrying: ${(error as Error).message}`, { owner: runtime.owner }).catch(() => {});
     // A Lambda instance hands its leases back after each event: what it kept of a failed
     // partition is worth nothing, and the retry must start from the catalog, the table's
     // row read again (a repaired table is then indexed by a warm instance too).

@@ -5,10 +5,10 @@
  * read under is still ours and the catalog's `indexed_end` is still where it starts;
  * otherwise it is dropped and read again from Kafka.
  */
-import type { Catalog } from '../catalog/db.js';
-import { commitRanges, recordLostInterval, type CommitResult, type NewRange } from '../catalog/file-writes.js';
+import type { CommitResult, NewRange } from '../catalog/file-writes.js';
 import { IndexesChangedError } from '../catalog/indexes.js';
-import { acquireLease, LeaseLostError, releaseLease, renewLease, setWaitingReason, type Lease } from '../catalog/leases.js';
+import type { IndexingCatalog } from '../catalog/indexing-calls.js';
+import { LeaseLostError, type Lease } from '../catalog/leases.js';
 import { tableTopic, type TableRecord } from '../table/record.js';
 import type { RangeBuilder } from '../build/files.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
@@ -22,7 +22,8 @@ import { RegistryUnavailableError } from '../schema/registry.js';
 import { faultPoint } from '../common/faults.js';
 
 export interface PartitionIndexerDeps {
-  catalog: Catalog;
+  /** Every catalog call the indexer makes: Postgres's (`postgresIndexingCatalog`), or a test's twin. */
+  indexingCatalog: IndexingCatalog;
   source: CommittedSource;
   build: RangeBuilder;
   /** Unique per process: the lease owner. */
@@ -190,7 +191,7 @@ export class PartitionIndexer {
   private async skipLostOffsets(earliest: bigint): Promise<RangeSealer> {
     const lease = this.lease!;
     this.drop();
-    await recordLostInterval(this.deps.catalog, lease, earliest);
+    await this.deps.indexingCatalog.recordLostInterval(lease, earliest);
     return this.takeLease();
   }
 
@@ -212,7 +213,7 @@ export class PartitionIndexer {
     return this.exclusive(async () => {
       if (!this.lease) return;
       await this.renewNow();
-      if (this.lease) await releaseLease(this.deps.catalog, this.lease);
+      if (this.lease) await this.deps.indexingCatalog.releaseLease(this.lease);
     });
   }
 
@@ -226,7 +227,7 @@ export class PartitionIndexer {
 
   private async takeLease(): Promise<RangeSealer> {
     const ttl = this.table.settings.lease_ttl;
-    const lease = await acquireLease(this.deps.catalog, this.table.tableId, this.partition, this.deps.owner, ttl);
+    const lease = await this.deps.indexingCatalog.acquireLease(this.table.tableId, this.partition, this.deps.owner, ttl);
     if (!lease) {
       this.drop();
       throw new LeaseHeldError(this.table.name, this.partition);
@@ -313,7 +314,7 @@ export class PartitionIndexer {
   private async commitBuilt(lease: Lease, ranges: readonly SealedRange[], built: NewRange[]): Promise<CommitResult> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await commitRanges(this.deps.catalog, lease, built, this.table.settings.lease_ttl);
+        return await this.deps.indexingCatalog.commitRanges(lease, built, this.table.settings.lease_ttl);
       } catch (error) {
         if (!(error instanceof IndexesChangedError) || attempt >= 5) throw error;
         built = [];
@@ -324,7 +325,7 @@ export class PartitionIndexer {
 
   /** Why this partition is not indexing (null: it is), for `status`; only while we hold the lease. */
   private async setWaiting(lease: Lease, reason: string | null): Promise<void> {
-    await setWaitingReason(this.deps.catalog, this.table.tableId, this.partition, reason, lease);
+    await this.deps.indexingCatalog.setWaitingReason(this.table.tableId, this.partition, reason, lease);
     this.waiting = reason !== null;
   }
 
@@ -332,7 +333,7 @@ export class PartitionIndexer {
   async noteFailure(error: unknown): Promise<void> {
     if (error instanceof LeaseHeldError || error instanceof LeaseLostError || reasonWritten.has(error as object)) return;
     this.waiting = true;
-    await setWaitingReason(this.deps.catalog, this.table.tableId, this.partition, `indexing failed, retrying: ${(error as Error).message}`, { owner: this.deps.owner }).catch(() => {});
+    await this.deps.indexingCatalog.setWaitingReason(this.table.tableId, this.partition, `indexing failed, retrying: ${(error as Error).message}`, { owner: this.deps.owner }).catch(() => {});
   }
 
   /** Renews the lease in the background of a long-lived process; a lost lease drops memory at once. */
@@ -343,7 +344,7 @@ export class PartitionIndexer {
   private async renewNow(): Promise<void> {
     if (!this.lease) return;
     try {
-      this.lease = await renewLease(this.deps.catalog, this.lease, this.table.settings.lease_ttl, {
+      this.lease = await this.deps.indexingCatalog.renewLease(this.lease, this.table.settings.lease_ttl, {
         bytes: this.sealer?.openBytes ?? 0,
         records: this.sealer?.openRecords ?? 0,
         since: this.sealer?.openSince,

@@ -32,19 +32,18 @@
  *
  * Codecs: LZ4 is the LZ4 *frame* format (its blocks decoded by lz4-napi); snappy is either xerial-framed (the
  * Java client: an 8-byte magic, two int32 versions, then [int32 length, raw block]...) or
- * one raw block (librdkafka may write that); gzip and zstd go to node:zlib.
+ * one raw block (librdkafka may write that); gzip and zstd go to node:zlib's engines, every
+ * gzip member and every zstd frame of a batch (`zlibChunks`).
  *
  * A Fetch response may end inside a batch (the broker cuts at the byte limit): that
  * partial batch is dropped, as Kafka's clients drop it, and fetched again from its offset.
  */
 import { isUtf8 } from 'node:buffer';
-// a namespace: zstd came in Node 22.15, and the encoder (which imports recordColumns from here) is also run under older Nodes
-import * as zlib from 'node:zlib';
 import { decompressFrameSync as lz4FrameDecompress, uncompressSync as lz4BlockDecompress } from 'lz4-napi';
 import { uncompressSync as snappyUncompress } from 'snappy';
 import { crc32c } from './crc32c.js';
 import { BatchTooLargeError, CorruptRecordBatchError } from './batch-errors.js';
-import { MAX_BATCH_RECORD_BYTES, recordHeads, UnreadableRecord, zlibChunks, type ChunkVisitor } from './unreadable-batch.js';
+import { MAX_BATCH_RECORD_BYTES, OverLimit, recordHeads, UnreadableRecord, zlibChunks, zlibDecompress, type ChunkVisitor } from './unreadable-batch.js';
 import type { ByteSpanColumn, FileRecords, KafkaRecord, RecordColumns } from './record.js';
 
 /** Where a batch comes from, for errors; and how far its records may decompress. */
@@ -187,15 +186,12 @@ const hex32 = (n: number) => n.toString(16).padStart(8, '0');
 const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]); // \x82SNAPPY\0
 const XERIAL_HEADER_BYTES = 16; // magic, int32 version, int32 minimum compatible version
 
-/** Decompression passed `limit` bytes (the limit `source.maxRecordBytes` sets). */
-class OverLimit extends Error {}
-
 /**
  * The batch's records, uncompressed: `batch.data` itself when the batch is not compressed;
  * null when they decompress to more than MAX_BATCH_RECORD_BYTES, which no process reads
  * (`unreadableRecords` makes its rows). Nothing larger than the bound or than
- * `source.maxRecordBytes` is ever allocated: gzip and zstd stop at it (zlib's
- * maxOutputLength), snappy's uncompressed lengths are read from its headers before a block
+ * `source.maxRecordBytes` is ever allocated: gzip and zstd stop at it (counted chunk by
+ * chunk, `zlibDecompress`), snappy's uncompressed lengths are read from its headers before a block
  * is decoded, LZ4's blocks are counted as they are decoded (4 MiB each at most). A batch
  * over `maxRecordBytes` is then measured as a stream against the fixed bound: under it, a
  * BatchTooLargeError (the partition waits for a larger budget); over it, null.
@@ -205,16 +201,15 @@ export function batchRecordBytes(batch: RecordBatch, source: BatchSource): Buffe
   if (codec === 0) return batch.data;
   const budget = source.maxRecordBytes ?? Infinity;
   const limit = Math.min(budget, MAX_BATCH_RECORD_BYTES);
-  const bounded = { maxOutputLength: limit };
   try {
     switch (codec) {
-      case 1: return zlib.gunzipSync(batch.data, bounded);
+      case 1: return zlibDecompress(1, batch.data, limit);
       case 2: return snappyDecompress(batch.data, limit);
       case 3: return lz4Decompress(batch.data, limit);
-      case 4: return zlib.zstdDecompressSync(batch.data, bounded);
+      case 4: return zlibDecompress(4, batch.data, limit);
     }
   } catch (error) {
-    const overLimit = error instanceof OverLimit || (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
+    const overLimit = error instanceof OverLimit;
     if (!overLimit && error instanceof CorruptRecordBatchError) throw error;
     if (!overLimit) throw notDecompressing(batch, source, error);
     if (limit === MAX_BATCH_RECORD_BYTES || !underBound(batch, source)) return null;

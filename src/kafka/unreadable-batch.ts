@@ -12,6 +12,7 @@
  * the records' own offsets and timestamps, also in a compacted batch whose records do not
  * fill its offset span.
  */
+// a namespace: zstd came in Node 22.15, and the encoder (which imports record-batch.ts, and so this) is also run under older Nodes
 import * as zlib from 'node:zlib';
 
 /**
@@ -26,44 +27,78 @@ export type ChunkVisitor = (chunk: Buffer) => boolean;
 
 /** zlib's engine, as its synchronous functions drive it (Node has no public synchronous stream). */
 interface ZlibEngine {
-  _handle: { writeSync(flush: number, input: Buffer, inOff: number, inLen: number, out: Buffer, outOff: number, outLen: number): void; onerror: (message: string, errno: number) => void };
+  _handle: { writeSync(flush: number, input: Buffer, inOff: number, inLen: number, out: Buffer, outOff: number, outLen: number): void; onerror: (message: string, errno: number) => void; close(): void };
   _writeState: Uint32Array;
   _finishFlushFlag: number;
   _chunkSize: number;
-  close(): void;
 }
 
 /**
- * Decompresses gzip (codec 1) or zstd (codec 4) `data` into one reused buffer, handing each
- * filled part to `visit` until it returns false or the stream ends. The engine is driven
- * exactly as Node's own `gunzipSync` and `zstdDecompressSync` drive it (the same engine
- * options, output chunks of its `_chunkSize`, done at the first write that leaves room in
- * its chunk), so that the bytes counted here are the bytes those give: Node's zstd stops
- * so at the end of a frame that leaves room, and a batch of several zstd frames is read
- * the same way by both. Throws the decoder's error for bytes that do not decompress.
+ * Decompresses gzip (codec 1) or zstd (codec 4) `data`, handing each filled part to `visit`
+ * until it returns false or the stream ends; by default the parts share one reused buffer,
+ * and with `keep` each part is bytes of its own that `visit` may keep (`zlibDecompress`).
+ * The engine is driven as Node's own `gunzipSync` drives zlib (the same engine options,
+ * output chunks of its `_chunkSize`, done at the first write that leaves room in its chunk,
+ * by which gzip has read every member), except that zstd goes on while input is left:
+ * zstd's engine stops at the end of each frame, and Node's `zstdDecompressSync` (a write
+ * that leaves room is its last) so reads only as far as the first frame that ends with room
+ * in its chunk, while concatenated frames decode to the concatenation of their contents
+ * (RFC 8878 section 3; Java's ZstdInputStream and librdkafka's ZSTD_decompress read them
+ * all). Bytes after a frame that are not a frame are the decoder's error, as they are for
+ * Java and librdkafka. Throws the decoder's error for bytes that do not decompress.
  */
-export function zlibChunks(codec: 1 | 4, data: Buffer, visit: ChunkVisitor): void {
+export function zlibChunks(codec: 1 | 4, data: Buffer, visit: ChunkVisitor, keep = false): void {
   const engine = (codec === 1 ? zlib.createGunzip() : zlib.createZstdDecompress()) as unknown as ZlibEngine;
   let failure: Error | undefined;
   engine._handle.onerror = (message) => { failure = new Error(message); };
-  const out = Buffer.allocUnsafe(engine._chunkSize);
+  let out = Buffer.allocUnsafe(engine._chunkSize);
+  let outOff = 0;
   let inOff = 0;
   let availIn = data.length;
   try {
     for (;;) {
-      engine._handle.writeSync(engine._finishFlushFlag, data, inOff, availIn, out, 0, out.length);
+      engine._handle.writeSync(engine._finishFlushFlag, data, inOff, availIn, out, outOff, out.length - outOff);
       if (failure) throw failure;
       const [availOut, availInAfter] = engine._writeState as unknown as [number, number];
-      const produced = out.length - availOut;
-      inOff += availIn - availInAfter;
+      const produced = out.length - outOff - availOut;
+      const consumed = availIn - availInAfter;
+      inOff += consumed;
       availIn = availInAfter;
-      if (produced > 0 && !visit(out.subarray(0, produced))) return;
-      if (availOut !== 0) return;
+      if (produced > 0 && !visit(out.subarray(outOff, outOff + produced))) return;
+      if (availOut === 0) {
+        if (keep) out = Buffer.allocUnsafe(engine._chunkSize);
+        outOff = 0;
+        continue;
+      }
+      // room left in the chunk: the stream ended, or (zstd) a frame did
+      if (codec === 1 || availIn === 0) return;
+      if (produced === 0 && consumed === 0) throw new Error(`zstd stopped with ${availIn} bytes of its input left`);
+      outOff = keep ? outOff + produced : 0;
     }
   } finally {
-    engine.close();
+    // the native context, closed at once as the synchronous functions close it (the stream's close() would wait for a tick)
+    engine._handle.close();
   }
 }
+
+/**
+ * gzip or zstd `data` decompressed whole (every gzip member, every zstd frame), or
+ * OverLimit as soon as it passes `limit` bytes: nothing larger is held.
+ */
+export function zlibDecompress(codec: 1 | 4, data: Buffer, limit: number): Buffer {
+  const parts: Buffer[] = [];
+  let total = 0;
+  zlibChunks(codec, data, (part) => {
+    total += part.length;
+    if (total > limit) throw new OverLimit();
+    parts.push(part);
+    return true;
+  }, true);
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, total);
+}
+
+/** Decompression passed its limit (`maxRecordBytes` of a memory budget, or MAX_BATCH_RECORD_BYTES). */
+export class OverLimit extends Error {}
 
 /** The offset (as a delta) and timestamp delta of each record of a batch, read from the stream of its decompressed records. */
 export interface RecordHead {
