@@ -1,6 +1,6 @@
 /**
  * Encoder candidates side by side: the encode step alone (prepared column arrays in,
- * file + sha256 + footer out), on three shapes of records, each candidate in a child
+ * file + sha256 + footer out), on four shapes of records, each candidate in a child
  * process of its own (so peak RSS is its own, and a second child checks that another
  * process gives the same bytes).
  *
@@ -8,7 +8,8 @@
  *
  * Shapes: `json` (bench/records.ts, ~1.1 KB JSON values), `avro` (the decoded columns of
  * bench/indexing-avro.ts: ten value leaves beside Kafka's, ~1 KiB values), `small`
- * (~100-byte JSON records). MB/s of record bytes (key + value + headers), best of
+ * (~100-byte JSON records), `timestamps` (local and UTC millisecond timestamps and a short
+ * JSON text column: what encoder v6 stores otherwise than v5). MB/s of record bytes (key + value + headers), best of
  * `rounds`, CPU time beside wall time; RSS is the growth of the child's peak over
  * what it held before the first encode.
  */
@@ -99,6 +100,31 @@ function shape(name: string, rows: number): Shape {
       address: records.map((_, n) => ({ city: `city-${n % 50}`, zip: n % 3 ? String(10000 + (n % 90000)) : null })),
       tags: records.map((_, n) => ['a', `t${n % 7}`]),
       pad: records.map(() => pad),
+    };
+    return { records, prepared: prepare(columns, data), rowGroupRows: defaultSettings.row_group_rows };
+  }
+  if (name === 'timestamps') {
+    // what encoder v6 stores otherwise than v5: local millisecond timestamps (×1000 into micros) and JSON text (STRING)
+    const columns: Column[] = [
+      ...kafkaTableColumns('avro'),
+      { name: 'seen', type: { kind: 'timestamp', unit: 'millis', utc: false }, nullable: true },
+      { name: 'due', type: { kind: 'timestamp', unit: 'millis', utc: false }, nullable: false },
+      { name: 'at', type: { kind: 'timestamp', unit: 'millis', utc: true }, nullable: true },
+      { name: 'doc', type: { kind: 'json' }, nullable: true },
+    ];
+    const t0 = 1_700_000_000_000;
+    const records: KafkaRecord[] = Array.from({ length: rows }, (_, n) => ({
+      offset: BigInt(n), timestamp: t0 + n, key: null, value: new Uint8Array(5 + 3 * 8 + 40), headers: [],
+    }));
+    const kafka = kafkaColumnArrays(0, records, 'avro') as Record<string, unknown[]>;
+    const data = {
+      ...kafka,
+      _value: records.map(() => null),
+      _error: records.map(() => null),
+      seen: records.map((_, n) => (n % 10 === 0 ? null : t0 + n * 7)),
+      due: records.map((_, n) => t0 + 86_400_000 + n),
+      at: records.map((_, n) => t0 - n * 3),
+      doc: records.map((_, n) => `{"n":${n},"k":"v${n % 13}"}`),
     };
     return { records, prepared: prepare(columns, data), rowGroupRows: defaultSettings.row_group_rows };
   }

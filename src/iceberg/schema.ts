@@ -6,10 +6,10 @@
  * by `nodeIds`.
  *
  * Types: int32 → int, int64 → long, float, double, boolean, string and json → string
- * (v2 has no JSON type), binary, date, decimal(P, S), timestamp with UTC → timestamptz,
+ * (v2 has no JSON type; stored as Parquet STRING from encoder v6 on), binary, date, decimal(P, S), timestamp with UTC → timestamptz,
  * without → timestamp. Iceberg v2 counts time in microseconds: a UTC millisecond column
- * is stored in micros from encoder v5 on, and in older files (and a local millisecond
- * column in every file) read widened (exactly); nanosecond ones are read cut to microseconds by the engines,
+ * is stored in micros from encoder v5 on, a local one from v6 on, and in older files
+ * read widened (exactly); nanosecond ones are read cut to microseconds by the engines,
  * so their bounds are left out (src/iceberg/bounds.ts). A decimal above precision 38 has
  * no Iceberg type: it is given as the fixed bytes it is stored in, without bounds.
  *

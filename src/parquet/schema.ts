@@ -155,7 +155,8 @@ function scalarElement(type: ScalarType): Omit<SchemaElement, 'name'> {
       // re-serialises values of converted type JSON (JSON.stringify), which would not
       // keep the record's text as it is; and without a converted type DuckDB reads the
       // column as BLOB. So DuckDB sees VARCHAR (its ->> operators work), readers that
-      // honour logical types (Arrow, Spark) see JSON.
+      // honour logical types (Arrow, Spark) see JSON. Encoder v6 stores it as STRING
+      // instead (writer.ts `jsonAsString`), Iceberg's form of the `string` it declares.
       return { type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'JSON' } };
     case 'binary':
       return { type: 'BYTE_ARRAY' };
