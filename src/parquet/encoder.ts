@@ -45,6 +45,7 @@ import { createHash } from 'node:crypto';
 import { parquetWrite, type ColumnSource, type SchemaElement } from 'hyparquet-writer';
 import { compressSync as lz4CompressSync } from 'lz4-napi';
 import { compressSync as snappyCompressSync } from 'snappy';
+import { Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
 import { ChunkedWriter } from './chunked-writer.js';
 import { parquetFooter } from './footer.js';
 import { type Column, leaves, parquetSchema } from './schema.js';
@@ -306,13 +307,28 @@ function lz4Raw(page: Uint8Array): Uint8Array {
   return lz4CompressSync(page as Buffer).subarray(4);
 }
 
+/**
+ * ZSTD's level in our files: 1, the cheapest to build and to rebuild (bench/compression.ts:
+ * level 3 costs ×1.2 the encode for 3 % smaller files, level 6 ×3.7 for 8 %). A frame of
+ * libzstd 1.5.7 through @toondepauw/node-zstd@2.0.0's streaming encoder (no content size,
+ * no checksum), which the encoder version names: another library or level may make other
+ * valid frames.
+ */
+const ZSTD_LEVEL = 1;
+const zstdEncoder = new ZstdEncoder(ZSTD_LEVEL);
+
 /** Everything but the codec of our writer's settings (benches build candidates from it). */
 export const ownWriterPageShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
 
+/** The page compressions a table may choose (`compression`, src/table/settings.ts). */
+export type PageCompression = 'zstd' | 'snappy' | 'lz4_raw' | 'none';
+
 /** The writer settings of the newest encoders (v3 to v5, which differ in their JSON rules and `groupFieldIds` only; v2 adds `boundsRaisedInPlace`), for code that drives the writer itself (row groups apart). */
-export const ownWriterSettings: Readonly<Record<'lz4_raw' | 'snappy', WriterSettings>> = Object.freeze({
+export const ownWriterSettings: Readonly<Record<PageCompression, WriterSettings>> = Object.freeze({
+  zstd: { codec: 'ZSTD', compress: (page: Uint8Array) => zstdEncoder.encodeSync(page as Buffer), ...ownWriterPageShape },
   lz4_raw: { codec: 'LZ4_RAW', compress: lz4Raw, ...ownWriterPageShape },
   snappy: { codec: 'SNAPPY', compress: (page: Uint8Array) => snappyCompressSync(page as Buffer), ...ownWriterPageShape },
+  none: { codec: 'UNCOMPRESSED', compress: (page: Uint8Array) => page, ...ownWriterPageShape },
 });
 
 /**
@@ -356,10 +372,28 @@ const ownWriterLz4 = ownWriterEncoder({
   version: 'offsetlake-parquet@5/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true, fallback: ownWriterLz4V4,
 });
 
+/**
+ * v5's writer with ZSTD pages (the default of new tables since issue 47: every engine we
+ * name reads it, files about 0.64× Snappy's at Snappy's CPU or less, docs/measurements.md
+ * "Compression: which codec by default") and without compression (`compression none`:
+ * for engines on the same machine as serve, where bytes cost nothing to move). New codecs
+ * of v5, whose v4 twins exist only as v5's fallback for values beyond micros.
+ */
+const ownWriterZstdV4 = ownWriterEncoder({ version: `offsetlake-parquet@4/node-zstd@2.0.0/level-${ZSTD_LEVEL}`, ...ownWriterSettings.zstd, jsonRules: 'engines' });
+const ownWriterZstd = ownWriterEncoder({
+  version: `offsetlake-parquet@5/node-zstd@2.0.0/level-${ZSTD_LEVEL}`, ...ownWriterSettings.zstd, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true, fallback: ownWriterZstdV4,
+});
+const ownWriterUncompressedV4 = ownWriterEncoder({ version: 'offsetlake-parquet@4/uncompressed', ...ownWriterSettings.none, jsonRules: 'engines' });
+const ownWriterUncompressed = ownWriterEncoder({
+  version: 'offsetlake-parquet@5/uncompressed', ...ownWriterSettings.none, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true, fallback: ownWriterUncompressedV4,
+});
+
 /** The encoder of new files for each page compression a table may choose. */
-export const encoderForCompression: Readonly<Record<'lz4_raw' | 'snappy', string>> = Object.freeze({
-  lz4_raw: ownWriterLz4.version,
+export const encoderForCompression: Readonly<Record<PageCompression, string>> = Object.freeze({
+  zstd: ownWriterZstd.version,
   snappy: ownWriterSnappy.version,
+  lz4_raw: ownWriterLz4.version,
+  none: ownWriterUncompressed.version,
 });
 
 /** Every encoder that files in a catalog may name. Never remove or change an entry. */
@@ -373,10 +407,14 @@ export const encoders: Readonly<Record<string, Encoder>> = Object.freeze({
   [ownWriterLz4V4.version]: ownWriterLz4V4,
   [ownWriterSnappy.version]: ownWriterSnappy,
   [ownWriterLz4.version]: ownWriterLz4,
+  [ownWriterZstdV4.version]: ownWriterZstdV4,
+  [ownWriterZstd.version]: ownWriterZstd,
+  [ownWriterUncompressedV4.version]: ownWriterUncompressedV4,
+  [ownWriterUncompressed.version]: ownWriterUncompressed,
 });
 
-/** The encoder new files are built with. */
-export const encoderVersion: string = ownWriterLz4.version;
+/** The encoder new files of a table with the default compression are built with. */
+export const encoderVersion: string = ownWriterZstd.version;
 
 export function encoderFor(version: string): Encoder {
   const encoder = encoders[version];

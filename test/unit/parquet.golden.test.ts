@@ -1,7 +1,7 @@
 /**
  * Files in a catalog are rebuilt with the encoder version they name, possibly years
  * later: an encoder version must never change its output. These hashes pin
- * `hyparquet-writer@0.17.0/v1` and every encoder of our own writer (v2 to v5, LZ4_RAW and Snappy). If this test fails, the change (a dependency upgrade,
+ * `hyparquet-writer@0.17.0/v1` and every encoder of our own writer (v2 to v5, LZ4_RAW and Snappy; v4 and v5 also ZSTD and uncompressed). If this test fails, the change (a dependency upgrade,
  * a schema mapping, value normalization, writer options) belongs in a new encoder
  * version in src/parquet/encoder.ts, never in an existing one.
  */
@@ -125,9 +125,13 @@ const V4_LZ4 = 'offsetlake-parquet@4/lz4-napi@2.10.0';
 const V4_SNAPPY = 'offsetlake-parquet@4/snappy@7.4.3';
 const V5_LZ4 = 'offsetlake-parquet@5/lz4-napi@2.10.0';
 const V5_SNAPPY = 'offsetlake-parquet@5/snappy@7.4.3';
+const V4_ZSTD = 'offsetlake-parquet@4/node-zstd@2.0.0/level-1';
+const V5_ZSTD = 'offsetlake-parquet@5/node-zstd@2.0.0/level-1';
+const V4_NONE = 'offsetlake-parquet@4/uncompressed';
+const V5_NONE = 'offsetlake-parquet@5/uncompressed';
 
-it(`new files are built with ${V5_LZ4}`, () => {
-  expect(encoderVersion).toBe(V5_LZ4);
+it(`new files of a table with the default compression are built with ${V5_ZSTD}`, () => {
+  expect(encoderVersion).toBe(V5_ZSTD);
 });
 
 const pinned: Record<string, { json: object; raw: object; typed: object }> = {
@@ -172,6 +176,27 @@ const pinned: Record<string, { json: object; raw: object; typed: object }> = {
     json: { byteLength: 89232, sha256: '112d03bedbcea137374e9952e55c25f17b62df91c1a7384b851defe9e91c0ae6' },
     raw: { byteLength: 86210, sha256: 'eb9f7b7854157e0fb8c0e79f9056165f7cde7b62ac8e3cb6c9a8d8682f7bc278' },
     typed: { byteLength: 84576, sha256: 'dcd016a95974e067fe7ffa5be43cf7164c724d1ff654e15090aaf559d9bdd760' },
+  },
+  // ZSTD (level 1) and uncompressed pages (issue 47): v4's writer only as v5's fallback for timestamps beyond micros
+  [V4_ZSTD]: {
+    json: { byteLength: 33778, sha256: '6844abfe3ea4244edc53cbab132c0e22aa3be3f4508f5c409dac157a66b5d6c2' },
+    raw: { byteLength: 30923, sha256: 'fafb62327c12a4b9727f99e82dd3e9c28817ec65b2e55aabd455f5486b9614bd' },
+    typed: { byteLength: 67382, sha256: '7e4c2da42b8d8f181c2cf536dbedcdc0cc9acb72c569c55706ad962c7b605cc0' },
+  },
+  [V5_ZSTD]: {
+    json: { byteLength: 44149, sha256: '0a2202877398c05b718e7624897d8f2ec8ffc5eba836726bbccff1322c63ff09' },
+    raw: { byteLength: 41305, sha256: 'f254fb805f787b9d8eba0756aa588dfcc6ca71a132f67e92c2056b7fd68ef424' },
+    typed: { byteLength: 67382, sha256: 'af50f3a93c4326e271a0aa1a4f432a6cf6c4ad58a72eb6e94c157324e2be842b' },
+  },
+  [V4_NONE]: {
+    json: { byteLength: 325412, sha256: 'aa03861a03c789dee26d3bacbab1589ac90d63a7a83aa901c6076d71dbd71fb5' },
+    raw: { byteLength: 320386, sha256: 'c3ebfdfed6334888432f84de5ae6822303b1263c4b3bd920322be2923281efe3' },
+    typed: { byteLength: 122574, sha256: '463a311326b9baa28a1951de79a6774465c473498df999d7401f71492be388af' },
+  },
+  [V5_NONE]: {
+    json: { byteLength: 325415, sha256: 'ed57e9f75b4e70c664f19610f6474673485d84bc89f913e9f5836a7f094d347c' },
+    raw: { byteLength: 320389, sha256: '1531706c5b434725dce3c5e21a10282ecc403c48c00f26fb97930505823a82e2' },
+    typed: { byteLength: 122574, sha256: '52bea794157e920c92836664cd7ad47c4467c7c47072165c301e5a19634c4a6d' },
   },
 };
 
