@@ -101,19 +101,8 @@ def clients(job):
 
 
 def spark(job):
-    from pyspark.sql import SparkSession
-    session = (SparkSession.builder.master("local[1]").appName("offsetlake-codecs")
-               .config("spark.jars", ",".join(job["jars"]))
-               .config("spark.driver.memory", "1g")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog")
-               .config("spark.sql.catalog.lake.type", "rest")
-               .config("spark.sql.catalog.lake.uri", job["uri"])
-               .config("spark.sql.catalog.lake.token", job["token"])
-               .config("spark.sql.catalog.lake.io-impl", "org.apache.iceberg.aws.s3.S3FileIO")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    from iceberg_spark_session import lake_session
+    session = lake_session(job, "offsetlake-codecs")
     out = {}
     for name in job["tables"]:
         def read():

@@ -5,26 +5,17 @@ stdin: {"uri", "token", "table", "jars": [...], "since": "2026-11-01 14:00:00"}
 stdout: {"count", "sums", "files", "snapshots", "versionAsOf", "since", "plan"} or {"error", "trace"}
 """
 import json
+import os
 import sys
 import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "helpers"))
+from iceberg_spark_session import lake_session  # noqa: E402
 
 
 def main():
     job = json.loads(sys.stdin.read())
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("offsetlake-iceberg")
-             .config("spark.jars", ",".join(job["jars"]))
-             .config("spark.driver.memory", "1g")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-             .config("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog")
-             .config("spark.sql.catalog.lake.type", "rest")
-             .config("spark.sql.catalog.lake.uri", job["uri"])
-             .config("spark.sql.catalog.lake.token", job["token"])
-             .config("spark.sql.catalog.lake.io-impl", "org.apache.iceberg.aws.s3.S3FileIO")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = lake_session(job, "offsetlake-iceberg")
     t = f"lake.main.{job['table']}"
     try:
         out = {}
