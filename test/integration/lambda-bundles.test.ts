@@ -170,14 +170,15 @@ async function makeStreamedFile() {
   const token = 'bundle-stream-token';
   const topic = await newTopic(engine, 1, 'bundle-stream');
   const table = await testTable(engine, topic, { row_group_rows: '2000', file_window: '2h' });
-  // 20,000 values of about 1 KB of random hex, which the compressors cannot shrink much:
-  // the file is larger than both a buffered response (6 MB) and the reader's whole-range
+  // 20,000 values of about 2 KB of random hex, which ZSTD (the default) shrinks to half and
+  // no further (hex carries 4 bits a byte): the file, some 20 MB, is larger than both a
+  // buffered response (6 MB) and the reader's whole-range
   // limit (16 MiB, file-response.ts), so it goes out row group by row group. Timestamps a
   // millisecond apart from the start of this hour: one time bucket, so one file.
   const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
   const records = 20_000;
   for (let from = 0; from < records; from += 5_000) {
-    await produce(engine.kafka, topic, Array.from({ length: 5_000 }, (_, j) => ({ value: JSON.stringify({ i: from + j, hex: randomBytes(500).toString('hex') }), timestamp: hour + from + j, partition: 0 })));
+    await produce(engine.kafka, topic, Array.from({ length: 5_000 }, (_, j) => ({ value: JSON.stringify({ i: from + j, hex: randomBytes(1000).toString('hex') }), timestamp: hour + from + j, partition: 0 })));
   }
   const indexer = await indexerFor(testRuntime(engine, `stream-${topic}`), await findTable(engine.catalog, table.name), 0);
   await indexer.advance();
