@@ -36,8 +36,9 @@
  * are avoided on purpose: they ship with Node, so a runtime upgrade could change the
  * bytes under an unchanged encoder version.
  *
- * v2 (below, the default for new files) is our own writer (writer.ts) around a native
- * compressor: LZ4_RAW (lz4-napi) unless a table asks for Snappy (snappy). bench/encoders.ts,
+ * v2 on (below) is our own writer (writer.ts) around a native compressor pinned on npm, the
+ * table's `compression`: ZSTD (@toondepauw/node-zstd, level 1; the default since issue 47,
+ * bench/compression.ts), Snappy (snappy), LZ4_RAW (lz4-napi, the default before) or none. bench/encoders.ts,
  * same run: JSON 180 vs v1 85 MB/s cpu, Avro shape 724 vs 145, small records 97 vs 43
  * (docs/measurements.md, "Encoder v2: the figures", with the profile).
  */
