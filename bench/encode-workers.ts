@@ -19,7 +19,8 @@ import { kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData, ownWr
 import { assembleParquet, encodeRowGroup, type EncodedRowGroup, writeParquet, type WriteOptions } from '../src/parquet/writer.js';
 import { eventRecords } from './records.js';
 
-const settings = ownWriterSettings.lz4_raw;
+// the writer settings of a table with the default compression
+const settings = ownWriterSettings[defaultSettings.compression];
 const rowGroupRows = defaultSettings.row_group_rows;
 
 function rowsOf(rows: number): { data: PreparedData; inputBytes: number } {

@@ -1,7 +1,7 @@
 /**
  * The native (napi-rs) binaries the Lambda bundles carry, for the functions' architecture.
  *
- * snappy and lz4-napi (encoder v2's compressors) and @node-rs/crc32 (the record batches'
+ * snappy, lz4-napi and @toondepauw/node-zstd (our writer's compressors) and @node-rs/crc32 (the record batches'
  * CRC-32C, 6-8× the JavaScript one) are JavaScript loaders of a platform
  * package each (@napi-rs/snappy-linux-arm64-gnu, @antoniomuso/lz4-napi-linux-x64-gnu, …),
  * which npm lists as optional dependencies with cpu/os/libc filters and installs only for
@@ -31,7 +31,7 @@ export type LambdaCpu = 'arm64' | 'x64';
 export const lambdaCpus: readonly LambdaCpu[] = ['arm64', 'x64'];
 
 /** The libraries whose native binding every function bundle carries (functions/native.ts imports them). */
-export const nativeLibraries = ['snappy', 'lz4-napi', '@node-rs/crc32'] as const;
+export const nativeLibraries = ['snappy', 'lz4-napi', '@toondepauw/node-zstd', '@node-rs/crc32'] as const;
 
 export interface NativeBinding {
   library: string;

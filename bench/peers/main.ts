@@ -36,6 +36,7 @@ import { connectKafka } from '../../src/kafka/connect.js';
 import { lastStableOffset } from '../../src/kafka/offsets.js';
 import { readCommitted } from '../../src/kafka/read.js';
 import { ownWriterPageShape, ownWriterSettings } from '../../src/parquet/encoder.js';
+import { defaultSettings } from '../../src/table/settings.js';
 import { stackConfig } from '../../src/stack/config.js';
 import { runningPid } from '../../src/stack/process.js';
 import { processCpuSeconds } from '../process-cpu.js';
@@ -786,7 +787,8 @@ function markdown(results: WorkloadResult[]): string {
 }
 
 /**
- * CPU seconds per value byte of the encoder's LZ4 over the values of partition 0's first
+ * CPU seconds per value byte of the encoder's compressor (the default compression's, the
+ * tables' here: ZSTD since issue 47, LZ4 before) over the values of partition 0's first
  * 50 pages, laid out as a page of `_value` is (PLAIN: a 4-byte length before each value,
  * `pageRows` values a page), best of 3: what any rebuild of a JSON table's `_value`
  * chunks must spend, since the footer fixes their bytes.
@@ -819,7 +821,7 @@ async function lz4SecondsPerValueByte(brokers: string, topic: string): Promise<n
   let best = Infinity;
   for (let round = 0; round < 3; round++) {
     const started = process.cpuUsage();
-    for (const page of pages) ownWriterSettings.lz4_raw.compress(page);
+    for (const page of pages) ownWriterSettings[defaultSettings.compression].compress(page);
     const used = process.cpuUsage(started);
     best = Math.min(best, (used.user + used.system) / 1e6);
   }
@@ -832,7 +834,7 @@ async function lz4SecondsPerValueByte(brokers: string, topic: string): Promise<n
  * with the broker's part), plus the work of the same query on a warm serve (DuckDB reading
  * the same Parquet through the attach, serve answering from its cache), spread over every
  * core, and for a JSON table (both queries read `_value`) compressing its pages with the
- * encoder's LZ4, which the footer fixes.
+ * encoder's compressor, which the footer fixes.
  */
 function coldFloors(result: WorkloadResult): string[] {
   const lines: string[] = [];
@@ -848,7 +850,7 @@ function coldFloors(result: WorkloadResult): string[] {
     lines.push(`${words} CPU: a new serve ${cpuTotal(cold.cpu).toFixed(1)} s (${cpuWords(cold.cpu)}) in ${cold.seconds.toFixed(2)} s of wall. ` +
       `Its floor here: the topic read as kcat reads it (${kcatRead.cpuS.toFixed(1)} s${kcatRead.brokerCpuS === undefined ? '' : `, the broker ${kcatRead.brokerCpuS.toFixed(1)} s`}) ` +
       `and the same query on a warm serve (${cpuTotal(warm.cpu).toFixed(1)} s: ${cpuWords(warm.cpu)})` +
-      `${lz4S === undefined ? '' : ` and LZ4 of the \`_value\` pages (${lz4S.toFixed(1)} s)`} = ${floorCpu.toFixed(1)} CPU s, ` +
+      `${lz4S === undefined ? '' : ` and ${defaultSettings.compression} of the \`_value\` pages (${lz4S.toFixed(1)} s)`} = ${floorCpu.toFixed(1)} CPU s, ` +
       `at least ${(floorCpu / cores).toFixed(2)} s of wall on ${cores} cores with nothing else running; ${times}× the copy's answer is ${(times * copy).toFixed(2)} s (compare the two on a quiet machine: other work slows the copy's answer, not this floor).`);
   }
   return lines;

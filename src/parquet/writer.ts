@@ -32,7 +32,7 @@ import { CompactType, CompactWriter } from './thrift.js';
 import { ByteSpans, KeyValueLists, type PreparedData, SafeInt64s, StructVectors } from './values.js';
 import { PARQUET_MAGIC } from './footer.js';
 
-export type Codec = 'UNCOMPRESSED' | 'SNAPPY' | 'LZ4_RAW';
+export type Codec = 'UNCOMPRESSED' | 'SNAPPY' | 'ZSTD' | 'LZ4_RAW';
 
 export interface WriterSettings {
   codec: Codec;
@@ -94,7 +94,7 @@ export interface WriteOptions {
   createdBy: string;
 }
 
-const codecIds: Record<Codec, number> = { UNCOMPRESSED: 0, SNAPPY: 1, LZ4_RAW: 7 };
+const codecIds: Record<Codec, number> = { UNCOMPRESSED: 0, SNAPPY: 1, ZSTD: 6, LZ4_RAW: 7 };
 const physicalIds = { BOOLEAN: 0, INT32: 1, INT64: 2, FLOAT: 4, DOUBLE: 5, BYTE_ARRAY: 6, FIXED_LEN_BYTE_ARRAY: 7 } as const;
 type Physical = keyof typeof physicalIds;
 const PLAIN = 0;

@@ -93,7 +93,7 @@ export interface BundleRun {
   bundleFiles: string[];
   outcomes: ({ result: unknown } | { error: string } | StreamedOutcome)[];
   /** With `compress`: what the bundle's `nativeCompressors` made of it, and whether each gave the input back. */
-  compressed?: Record<'snappy' | 'lz4', { bytes: Buffer; roundTrip: boolean }>;
+  compressed?: Record<'snappy' | 'lz4' | 'zstd', { bytes: Buffer; roundTrip: boolean }>;
   /** The bundle's CRC-32C of record batches: 'native' or 'javascript'. */
   crc32c?: string;
 }
@@ -192,7 +192,7 @@ try {
   if (compressFile) {
     const input = readFileSync(compressFile);
     compressed = {};
-    for (const name of ['snappy', 'lz4']) {
+    for (const name of ['snappy', 'lz4', 'zstd']) {
       const bytes = nativeCompressors[name].compress(input);
       writeFileSync(resultFile + '.' + name, bytes);
       compressed[name] = { roundTrip: Buffer.compare(nativeCompressors[name].uncompress(bytes), input) === 0 };
@@ -280,7 +280,8 @@ export async function invokeBundle(dir: string, events: unknown[], env: Record<s
     .catch((error: Error & { stderr?: string }) => {
       throw new Error(`the bundle in ${dir} did not run to the end: ${error.stderr || error.message}`);
     });
-  const { compressed, ...result } = JSON.parse(readFileSync(resultFile, 'utf8')) as Omit<BundleRun, 'compressed'> & { compressed?: Record<'snappy' | 'lz4', { roundTrip: boolean }> };
+  const { compressed, ...result } = JSON.parse(readFileSync(resultFile, 'utf8')) as Omit<BundleRun, 'compressed'> & { compressed?: Record<'snappy' | 'lz4' | 'zstd', { roundTrip: boolean }> };
   if (!compressed) return result;
-  return { ...result, compressed: { snappy: { ...compressed.snappy, bytes: readFileSync(`${resultFile}.snappy`) }, lz4: { ...compressed.lz4, bytes: readFileSync(`${resultFile}.lz4`) } } };
+  const read = (codec: 'snappy' | 'lz4' | 'zstd') => ({ ...compressed[codec], bytes: readFileSync(`${resultFile}.${codec}`) });
+  return { ...result, compressed: { snappy: read('snappy'), lz4: read('lz4'), zstd: read('zstd') } };
 }

@@ -105,7 +105,9 @@ const jsonValue = (i: number, rnd: () => number) => (i === 17 ? 'not json' : JSO
 
 const cases: (() => Case)[] = [
   () => ({ label: 'json-v1', format: 'json', settings: {}, encoder: V1, values: jsonValue }),
-  () => ({ label: 'json-v2-lz4', format: 'json', settings: {}, values: jsonValue }),
+  () => ({ label: 'json-v5-zstd', format: 'json', settings: {}, values: jsonValue }),
+  () => ({ label: 'json-v5-lz4', format: 'json', settings: { compression: 'lz4_raw' }, values: jsonValue }),
+  () => ({ label: 'json-v5-none', format: 'json', settings: { compression: 'none' }, values: jsonValue }),
   () => ({ label: 'json-v2-snappy', format: 'json', settings: { compression: 'snappy' }, values: jsonValue }),
   () => ({ label: 'avro-v1', format: 'avro', settings: {}, encoder: V1, values: () => null }),
   () => ({ label: 'avro-v2', format: 'avro', settings: {}, values: () => null }),

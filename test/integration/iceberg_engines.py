@@ -228,9 +228,9 @@ class Daft(Engine):
 
 class Spark(Engine):
     def __init__(self, job):
-        from iceberg_spark import iceberg_session
+        from iceberg_spark_session import lake_session
         self.job = job
-        self.spark = iceberg_session(job["catalogUri"], job["token"], job["jars"], "offsetlake-engines")
+        self.spark = lake_session({"uri": job["catalogUri"], "token": job["token"], "jars": job["jars"]}, "offsetlake-engines")
 
     def query(self, sql):
         return [canonical(r.asDict(recursive=False)) for r in self.spark.sql(sql).collect()]

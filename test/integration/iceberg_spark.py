@@ -5,32 +5,17 @@ stdin: {"uri", "token", "table", "jars": [...], "since": "2026-11-01 14:00:00"}
 stdout: {"count", "sums", "files", "snapshots", "versionAsOf", "since", "plan"} or {"error", "trace"}
 """
 import json
+import os
 import sys
 import traceback
 
-
-def iceberg_session(uri, token, jars, app="offsetlake-iceberg"):
-    """A local Spark session (2 cores, UTC) whose catalog `lake` is serve's Iceberg catalog at `uri`."""
-    from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName(app)
-             .config("spark.jars", ",".join(jars))
-             .config("spark.driver.memory", "1g")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-             .config("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog")
-             .config("spark.sql.catalog.lake.type", "rest")
-             .config("spark.sql.catalog.lake.uri", uri)
-             .config("spark.sql.catalog.lake.token", token)
-             .config("spark.sql.catalog.lake.io-impl", "org.apache.iceberg.aws.s3.S3FileIO")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "helpers"))
+from iceberg_spark_session import lake_session  # noqa: E402
 
 
 def main():
     job = json.loads(sys.stdin.read())
-    spark = iceberg_session(job["uri"], job["token"], job["jars"])
+    spark = lake_session(job, "offsetlake-iceberg")
     t = f"lake.main.{job['table']}"
     try:
         out = {}

@@ -24,6 +24,7 @@ import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { readAsText } from '../helpers/table-audit.js';
 import { compressSync as lz4Compress } from 'lz4-napi';
 import { compressSync as snappyCompress } from 'snappy';
+import { Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { backfillTask, type BackfillPlanState } from '../../src/backfill/tasks.js';
 import type { SlotStepResult } from '../../src/backfill/slot.js';
@@ -104,11 +105,11 @@ const elfMachine: Record<LambdaCpu, number> = { arm64: 183, x64: 62 };
 /**
  * Every run of a bundle gives its native compressors (functions/native.ts, the bundle's own
  * copy) a 1 MiB page, as encoder v2 compresses them (its page size): the bytes must be
- * those this machine's snappy and lz4-napi make of it, whatever the processor, and
+ * those this machine's snappy, lz4-napi and node-zstd (level 1) make of it, whatever the processor, and
  * uncompress to the page again.
  */
 function checkCompressed(what: string, run: BundleRun): void {
-  for (const codec of ['snappy', 'lz4'] as const) {
+  for (const codec of ['snappy', 'lz4', 'zstd'] as const) {
     expect(run.compressed?.[codec].roundTrip, `${what} ${codec}: the page back`).toBe(true);
     expect(run.compressed![codec].bytes.equals(expectedCompressed[codec]), `${what} ${codec}: this machine's bytes`).toBe(true);
   }
@@ -128,7 +129,7 @@ function knownPage(): Buffer {
   return Buffer.from(parts.join('\n')).subarray(0, 1024 * 1024);
 }
 const page = knownPage();
-const expectedCompressed = { snappy: snappyCompress(page), lz4: lz4Compress(page) };
+const expectedCompressed = { snappy: snappyCompress(page), lz4: lz4Compress(page), zstd: new ZstdEncoder(1).encodeSync(page) };
 
 /** The catalog (through PgBouncer, a fresh database) and the local broker, without auth: what every function but the IAM one gets. */
 const stackEnv = (): Record<string, string> => ({ DATABASE_URL: engine.config.databaseUrl, KAFKA_BROKERS: engine.config.kafkaBrokers.join(','), KAFKA_AUTH: 'none' });
@@ -169,14 +170,15 @@ async function makeStreamedFile() {
   const token = 'bundle-stream-token';
   const topic = await newTopic(engine, 1, 'bundle-stream');
   const table = await testTable(engine, topic, { row_group_rows: '2000', file_window: '2h' });
-  // 20,000 values of about 1 KB of random hex, which the compressors cannot shrink much:
-  // the file is larger than both a buffered response (6 MB) and the reader's whole-range
+  // 20,000 values of about 2 KB of random hex, which ZSTD (the default) shrinks to half and
+  // no further (hex carries 4 bits a byte): the file, some 20 MB, is larger than both a
+  // buffered response (6 MB) and the reader's whole-range
   // limit (16 MiB, file-response.ts), so it goes out row group by row group. Timestamps a
   // millisecond apart from the start of this hour: one time bucket, so one file.
   const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
   const records = 20_000;
   for (let from = 0; from < records; from += 5_000) {
-    await produce(engine.kafka, topic, Array.from({ length: 5_000 }, (_, j) => ({ value: JSON.stringify({ i: from + j, hex: randomBytes(500).toString('hex') }), timestamp: hour + from + j, partition: 0 })));
+    await produce(engine.kafka, topic, Array.from({ length: 5_000 }, (_, j) => ({ value: JSON.stringify({ i: from + j, hex: randomBytes(1000).toString('hex') }), timestamp: hour + from + j, partition: 0 })));
   }
   const indexer = await indexerFor(testRuntime(engine, `stream-${topic}`), await findTable(engine.catalog, table.name), 0);
   await indexer.advance();
@@ -227,6 +229,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     // handler tests below, the arm64 indexer and reader in the next test.
     expect(expectedCompressed.snappy.length).toBeLessThan(page.length);
     expect(expectedCompressed.lz4.length).toBeLessThan(page.length);
+    expect(expectedCompressed.zstd.length).toBeLessThan(page.length);
     const names: DeployedFunction[] = ['Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Migrate'];
     // Two at a time: an emulated Node takes seconds to load a bundle, and the machine has two cores.
     for (let i = 0; i < names.length; i += 2) {
@@ -235,10 +238,10 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     }
   }, armUnderQemuMs);
 
-  it('arm64, emulated: the indexer bundle\'s files rebuild byte for byte on x86_64, and the reader bundle streams (RESPONSE_STREAM, as deployed) a file x86_64 indexed with the catalog\'s length and SHA-256 (encoder v2, native Snappy, across processors)', async () => {
+  it('arm64, emulated: the indexer bundle\'s files rebuild byte for byte on x86_64, and the reader bundle streams (RESPONSE_STREAM, as deployed) a file x86_64 indexed with the catalog\'s length and SHA-256 (the default encoder, native ZSTD, across processors)', async () => {
     const topic = await newTopic(engine, 1, 'bundle-arm64');
     const table = await testTable(engine, topic, { file_bytes: '64KiB' });
-    // Values of 0.5-2 KB, some repetitive and some not: pages that Snappy really works on.
+    // Values of 0.5-2 KB, some repetitive and some not: pages that the compressor really works on.
     const value = (i: number): string => JSON.stringify({ i, text: `${'lorem ipsum '.repeat(i % 50)}${(i * 2654435761 >>> 0).toString(36).repeat(20)}`, pad: 'x'.repeat(400 + (i % 7) * 100) });
     await produce(engine.kafka, topic, Array.from({ length: 200 }, (_, i) => ({ key: `k${i % 13}`, value: value(i), partition: 0 })));
     const records = await committed(topic, 0n, 200n);

@@ -30,12 +30,13 @@ let service: ReaderService;
 let reader: ListeningReader | undefined;
 let port: number;
 
-// Two files of ~8 MB of random hex (it does not compress), one per hour: larger than what
-// a client that does not read can take into its socket buffers, so its response stalls.
+// Two files of ~8 MB of random hex, one per hour, pages uncompressed (ZSTD, the default,
+// would halve hex): larger than what a client that does not read can take into its socket
+// buffers, so its response stalls.
 beforeAll(async () => {
   engine = await testEngine('limits');
   const topic = await newTopic(engine, 1, 'limits');
-  const created = await testTable(engine, topic, { row_group_rows: '2000', file_window: '2h', granularity: 'hour' });
+  const created = await testTable(engine, topic, { row_group_rows: '2000', file_window: '2h', granularity: 'hour', compression: 'none' });
   const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000;
   for (let bucket = 0; bucket < 2; bucket += 1) {
     for (let from = 0; from < 8_000; from += 4_000) {
@@ -159,12 +160,12 @@ describe("serve's limits on clients that misbehave", () => {
   }, 240_000);
 
   it('a client that reads its file steadily but slowly (250 KB/s, never stalling) is cut off by the least rate, and frees the response budget for a whole-file read that must wait for it', async () => {
-    // One file of ~20 MB: after the kernels' buffers take their few MB, a client taking
+    // One file of ~20 MB (pages uncompressed, as above): after the kernels' buffers take their few MB, a client taking
     // 250 KB/s needs a minute more to be handed the rest. The write deadline alone (20 s
     // with no byte taken) never fires for it; the least rate (1 MiB/s over those 20 s)
     // cuts it off at the first window.
     const topic = await newTopic(engine, 1, 'limits_large');
-    const created = await testTable(engine, topic, { row_group_rows: '4000', file_window: '2h', granularity: 'hour' });
+    const created = await testTable(engine, topic, { row_group_rows: '4000', file_window: '2h', granularity: 'hour', compression: 'none' });
     const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000;
     for (let from = 0; from < 20_000; from += 4_000) {
       await produce(engine.kafka, topic, Array.from({ length: 4_000 }, (_, j) => ({ value: JSON.stringify({ i: from + j, hex: randomBytes(500).toString('hex') }), timestamp: hour + from + j, partition: 0 })));

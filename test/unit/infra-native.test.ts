@@ -1,6 +1,6 @@
 /**
  * The native binaries the Lambda bundles carry (infra/lambda-native.ts): for each Lambda
- * architecture, the platform packages of snappy, lz4-napi and @node-rs/crc32 that package-lock.json pins,
+ * architecture, the platform packages of snappy, lz4-napi, @toondepauw/node-zstd and @node-rs/crc32 that package-lock.json pins,
  * installed by npm ci's postinstall whatever this machine's processor. The bundles
  * themselves, on both processors, are test/integration/lambda-bundles.test.ts's.
  */
@@ -20,7 +20,7 @@ const lock = readJson(join(root, 'package-lock.json')) as { packages: Record<str
 const elfMachine: Record<LambdaCpu, number> = { arm64: 183, x64: 62 };
 
 describe('the native bindings of the Lambda bundles', () => {
-  it('snappy, lz4-napi and @node-rs/crc32 are pinned exactly: a compressor\'s version shapes encoder v2\'s bytes', () => {
+  it('snappy, lz4-napi, @toondepauw/node-zstd and @node-rs/crc32 are pinned exactly: a compressor\'s version shapes our writer\'s bytes', () => {
     for (const library of nativeLibraries) expect(manifest.dependencies[library], library).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
@@ -30,6 +30,7 @@ describe('the native bindings of the Lambda bundles', () => {
       expect(nativeBindings(cpu).map(({ library, package: name, version, bundleFile }) => ({ library, name, version, bundleFile }))).toEqual([
         { library: 'snappy', name: `@napi-rs/snappy-linux-${cpu}-gnu`, version: manifest.dependencies.snappy, bundleFile: `snappy.linux-${cpu}-gnu.node` },
         { library: 'lz4-napi', name: `@antoniomuso/lz4-napi-linux-${cpu}-gnu`, version: manifest.dependencies['lz4-napi'], bundleFile: `lz4-napi.linux-${cpu}-gnu.node` },
+        { library: '@toondepauw/node-zstd', name: `@toondepauw/node-zstd-linux-${cpu}-gnu`, version: manifest.dependencies['@toondepauw/node-zstd'], bundleFile: `node-zstd.linux-${cpu}-gnu.node` },
         { library: '@node-rs/crc32', name: `@node-rs/crc32-linux-${cpu}-gnu`, version: manifest.dependencies['@node-rs/crc32'], bundleFile: `crc32.linux-${cpu}-gnu.node` },
       ]);
       for (const binding of nativeBindings(cpu)) expect(binding.integrity).toBe(lock.packages[`node_modules/${binding.package}`]!.integrity);
@@ -37,7 +38,7 @@ describe('the native bindings of the Lambda bundles', () => {
   });
 
   it('esbuild leaves every platform package of the libraries alone (musl, other systems and the wasm fallback included)', () => {
-    expect(nativePlatformPackages()).toEqual(['@napi-rs/snappy-*', '@antoniomuso/lz4-napi-*', '@node-rs/crc32-*']);
+    expect(nativePlatformPackages()).toEqual(['@napi-rs/snappy-*', '@antoniomuso/lz4-napi-*', '@toondepauw/node-zstd-*', '@node-rs/crc32-*']);
     // Every name the loaders require (their index.js), but for the relative `./<binary>.<platform>.node` they try first.
     nativeLibraries.forEach((library, at) => {
       const required = [...readFileSync(join(root, 'node_modules', library, 'index.js'), 'utf8').matchAll(/require\((['"])([^'"]+)\1\)/g)].map((m) => m[2]!);
@@ -71,9 +72,11 @@ describe('the native bindings of the Lambda bundles', () => {
       const own = require.resolve(`${binding.package}/${binding.bundleFile}`);
       const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
       expect(sha(binding.installedFile), binding.package).toBe(sha(own));
-      const carried = require(binding.installedFile) as { compressSync?(data: Buffer): Buffer; crc32c?(data: Buffer): number };
+      type Zstd = new (level: number) => { encodeSync(data: Buffer): Buffer };
+      const carried = require(binding.installedFile) as { compressSync?(data: Buffer): Buffer; crc32c?(data: Buffer): number; Encoder?: Zstd };
       const library = require(binding.library) as typeof carried;
       if (library.compressSync) expect(carried.compressSync!(input).equals(library.compressSync(input)), binding.library).toBe(true);
+      else if (library.Encoder) expect(new carried.Encoder!(1).encodeSync(input).equals(new library.Encoder(1).encodeSync(input)), binding.library).toBe(true);
       else expect(carried.crc32c!(input), binding.library).toBe(library.crc32c!(input));
     }
   });

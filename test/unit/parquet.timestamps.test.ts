@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { parquetMetadata } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { type Column, encodeParquet, encoderVersion, kafkaColumnArrays, kafkaTableColumns } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, encoderForCompression, encoderVersion, kafkaColumnArrays, kafkaTableColumns } from '../../src/parquet/index.js';
 import { rowGroupBounds } from '../../src/query/prune.js';
 import type { CatalogFile } from '../../src/catalog/file-reads.js';
 
@@ -36,7 +36,7 @@ function read(bytes: Uint8Array, columns: string[]): Seen {
 }
 
 const V4 = 'offsetlake-parquet@4/lz4-napi@2.10.0';
-const V5 = 'offsetlake-parquet@5/lz4-napi@2.10.0';
+const V5 = encoderVersion.replace('offsetlake-parquet@6/', 'offsetlake-parquet@5/');
 // around now, before 1970, and past 2255 (where millis × 1000 is no longer a safe integer)
 const stamps = [1_700_000_000_123, 0, -1, -86_400_000_001, 9_007_199_254_741, 1_700_000_003_600, 253_402_300_799_999];
 const records: KafkaRecord[] = Array.from({ length: 300 }, (_, i) => ({
@@ -89,11 +89,12 @@ describe(`${encoderVersion}: UTC millisecond timestamps as micros`, () => {
     expect(seen.values.events).toEqual(rows.map((r) => (r.events === null ? null : r.events.map((e) => (e === null ? null : { when: e.when === null ? null : String(e.when * 1000n) })))));
   });
 
-  it('a file holding a millisecond timestamp with no int64 of micros (past ±292,277 years) is built by v4 and names it', () => {
+  it.each(Object.entries(encoderForCompression))('a %s file holding a millisecond timestamp with no int64 of micros (past ±292,277 years) is built by its v4 twin (v6 hands it to v5, v5 to v4) and names it', (_, version) => {
+    const twin = version.replace('offsetlake-parquet@6/', 'offsetlake-parquet@4/');
     const far = [...records.slice(0, 10), { ...records[10]!, timestamp: 9_223_372_036_854_776 }];
-    const file = encodeParquet(kafkaTableColumns('json'), kafkaColumnArrays(0, far, 'json'), { rowGroupRows: 100 });
-    const v4 = encodeParquet(kafkaTableColumns('json'), kafkaColumnArrays(0, far, 'json'), { rowGroupRows: 100, encoderVersion: V4 });
-    expect(file.encoderVersion).toBe(V4);
+    const file = encodeParquet(kafkaTableColumns('json'), kafkaColumnArrays(0, far, 'json'), { rowGroupRows: 100, encoderVersion: version });
+    const v4 = encodeParquet(kafkaTableColumns('json'), kafkaColumnArrays(0, far, 'json'), { rowGroupRows: 100, encoderVersion: twin });
+    expect(file.encoderVersion).toBe(twin);
     expect(Buffer.from(file.sha256).toString('hex')).toBe(Buffer.from(v4.sha256).toString('hex'));
     expect(read(file.bytes, ['_timestamp']).types._timestamp).toBe('timestamp[ms, tz=UTC]');
   });

@@ -1,5 +1,5 @@
 /**
- * Files of our own writer (both v2 encoders) as engines we did not write see them:
+ * Files of our own writer (every encoder, v2 to v5, each codec) as engines we did not write see them:
  * pyarrow, DuckDB, polars and DataFusion read the same rows; pyarrow reads back the
  * values we gave, every column and nested leaf carries its column id as field_id,
  * `_value` has the JSON logical type (STRING from v6 on), every column chunk has a page index (floats an

@@ -30,12 +30,12 @@ describe('table settings', () => {
     expect(() => resolveSettings({ granularity: 'fortnight' })).toThrow('granularity: "fortnight" is not one of minute, hour, day');
     expect(() => resolveSettings({ backfill_offsets: '-5' })).toThrow('backfill_offsets: "-5" is not a positive whole number');
     expect(() => resolveSettings({ file_size: '1MiB' })).toThrow('unknown table setting "file_size"');
-    expect(() => resolveSettings({ compression: 'zstd' })).toThrow('compression: "zstd" is not one of lz4_raw, snappy');
+    expect(() => resolveSettings({ compression: 'gzip' })).toThrow('compression: "gzip" is not one of zstd, snappy, lz4_raw, none');
   });
 
-  it('compression: lz4_raw unless snappy is asked for; a table stored before the setting existed reads as lz4_raw', () => {
-    expect(resolveSettings({}).compression).toBe('lz4_raw');
-    expect(resolveSettings({ compression: 'snappy' }).compression).toBe('snappy');
+  it('compression: zstd unless another is asked for (every engine docs/operations.md names reads ZSTD; Trino has no LZ4_RAW); a table stored before the setting existed keeps lz4_raw, what it was built with', () => {
+    expect(resolveSettings({}).compression).toBe('zstd');
+    for (const codec of ['snappy', 'lz4_raw', 'none', 'zstd']) expect(resolveSettings({ compression: codec }).compression).toBe(codec);
     const { compression: _, ...stored } = resolveSettings({});
     expect(formatSettings(stored as ReturnType<typeof resolveSettings>).compression).toBe('lz4_raw');
   });
