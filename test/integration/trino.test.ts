@@ -41,7 +41,7 @@ beforeAll(async () => {
   // the token and key pair docs/engines.md starts serve with, so that its catalog file runs as written
   fixture = await startEngineTables({ token: 'secret', accessKeyId: 'reader', secretAccessKey: 's3cret' });
   trino = await startTrino({ catalogs: { lake: asRun('trino') } });
-  process.stderr.write(`trino: fixture ${Date.now() - started - trino.startMs} ms, Trino started in ${trino.startMs} ms\n`);
+  process.stderr.write(`trino: fixture ${Date.now() - started - trino.startMs} ms, Trino started in ${trino.startMs} ms on ${trino.java}\n`);
 }, 900_000);
 
 afterAll(async () => {
