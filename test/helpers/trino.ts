@@ -305,5 +305,26 @@ export async function startTrino(options: TrinoOptions): Promise<Trino> {
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  return { url, port, startMs: Date.now() - started, java, log, query: (sql) => statement(url, sql, 'offsetlake-test'), stop };
+  const query = (sql: string) => statementOnceScheduled(url, sql);
+  // The node announces itself (and its catalogs) to its own discovery a moment after it
+  // says it started: until then a scan fails with NO_NODES_AVAILABLE. Wait for it here.
+  await query("SELECT count(*) FROM system.runtime.nodes WHERE state = 'active'");
+  return { url, port, startMs: Date.now() - started, java, log, query, stop };
+}
+
+/**
+ * A statement, asked again for up to a minute while Trino says NO_NODES_AVAILABLE (its node
+ * not yet announced to the scheduler: seen on the first scans after a start on a busy
+ * machine); any other error is the answer.
+ */
+async function statementOnceScheduled(url: string, sql: string): Promise<TrinoResult> {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    try {
+      return await statement(url, sql, 'offsetlake-test');
+    } catch (error) {
+      if (!(error instanceof TrinoQueryError) || error.errorName !== 'NO_NODES_AVAILABLE' || Date.now() > until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }
