@@ -19,3 +19,11 @@ export function useProjectPython(env: NodeJS.ProcessEnv = process.env): string {
   env.PYTHONNOUSERSITE = '1';
   return python;
 }
+
+/**
+ * Daft's Python, in an environment of its own (test/integration/requirements-daft.txt: daft
+ * needs an older pyarrow than the readers' environment pins), made and checked as the readers' is.
+ */
+export function daftPython(): string {
+  return `${execFileSync('bash', [join(root, 'test/python-env.sh'), 'test/integration/requirements-daft.txt'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], cwd: root }).trim()}/bin/python`;
+}

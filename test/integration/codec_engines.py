@@ -5,13 +5,13 @@ Parquet. Per engine and table: the rows, the sum of _offset and the sum of the l
 _value (every column chunk of those columns decompressed), or the engine's error.
 
   pyiceberg 0.12 (RestCatalog, scan to Arrow), polars (scan_iceberg over pyiceberg's
-  table with polars' own reader for _offset, scan_parquet of the files for _value),
-  DuckDB 1.4.4 (ATTACH ... TYPE iceberg), pyarrow
-  and DataFusion (each data file as plain Parquet, its bytes fetched by pyiceberg's
-  FileIO from the S3 face); with "spark": Spark 4.1 with Iceberg's runtime (RESTCatalog,
-  S3FileIO), one session for every table.
+  table, polars' own reader), DuckDB 1.4.4 (ATTACH ... TYPE iceberg), pyarrow and
+  DataFusion (each data file as plain Parquet, its bytes fetched by pyiceberg's FileIO
+  from the S3 face); with "spark": Spark 4.1 with Iceberg's runtime (RESTCatalog,
+  S3FileIO), one session for every table; with "daft", in Daft's own environment
+  (requirements-daft.txt): daft.read_iceberg over pyiceberg's table.
 
-stdin: {"uri", "token", "tables": [...], "spark": bool, "jars": [...]}
+stdin: {"uri", "token", "tables": [...], "spark": bool, "jars": [...], "daft": bool}
 stdout (last line): {table: {engine: [rows, sum_offset, sum_value_length] or {"error"}}}
 """
 import json
@@ -30,16 +30,25 @@ def attempt(work):
         return {"error": f"{type(error).__name__}: {error}"[:2000], "trace": traceback.format_exc()[-2000:]}
 
 
+def sums(arrow):
+    """An Arrow table's rows, sum of _offset and sum of the byte lengths of _value."""
+    import pyarrow.compute as pc
+    return [arrow.num_rows, pc.sum(arrow.column("_offset")).as_py(), pc.sum(pc.binary_length(arrow.column("_value").cast("large_binary"))).as_py()]
+
+
+def lake_catalog(job):
+    from pyiceberg.catalog.rest import RestCatalog
+    return RestCatalog("lake", uri=job["uri"], token=job["token"], warehouse="offsetlake")
+
+
 def clients(job):
     import datafusion
     import duckdb
     import polars as pl
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
     from duckdb_session import extension_directory
-    from pyiceberg.catalog.rest import RestCatalog
 
-    catalog = RestCatalog("lake", uri=job["uri"], token=job["token"], warehouse="offsetlake")
+    catalog = lake_catalog(job)
     con = duckdb.connect()
     con.execute(f"SET extension_directory = '{extension_directory()}'")
     con.execute("LOAD httpfs")
@@ -51,19 +60,14 @@ def clients(job):
     for name in job["tables"]:
         table = catalog.load_table(("main", name))
         seen = {}
-
-        def sums(arrow):
-            values = arrow.column("_value")
-            return [arrow.num_rows, pc.sum(arrow.column("_offset")).as_py(), pc.sum(pc.binary_length(values.cast("binary"))).as_py()]
-
         seen["pyiceberg"] = attempt(lambda: sums(table.scan(selected_fields=("_offset", "_value")).to_arrow()))
         # polars' own reader fetches the files with its own object store: the keys and endpoint LoadTable gave pyiceberg.
-        # Through scan_iceberg, _offset alone: polars refuses a json table's _value there (Binary, not the
-        # Iceberg string it expects: issue 47, an encoder matter, not a codec one); _value below, from the files
+        # _value is a STRING column in v6's files (v5 stored it as JSON-annotated binary, which scan_iceberg refused)
         props = table.io.properties
         options = {"aws_endpoint_url": props["s3.endpoint"], "aws_access_key_id": props["s3.access-key-id"], "aws_secret_access_key": props["s3.secret-access-key"],
                    "aws_region": props.get("s3.region", "us-east-1"), "aws_allow_http": "true"}
-        polars_iceberg = attempt(lambda: pl.scan_iceberg(table, storage_options=options, reader_override="native").select(pl.len(), pl.col("_offset").sum()).collect().row(0))
+        seen["polars"] = attempt(lambda: pl.scan_iceberg(table, storage_options=options, reader_override="native")
+                                 .select(pl.len(), pl.col("_offset").sum(), pl.col("_value").str.len_bytes().sum()).collect().row(0))
         seen["duckdb"] = attempt(lambda: con.execute(f"SELECT count(*), sum(_offset), sum(strlen(_value::VARCHAR)) FROM ice.main.{name}").fetchone())
         paths = []
         for number, task in enumerate(table.scan().plan_files()):
@@ -89,13 +93,8 @@ def clients(job):
                     totals[i] += v or 0
             return totals
 
-        def by_polars():
-            values = pl.scan_parquet(paths).select(pl.col("_value").cast(pl.Binary).bin.size().sum()).collect().item()
-            return [*polars_iceberg, values]
-
         seen["pyarrow"] = attempt(by_pyarrow)
         seen["datafusion"] = attempt(by_datafusion)
-        seen["polars"] = polars_iceberg if isinstance(polars_iceberg, dict) else attempt(by_polars)
         out[name] = seen
     return out
 
@@ -113,9 +112,17 @@ def spark(job):
     return out
 
 
+def daft(job):
+    import daft as daft_engine
+    catalog = lake_catalog(job)
+    # daft.read_iceberg reads the files with its own reader, at the S3 face and keys LoadTable gave pyiceberg's table
+    return {name: {"daft": attempt(lambda n=name: sums(daft_engine.read_iceberg(catalog.load_table(("main", n))).select("_offset", "_value").to_arrow()))}
+            for name in job["tables"]}
+
+
 def main():
     job = json.loads(sys.stdin.read())
-    print(json.dumps(spark(job) if job.get("spark") else clients(job)))
+    print(json.dumps(spark(job) if job.get("spark") else daft(job) if job.get("daft") else clients(job)))
 
 
 main()

@@ -12,7 +12,7 @@
  * the metadata tables (files, snapshots) and time travel to the older snapshot where the
  * engine has them.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { engineTableNames, startEngineTables, type EngineFormat, type EngineTables } from '../helpers/engine-tables.js';
 import { sparkIcebergJars, sparkJavaHome } from '../helpers/iceberg-jars.js';
+import { daftPython } from '../helpers/project-python.js';
 
 const engines = ['pyiceberg', 'duckdb', 'polars', 'daft', 'spark'] as const;
 type EngineName = (typeof engines)[number];
@@ -40,7 +41,6 @@ interface TableAnswer {
 type EngineAnswer = Record<string, TableAnswer> | Failed;
 
 const script = fileURLToPath(new URL('./iceberg_engines.py', import.meta.url));
-const repository = fileURLToPath(new URL('../..', import.meta.url));
 
 function runEngines(python: string, names: readonly EngineName[], job: unknown, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, EngineAnswer>> {
   return new Promise((resolve) => {
@@ -66,11 +66,9 @@ beforeAll(async () => {
   fixture = await startEngineTables();
   const fixtureMs = Date.now() - started;
   const job = { catalogUri: fixture.catalogUri, token: fixture.token, s3: fixture.s3, tables: fixture.tables, expectedFile: fixture.expectedFile, window: fixture.window, jars: sparkIcebergJars() };
-  // Daft has an environment of its own (requirements-daft.txt: it needs an older pyarrow)
-  const daftPython = `${execFileSync('bash', ['test/python-env.sh', 'test/integration/requirements-daft.txt'], { cwd: repository, encoding: 'utf8' }).trim()}/bin/python`;
   const [readers, daft, spark] = await Promise.all([
     runEngines('python3', ['pyiceberg', 'duckdb', 'polars'], job),
-    runEngines(daftPython, ['daft'], job),
+    runEngines(daftPython(), ['daft'], job),
     runEngines('python3', ['spark'], job, { ...process.env, JAVA_HOME: sparkJavaHome(), TZ: 'UTC' }),
   ]);
   Object.assign(answers, readers, daft, spark);
