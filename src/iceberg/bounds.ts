@@ -18,7 +18,7 @@
  * `undefined`: a bound we do not hold exactly in this type, left out of the manifest
  * rather than approximated.
  */
-import type { ScalarType } from '../parquet/schema.js';
+import { ICEBERG_DECIMAL_PRECISION, type ScalarType } from '../parquet/schema.js';
 
 /** The unscaled integer of exact decimal text with `scale` fraction digits ("-1.50" at scale 2 → -150). */
 export function unscaledDecimal(text: string, scale: number): bigint {
@@ -79,7 +79,7 @@ export function icebergBound(stored: ScalarType, wanted: ScalarType, text: strin
     case 'binary':
       return Uint8Array.from(Buffer.from(text, 'hex'));
     case 'decimal':
-      if (wanted.precision > 38 || stored.kind !== 'decimal' || stored.scale !== wanted.scale) return undefined;
+      if (wanted.precision > ICEBERG_DECIMAL_PRECISION || stored.kind !== 'decimal' || stored.scale !== wanted.scale) return undefined;
       return twosComplementBigEndian(unscaledDecimal(text, wanted.scale));
   }
 }

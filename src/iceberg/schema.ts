@@ -11,7 +11,9 @@
  * is stored in micros from encoder v5 on, a local one from v6 on, and in older files
  * read widened (exactly); nanosecond ones are read cut to microseconds by the engines,
  * so their bounds are left out (src/iceberg/bounds.ts). A decimal above precision 38 has
- * no Iceberg type: it is given as the fixed bytes it is stored in, without bounds.
+ * no Iceberg type: it is given as the fixed bytes it is stored in, without bounds; from
+ * encoder v6 on the file stores it so too (plain fixed bytes, without the DECIMAL
+ * annotation nor bounds: writer.ts `wideDecimalAsFixed`), before as annotated decimals.
  *
  * One column is named otherwise: Kafka's `_partition` is `_kafka_partition`, since
  * Iceberg reserves `_partition` for a metadata column (Spark refuses a table that has
@@ -24,7 +26,7 @@
  * every node but a list's repeated `list` group, as Iceberg's own writer makes them. Columns are never removed nor renamed, so the newest version's
  * mapping serves every file.
  */
-import { decimalPhysical, type Column, type ColumnType, type FieldType, type ScalarType } from '../parquet/schema.js';
+import { decimalPhysical, ICEBERG_DECIMAL_PRECISION, type Column, type ColumnType, type FieldType, type ScalarType } from '../parquet/schema.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { ownValue } from '../common/objects.js';
 
@@ -78,7 +80,7 @@ export function icebergPrimitive(type: ScalarType): string {
     case 'timestamp':
       return type.utc ? 'timestamptz' : 'timestamp';
     case 'decimal':
-      return type.precision <= 38 ? `decimal(${type.precision}, ${type.scale})` : `fixed[${decimalPhysical(type.precision).length}]`;
+      return type.precision <= ICEBERG_DECIMAL_PRECISION ? `decimal(${type.precision}, ${type.scale})` : `fixed[${decimalPhysical(type.precision).length}]`;
   }
 }
 

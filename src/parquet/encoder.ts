@@ -398,25 +398,31 @@ const ownWriterUncompressed = ownWriterEncoder({
  *   v5's JSON annotation (`incoming: Binary != target: String`); the DuckLake face still
  *   declares it `json`, and DuckDB reads it so over a STRING column;
  * - a local millisecond timestamp (Avro local-timestamp-millis) as TIMESTAMP(MICROS, false),
- *   Iceberg's `timestamp` (`localMillisAsMicros`), the values times 1000.
+ *   Iceberg's `timestamp` (`localMillisAsMicros`), the values times 1000;
+ * - a decimal above precision 38 (only Avro `decimal` makes one), which Iceberg declares
+ *   `fixed[L]`, as a plain FIXED_LEN_BYTE_ARRAY(L) without the DECIMAL annotation
+ *   (`wideDecimalAsFixed`), the same bytes per value, and no bounds in the file (footer
+ *   min/max, ColumnIndex): a reader orders plain fixed bytes unsigned, not as decimals.
  * A file that v6 cannot store (a millisecond timestamp with no int64 of micros) is built
  * by v5, which in turn hands it to v4 when it cannot store it either.
  */
+/** What v6 stores otherwise than v5, the same for every codec. */
+const v6Storage = { localMillisAsMicros: true, jsonAsString: true, wideDecimalAsFixed: true } as const;
 const ownWriterSnappyV6 = ownWriterEncoder({
   version: 'offsetlake-parquet@6/snappy@7.4.3', ...ownWriterSettings.snappy, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true,
-  localMillisAsMicros: true, jsonAsString: true, fallback: ownWriterSnappy,
+  ...v6Storage, fallback: ownWriterSnappy,
 });
 const ownWriterLz4V6 = ownWriterEncoder({
   version: 'offsetlake-parquet@6/lz4-napi@2.10.0', ...ownWriterSettings.lz4_raw, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true,
-  localMillisAsMicros: true, jsonAsString: true, fallback: ownWriterLz4,
+  ...v6Storage, fallback: ownWriterLz4,
 });
 const ownWriterZstdV6 = ownWriterEncoder({
   version: `offsetlake-parquet@6/node-zstd@2.0.0/level-${ZSTD_LEVEL}`, ...ownWriterSettings.zstd, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true,
-  localMillisAsMicros: true, jsonAsString: true, fallback: ownWriterZstd,
+  ...v6Storage, fallback: ownWriterZstd,
 });
 const ownWriterUncompressedV6 = ownWriterEncoder({
   version: 'offsetlake-parquet@6/uncompressed', ...ownWriterSettings.none, jsonRules: 'engines', groupFieldIds: true, utcMillisAsMicros: true,
-  localMillisAsMicros: true, jsonAsString: true, fallback: ownWriterUncompressed,
+  ...v6Storage, fallback: ownWriterUncompressed,
 });
 
 /** The encoder of new files for each page compression a table may choose. */

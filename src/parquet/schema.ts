@@ -42,6 +42,13 @@ export function isScalar(type: ColumnType): type is ScalarType {
   return type.kind !== 'list' && type.kind !== 'struct';
 }
 
+/**
+ * The widest decimal Iceberg has (its `decimal(P, S)` takes P up to 38): a wider one (only
+ * Avro `decimal` makes one) is declared Iceberg `fixed[L]` (src/iceberg/schema.ts), and
+ * encoder v6 stores it so (writer.ts `wideDecimalAsFixed`).
+ */
+export const ICEBERG_DECIMAL_PRECISION = 38;
+
 /** Physical representation of a decimal: the narrowest Parquet allows for its precision. */
 export function decimalPhysical(precision: number): { type: 'INT32' | 'INT64' | 'FIXED_LEN_BYTE_ARRAY'; length?: number } {
   if (precision <= 9) return { type: 'INT32' };

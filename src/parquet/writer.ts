@@ -17,7 +17,8 @@
  *   never meets a broken character. The catalog's statistics stay exact (statistics.ts);
  * - the page index (ColumnIndex + OffsetIndex) on every column chunk, laid out after the
  *   row groups; float and double chunks get no ColumnIndex: how a page of only NaN is
- *   bounded there is not settled between readers;
+ *   bounded there is not settled between readers; nor does a decimal stored as plain
+ *   fixed bytes (`wideDecimalAsFixed`), which gets no footer min/max either;
  * - Parquet field_id from `fieldIds` on each schema node named there: top-level columns
  *   and leaves only, unless `groupFieldIds` (v5 on) lets the nested groups have theirs.
  *
@@ -26,7 +27,7 @@
  * by the encoder version that chooses it (encoder.ts).
  */
 import type { SchemaElement } from 'hyparquet-writer';
-import { type Column, type ColumnType, type FieldType, isScalar, leafCount, leaves, parquetSchema, type ScalarType } from './schema.js';
+import { type Column, type ColumnType, type FieldType, ICEBERG_DECIMAL_PRECISION, isScalar, leafCount, leaves, parquetSchema, type ScalarType } from './schema.js';
 import { compareBytes, compareFloats } from './stat-text.js';
 import { CompactType, CompactWriter } from './thrift.js';
 import { ByteSpans, KeyValueLists, type PreparedData, SafeInt64s, StructVectors } from './values.js';
@@ -83,6 +84,17 @@ export interface WriterSettings {
    * (`incoming: Binary != target: String`). The DuckLake face still calls it `json`.
    */
   jsonAsString?: boolean;
+  /**
+   * A decimal above precision 38 stored as a plain FIXED_LEN_BYTE_ARRAY, without the
+   * DECIMAL annotation (encoder v6 on): Iceberg has no such decimal and declares it
+   * `fixed[L]`, whose Parquet form is plain fixed bytes; each value's bytes stay the same
+   * (big-endian two's complement). A reader orders plain fixed bytes as unsigned bytes,
+   * not in the decimal order its bounds are taken in (a negative value's bytes sort after
+   * every positive one's), so the file bounds it nowhere: no min/max in the chunk's
+   * statistics, no ColumnIndex (OffsetIndex only; null counts kept). The catalog's
+   * statistics (`writtenStatistics`) stay decimal values.
+   */
+  wideDecimalAsFixed?: boolean;
 }
 
 export interface WriteOptions {
@@ -115,6 +127,8 @@ interface LeafPlan {
   within: number;
   /** What the file holds is the value times this: 1000 for a millisecond timestamp stored in micros, else 1. */
   scale: 1 | 1000;
+  /** Whether the file bounds it (footer min/max, ColumnIndex): not a decimal stored as plain fixed bytes (`wideDecimalAsFixed`). */
+  fileBounds: boolean;
 }
 
 /** One row group's entries of a leaf: levels, and the value of each entry that has one. */
@@ -243,7 +257,7 @@ export function assembleParquet(data: Pick<PreparedData, 'columns' | 'rowCount'>
   const index = new CompactWriter();
   for (const group of groups) {
     for (const chunk of group.chunks) {
-      if (chunk.leaf.physical === 'FLOAT' || chunk.leaf.physical === 'DOUBLE') continue;
+      if (chunk.leaf.physical === 'FLOAT' || chunk.leaf.physical === 'DOUBLE' || !chunk.leaf.fileBounds) continue;
       writeColumnIndex(index, chunk, bounds);
       const bytes = index.take();
       chunk.columnIndex = { offset: parts.offset, length: bytes.length };
@@ -288,10 +302,21 @@ function storedType(type: ColumnType, settings: WriterSettings): ColumnType {
   return type;
 }
 
+/** Whether a leaf of this type is stored as plain fixed bytes, without the DECIMAL annotation (`wideDecimalAsFixed`). */
+const decimalAsFixed = (type: ScalarType, settings: WriterSettings): boolean =>
+  type.kind === 'decimal' && type.precision > ICEBERG_DECIMAL_PRECISION && settings.wideDecimalAsFixed === true;
+
 /** The file's Parquet schema (parquetSchema of the columns as stored). */
 function storedSchema(columns: readonly Column[], settings: WriterSettings): SchemaElement[] {
   const changesTypes = settings.utcMillisAsMicros || settings.localMillisAsMicros || settings.jsonAsString;
-  return parquetSchema(changesTypes ? columns.map((column) => ({ ...column, type: storedType(column.type, settings) })) : columns);
+  const schema = parquetSchema(changesTypes ? columns.map((column) => ({ ...column, type: storedType(column.type, settings) })) : columns);
+  if (!settings.wideDecimalAsFixed) return schema;
+  // the column model has no fixed type: the decimal's element loses its annotation (its physical type and length are already fixed bytes)
+  return schema.map((element) =>
+    element.logical_type?.type === 'DECIMAL' && element.logical_type.precision > ICEBERG_DECIMAL_PRECISION
+      ? { name: element.name, type: element.type, type_length: element.type_length, repetition_type: element.repetition_type }
+      : element,
+  );
 }
 
 /** Leaves in schema order, with their levels, matched to parquetSchema's elements. */
@@ -311,7 +336,8 @@ function leafPlans(columns: readonly Column[], schema: readonly SchemaElement[],
         const leaf = all[plans.length]!;
         if (leaf.path.join('.') !== path.join('.')) throw new Error(`leaf order mismatch at ${path.join('.')}`);
         const scale = millisAsMicros(type, settings) ? 1000 : 1;
-        plans.push({ path, type, physical: physicalOf(element), typeLength: element.type_length ?? 0, maxDef: d, maxRep: rep, column: c, within: within++, scale });
+        const fileBounds = !decimalAsFixed(type, settings);
+        plans.push({ path, type, physical: physicalOf(element), typeLength: element.type_length ?? 0, maxDef: d, maxRep: rep, column: c, within: within++, scale, fileBounds });
       }
     };
     walk([column.name], column, 0, 0);
@@ -1131,7 +1157,7 @@ function writeColumnChunk(w: CompactWriter, chunk: ChunkMeta, settings: WriterSe
 function writeStatisticsFields(w: CompactWriter, chunk: ChunkMeta, bounds: Bounds): void {
   const { leaf } = chunk;
   w.i64(3, chunk.nulls);
-  if (chunk.min !== undefined) {
+  if (chunk.min !== undefined && leaf.fileBounds) {
     const max = bounds.value(leaf, chunk.max, true);
     const min = bounds.value(leaf, chunk.min, false);
     w.binary(5, max.bytes);

@@ -8,9 +8,11 @@
  * a Protobuf and a JSON Schema record with every type docs/formats.md maps.
  *
  * Encoder v5 stored a JSON text column with the JSON annotation where Iceberg declares
- * `string` (polars refused it), and an Avro local-timestamp-millis in milliseconds where
- * Iceberg's `timestamp` is micros: the last test names exactly those, so its files stay
- * readable to what reads them by name and widens, as docs/formats.md says.
+ * `string` (polars refused it), an Avro local-timestamp-millis in milliseconds where
+ * Iceberg's `timestamp` is micros, and a decimal above precision 38 (Iceberg `fixed[L]`)
+ * with the DECIMAL annotation: the v5 test names exactly those, so its files stay
+ * readable to what reads them by name and widens, as docs/formats.md says. The last tests
+ * read such a decimal's values and footer with pyarrow.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeFile } from '../../src/build/files.js';
-import { encoderVersion } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, encoderVersion } from '../../src/parquet/index.js';
 import { icebergSchema, type IcebergType } from '../../src/iceberg/schema.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
@@ -30,6 +32,17 @@ import { resolveSettings } from '../../src/table/settings.js';
 const dir = mkdtempSync(join(tmpdir(), 'offsetlake-iceberg-types-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const script = fileURLToPath(new URL('./parquet_iceberg_types.py', import.meta.url));
+const fixedScript = fileURLToPath(new URL('./parquet_fixed_columns.py', import.meta.url));
+
+/**
+ * "Fixed must use the minimum number of bytes that can store P" (Iceberg's spec, after
+ * Parquet's rule): n bytes hold floor(log10(2^(8n-1) - 1)) digits.
+ */
+function fewestBytes(precision: number): number {
+  let n = 1;
+  while (10n ** BigInt(precision) > 2n ** BigInt(8 * n - 1) - 1n) n++;
+  return n;
+}
 
 /**
  * Iceberg's spec, Appendix A, Parquet: the physical type and logical type a primitive
@@ -42,10 +55,7 @@ function icebergParquet(type: string): { physical: string; logical: string | nul
     const logical = `Decimal(${p},${s})`;
     if (p <= 9) return { physical: 'INT32', logical, length: null };
     if (p <= 18) return { physical: 'INT64', logical, length: null };
-    // "Fixed must use the minimum number of bytes that can store P": Parquet's rule, n bytes hold floor(log10(2^(8n-1) - 1)) digits
-    let n = 1;
-    while (10n ** BigInt(p) > 2n ** BigInt(8 * n - 1) - 1n) n++;
-    return { physical: 'FIXED_LEN_BYTE_ARRAY', logical, length: n };
+    return { physical: 'FIXED_LEN_BYTE_ARRAY', logical, length: fewestBytes(p) };
   }
   const fixed = /^fixed\[(\d+)\]$/.exec(type);
   if (fixed) return { physical: 'FIXED_LEN_BYTE_ARRAY', logical: null, length: Number(fixed[1]) };
@@ -142,6 +152,7 @@ const avroSchema = JSON.stringify({
     { name: 'd18', type: { type: 'bytes', logicalType: 'decimal', precision: 18, scale: 6 } },
     { name: 'd20', type: { type: 'fixed', name: 'Nine', size: 9, logicalType: 'decimal', precision: 20, scale: 0 } },
     { name: 'd38', type: { type: 'bytes', logicalType: 'decimal', precision: 38, scale: 10 } },
+    { name: 'd50', type: { type: 'bytes', logicalType: 'decimal', precision: 50, scale: 5 } },
     { name: 'nums', type: { type: 'array', items: 'long' } },
     { name: 'prices', type: { type: 'map', values: 'double' } },
     { name: 'addr', type: { type: 'record', name: 'Addr', fields: [{ name: 'geo', type: { type: 'record', name: 'Geo', fields: [{ name: 'at', type: { type: 'long', logicalType: 'local-timestamp-millis' } }] } }] } },
@@ -221,16 +232,16 @@ describe(`${encoderVersion} stores each Iceberg type as Iceberg's Parquet mappin
     expect(ids.file).toEqual(ids.iceberg);
   });
 
-  it('the Avro record covers what the check is about: JSON text, local and UTC millisecond timestamps, decimals of every physical width, nested at depth', () => {
+  it('the Avro record covers what the check is about: JSON text, local and UTC millisecond timestamps, decimals of every physical width and above precision 38, nested at depth', () => {
     const declared = icebergPrimitives(tables[2]![1]());
-    expect(Object.fromEntries(['chain.next', 'local_ms', 'ts_ms', 'd9', 'd18', 'd20', 'd38', 'addr.geo.at', 'items.list.element.when', 'id', 'kind', 'tm', 'prices.list.element.key'].map((p) => [p, declared.get(p)]))).toEqual({
-      'chain.next': 'string', local_ms: 'timestamp', ts_ms: 'timestamptz', d9: 'decimal(9, 2)', d18: 'decimal(18, 6)', d20: 'decimal(20, 0)', d38: 'decimal(38, 10)',
+    expect(Object.fromEntries(['chain.next', 'local_ms', 'ts_ms', 'd9', 'd18', 'd20', 'd38', 'd50', 'addr.geo.at', 'items.list.element.when', 'id', 'kind', 'tm', 'prices.list.element.key'].map((p) => [p, declared.get(p)]))).toEqual({
+      'chain.next': 'string', local_ms: 'timestamp', ts_ms: 'timestamptz', d9: 'decimal(9, 2)', d18: 'decimal(18, 6)', d20: 'decimal(20, 0)', d38: 'decimal(38, 10)', d50: 'fixed[21]',
       'addr.geo.at': 'timestamp', 'items.list.element.when': 'timestamptz', id: 'string', kind: 'string', tm: 'int', 'prices.list.element.key': 'string',
     });
   });
 });
 
-describe('encoder v5 files differ from the mapping only in JSON text (the JSON annotation) and local millisecond timestamps (MILLIS)', () => {
+describe('encoder v5 files differ from the mapping only in JSON text (the JSON annotation), local millisecond timestamps (MILLIS) and decimals above precision 38 (DECIMAL-annotated fixed)', () => {
   const V5 = 'offsetlake-parquet@5/lz4-napi@2.10.0';
   it.each(tables)('%s', (name, make) => {
     const schema = make();
@@ -239,10 +250,72 @@ describe('encoder v5 files differ from the mapping only in JSON text (the JSON a
     const expected: Record<string, string[]> = {
       json: ['_value: JSON'],
       raw: [],
-      avro: ['addr.geo.at: Timestamp(utc=false, milliseconds)', 'chain.next: JSON', 'local_ms: Timestamp(utc=false, milliseconds)'],
+      avro: ['addr.geo.at: Timestamp(utc=false, milliseconds)', 'chain.next: JSON', 'd50: Decimal(50,5)', 'local_ms: Timestamp(utc=false, milliseconds)'],
       protobuf: [],
       'json-schema': ['anything: JSON'],
     };
     expect(found.sort()).toEqual(expected[formatOf(name)]);
+  });
+});
+
+/** The bytes Iceberg's spec gives a decimal's unscaled value: two's complement, big-endian, `length` bytes (lowercase hex). */
+function twosComplement(value: bigint, length: number): string {
+  const modulus = 2n ** BigInt(8 * length);
+  return (((value % modulus) + modulus) % modulus).toString(16).padStart(2 * length, '0');
+}
+
+interface FixedRead {
+  columns: Record<string, { type: string; values: (string | null)[] }>;
+  chunks: { path: string; row_group: number; physical: string; logical: string | null; length: number | null; has_min_max: boolean; null_count: number | null; has_column_index: boolean; has_offset_index: boolean }[];
+}
+
+describe('a decimal above precision 38 (Iceberg fixed[L]; only Avro decimal makes one), at the top level and in a struct', () => {
+  const columns: Column[] = [
+    { name: 'd50', type: { kind: 'decimal', precision: 50, scale: 0 }, nullable: true },
+    { name: 'outer', type: { kind: 'struct', fields: [{ name: 'd39', type: { kind: 'decimal', precision: 39, scale: 3 }, nullable: false }] }, nullable: true },
+  ];
+  const top = 10n ** 50n - 1n;
+  // both ends of the precision, ±1 and 0, values that differ in sign only: their unsigned byte order is not their order
+  const d50 = [0n, -1n, 1n, top, -top, null, 255n, -256n, ...Array.from({ length: 400 }, (_, i) => (i % 9 === 0 ? null : BigInt(i) * 7_919n ** 11n * (i % 2 ? -1n : 1n)))];
+  const d39 = d50.map((_, i) => (i % 5 === 0 ? null : BigInt(i) * 10n ** 36n * (i % 3 ? -1n : 1n) + BigInt(i)));
+  const rows = d50.map((v, i) => ({ d50: v, outer: d39[i] === null ? null : { d39: d39[i] } }));
+  const rowGroupRows = 150;
+  const build = (version: string) => encodeParquet(columns, rows, { rowGroupRows, encoderVersion: version });
+  const read = (bytes: Uint8Array): FixedRead => {
+    const path = join(dir, 'fixed.parquet');
+    writeFileSync(path, bytes);
+    return JSON.parse(execFileSync('python3', [fixedScript, path], { encoding: 'utf8', maxBuffer: 64 << 20 })) as FixedRead;
+  };
+  const nullsPerGroup = (values: readonly (bigint | null)[]) =>
+    Array.from({ length: Math.ceil(values.length / rowGroupRows) }, (_, g) => values.slice(g * rowGroupRows, (g + 1) * rowGroupRows).filter((v) => v === null).length);
+
+  it(`${encoderVersion}: pyarrow reads a plain fixed_size_binary[L] (no DECIMAL annotation) holding each value's L-byte two's complement; no min/max, no ColumnIndex, null counts kept`, () => {
+    const { columns: read_, chunks } = read(build(encoderVersion).bytes);
+    const [l50, l39] = [fewestBytes(50), fewestBytes(39)];
+    expect(read_).toEqual({
+      d50: { type: `fixed_size_binary[${l50}]`, values: d50.map((v) => (v === null ? null : twosComplement(v, l50))) },
+      'outer.d39': { type: `fixed_size_binary[${l39}]`, values: d39.map((v) => (v === null ? null : twosComplement(v, l39))) },
+    });
+    const expected = (path: string, length: number, nulls: number[]) => nulls.map((nullCount, g) => ({
+      path, row_group: g, physical: 'FIXED_LEN_BYTE_ARRAY', logical: null, length, has_min_max: false, null_count: nullCount, has_column_index: false, has_offset_index: true,
+    }));
+    expect(chunks).toEqual(
+      nullsPerGroup(d50).flatMap((_, g) => [expected('d50', l50, nullsPerGroup(d50))[g], expected('outer.d39', l39, nullsPerGroup(d39))[g]]),
+    );
+  });
+
+  it(`${encoderVersion}: the catalog's statistics stay decimal values in decimal order, as v5's`, () => {
+    const present = d50.filter((v) => v !== null);
+    const statistics = build(encoderVersion).statistics!;
+    expect(statistics.find((s) => s.column === 'd50')).toMatchObject({
+      nullCount: d50.length - present.length, min: String(present.reduce((a, b) => (b < a ? b : a))), max: String(present.reduce((a, b) => (b > a ? b : a))),
+    });
+    expect(statistics).toEqual(build('offsetlake-parquet@5/lz4-napi@2.10.0').statistics);
+  });
+
+  it('encoder v5 keeps the DECIMAL annotation, its footer bounds and ColumnIndex', () => {
+    const { columns: read_, chunks } = read(build('offsetlake-parquet@5/lz4-napi@2.10.0').bytes);
+    expect([read_.d50!.type, read_['outer.d39']!.type]).toEqual(['decimal256(50, 0)', 'decimal256(39, 3)']);
+    expect(new Set(chunks.map((c) => JSON.stringify([c.logical, c.has_min_max, c.has_column_index])))).toEqual(new Set([JSON.stringify(['DECIMAL', true, true])]));
   });
 });

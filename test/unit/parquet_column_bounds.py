@@ -4,25 +4,14 @@ lists are flattened, structs split into their fields, nulls skipped. Binary as l
 hex, text as itself (pyarrow orders both by bytes). Prints one JSON document,
 {path: {column path: {"min": ..., "max": ..., "nulls": n}}}."""
 import json
+import os
 import sys
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-
-def leaves(name, array, out):
-    kind = array.type
-    if isinstance(kind, pa.BaseExtensionType):
-        array = array.storage
-        kind = array.type
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        leaves(f"{name}.list.element", pc.list_flatten(array), out)
-    elif pa.types.is_struct(kind):
-        for i in range(kind.num_fields):
-            leaves(f"{name}.{kind.field(i).name}", pc.struct_field(array, [i]), out)
-    else:
-        out[name] = array
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from arrow_leaves import leaves  # noqa: E402
 
 
 def text(value):
