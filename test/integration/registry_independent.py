@@ -953,14 +953,15 @@ def committed_records(brokers, topic):
         consumer.close()
 
 
-def utc_millis_in_micros(spec):
-    """A column spec as encoder v5 stores it: every UTC millisecond timestamp in micros."""
-    if spec == ("ts", "ms", True):
-        return ("ts", "us", True)
+def millis_in_micros(spec, local):
+    """A column spec as encoder v5 stores it (every UTC millisecond timestamp in micros) or,
+    with `local`, as v6 does (local ones in micros too: Iceberg's `timestamp`)."""
+    if spec == ("ts", "ms", True) or (local and spec == ("ts", "ms", False)):
+        return ("ts", "us", spec[2])
     if isinstance(spec, tuple) and spec[0] in ("list", "map"):
-        return (spec[0],) + tuple(utc_millis_in_micros(s) for s in spec[1:])
+        return (spec[0],) + tuple(millis_in_micros(s, local) for s in spec[1:])
     if isinstance(spec, tuple) and spec[0] == "struct":
-        return ("struct", [(n, utc_millis_in_micros(s)) for n, s in spec[1]])
+        return ("struct", [(n, millis_in_micros(s, local)) for n, s in spec[1]])
     return spec
 
 
@@ -1152,10 +1153,12 @@ def verify(args):
             file_specs = {n: s for n, s in kafka_specs + specs["2"]}
         else:
             file_specs = dict(kafka_specs + specs[candidates[0]])
-        # docs/formats.md, "Encoder v5": from v5 on a UTC millisecond timestamp is stored in micros
+        # docs/formats.md, "Encoder v5" and "Encoder v6": from v5 on a UTC millisecond timestamp
+        # is stored in micros, from v6 on a local one too
         encoder = (pq.read_metadata(file["path"]).metadata or {}).get(b"offsetlake.encoder", b"").decode()
-        if encoder.startswith("offsetlake-parquet@") and int(encoder.split("@")[1].split("/")[0]) >= 5:
-            file_specs = {n: utc_millis_in_micros(s) for n, s in file_specs.items()}
+        version = int(encoder.split("@")[1].split("/")[0]) if encoder.startswith("offsetlake-parquet@") else 0
+        if version >= 5:
+            file_specs = {n: millis_in_micros(s, version >= 6) for n, s in file_specs.items()}
         for name in names:
             if name in file_specs:
                 problem = type_problem(file_specs[name], table.schema.field(name).type, name)
