@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import avro from 'avsc';
 import { Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
-import { fileRows } from '../src/build/files.js';
+import { fileRows } from '../src/files/files.js';
 import { recordBytes, type KafkaRecord } from '../src/kafka/record.js';
 import { encoderVersion, ownWriterEncoder, ownWriterPageShape, ownWriterSettings, type Encoder } from '../src/parquet/index.js';
 import { mergeRegistrySchemas } from '../src/schema/evolve.js';
@@ -139,7 +139,7 @@ function child(shapeName: string, codec: string, rows: number, rounds: number, o
       return file;
     });
     encodeMs = Math.min(encodeMs, encoded.ms);
-    // serve's rebuild (build/rebuild.ts, verifiedFile): rows from the records, the file, its sha256
+    // serve's rebuild (files/rebuild.ts, verifiedFile): rows from the records, the file, its sha256
     const rebuilt = cpuMs(() => encoder.encode(rowsOf(), options).sha256);
     rebuildMs = Math.min(rebuildMs, rebuilt.ms);
     hashes.add(Buffer.from(rebuilt.result).toString('hex'));

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { RangeBuilder } from '../src/build/files.js';
+import type { RangeBuilder } from '../src/files/files.js';
 import type { CommittedSource } from '../src/kafka/source.js';
 
 /** The builder, with the wall time of its calls added to `into.build` (ms). */

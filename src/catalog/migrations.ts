@@ -950,6 +950,32 @@ END
 $do$;
 `,
   },
+  {
+    version: 17,
+    name: 'merged files: a file replaced by the merge that took its records stays for older snapshots',
+    sql: `
+-- Files grow with age (issue 49): a merge builds one file of consecutive ranges of a
+-- partition, per time bucket, and replaces their files in one transaction. A replaced
+-- file keeps its row (older snapshots name it, and it is served while Kafka holds its
+-- offsets) but is no longer live: the live files (replaced_by IS NULL AND expired_at IS
+-- NULL) and lost intervals tile [indexed_start, indexed_end) as before (invariant 1).
+ALTER TABLE data_file ADD COLUMN replaced_by bigint REFERENCES data_file (data_file_id);
+ALTER TABLE data_file ADD COLUMN replaced_at timestamptz;
+ALTER TABLE data_file ADD CONSTRAINT data_file_replaced_together CHECK ((replaced_by IS NULL) = (replaced_at IS NULL));
+-- A merged file starts where the first file it replaces starts, in the same bucket: only
+-- live files must be unique there.
+ALTER TABLE data_file DROP CONSTRAINT data_file_table_id_partition_id_start_offset_time_bucket_key;
+CREATE UNIQUE INDEX data_file_live_start ON data_file (table_id, partition_id, start_offset, time_bucket) WHERE replaced_by IS NULL;
+CREATE INDEX data_file_by_replacement ON data_file (replaced_by) WHERE replaced_by IS NOT NULL;
+-- A merged file's range ends where its last source range ended; it says why by 'merge'
+-- and was built by the compactor ('merge'), under the partition's lease like 'live'.
+ALTER TABLE data_file DROP CONSTRAINT data_file_seal_reason_check;
+ALTER TABLE data_file ADD CONSTRAINT data_file_seal_reason_check CHECK (seal_reason IN
+  ('bytes', 'span', 'age', 'bucket', 'flush', 'capacity', 'chunk', 'merge'));
+ALTER TABLE data_file DROP CONSTRAINT data_file_source_check;
+ALTER TABLE data_file ADD CONSTRAINT data_file_source_check CHECK (source IN ('live', 'backfill', 'merge'));
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

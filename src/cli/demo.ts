@@ -7,12 +7,12 @@
 import { listFiles } from '../catalog/file-reads.js';
 import { dropTable, findTable, listTables } from '../catalog/tables.js';
 import { openEngine } from '../runtime/engine.js';
-import { rangeBuilder } from '../build/files.js';
+import { rangeBuilder } from '../files/files.js';
 import { kafkaSource } from '../kafka/source.js';
 import { produce } from '../kafka/produce.js';
 import { createTopic, deleteTopic } from '../kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
-import { rebuildFile } from '../build/rebuild.js';
+import { rebuildFile } from '../files/rebuild.js';
 import { resolveSettings } from '../table/settings.js';
 import { stackConfig } from '../stack/config.js';
 import { stackUp, useLocalStackDefaults } from '../stack/index.js';

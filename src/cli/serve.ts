@@ -5,7 +5,7 @@ import { kafkaSource } from '../kafka/source.js';
 import { readerHandler } from '../reader/http.js';
 import { defaultMaxConnections, defaultMinRateBytesPerSecond, defaultWriteTimeoutMs, hostName, isLoopbackHost, readerServer } from '../reader/node-server.js';
 import { defaultCacheBytes, defaultResponseWaitMs, heldRecordsShare, ReaderService } from '../reader/service.js';
-import { defaultBuildThreads } from '../build/pool.js';
+import { defaultBuildThreads } from '../files/pool.js';
 import { formatBytes, formatDuration, parseBytes, parseDuration } from '../table/settings.js';
 import { withEngine } from './engine.js';
 import { progress, UsageError } from './output.js';

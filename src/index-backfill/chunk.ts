@@ -1,7 +1,7 @@
 /**
  * One chunk of an index backfill: the next files without the index's entries, each
  * rebuilt from Kafka and checked against the catalog (records, size, footer, sha256:
- * src/build/rebuild.ts) before its rows are trusted, then given entries exactly as
+ * src/files/rebuild.ts) before its rows are trusted, then given entries exactly as
  * indexing gives a new file (fileIndexEntries over the same rows, built with the file's
  * schema version), so the entries are the same bytes either way. Reads only: the caller
  * commits. A file whose bytes cannot come back (they differ, or Kafka no longer holds
@@ -10,11 +10,11 @@
  */
 import { findFile } from '../catalog/file-reads.js';
 import type { TableRecord } from '../table/record.js';
-import { indexResolver } from '../build/files.js';
+import { indexResolver } from '../files/files.js';
 import type { IndexDefinition } from '../indexes/definition.js';
 import { fileIndexEntries, type IndexEntryRow } from '../indexes/entries.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';
-import { FileExpiredError, RebuildMismatchError, verifiedFile } from '../build/rebuild.js';
+import { FileExpiredError, RebuildMismatchError, verifiedFile } from '../files/rebuild.js';
 import type { IndexBackfillDeps } from './types.js';
 
 export interface FileEntries {

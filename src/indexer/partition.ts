@@ -10,7 +10,7 @@ import { IndexesChangedError } from '../catalog/indexes.js';
 import type { IndexingCatalog } from '../catalog/indexing-calls.js';
 import { LeaseLostError, type Lease } from '../catalog/leases.js';
 import { tableTopic, type TableRecord } from '../table/record.js';
-import type { RangeBuilder } from '../build/files.js';
+import type { RangeBuilder } from '../files/files.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import type { ReadLimit } from '../kafka/read.js';
 import { BatchTooLargeError, OffsetOutOfRangeError, TopicRecreatedError } from '../kafka/errors.js';

@@ -31,7 +31,7 @@ export function fetchBytesFor(records: readonly KafkaRecord[], from: bigint, unt
 
 /**
  * The same, when the span's record bytes are known as a number (a granule's kafka_bytes,
- * src/build/granules.ts): reading one row group of a file must not decode the next ones.
+ * src/files/granules.ts): reading one row group of a file must not decode the next ones.
  */
 export function fetchBytesForSpan(spanRecordBytes: number, from: bigint, until: bigint): number {
   if (until <= from) return defaultMaxBytes;
@@ -42,7 +42,7 @@ export function fetchBytesForSpan(spanRecordBytes: number, from: bigint, until: 
  * The Fetch size for reading part [from, until) of a read sized `fetchBytes` for
  * [readFrom, readUntil): its share of the bytes, with room for the batch that straddles
  * the part's end. A read assembled around records already held fetches only the gaps, and
- * a granule read narrowed to its records only those (src/build/granules.ts): a small part
+ * a granule read narrowed to its records only those (src/files/granules.ts): a small part
  * asked with the whole read's size would bring and decode the whole span.
  */
 export function fetchBytesForPart(fetchBytes: number, from: bigint, until: bigint, readFrom: bigint, readUntil: bigint): number {

@@ -51,7 +51,7 @@ export interface RecordColumns {
 
 /**
  * Columns that need no records beside them: every offset a number and every header name
- * UTF-8. A build worker gets its records so (src/build/record-transfer.ts).
+ * UTF-8. A build worker gets its records so (src/files/record-transfer.ts).
  */
 export interface SelfContainedColumns extends RecordColumns {
   offsets: Float64Array;

@@ -18,7 +18,7 @@ import type { Engine } from '../runtime/engine.js';
 import { ownerName, redact } from '../runtime/engine.js';
 import { DeliveryFailedError, indexerFor, indexPartitions, type DeliveryOutcome, type IndexerRuntime, type PartitionDelivery } from '../indexer/handler.js';
 import type { PartitionIndexer } from '../indexer/partition.js';
-import type { RangeBuilder } from '../build/files.js';
+import type { RangeBuilder } from '../files/files.js';
 import { kafkaSource, type CommittedSource } from '../kafka/source.js';
 import { countingSource, type ReadLog } from '../kafka/counting-source.js';
 import { defaultEmulatorOptions, PartitionEventSource, type EmulatorOptions } from './emulator.js';

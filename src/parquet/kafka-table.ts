@@ -51,7 +51,7 @@ export function kafkaTableColumns(format: TableFormat): Column[] {
   return [...kafkaColumns, { name: '_value', type: { kind: 'binary' }, nullable: true }, { name: '_error', type: { kind: 'string' }, nullable: true }];
 }
 
-/** What a rebuild of some columns may leave out (src/build/files.ts, encodeColumns). */
+/** What a rebuild of some columns may leave out (src/files/files.ts, encodeColumns). */
 export interface ColumnArrayOptions {
   /** Only these columns are wanted: the others' arrays are not made (a header object per record is not free). */
   only?: ReadonlySet<string>;

@@ -30,7 +30,7 @@ import { inTransaction, type Catalog } from '../catalog/db.js';
 import { listTables } from '../catalog/tables.js';
 import { tableTopic, type TableRecord } from '../table/record.js';
 import type { Granule } from '../catalog/file-writes.js';
-import { encodeColumns, encodeFile } from '../build/files.js';
+import { encodeColumns, encodeFile } from '../files/files.js';
 import type { CommittedSource } from '../kafka/source.js';
 import { encoderVersion } from '../parquet/index.js';
 import type { KafkaRecord } from '../kafka/record.js';

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { CatalogFile } from '../catalog/file-reads.js';
 import type { TableRecord } from '../table/record.js';
-import { FileExpiredError } from '../build/rebuild.js';
+import { FileExpiredError } from '../files/rebuild.js';
 import { parseRange } from './range.js';
 import { BudgetWaitError } from '../common/limit.js';
 import type { FileServing, ReadMeter } from './read-api.js';

@@ -22,9 +22,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { CatalogFile } from '../catalog/file-reads.js';
 import { checkTableName, TableError, TableNameError, type TableRecord } from '../table/record.js';
-import { FileExpiredError, RebuildMismatchError } from '../build/rebuild.js';
-import { GranuleMismatchError } from '../build/granules.js';
-import { StoredPieceMismatchError } from '../build/stored-pieces.js';
+import { FileExpiredError, RebuildMismatchError } from '../files/rebuild.js';
+import { GranuleMismatchError } from '../files/granules.js';
+import { StoredPieceMismatchError } from '../files/stored-pieces.js';
 import type { CatalogReads, ReaderParts, ReadStatus } from './read-api.js';
 import { isS3Request, s3Handler, type ListedObject, type S3FaceOptions } from './s3.js';
 import { empty, fileResponse, header, HttpError, type ReaderRequest, type ReaderResponse } from './file-response.js';

@@ -18,7 +18,7 @@ export interface ReaderMetrics {
   chunkMismatches: number;
   /** Rebuilds whose bytes did not match the catalog: never served. */
   mismatches: number;
-  /** Reads refused because the page index and footer the catalog keeps are not the bytes the file was built with (src/build/stored-pieces.ts). */
+  /** Reads refused because the page index and footer the catalog keeps are not the bytes the file was built with (src/files/stored-pieces.ts). */
   storedPieceMismatches: number;
   cacheHits: number;
   cacheMisses: number;

@@ -1,6 +1,6 @@
 /**
  * The bytes of every read: a byte range of a file, a whole file, or one row group as a
- * file of its own (a query's granule). A file with granules (src/build/granules.ts) is
+ * file of its own (a query's granule). A file with granules (src/files/granules.ts) is
  * produced piece by piece: the magic, the column chunks of the row groups the range
  * covers (rebuilt from those row groups' offsets only, for those columns only, each
  * checked against its sha256), the page index and footer from the catalog (checked
@@ -15,15 +15,15 @@ import type { FileGranules, Granule } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import { type TableRecord } from '../table/record.js';
 import type { CatalogRecords } from './catalog-records.js';
-import { RebuildMismatchError, rebuildFile } from '../build/rebuild.js';
-import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from '../build/granules.js';
+import { RebuildMismatchError, rebuildFile } from '../files/rebuild.js';
+import { chunksOf, granuleRecords, GranuleMismatchError, leavesOfColumns, type VerifiedGranule } from '../files/granules.js';
 import { fileLayout, PARQUET_MAGIC, piecesOf, type FileLayout, type Piece } from '../parquet/index.js';
-import { storedTailMismatch, type StoredPieceMismatchError } from '../build/stored-pieces.js';
+import { storedTailMismatch, type StoredPieceMismatchError } from '../files/stored-pieces.js';
 import { schemaVersion } from '../catalog/schema-versions.js';
 import type { TableSchema } from '../schema/table-schema.js';
 import { ByteBoundedCache } from './cache.js';
 import type { SharedReads } from './shared-reads.js';
-import { BuildPool } from '../build/pool.js';
+import { BuildPool } from '../files/pool.js';
 import { limitConcurrency } from '../common/limit.js';
 import { PromiseMemo, SingleFlight } from '../common/single-flight.js';
 import { log } from '../common/log.js';
@@ -37,7 +37,7 @@ export interface FileProducerOptions {
    */
   kafkaReadsAtOnce?: number;
   /**
-   * Worker threads that build granules (src/build/pool.ts): 0 or unset builds on this
+   * Worker threads that build granules (src/files/pool.ts): 0 or unset builds on this
    * thread (a Lambda reader, whose concurrency is its parallelism); `serve` gives
    * `defaultBuildThreads` unless told.
    */
@@ -56,7 +56,7 @@ interface GranuleServedFile {
   layout(): FileLayout | null;
   /**
    * Throws StoredPieceMismatchError (counted and logged) unless the page index and footer
-   * the catalog keeps are the bytes the file was built with (src/build/stored-pieces.ts):
+   * the catalog keeps are the bytes the file was built with (src/files/stored-pieces.ts):
    * they are sent as they are, so a read that sends any byte of them asks first. Hashed
    * once per file while its record is remembered (a few KiB to a few hundred).
    */

@@ -22,9 +22,9 @@ import { randomBytes } from 'node:crypto';
 import { TableError, type TableRecord } from '../table/record.js';
 import type { LiveFileKey } from '../catalog/file-reads.js';
 import { fileResponse, HttpError, PreconditionFailedError, type ReaderRequest, type ReaderResponse } from './file-response.js';
-import { RebuildMismatchError } from '../build/rebuild.js';
-import { GranuleMismatchError } from '../build/granules.js';
-import { StoredPieceMismatchError } from '../build/stored-pieces.js';
+import { RebuildMismatchError } from '../files/rebuild.js';
+import { GranuleMismatchError } from '../files/granules.js';
+import { StoredPieceMismatchError } from '../files/stored-pieces.js';
 import type { ReaderParts } from './read-api.js';
 import { defaultS3Region, S3AuthError, verifySigV4, type S3Credentials } from './sigv4.js';
 

@@ -13,7 +13,7 @@ import type { Engine } from '../../src/runtime/engine.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { earliestOffsets } from '../../src/kafka/offsets.js';
 import { bucketOf } from '../../src/ranges/buckets.js';
-import { rebuildFile } from '../../src/build/rebuild.js';
+import { rebuildFile } from '../../src/files/rebuild.js';
 import { committedOffsetsIndependently } from './independent-kafka.js';
 
 export type Row = Record<string, unknown>;

@@ -5,7 +5,7 @@
  */
 import { parquetMetadata } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rangeBuilder } from '../../src/build/files.js';
+import { rangeBuilder } from '../../src/files/files.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { indexerFor } from '../../src/indexer/handler.js';
@@ -13,7 +13,7 @@ import { produce } from '../../src/kafka/produce.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { encoderForCompression, encoderVersion, encoders } from '../../src/parquet/index.js';
 import { checkTable } from '../helpers/verify.js';
-import { rebuildFile } from '../../src/build/rebuild.js';
+import { rebuildFile } from '../../src/files/rebuild.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { compressions } from '../../src/table/settings.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';

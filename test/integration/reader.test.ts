@@ -11,7 +11,7 @@ import { findGranules, listFiles, type CatalogFile } from '../../src/catalog/fil
 import { findTable } from '../../src/catalog/tables.js';
 import { type TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { rangeBuilder } from '../../src/build/files.js';
+import { rangeBuilder } from '../../src/files/files.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { fileLayout } from '../../src/parquet/index.js';
 import { produce } from '../../src/kafka/produce.js';
@@ -19,7 +19,7 @@ import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { bodyBytes, readerHandler, type ReaderHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
-import { rebuildFile } from '../../src/build/rebuild.js';
+import { rebuildFile } from '../../src/files/rebuild.js';
 import { resolveSettings } from '../../src/table/settings.js';
 import { createTableFromTopic } from '../../src/tables/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';

@@ -9,7 +9,7 @@
  */
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
-import { buildFile, fileRows } from '../../src/build/files.js';
+import { buildFile, fileRows } from '../../src/files/files.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { columnValues, encoderVersion, isColumnVector } from '../../src/parquet/index.js';
 import { readLong } from '../../src/schema/avro-binary.js';

@@ -1,6 +1,6 @@
 /**
- * Builds on worker threads (src/build/pool.ts) give the bytes of a build on this thread:
- * records cross packed (src/build/record-transfer.ts) and come back as the same records;
+ * Builds on worker threads (src/files/pool.ts) give the bytes of a build on this thread:
+ * records cross packed (src/files/record-transfer.ts) and come back as the same records;
  * each chunk a worker hands back equals the whole file's chunk (its bytes, and the sha256
  * taken here with node:crypto over the whole file, as the catalog holds it), and a chunk
  * whose sha256 differs comes back as a mismatch naming its column.
@@ -9,11 +9,11 @@ import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/table/record.js';
 import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
-import { buildRangeFiles, encodeFile } from '../../src/build/files.js';
+import { buildRangeFiles, encodeFile } from '../../src/files/files.js';
 import { sealRange } from '../../src/ranges/sealer.js';
-import { checkedChunks, leafColumns, type ChunkJob, type ExpectedChunk } from '../../src/build/granule-chunks.js';
-import { BuildPool } from '../../src/build/pool.js';
-import { packRecords, unpackRecords } from '../../src/build/record-transfer.js';
+import { checkedChunks, leafColumns, type ChunkJob, type ExpectedChunk } from '../../src/files/granule-chunks.js';
+import { BuildPool } from '../../src/files/pool.js';
+import { packRecords, unpackRecords } from '../../src/files/record-transfer.js';
 import { encoderVersion, fileLayout } from '../../src/parquet/index.js';
 import type { ByteSpanColumn, KafkaRecord } from '../../src/kafka/record.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';

@@ -1,5 +1,5 @@
 /**
- * A granule read encodes only the columns it serves (src/build/files.ts, encodeColumns),
+ * A granule read encodes only the columns it serves (src/files/files.ts, encodeColumns),
  * and skips the work those columns do not depend on (the JSON check, registry decoding):
  * every chunk it makes must still be the whole file's chunk, byte for byte, whatever
  * columns are asked together, including rows whose value is not JSON or does not decode.
@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/table/record.js';
 import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
-import { encodeColumns, encodeFile } from '../../src/build/files.js';
+import { encodeColumns, encodeFile } from '../../src/files/files.js';
 import { columnValues, encoderVersion, fileLayout, leafCount, type FileLayout } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
@@ -15,7 +15,7 @@ import { initialSchema, type TableSchema } from '../../src/schema/table-schema.j
 import type { RegistrySchema } from '../../src/schema/registry.js';
 import { avro, pb, utf8, wire, zigzag } from '../helpers/spec-encoding.js';
 import { tableDecoder } from '../../src/schema/decode.js';
-import { readSpan } from '../../src/build/granules.js';
+import { readSpan } from '../../src/files/granules.js';
 
 const table = (format: TableFormat): TableRecord => ({ tableId: 1n, name: 't', topic: 't', format, settings: resolveSettings({}) }) as unknown as TableRecord;
 

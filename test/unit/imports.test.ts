@@ -116,8 +116,8 @@ describe('layers', () => {
     expect(reachable(read).filter((file) => /^src\/(indexer|backfill|local)\//.test(file))).toEqual([]);
   });
 
-  it('indexing, backfill and index backfill do not reach the reader: the rebuild engine they share with it is src/build', () => {
-    const jobs = ['src/indexer', 'src/backfill', 'src/index-backfill', 'src/local', 'src/build'].flatMap((dir) => sources(join(root, dir))).map((file) => relative(root, file));
+  it('indexing, backfill and index backfill do not reach the reader: the rebuild engine they share with it is src/files', () => {
+    const jobs = ['src/indexer', 'src/backfill', 'src/index-backfill', 'src/local', 'src/files'].flatMap((dir) => sources(join(root, dir))).map((file) => relative(root, file));
     expect(reachable(jobs).filter((file) => file.startsWith('src/reader/'))).toEqual([]);
   });
 

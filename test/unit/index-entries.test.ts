@@ -7,7 +7,7 @@
  * never skipped. The rows come from the file builder (fileRows), as indexing feeds them.
  */
 import { describe, expect, it } from 'vitest';
-import { fileRows, indexResolver } from '../../src/build/files.js';
+import { fileRows, indexResolver } from '../../src/files/files.js';
 import { resolveSettings } from '../../src/table/settings.js';
 import type { TableRecord } from '../../src/table/record.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';

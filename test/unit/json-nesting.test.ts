@@ -10,8 +10,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { JSON_NESTING_LIMIT, encoderVersion, untypedJsonProblem } from '../../src/parquet/index.js';
-import { buildRangeFiles } from '../../src/build/files.js';
-import { BuildPool } from '../../src/build/pool.js';
+import { buildRangeFiles } from '../../src/files/files.js';
+import { BuildPool } from '../../src/files/pool.js';
 import { sealRange } from '../../src/ranges/sealer.js';
 import { avroWriter } from '../../src/schema/decode-avro.js';
 import { jsonSchemaWriter } from '../../src/schema/decode-json-schema.js';

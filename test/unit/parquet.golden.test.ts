@@ -14,7 +14,7 @@ import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays
 import { innerNodePaths } from '../../src/parquet/schema.js';
 import { fieldIds } from '../../src/schema/table-schema.js';
 import { assembleParquet, encodeRowGroup, joinParts, writeParquet } from '../../src/parquet/writer.js';
-import { encodeFile } from '../../src/build/files.js';
+import { encodeFile } from '../../src/files/files.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import type { RegistrySchema } from '../../src/schema/registry.js';

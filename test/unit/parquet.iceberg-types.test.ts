@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { encodeFile } from '../../src/build/files.js';
+import { encodeFile } from '../../src/files/files.js';
 import { type Column, encodeParquet, encoderVersion } from '../../src/parquet/index.js';
 import { icebergSchema, type IcebergType } from '../../src/iceberg/schema.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';

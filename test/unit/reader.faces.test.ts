@@ -16,7 +16,7 @@ import { TableError, type TableRecord } from '../../src/table/record.js';
 import { defaultSettings } from '../../src/table/settings.js';
 import { ByteBudget } from '../../src/common/limit.js';
 import { Histogram } from '../../src/common/exposition.js';
-import { GranuleMismatchError } from '../../src/build/granules.js';
+import { GranuleMismatchError } from '../../src/files/granules.js';
 import { newMetrics } from '../../src/reader/metrics.js';
 
 const created = new Date('2026-11-30T10:00:00Z');

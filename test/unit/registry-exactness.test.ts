@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/table/record.js';
-import { buildFile, prepareDecoded } from '../../src/build/files.js';
+import { buildFile, prepareDecoded } from '../../src/files/files.js';
 import { initialSchema as startSchema } from '../../src/schema/table-schema.js';
 import { columnValues, kafkaColumnArrays, statText, valueAt, type Column } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';

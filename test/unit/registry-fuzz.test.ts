@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/table/record.js';
-import { buildFile } from '../../src/build/files.js';
+import { buildFile } from '../../src/files/files.js';
 import { encoderVersion } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parquetMetadata } from 'hyparquet';
-import { encodeFile } from '../../src/build/files.js';
+import { encodeFile } from '../../src/files/files.js';
 import type { CatalogFile } from '../../src/catalog/file-reads.js';
 import type { TableRecord } from '../../src/table/record.js';
 import { encoderVersion } from '../../src/parquet/index.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CatalogFile } from '../../src/catalog/file-reads.js';
 import type { FileGranules } from '../../src/catalog/file-writes.js';
-import { storedPieceDifferences, storedTailMismatch } from '../../src/build/stored-pieces.js';
+import { storedPieceDifferences, storedTailMismatch } from '../../src/files/stored-pieces.js';
 
 // FIPS 180-2, appendix B.1: SHA-256("abc")
 const abc = 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad';

@@ -1,6 +1,6 @@
 /**
  * A range of committed records as a few flat arrays, so that they cross to a build worker
- * (src/build/pool.ts) with their bytes moved, not cloned: offsets, timestamps, one buffer
+ * (src/files/pool.ts) with their bytes moved, not cloned: offsets, timestamps, one buffer
  * of every key, value, header name and header value, and their places in it. They are
  * packed from the records as columns (`recordColumns`: no view, header list or bigint
  * made per record), and unpacked as columns over that one buffer (issue 27): the same

@@ -3,7 +3,7 @@
  * from the Kafka offsets of that granule alone, encoded for only the columns they belong
  * to, and each checked against the sha256 the catalog took at indexing before it is
  * handed out. The bytes are those of a whole-file rebuild, always: a chunk depends only on
- * its leaf's values in its row group (src/build/granule-chunks.ts).
+ * its leaf's values in its row group (src/files/granule-chunks.ts).
  */
 import type { CatalogFile } from '../catalog/file-reads.js';
 import type { Granule } from '../catalog/file-writes.js';

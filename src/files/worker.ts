@@ -1,5 +1,5 @@
 /**
- * A build worker: runs `checkedChunks` and `buildRangeFiles` for the pool (src/build/pool.ts) on its own thread.
+ * A build worker: runs `checkedChunks` and `buildRangeFiles` for the pool (src/files/pool.ts) on its own thread.
  * Records arrive packed (their bytes moved, not cloned) and chunks go back moved too. A
  * schema is sent once per worker and kept by its key (a schema version never changes), so
  * that the decoders cached per schema object are made once.

@@ -298,7 +298,7 @@ export function buildRangeFiles({ table, schema, schemaVersion, indexes, encoder
  * schemas) and the encoder of the table's compression. `registry` defaults to SCHEMA_REGISTRY_URL (else the
  * local stack's), made on first need. `encoder` is the encoder version of new files (a
  * test builds with an older one to hold files of two versions in one catalog). `build`
- * runs the pure part elsewhere (`run --build-threads`: a worker, src/build/pool.ts); the
+ * runs the pure part elsewhere (`run --build-threads`: a worker, src/files/pool.ts); the
  * bytes are the same on any thread.
  */
 export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encoder?: string, build: (input: RangeBuildInput) => NewRange | Promise<NewRange> = buildRangeFiles): RangeBuilder {

@@ -3,7 +3,7 @@
  * records encoded as a file of one row group (`encodeColumns`: a chunk depends only on its
  * leaf's values in its row group, so these are the data file's own chunks), each wanted
  * chunk compared by size and sha256 with what the catalog took at indexing. Pure, so that
- * it runs the same on the reader's thread and on a build worker (src/build/pool.ts).
+ * it runs the same on the reader's thread and on a build worker (src/files/pool.ts).
  */
 import type { TableRecord } from '../table/record.js';
 import type { FileRecords } from '../kafka/record.js';
