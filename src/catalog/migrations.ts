@@ -976,6 +976,60 @@ ALTER TABLE data_file DROP CONSTRAINT data_file_source_check;
 ALTER TABLE data_file ADD CONSTRAINT data_file_source_check CHECK (source IN ('live', 'backfill', 'merge'));
 `,
   },
+  {
+    version: 18,
+    name: 'the DuckLake face declares a decimal above precision 38 as a blob of its two\'s complement bytes',
+    sql: `
+-- DuckDB's decimals stop at precision 38: a column declared decimal(50,5) made every query
+-- of its table an internal error ("Decimal has a width of 50 which is bigger than the
+-- maximum supported width of 38"), other columns included. Such a decimal (Avro only) is
+-- stored as Iceberg's fixed[L] (encoder v6: a plain FIXED_LEN_BYTE_ARRAY; v5: the same
+-- bytes annotated DECIMAL), the unscaled value's two's complement, big-endian: declared
+-- blob, DuckDB reads those bytes. Our bounds of it are decimal text, not a blob's: none.
+CREATE OR REPLACE FUNCTION ducklake_type(t jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE t->>'kind'
+    WHEN 'int32' THEN 'int32' WHEN 'int64' THEN 'int64' WHEN 'float' THEN 'float32' WHEN 'double' THEN 'float64'
+    WHEN 'boolean' THEN 'boolean' WHEN 'string' THEN 'varchar' WHEN 'json' THEN 'json' WHEN 'binary' THEN 'blob'
+    WHEN 'date' THEN 'date'
+    WHEN 'timestamp' THEN CASE WHEN (t->>'utc')::boolean THEN 'timestamptz'
+                               WHEN t->>'unit' = 'millis' THEN 'timestamp_ms' WHEN t->>'unit' = 'nanos' THEN 'timestamp_ns'
+                               ELSE 'timestamp' END
+    WHEN 'decimal' THEN CASE WHEN (t->>'precision')::integer > 38 THEN 'blob' ELSE format('decimal(%s,%s)', t->>'precision', t->>'scale') END
+    WHEN 'struct' THEN 'struct' WHEN 'list' THEN 'list'
+  END
+$fn$;
+
+CREATE OR REPLACE FUNCTION ducklake_bound(t jsonb, bound text, upper boolean) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+  micros numeric;
+  seconds numeric;
+  at timestamp;
+  fraction text;
+BEGIN
+  IF bound IS NULL THEN RETURN NULL; END IF;
+  CASE t->>'kind'
+    WHEN 'binary' THEN RETURN NULL;
+    WHEN 'decimal' THEN
+      IF (t->>'precision')::integer > 38 THEN RETURN NULL; END IF;
+      RETURN bound;
+    WHEN 'date' THEN
+      IF bound::bigint NOT BETWEEN -719162 AND 2932896 THEN RETURN NULL; END IF;
+      RETURN to_char(date '1970-01-01' + bound::integer, 'YYYY-MM-DD');
+    WHEN 'timestamp' THEN
+      micros := CASE t->>'unit' WHEN 'millis' THEN bound::numeric * 1000 WHEN 'micros' THEN bound::numeric
+                ELSE CASE WHEN upper THEN ceil(bound::numeric / 1000) ELSE floor(bound::numeric / 1000) END END;
+      IF micros NOT BETWEEN -62135596800000000 AND 253402300799999999 THEN RETURN NULL; END IF;
+      seconds := floor(micros / 1000000);
+      at := timestamp '1970-01-01' + make_interval(secs => seconds::float8) + make_interval(secs => (micros - seconds * 1000000)::float8 / 1000000);
+      fraction := rtrim(to_char(at, 'US'), '0');
+      RETURN to_char(at, 'YYYY-MM-DD HH24:MI:SS') || CASE WHEN fraction = '' THEN '' ELSE '.' || fraction END
+             || CASE WHEN (t->>'utc')::boolean THEN '+00' ELSE '' END;
+    ELSE RETURN bound;
+  END CASE;
+END
+$fn$;
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

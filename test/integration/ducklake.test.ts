@@ -38,6 +38,61 @@ import { migrateCatalog } from '../../src/catalog/migrate.js';
 import pg from 'pg';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
+describe('an Avro decimal above precision 38 (Iceberg fixed[21]): the DuckLake face declares a blob of its two\'s complement bytes, and the other columns read', () => {
+  const V5 = 'offsetlake-parquet@5/lz4-napi@2.10.0';
+  let ledger: TableRecord;
+  const wide = JSON.stringify({
+    type: 'record', name: 'Entry', fields: [{ name: 'n', type: 'int' }, { name: 'amount', type: ['null', { type: 'bytes', logicalType: 'decimal', precision: 50, scale: 5 }] }],
+  });
+  /** Unscaled values near the edges of precision 50, both signs, and small ones. */
+  const unscaled = (i: number): bigint | null => (i % 5 === 4 ? null : (i % 2 === 0 ? 1n : -1n) * (10n ** BigInt(5 + 11 * (i % 4)) + BigInt(i)) * (i % 3 === 0 ? 10n ** 5n : 1n));
+  /** Avro's bytes of a decimal: the unscaled value's two's complement, big-endian, as few bytes as hold its sign. */
+  function avroBytes(value: bigint): Buffer {
+    let length = 1;
+    while (value >= 2n ** BigInt(8 * length - 1) || value < -(2n ** BigInt(8 * length - 1))) length += 1;
+    return Buffer.from(twosComplement(value, length), 'hex');
+  }
+  /** The bytes Iceberg's spec gives a decimal of precision 50 (fixed[21]): two's complement, big-endian, 21 bytes. */
+  function twosComplement(value: bigint, length: number): string {
+    const modulus = 2n ** BigInt(8 * length);
+    return (((value % modulus) + modulus) % modulus).toString(16).padStart(2 * length, '0');
+  }
+
+  beforeAll(async () => {
+    const topic = await newTopic(engine, 1, 'ducklake-wide-decimal');
+    const created = await createTableFromTopic(engine, { name: 'ledger', topic, format: 'avro', settings: resolveSettings({}) });
+    const schema = await registerSchema(`${topic}-value`, wide, 'AVRO');
+    const batch = (from: number) => produce(engine.kafka, topic, Array.from({ length: 12 }, (_, k) => {
+      const value = unscaled(from + k);
+      return { key: null, value: encodeWith(schema, { n: from + k, amount: value === null ? null : { bytes: avroBytes(value) } }), partition: 0, timestamp: t0 + from + k };
+    }));
+    await batch(0);
+    await new LocalRunner(engine, rangeBuilder(engine.catalog, undefined, V5), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, () => {}).run();
+    await batch(12);
+    await indexAll();
+    ledger = await findTable(engine.catalog, created.name);
+    await attach('lake_wide');
+  }, 120_000);
+
+  afterAll(async () => {
+    await duck.query('DETACH lake_wide');
+  });
+
+  it('v6 files: each amount as the 21 bytes the spec gives it; every row of v5 and v6 files read without it; v5\'s DECIMAL-annotated bytes, which DuckDB reads as DOUBLE, are refused, not misread', async () => {
+    const files = await listFiles(engine.catalog, ledger.tableId);
+    expect(new Set(files.map((f) => f.encoderVersion))).toEqual(new Set([V5, encoderForCompression[defaultSettings.compression]]));
+    // rows 12..23 are the v6 files': the predicate on n prunes the v5 file by its statistics
+    const viaLake = await duck.query('SELECT n, hex(amount) AS amount, typeof(amount) AS type FROM lake_wide.ledger WHERE n >= 12 ORDER BY n');
+    expect(viaLake.rows).toEqual(Array.from({ length: 12 }, (_, k) => {
+      const value = unscaled(12 + k);
+      return [12 + k, value === null ? null : twosComplement(value, 21).toUpperCase(), 'BLOB'];
+    }));
+    expect(viaLake.rows.filter((row) => row[1] !== null && (row[1] as string).startsWith('FF')).length).toBeGreaterThan(2);
+    expect(await duck.row('SELECT count(*) AS n, sum(n) AS total FROM lake_wide.ledger')).toEqual({ n: 24, total: 276 });
+    await expect(duck.query('SELECT hex(amount) FROM lake_wide.ledger WHERE n < 12')).rejects.toThrow(/column "amount" has type DOUBLE/);
+  });
+});
+
 const token = 'ducklake-test-token';
 const s3Keys = { accessKeyId: 'ducklake-reader', secretAccessKey: 'ducklake-s3-secret' };
 const run = promisify(execFile);
@@ -438,7 +493,7 @@ describe('offsetlake attach, as a user types it', () => {
 
   it('prints SQL that, pasted into a new DuckDB session, attaches the tables; --check lists them with a footer of each read through serve', async () => {
     // the tables the describe blocks above made, by name
-    const tablesSoFar = ['clicks', 'docs', 'orders', 'short', 'visits'];
+    const tablesSoFar = ['clicks', 'docs', 'ledger', 'orders', 'short', 'visits'];
     const printed = await cli('--url', serveUrl, '--token', token);
     expect(printed.code).toBe(0);
     const pasted = await DuckdbSession.open();
