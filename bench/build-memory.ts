@@ -18,7 +18,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createTableFromTopic } from '../src/tables/create-table.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { dropTable } from '../src/catalog/tables.js';
-import { rangeBuilder } from '../src/files/files.js';
+import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { recordBytes, type KafkaRecord } from '../src/kafka/record.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { openEngine } from '../src/runtime/engine.js';

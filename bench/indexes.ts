@@ -19,7 +19,7 @@
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import { openEngine, type Engine } from '../src/runtime/engine.js';
-import { rangeBuilder } from '../src/files/files.js';
+import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';

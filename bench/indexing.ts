@@ -15,7 +15,7 @@ import { timedBuild, timedSource } from './timing.js';
 import { profiled } from './profile.js';
 import { randomUUID } from 'node:crypto';
 import { openEngine } from '../src/runtime/engine.js';
-import { rangeBuilder } from '../src/files/files.js';
+import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { encoderVersion } from '../src/parquet/index.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
 import { kafkaSource } from '../src/kafka/source.js';

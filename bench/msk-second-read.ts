@@ -36,7 +36,7 @@ import { randomUUID } from 'node:crypto';
 import { fetchSender } from './fetch-raw.js';
 import { timedBuild, timedSource } from './timing.js';
 import { openEngine, type Engine } from '../src/runtime/engine.js';
-import { rangeBuilder } from '../src/files/files.js';
+import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { handleKafkaEvent, type IndexerRuntime } from '../src/indexer/handler.js';
 import { parseKafkaEvent, toKafkaEvent } from '../src/events/msk.js';
 import { kafkaSource, type CommittedSource } from '../src/kafka/source.js';

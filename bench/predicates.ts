@@ -15,7 +15,7 @@ import { insertIndex } from '../src/catalog/indexes.js';
 import { findTable } from '../src/catalog/tables.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { rangeBuilder } from '../src/files/files.js';
+import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { indexerFor } from '../src/indexer/handler.js';
 import { parseIndexColumn } from '../src/indexes/definition.js';
 import { kafkaSource } from '../src/kafka/source.js';

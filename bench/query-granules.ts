@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { findTable } from '../src/catalog/tables.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { rangeBuilder } from '../src/files/files.js';
+import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { indexerFor } from '../src/indexer/handler.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';

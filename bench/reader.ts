@@ -41,7 +41,7 @@ import { findTable } from '../src/catalog/tables.js';
 import { type TableRecord } from '../src/table/record.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { rangeBuilder } from '../src/files/files.js';
+import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { indexerFor } from '../src/indexer/handler.js';
 import { kafkaSource, type CommittedSource, type SourceReadOptions } from '../src/kafka/source.js';
 import { fetchBytesForSpan } from '../src/kafka/fetch-size.js';
@@ -97,7 +97,7 @@ try {
       best.fetch = Math.min(best.fetch, performance.now() - t);
       if (BigInt(fetched.records.length) < file.recordCount) throw new Error('the fetch read fewer records than the file holds');
       t = performance.now();
-      await rebuildFile(engine.catalog, source, table, file);
+      await rebuildFile(source, table, file, await schemaVersion(engine.catalog, table.tableId, file.schemaVersion));
       best.rebuild = Math.min(best.rebuild, performance.now() - t);
     }
     console.log(`committed fetch of the file's offsets: ${(best.fetch / 1000).toFixed(2)} s (${(size / MiB / (best.fetch / 1000)).toFixed(1)} MiB/s of file)`);
@@ -396,7 +396,8 @@ async function columnScanVsRebuild(table: TableRecord, file: CatalogFile, column
         for (const group of layout.rowGroups) await drain(service.producer.range(table, file, group.chunks[leaf]!.start, group.chunks[leaf]!.end));
       })));
     }
-    best.rebuild = Math.min(best.rebuild, await timed(() => profile(`whole-file rebuild, ${table.format}`, () => rebuildFile(engine.catalog, source, table, file))));
+    const schema = await schemaVersion(engine.catalog, table.tableId, file.schemaVersion);
+    best.rebuild = Math.min(best.rebuild, await timed(() => profile(`whole-file rebuild, ${table.format}`, () => rebuildFile(source, table, file, schema))));
   }
   for (const [c, column] of columns.entries()) {
     const line = `c. ${table.format} file (${mib(size)}, ${layout.rowGroups.length} row groups, ${file.recordCount} rows): one-column scan (${column}) ${s(best.scans[c]!)} vs whole-file rebuild ${s(best.rebuild)} = ${(best.scans[c]! / best.rebuild).toFixed(2)} (goal ≤ 0.33)`;

@@ -30,12 +30,13 @@ import { createTableFromTopic } from '../src/tables/create-table.js';
 import { listFiles, type CatalogFile } from '../src/catalog/file-reads.js';
 import { parseBytes, parseDuration, resolveSettings } from '../src/table/settings.js';
 import { findTable } from '../src/catalog/tables.js';
-import { rangeBuilder } from '../src/files/files.js';
+import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { indexerFor } from '../src/indexer/handler.js';
 import { produce } from '../src/kafka/produce.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { rebuildFile } from '../src/files/rebuild.js';
+import { schemaVersion } from '../src/catalog/schema-versions.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 import { seededRandom } from '../test/helpers/random.js';
@@ -102,7 +103,7 @@ log(`${files.length} files, ${(tableBytes / MiB).toFixed(1)} MiB in all; serve -
 // The truth, rebuilt here, each checked against the catalog's sha256.
 const truth = new Map<bigint, Buffer>();
 for (const file of files) {
-  const bytes = Buffer.from((await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file)).bytes);
+  const bytes = Buffer.from((await rebuildFile(kafkaSource(engine.kafka), table, file, await schemaVersion(engine.catalog, table.tableId, file.schemaVersion))).bytes);
   if (!createHash('sha256').update(bytes).digest().equals(file.sha256)) throw new Error(`file ${file.dataFileId}: the rebuild's sha256 is not the catalog's`);
   truth.set(file.dataFileId, bytes);
 }

@@ -7,7 +7,7 @@ import { openCatalog } from '../src/catalog/db.js';
 import { requireCatalogVersion } from '../src/catalog/migrate.js';
 import { ownerName } from '../src/runtime/engine.js';
 import type { IndexerRuntime } from '../src/indexer/handler.js';
-import { rangeBuilder } from '../src/files/files.js';
+import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import type { Catalog } from '../src/catalog/db.js';
 import { connectKafka, type KafkaConnection } from '../src/kafka/connect.js';

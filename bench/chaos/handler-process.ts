@@ -13,7 +13,7 @@
  * with KAFKA_BROKERS and DATABASE_URL of the chaos stack. Positions start a little below
  * each partition's indexed_end (the mapping's committed offsets lag the catalog).
  */
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { toKafkaEvent, type MskEvent } from '../../src/events/msk.js';
 import { handleKafkaEvent, type IndexerRuntime } from '../../src/indexer/handler.js';
 import { tablesOfTopic } from '../../src/catalog/tables.js';

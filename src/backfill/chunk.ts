@@ -39,7 +39,7 @@ import type { NewRange } from '../catalog/file-writes.js';
 import { findTableById } from '../catalog/tables.js';
 import { tableTopic, type TableRecord } from '../table/record.js';
 import { ownerName } from '../runtime/engine.js';
-import { rangeBuilder } from '../files/files.js';
+import { rangeBuilder } from '../indexer/range-builder.js';
 import type { RangeBuilder } from '../files/files.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { OffsetOutOfRangeError } from '../kafka/errors.js';

@@ -7,6 +7,7 @@ import type { SealReason } from '../ranges/sealer.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 import { lostLease, type Lease } from './leases.js';
 import { faultPoint } from '../common/faults.js';
+import { log } from '../common/log.js';
 import { checkIndexCoverage, insertIndexEntries } from './indexes.js';
 import type { IndexEntryRow } from '../indexes/entries.js';
 
@@ -221,6 +222,21 @@ export async function insertGranules(client: Catalog | CatalogClient, dataFileId
      UPDATE offsetlake.data_file SET page_index = $8, tail_sha256 = $9 WHERE data_file_id = $1 AND (page_index IS NULL OR tail_sha256 IS NULL)`,
     [dataFileId, ...granuleColumns(file.granules), Buffer.from(file.pageIndex), Buffer.from(file.tailSha256)],
   );
+}
+
+/**
+ * The granules a whole rebuild derived for a file indexed before granules existed
+ * (`VerifiedFile.derivedGranules`; null: nothing to store). Derived state: a catalog that
+ * refuses the write (a reader's login may not write them, migration 15, so that it cannot
+ * forge them) leaves the file served whole, as before, and says so in the log.
+ */
+export async function storeDerivedGranules(catalog: Catalog, file: { dataFileId: bigint; partition: number }, granules: FileGranules | null): Promise<void> {
+  if (!granules) return;
+  try {
+    await insertGranules(catalog, file.dataFileId, granules);
+  } catch (error) {
+    log('warn', `file ${file.dataFileId}: its granules were not stored (${(error as Error).message}); it is served whole until they are`, { partition: file.partition });
+  }
 }
 
 /** Granules as the arrays the granule table's unnest takes: row group, offsets, rows, Kafka bytes, chunk checksums. */

@@ -7,12 +7,13 @@
 import { listFiles } from '../catalog/file-reads.js';
 import { dropTable, findTable, listTables } from '../catalog/tables.js';
 import { openEngine } from '../runtime/engine.js';
-import { rangeBuilder } from '../files/files.js';
+import { rangeBuilder } from '../indexer/range-builder.js';
 import { kafkaSource } from '../kafka/source.js';
 import { produce } from '../kafka/produce.js';
 import { createTopic, deleteTopic } from '../kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../local/runner.js';
 import { rebuildFile } from '../files/rebuild.js';
+import { schemaVersion } from '../catalog/schema-versions.js';
 import { resolveSettings } from '../table/settings.js';
 import { stackConfig } from '../stack/config.js';
 import { stackUp, useLocalStackDefaults } from '../stack/index.js';
@@ -80,7 +81,7 @@ export async function demoCommand(_args: string[]): Promise<number> {
     const files = await listFiles(engine.catalog, tableRecord.tableId);
     const source = kafkaSource(engine.kafka);
     let rows = 0;
-    for (const file of files) rows += (await rebuildFile(engine.catalog, source, tableRecord, file)).records;
+    for (const file of files) rows += (await rebuildFile(source, tableRecord, file, await schemaVersion(engine.catalog, tableRecord.tableId, file.schemaVersion))).records;
     progress(`rebuilt all ${files.length} files from Kafka: same size, footer and sha256 as the catalog; ${rows} rows (${committed} committed records)`);
     if (rows !== committed) throw new Error(`the files hold ${rows} rows but ${committed} records were committed`);
   } finally {

@@ -2,12 +2,15 @@ import { watchDuckLakeSessions } from '../catalog/reader-login.js';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { findFile, listFiles } from '../catalog/file-reads.js';
+import { storeDerivedGranules } from '../catalog/file-writes.js';
+import { schemaVersion } from '../catalog/schema-versions.js';
 import { findTable, listTables } from '../catalog/tables.js';
-import { rangeBuilder } from '../files/files.js';
+import { rangeBuilder } from '../indexer/range-builder.js';
 import { BuildPool, defaultBuildThreads } from '../files/pool.js';
 import { kafkaSource } from '../kafka/source.js';
 import { defaultRunnerOptions, LocalRunner, type RunSummary } from '../local/runner.js';
-import { checkFiles, rebuildFile } from '../files/rebuild.js';
+import { rebuildFile } from '../files/rebuild.js';
+import { checkFiles } from './check.js';
 import { parseBytes, parseDuration } from '../table/settings.js';
 import { partitionStatus } from '../tables/status.js';
 import type { Engine } from '../runtime/engine.js';
@@ -160,7 +163,8 @@ export async function rebuildCommand(args: string[]): Promise<number> {
     const file = await findFile(engine.catalog, table.tableId, BigInt(fileText));
     if (!file) throw new Error(`table ${name} has no file ${fileText}; \`offsetlake files ${name}\` lists its files`);
     // rebuildFile compares size, footer and sha256 with the catalog and throws on any difference.
-    const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file);
+    const rebuilt = await rebuildFile(kafkaSource(engine.kafka), table, file, await schemaVersion(engine.catalog, table.tableId, file.schemaVersion));
+    await storeDerivedGranules(engine.catalog, file, rebuilt.derivedGranules);
     if (values.output) writeFileSync(values.output, rebuilt.bytes);
     return { file: fileText, records: rebuilt.records, bytes: rebuilt.bytes.byteLength, sha256: Buffer.from(rebuilt.sha256).toString('hex'), sameAsCatalog: ['size', 'footer', 'sha256'], output: values.output };
   });

@@ -3,11 +3,11 @@
  * memory only to take its exact statistics, footer and checksum; then the bytes go.
  * `encodeFile` is also what a rebuild runs, so both sides build the same way. Registry
  * formats first merge every schema the range's records name into the table schema
- * (src/schema/evolve.ts), then decode with that version (src/schema/decode.ts).
+ * (src/schema/evolve.ts), then decode with that version (src/schema/decode.ts). Pure: the
+ * caller reads the schema version, the indexes and the encoder from the catalog and the
+ * registry (src/indexer/range-builder.ts for indexing and backfill) and stores what it returns.
  */
-import { engineConfig } from '../runtime/config.js';
 import type { FileGranules, NewCatalogFile, NewRange } from '../catalog/file-writes.js';
-import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../table/record.js';
 import { compressionOf } from '../table/settings.js';
 import {
@@ -19,11 +19,7 @@ import { columnRecordBytes, recordBytes, recordCount, selfContained, type FileRe
 import { recordColumns } from '../kafka/record-batch.js';
 import { fieldIds, type TableSchema } from '../schema/table-schema.js';
 import { isRegistryFormat, KEY_COLUMN, tableDecoder } from '../schema/decode.js';
-import { schemaForRecords } from './schema-for-records.js';
-import { defaultRegistry, type SchemaRegistry } from '../schema/registry.js';
-import { currentSchema } from '../catalog/schema-versions.js';
 import { ownValue } from '../common/objects.js';
-import { indexesWithEntries } from '../catalog/indexes.js';
 import { resolveForFile } from '../indexes/columns.js';
 import { fileIndexEntries } from '../indexes/entries.js';
 import type { IndexDefinition } from '../indexes/definition.js';
@@ -294,24 +290,16 @@ export function buildRangeFiles({ table, schema, schemaVersion, indexes, encoder
 }
 
 /**
- * The indexer's builder: the table's current schema (merged with the range's registry
- * schemas) and the encoder of the table's compression. `registry` defaults to SCHEMA_REGISTRY_URL (else the
- * local stack's), made on first need. `encoder` is the encoder version of new files (a
- * test builds with an older one to hold files of two versions in one catalog). `build`
- * runs the pure part elsewhere (`run --build-threads`: a worker, src/files/pool.ts); the
- * bytes are the same on any thread.
+ * A sealed range as the build takes it: each file's records as columns once (`selfContained`
+ * when they can be: they cross to a build worker moved, and the registry's schema ids are
+ * read from them), else as the records.
  */
-export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encoder?: string, build: (input: RangeBuildInput) => NewRange | Promise<NewRange> = buildRangeFiles): RangeBuilder {
-  return async (table, partition, sealed: SealedRange): Promise<NewRange> => {
-    // the records as columns once, for the registry's ids and the build alike
-    const range: RangeToBuild = { ...sealed, files: sealed.files.map((file) => ({ bucket: file.bucket, records: selfContained(recordColumns(file.records)) ?? file.records })) };
-    let current = await currentSchema(catalog, table.tableId);
-    if (isRegistryFormat(table.format)) {
-      current = await schemaForRecords(catalog, table, current, range.files.map((file) => file.records), registry ?? defaultRegistry(engineConfig().schemaRegistryUrl));
-    }
-    const { version, schema } = current;
-    const indexes = await indexesWithEntries(catalog, table.tableId);
-    const encoderVersion = encoder ?? encoderForCompression[compressionOf(table.settings)];
-    return build({ table, schema, schemaVersion: version, indexes, encoderVersion, partition, range });
-  };
+export function rangeToBuild(sealed: SealedRange): RangeToBuild {
+  return { ...sealed, files: sealed.files.map((file) => ({ bucket: file.bucket, records: selfContained(recordColumns(file.records)) ?? file.records })) };
+}
+
+
+/** The encoder version of a table's new files: its compression's (an older file keeps the one it was built with). */
+export function newFileEncoder(table: TableRecord): string {
+  return encoderForCompression[compressionOf(table.settings)];
 }

@@ -9,6 +9,8 @@
  * (Kafka or Postgres away) fails the chunk, which is run again.
  */
 import { findFile } from '../catalog/file-reads.js';
+import { storeDerivedGranules } from '../catalog/file-writes.js';
+import { schemaVersion } from '../catalog/schema-versions.js';
 import type { TableRecord } from '../table/record.js';
 import { indexResolver } from '../files/files.js';
 import type { IndexDefinition } from '../indexes/definition.js';
@@ -51,7 +53,8 @@ export async function chunkEntries(
     const file = await findFile(deps.catalog, table.tableId, dataFileId);
     if (!file) continue; // dropped with its table meanwhile: nothing to index
     try {
-      const verified = await verifiedFile(deps.catalog, deps.source, table, file);
+      const verified = await verifiedFile(deps.source, table, file, await schemaVersion(deps.catalog, table.tableId, file.schemaVersion));
+      await storeDerivedGranules(deps.catalog, file, verified.derivedGranules);
       const entries = fileIndexEntries([index], indexResolver(table, verified.schema), verified.rows);
       chunk.built.push({ dataFileId, entries, granules: Math.ceil(verified.records.length / index.granuleRows), bytesRead: verified.bytesRead });
       chunk.bytesRead += verified.bytesRead;

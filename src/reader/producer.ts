@@ -11,7 +11,7 @@
  * table and file records come from CatalogRecords, counters go to the ReaderMeter.
  */
 import { findGranules, findGranulesOf, type CatalogFile } from '../catalog/file-reads.js';
-import type { FileGranules, Granule } from '../catalog/file-writes.js';
+import { storeDerivedGranules, type FileGranules, type Granule } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import { type TableRecord } from '../table/record.js';
 import type { CatalogRecords } from './catalog-records.js';
@@ -299,7 +299,8 @@ export class FileProducer {
     this.meter.produced('rebuilds');
     const started = performance.now();
     try {
-      const rebuilt = await rebuildFile(this.catalog, this.source, table, file);
+      const rebuilt = await rebuildFile(this.source, table, file, await this.schemaOf(file));
+      await storeDerivedGranules(this.catalog, file, rebuilt.derivedGranules);
       this.meter.rebuilt('file', (performance.now() - started) / 1000);
       this.cache.set(key, rebuilt.bytes);
       return rebuilt.bytes;

@@ -1,5 +1,5 @@
 /**
- * A table schema with registry schemas merged in (pure): what files/schema-for-records.ts
+ * A table schema with registry schemas merged in (pure): what indexer/schema-for-records.ts
  * writes as a new version when a range's records name schemas the table has not merged.
  */
 import { sideColumns, writerOf, type RegistryFormat } from './decode.js';

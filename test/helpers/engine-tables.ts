@@ -22,7 +22,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { cutSnapshotIfChanged } from '../../src/iceberg/snapshots.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { openEngine, type Engine } from '../../src/runtime/engine.js';
 import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
 import type { TableRecord } from '../../src/table/record.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { createTopic, topicPartitions } from '../../src/kafka/topics.js';
 import { resolveSettings, type TableFormat } from '../../src/table/settings.js';

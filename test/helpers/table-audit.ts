@@ -14,6 +14,7 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { earliestOffsets } from '../../src/kafka/offsets.js';
 import { bucketOf } from '../../src/ranges/buckets.js';
 import { rebuildFile } from '../../src/files/rebuild.js';
+import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import { committedOffsetsIndependently } from './independent-kafka.js';
 
 export type Row = Record<string, unknown>;
@@ -28,7 +29,7 @@ export const readAsText = { compressors, utf8: false, parsers: { jsonFromBytes: 
 
 /** The file's bytes rebuilt from Kafka (checked against the catalog), read back by hyparquet. */
 export async function rebuiltRows(engine: Engine, table: TableRecord, file: CatalogFile): Promise<Row[]> {
-  const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file);
+  const rebuilt = await rebuildFile(kafkaSource(engine.kafka), table, file, await schemaVersion(engine.catalog, table.tableId, file.schemaVersion));
   return (await parquetReadObjects({ ...readAsText, file: rebuilt.bytes.slice().buffer })) as Row[];
 }
 

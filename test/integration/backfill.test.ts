@@ -5,7 +5,7 @@ import { listFiles } from '../../src/catalog/file-reads.js';
 import { insertRange } from '../../src/catalog/file-writes.js';
 import { findTable } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { earliestOffset, lastStableOffset, offsetForTime } from '../../src/kafka/offsets.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runScenario, scenarios } from '../../bench/chaos/scenarios.js';
 import { startChaosStack, type ChaosStack } from '../../bench/chaos/stack.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { createTableFromTopic } from '../../src/tables/create-table.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { resolveSettings } from '../../src/table/settings.js';

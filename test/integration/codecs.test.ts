@@ -15,7 +15,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { kafkaSource } from '../../src/kafka/source.js';

@@ -12,7 +12,7 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
 import { createTopic } from '../../src/kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { bodyBytes, readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/table/settings.js';

@@ -5,7 +5,7 @@
  */
 import { parquetMetadata } from 'hyparquet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { indexerFor } from '../../src/indexer/handler.js';
@@ -14,6 +14,7 @@ import { kafkaSource } from '../../src/kafka/source.js';
 import { encoderForCompression, encoderVersion, encoders } from '../../src/parquet/index.js';
 import { checkTable } from '../helpers/verify.js';
 import { rebuildFile } from '../../src/files/rebuild.js';
+import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { compressions } from '../../src/table/settings.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
@@ -53,7 +54,7 @@ describe('a catalog holding v1 and v2 files', () => {
     expect(files.reduce((n, f) => n + Number(f.recordCount), 0)).toBe(120);
     const table = await findTable(engine.catalog, created.name);
     for (const file of files) {
-      const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file);
+      const rebuilt = await rebuildFile(kafkaSource(engine.kafka), table, file, await schemaVersion(engine.catalog, table.tableId, file.schemaVersion));
       expect(rebuilt.bytes.byteLength).toBe(Number(file.fileSizeBytes));
       expect(Buffer.from(rebuilt.sha256).equals(file.sha256)).toBe(true);
     }

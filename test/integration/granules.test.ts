@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findGranules, listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { type TableRecord } from '../../src/table/record.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { kafkaSource } from '../../src/kafka/source.js';
@@ -25,6 +25,7 @@ import { countingSource } from '../../src/kafka/counting-source.js';
 import { fileLayout, type FileLayout } from '../../src/parquet/index.js';
 import { bodyBytes } from '../../src/reader/http.js';
 import { rebuildFile } from '../../src/files/rebuild.js';
+import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import { ReaderService } from '../../src/reader/service.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';
 import type { Engine } from '../../src/runtime/engine.js';
@@ -143,7 +144,7 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
       const warm = new ReaderService(engine.catalog, source, { cacheBytes: 64 * 1024 * 1024 });
       const paths: string[] = [];
       for (const file of files) {
-        const rebuilt = await rebuildFile(engine.catalog, source, table, file);
+        const rebuilt = await rebuildFile(source, table, file, await schemaVersion(engine.catalog, table.tableId, file.schemaVersion));
         const whole = Buffer.from(rebuilt.bytes);
         expect(Buffer.from(rebuilt.sha256).equals(file.sha256)).toBe(true);
         const path = join(dir, `${c.label}-${file.dataFileId}.parquet`);
@@ -207,7 +208,7 @@ describe('granules: a read rebuilds only what it covers and gives the bytes of t
     const layout = layoutOf(file);
     const { granules } = (await findGranules(engine.catalog, file.dataFileId))!;
     const source = kafkaSource(engine.kafka);
-    const whole = Buffer.from((await rebuildFile(engine.catalog, source, table, file)).bytes);
+    const whole = Buffer.from((await rebuildFile(source, table, file, await schemaVersion(engine.catalog, table.tableId, file.schemaVersion))).bytes);
     const service = new ReaderService(engine.catalog, source, { cacheBytes: 16 * 1024 * 1024 });
     const group = layout.rowGroups[1]!;
     for (const chunk of group.chunks) {

@@ -17,7 +17,7 @@ import { parseInlineIndex } from '../../src/indexes/ddl.js';
 import { decodeHeader, HEADER_PART } from '../../src/indexes/header.js';
 import { encodeKey, postingBucket } from '../../src/indexes/keys.js';
 import { postingGranules } from '../../src/indexes/postings.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { checkRetention } from '../../src/retention/check.js';
 import { indexPartition, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { rebuiltRows } from '../helpers/table-audit.js';

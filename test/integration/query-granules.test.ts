@@ -13,7 +13,7 @@ import { findTable } from '../../src/catalog/tables.js';
 import { type TableRecord } from '../../src/table/record.js';
 import type { Granule } from '../../src/catalog/file-writes.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';

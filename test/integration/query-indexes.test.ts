@@ -19,7 +19,7 @@ import type { Granule } from '../../src/catalog/file-writes.js';
 import { indexReports, insertIndex, moveIndexState } from '../../src/catalog/indexes.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { type TableRecord } from '../../src/table/record.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { parseIndexColumn, type IndexKind } from '../../src/indexes/definition.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce } from '../../src/kafka/produce.js';

@@ -20,7 +20,7 @@ import { listFiles, type CatalogFile } from '../../src/catalog/file-reads.js';
 import { insertIndex } from '../../src/catalog/indexes.js';
 import { findTable } from '../../src/catalog/tables.js';
 import type { TableRecord } from '../../src/table/record.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { parseIndexColumn } from '../../src/indexes/definition.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';

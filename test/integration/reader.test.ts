@@ -11,7 +11,7 @@ import { findGranules, listFiles, type CatalogFile } from '../../src/catalog/fil
 import { findTable } from '../../src/catalog/tables.js';
 import { type TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { fileLayout } from '../../src/parquet/index.js';
 import { produce } from '../../src/kafka/produce.js';
@@ -20,6 +20,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { bodyBytes, readerHandler, type ReaderHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { rebuildFile } from '../../src/files/rebuild.js';
+import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import { resolveSettings } from '../../src/table/settings.js';
 import { createTableFromTopic } from '../../src/tables/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
@@ -135,7 +136,7 @@ describe('the read API over HTTP', () => {
   it('single, open and suffix ranges give 206 with Content-Range and the rebuilt bytes; the second read takes its chunks from the cache', async () => {
     const file = files[2]!;
     const size = Number(file.fileSizeBytes);
-    const whole = (await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file)).bytes;
+    const whole = (await rebuildFile(kafkaSource(engine.kafka), table, file, await schemaVersion(engine.catalog, table.tableId, file.schemaVersion))).bytes;
     const full = await get(path(file));
     expect(full.status).toBe(200);
     expect(Buffer.from(await full.arrayBuffer()).equals(Buffer.from(whole))).toBe(true);
@@ -153,7 +154,7 @@ describe('the read API over HTTP', () => {
 
   it('reads of different columns of one row group, at once or one after the other, read its offsets from Kafka once, and give the rebuilt bytes', async () => {
     const file = files[1]!;
-    const whole = (await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file)).bytes;
+    const whole = (await rebuildFile(kafkaSource(engine.kafka), table, file, await schemaVersion(engine.catalog, table.tableId, file.schemaVersion))).bytes;
     const layout = fileLayout(file.footer, Number(file.fileSizeBytes));
     if ('problem' in layout) throw new Error(layout.problem);
     const chunk = (path: string) => layout.rowGroups[0]!.chunks.find((c) => c.path === path)!;

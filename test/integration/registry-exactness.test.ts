@@ -13,11 +13,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { indexerFor, type IndexerRuntime } from '../../src/indexer/handler.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { rebuildFile } from '../../src/files/rebuild.js';
+import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';
 import { schemaRegistry } from '../../src/schema/registry.js';
 import { partitionStatus } from '../../src/tables/status.js';
@@ -73,7 +74,7 @@ describe('values Postgres text cannot hold, and names from Object.prototype', ()
     expect(stored.rows).toEqual([{ min_value: null, min_value_utf8: Buffer.from('a\u0000'), max_value: '\uFEFFz', max_value_utf8: null }]);
     await checkTable(engine, table);
     // pyarrow reads the rebuilt file: every character is there (hyparquet drops a leading U+FEFF)
-    const rebuilt = await rebuildFile(engine.catalog, kafkaSource(engine.kafka), table, file!);
+    const rebuilt = await rebuildFile(kafkaSource(engine.kafka), table, file!, await schemaVersion(engine.catalog, table.tableId, file!.schemaVersion));
     const dir = mkdtempSync(join(tmpdir(), 'offsetlake-nul-'));
     const path = join(dir, 'f.parquet');
     writeFileSync(path, rebuilt.bytes);

@@ -6,13 +6,14 @@ import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { discoverPartitions } from '../../src/retention/discovery.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { lastStableOffset } from '../../src/kafka/offsets.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';
 import { deleteRecords, deleteTopic } from '../../src/kafka/topics.js';
 import { FileExpiredError, rebuildFile } from '../../src/files/rebuild.js';
+import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import { checkRetention, type TableFailure } from '../../src/retention/check.js';
 import { partitionStatus } from '../../src/tables/status.js';
 import { growTopic, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
@@ -75,7 +76,7 @@ describe('retention', () => {
     const all = await listFiles(engine.catalog, indexed.tableId, { includeExpired: true });
     expect(all.filter((f) => f.expiredAt !== null).map((f) => f.dataFileId)).toEqual(below.map((f) => f.dataFileId));
     expect((await listFiles(engine.catalog, indexed.tableId)).map((f) => f.dataFileId)).toEqual(kept.map((f) => f.dataFileId));
-    await expect(rebuildFile(engine.catalog, kafkaSource(engine.kafka), indexed, all[0]!)).rejects.toThrow(FileExpiredError);
+    await expect(rebuildFile(kafkaSource(engine.kafka), indexed, all[0]!, await schemaVersion(engine.catalog, indexed.tableId, all[0]!.schemaVersion))).rejects.toThrow(FileExpiredError);
 
     const status = (await partitionStatus(engine, indexed.name))[0]!;
     expect([status.indexedStart, status.expiredFiles, status.files, status.earliestOffset, status.backfillTarget]).toEqual([firstKept, BigInt(below.length), BigInt(kept.length), 437n, 437n]);

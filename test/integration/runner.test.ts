@@ -11,7 +11,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { openEngine } from '../../src/runtime/engine.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { handleKafkaEvent, indexerFor, indexPartitions, type DeliveryOutcome, type IndexerRuntime, type PartitionDelivery } from '../../src/indexer/handler.js';
 import { tickIdlePartitions } from '../../src/indexer/tick.js';
 import { toKafkaEvent } from '../../src/events/msk.js';

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTable } from '../../src/catalog/tables.js';
 import type { TableRecord } from '../../src/table/record.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { produce } from '../../src/kafka/produce.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';

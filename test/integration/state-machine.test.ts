@@ -11,7 +11,7 @@ import { addPartitions, findTable } from '../../src/catalog/tables.js';
 import { backfillProgress } from '../../src/catalog/backfill-executions.js';
 import type { HistorySource } from '../../src/backfill/chunk.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { rangeBuilder } from '../../src/files/files.js';
+import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { produce, type RecordToProduce } from '../../src/kafka/produce.js';

@@ -27,11 +27,37 @@ export function specifiersOf(text: string): string[] {
   return ts.preProcessFile(text, true, true).importedFiles.map((file) => file.fileName);
 }
 
+/**
+ * The module specifiers a module's text imports only as types: every import of them is
+ * `import type` or `export type … from`, which the compiler erases (no module is loaded).
+ * `import { type T }` is not one: under `verbatimModuleSyntax` it stays an import, and
+ * the module is loaded.
+ */
+export function typeOnlySpecifiersOf(text: string): string[] {
+  const source = ts.createSourceFile('module.ts', text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const typeOnly = new Map<string, number>();
+  for (const statement of source.statements) {
+    if (!(ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) || !statement.moduleSpecifier || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
+    const erased = ts.isImportDeclaration(statement) ? statement.importClause?.isTypeOnly === true : statement.isTypeOnly;
+    if (erased) typeOnly.set(statement.moduleSpecifier.text, (typeOnly.get(statement.moduleSpecifier.text) ?? 0) + 1);
+  }
+  // every import form counts (specifiersOf): a specifier imported as a type and in any other way is loaded
+  const all = new Map<string, number>();
+  for (const specifier of specifiersOf(text)) all.set(specifier, (all.get(specifier) ?? 0) + 1);
+  return [...typeOnly].filter(([specifier, count]) => all.get(specifier) === count).map(([specifier]) => specifier);
+}
+
+const modulePath = (file: string, specifier: string): string => resolve(dirname(file), specifier.replace(/\.js$/, '.ts'));
+const relativeSpecifier = (specifier: string): boolean => /^\.{1,2}\//.test(specifier);
+
 /** Relative imports of a module, in every form, as module paths. */
 function importsOf(file: string): string[] {
-  return specifiersOf(readFileSync(file, 'utf8'))
-    .filter((specifier) => /^\.{1,2}\//.test(specifier))
-    .map((specifier) => resolve(dirname(file), specifier.replace(/\.js$/, '.ts')));
+  return specifiersOf(readFileSync(file, 'utf8')).filter(relativeSpecifier).map((specifier) => modulePath(file, specifier));
+}
+
+/** The relative imports of a module that are types only (`typeOnlySpecifiersOf`), as module paths. */
+function typeOnlyImportsOf(file: string): Set<string> {
+  return new Set(typeOnlySpecifiersOf(readFileSync(file, 'utf8')).filter(relativeSpecifier).map((specifier) => modulePath(file, specifier)));
 }
 
 /** Strongly connected components with more than one module, or a module importing itself (Tarjan). */
@@ -79,6 +105,15 @@ describe('import circles', () => {
       "// import './comment.js'", "const s = \"import './string.js'\";",
     ].join('\n');
     expect(specifiersOf(text)).toEqual(['./a.js', './side.js', './all.js', './t.js', './x.js', './lazy.js', './template.js']);
+  });
+
+  it('tells imports of types only (erased) from imports that load the module', () => {
+    const text = [
+      "import type { T } from './t.js';", "export type { U } from './u.js';", "import type { V } from './v.js';", "import { type W } from './w.js';",
+      "import type { X } from './x.js';", "import { y } from './x.js';", "import type { Z } from './z.js';", "const z = await import('./z.js');",
+      "import { a } from './a.js';", "// import type { C } from './comment.js'",
+    ].join('\n');
+    expect(typeOnlySpecifiersOf(text).sort()).toEqual(['./t.js', './u.js', './v.js']);
   });
 
   it('finds a circle in a made-up graph, and none in a line', () => {
@@ -146,34 +181,46 @@ describe('folder order', () => {
     const end = rows.findIndex((line) => !line.startsWith('|'));
     return rows.slice(2, end).map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
   };
-  const allowed = new Map(tableAfter('<!-- folder-imports -->').map(([folder, may]) => [folder!.replace(/`/g, ''), may === 'nothing' ? [] : may === 'every folder' ? ['*'] : may!.split(',').map((name) => name.trim())]));
+  const folderRows = tableAfter('<!-- folder-imports -->').map(([folder, may]) => ({ folder: folder!.replace(/`/g, ''), names: may === 'nothing' ? [] : may === 'every folder' ? ['*'] : may!.split(',').map((name) => name.trim()) }));
+  /** `catalog (types only)`: the folder's types, never its values (`import type` only). */
+  const typesOnly = /^(\S+) \(types only\)$/;
+  const allowed = new Map(folderRows.map(({ folder, names }) => [folder, names.filter((name) => !typesOnly.test(name))]));
+  const typesAllowed = new Map(folderRows.map(({ folder, names }) => [folder, names.flatMap((name) => typesOnly.exec(name)?.[1] ?? [])]));
+  /** Whether the table lets `from`'s folder import `to`'s folder this way. */
+  const allows = (from: string, to: string, typeOnly: boolean): boolean => {
+    const may = allowed.get(folderOf(join(root, from))) ?? [];
+    const target = folderOf(join(root, to));
+    return may.includes('*') || may.includes(target) || (typeOnly && (typesAllowed.get(folderOf(join(root, from))) ?? []).includes(target));
+  };
   const excepted = tableAfter('<!-- imports-against-the-order -->').map(([edge, why]) => {
     const [from, to] = edge!.split('→').map((side) => side.replace(/`/g, '').trim());
     return { from: from!, to: to!, why: why! };
   });
   const folderOf = (file: string): string => relative(join(root, 'src'), file).split('/')[0]!;
-  /** Every import from one folder of src/ into another, as repository paths. */
-  const crossings = (): { from: string; to: string }[] => [...graph()].filter(([file]) => file.startsWith(join(root, 'src') + '/')).flatMap(([file, imports]) =>
-    imports.filter((to) => to.startsWith(join(root, 'src') + '/') && folderOf(to) !== folderOf(file)).map((to) => ({ from: relative(root, file), to: relative(root, to) })));
+  /** Every import from one folder of src/ into another, as repository paths, and whether it imports types only. */
+  const crossings = (): { from: string; to: string; typeOnly: boolean }[] => [...graph()].filter(([file]) => file.startsWith(join(root, 'src') + '/')).flatMap(([file, imports]) => {
+    const types = typeOnlyImportsOf(file);
+    return imports.filter((to) => to.startsWith(join(root, 'src') + '/') && folderOf(to) !== folderOf(file)).map((to) => ({ from: relative(root, file), to: relative(root, to), typeOnly: types.has(to) }));
+  });
 
   it('docs/development.md names every folder of src/ once, and only folders that exist', () => {
     const folders = readdirSync(join(root, 'src')).filter((name) => statSync(join(root, 'src', name)).isDirectory()).sort();
     expect([...allowed.keys()].sort()).toEqual(folders);
-    for (const names of allowed.values()) for (const name of names) if (name !== '*') expect(folders).toContain(name);
+    for (const names of [...allowed.values(), ...typesAllowed.values()]) for (const name of names) if (name !== '*') expect(folders).toContain(name);
   });
 
   it('every import between folders of src/ is one the table allows, or one written down below it with a reason', () => {
-    const against = crossings().filter(({ from, to }) => {
-      const may = allowed.get(folderOf(join(root, from))) ?? [];
-      return !may.includes('*') && !may.includes(folderOf(join(root, to)));
-    });
+    const against = crossings().filter(({ from, to, typeOnly }) => !allows(from, to, typeOnly));
     const unexplained = against.filter((edge) => !excepted.some((e) => e.from === edge.from && e.to === edge.to && e.why.length > 0));
     expect(unexplained.map(({ from, to }) => `${from} → ${to}`)).toEqual([]);
   });
 
   it('every import written down against the order still exists and still runs against it (the list only shrinks with the code)', () => {
-    const present = new Set(crossings().map(({ from, to }) => `${from} → ${to}`));
-    const stale = excepted.filter((e) => !present.has(`${e.from} → ${e.to}`) || (allowed.get(folderOf(join(root, e.from))) ?? []).includes(folderOf(join(root, e.to))));
+    const present = new Map(crossings().map((edge) => [`${edge.from} → ${edge.to}`, edge]));
+    const stale = excepted.filter((e) => {
+      const edge = present.get(`${e.from} → ${e.to}`);
+      return !edge || allows(edge.from, edge.to, edge.typeOnly);
+    });
     expect(stale.map((e) => `${e.from} → ${e.to}`)).toEqual([]);
   });
 
@@ -190,7 +237,8 @@ describe('folder order', () => {
   });
 
   it('the allowed imports run one way: no two folders may import each other, directly or through others', () => {
-    const folderGraph = new Map([...allowed].map(([folder, may]) => [folder, may.includes('*') ? [] : may]));
+    // a type that goes round in a circle is a layering mistake too: types-only imports count
+    const folderGraph = new Map([...allowed].map(([folder, may]) => [folder, may.includes('*') ? [] : [...may, ...(typesAllowed.get(folder) ?? [])]]));
     expect(circles(folderGraph)).toEqual([]);
   });
 });
