@@ -5,7 +5,7 @@
  * (test/fixtures/kafka); this writer follows the same layout (src/kafka/record-batch.ts).
  */
 import { crc32cJs } from '../../src/kafka/crc32c.js';
-import { parseRecordBatches, type RecordBatch } from '../../src/kafka/record-batch.js';
+import { parseRecordBatches, type RecordBatch } from '../../src/kafka/batch-header.js';
 
 export interface RecordSpec {
   offsetDelta: number;
