@@ -13,6 +13,7 @@ import { comparatorOf } from './stored-bounds.js';
 import type { WriterSettings } from './writer-settings.js';
 import { ByteSpans } from './values.js';
 
+/** A column chunk as written: its place and sizes among the file's parts, its counts and exact bounds, its pages; where its page index went, once written. */
 export interface ChunkMeta {
   leaf: LeafPlan;
   start: number;
