@@ -33,7 +33,7 @@ import { fieldIds, initialSchema, type TableSchema } from '../src/schema/table-s
 import { wireHeader } from '../src/schema/wire.js';
 import type { TableRecord } from '../src/table/record.js';
 import { resolveSettings } from '../src/table/settings.js';
-import type { WriterSettings } from '../src/parquet/writer.js';
+import type { WriterSettings } from '../src/parquet/writer-settings.js';
 import { eventRecords } from './records.js';
 
 const GiB = 1024 ** 3;

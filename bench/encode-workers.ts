@@ -16,7 +16,8 @@ import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { defaultSettings } from '../src/table/settings.js';
 import { kafkaColumnArrays, kafkaTableColumns, prepare, type PreparedData, ownWriterSettings } from '../src/parquet/index.js';
-import { assembleParquet, encodeRowGroup, type EncodedRowGroup, writeParquet, type WriteOptions } from '../src/parquet/writer.js';
+import { assembleParquet, encodeRowGroup, type EncodedRowGroup, writeParquet } from '../src/parquet/writer.js';
+import type { WriteOptions } from '../src/parquet/writer-settings.js';
 import { eventRecords } from './records.js';
 
 // the writer settings of a table with the default compression

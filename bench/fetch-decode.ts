@@ -27,7 +27,7 @@ import { connectKafka, type KafkaConnection } from '../src/kafka/connect.js';
 import { parseFetchResponse } from '../src/kafka/fetch-response.js';
 import { highWatermark } from '../src/kafka/offsets.js';
 import { produce } from '../src/kafka/produce.js';
-import { parseRecordBatches } from '../src/kafka/record-batch.js';
+import { parseRecordBatches } from '../src/kafka/batch-header.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { crc32cImplementation } from '../src/kafka/crc32c.js';
 

@@ -11,7 +11,7 @@
  * CPU time of this process (user + system), which a loaded machine disturbs less than wall time.
  */
 import * as zlib from 'node:zlib';
-import { zlibDecompress } from '../src/kafka/unreadable-batch.js';
+import { zlibDecompress } from '../src/kafka/batch-codecs.js';
 
 const rounds = Number(process.argv[2] ?? 15);
 const json = Buffer.from(Array.from({ length: 16000 }, (_, i) => `{"id":${i},"name":"user ${i % 977}","score":${(i * 7919) % 10007},"tags":["a","b${i % 13}"]}`).join('\n'));

@@ -13,7 +13,8 @@
  * so their bounds are left out (src/iceberg/bounds.ts). A decimal above precision 38 has
  * no Iceberg type: it is given as the fixed bytes it is stored in, without bounds; from
  * encoder v6 on the file stores it so too (plain fixed bytes, without the DECIMAL
- * annotation nor bounds: writer.ts `wideDecimalAsFixed`), before as annotated decimals.
+ * annotation nor bounds: parquet/writer-settings.ts `wideDecimalAsFixed`), before as
+ * annotated decimals.
  *
  * One column is named otherwise: Kafka's `_partition` is `_kafka_partition`, since
  * Iceberg reserves `_partition` for a metadata column (Spark refuses a table that has

@@ -20,10 +20,12 @@
  * and never beyond `untilOffset`: offsets with no committed record belong to the range
  * that read past them.
  */
-import { appendRecords, batchLastOffset, countRecords, isAbortMarker, isControlBatch, isTransactionalBatch, type BatchRecord, type RecordBatch } from './record-batch.js';
+import { batchLastOffset, isControlBatch, isTransactionalBatch, type RecordBatch } from './batch-header.js';
+import { appendRecords, countRecords, isAbortMarker, type BatchRecord } from './record-batch.js';
 import { UnsupportedRecordFormatError } from './errors.js';
 
-export { batchLastOffset, isAbortMarker, isControlBatch, isTransactionalBatch, type RecordBatch } from './record-batch.js';
+export { batchLastOffset, isControlBatch, isTransactionalBatch, type RecordBatch } from './batch-header.js';
+export { isAbortMarker } from './record-batch.js';
 
 /**
  * The engine's record (timestamps in ms: the record's CreateTime, or the batch's

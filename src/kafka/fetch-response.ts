@@ -1,6 +1,6 @@
 /**
  * Pure: a Fetch response body (after the response header), versions 4 to 17, with each
- * partition's records left as a view of the bytes they lie in (record-batch.ts reads
+ * partition's records left as a view of the bytes they lie in (batch-header.ts reads
  * them). Error codes are returned, never thrown: the caller decides what each means.
  *
  *   Fetch Response (v4-v17) => throttle_time_ms [error_code session_id](v7+) [responses] TAG_BUFFER(v12+)

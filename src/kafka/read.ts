@@ -10,9 +10,9 @@
  * - its aborted-transaction filter is incomplete (see committed.ts and the report);
  *   here every response is filtered by committed.ts, Kafka's own rule.
  *
- * It decodes the response itself (fetch-response.ts, record-batch.ts): record batches are
- * read where they lie, checked against their CRC-32C, decompressed by native code, and a
- * record's key, value and header values are views into those bytes. The library's decoder
+ * It decodes the response itself (fetch-response.ts, batch-header.ts, record-batch.ts):
+ * record batches are read where they lie, checked against their CRC-32C, decompressed by
+ * native code, and a record's key, value and header values are views into those bytes. The library's decoder
  * made a JavaScript object and Buffers per record and decompressed LZ4 in WebAssembly;
  * bench/kafka-read.ts compares the two (docs/measurements.md, "The committed read's Fetch decoding").
  *
@@ -38,7 +38,7 @@ import {
 } from './errors.js';
 import { FETCH_MAX_VERSION, FETCH_MIN_VERSION, parseFetchResponse, type FetchResponse } from './fetch-response.js';
 import { earliestOffset, highWatermark } from './offsets.js';
-import { parseRecordBatches, type RecordBatch } from './record-batch.js';
+import { parseRecordBatches, type RecordBatch } from './batch-header.js';
 import { partitionLeader, type PartitionLeader } from './topics.js';
 import { doubling, pause } from '../common/retry.js';
 
@@ -73,7 +73,7 @@ export interface ReadOptions {
    * asked are Kafka's (compressed, framed); the limit counts decoded record bytes.
    */
   stopAfter?: ReadLimit;
-  /** The most bytes one batch's records may decompress to; a larger batch is a BatchTooLargeError (record-batch.ts). Default: no limit. */
+  /** The most bytes one batch's records may decompress to; a larger batch is a BatchTooLargeError (batch-decompress.ts). Default: no limit. */
   maxBatchBytes?: number;
 }
 

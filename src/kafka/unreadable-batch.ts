@@ -5,100 +5,34 @@
  * decide the same batches so (docs/design.md, "Retention and failures").
  *
  * Deciding needs no allocation of the bound: the batch is decompressed as a stream into
- * one small buffer that is counted and overwritten (`zlibChunks` for gzip and zstd; snappy
- * and LZ4 are read block by block by their callers). Each record's offset and timestamp
- * lie in its first bytes (length varint, attributes, timestampDelta varlong, offsetDelta
- * varint), so `recordHeads` reads those from the stream and skips the rest: the rows get
- * the records' own offsets and timestamps, also in a compacted batch whose records do not
- * fill its offset span.
+ * one small buffer that is counted and overwritten, or block by block (`decompressedChunks`,
+ * batch-decompress.ts). Each record's offset and timestamp lie in its first bytes (length
+ * varint, attributes, timestampDelta varlong, offsetDelta varint), so `recordHeads` reads
+ * those from the stream and skips the rest: the rows get the records' own offsets and
+ * timestamps, also in a compacted batch whose records do not fill its offset span.
  */
-// a namespace: zstd came in Node 22.15, and the encoder (which imports record-batch.ts, and so this) is also run under older Nodes
-import * as zlib from 'node:zlib';
+import { CorruptRecordBatchError } from './batch-errors.js';
+import type { ChunkVisitor } from './batch-codecs.js';
+import { decompressedChunks, MAX_BATCH_RECORD_BYTES } from './batch-decompress.js';
+import { batchCodec, batchLastOffset, type BatchSource, LOG_OVERHEAD, type RecordBatch, TIMESTAMP_TYPE_LOG_APPEND } from './batch-header.js';
 
 /**
- * The most bytes one batch's records may decompress to: 2 GiB less a byte, the largest
- * size whose byte positions the record columns (Int32Array, record.ts) and Kafka's own
- * record lengths (int32) can address. A batch over it becomes error rows.
+ * The rows of a batch whose records decompress to more than MAX_BATCH_RECORD_BYTES: each
+ * record's offset and timestamp (read from the stream of its records), no key, value or
+ * header, and an error naming the batch, its codec and the bound. The same batch gives the
+ * same rows on every machine.
  */
-export const MAX_BATCH_RECORD_BYTES = 2 ** 31 - 1;
-
-/** A visitor of decompressed bytes, in order; each chunk is valid only during the call. Returns false to stop. */
-export type ChunkVisitor = (chunk: Buffer) => boolean;
-
-/** zlib's engine, as its synchronous functions drive it (Node has no public synchronous stream). */
-interface ZlibEngine {
-  _handle: { writeSync(flush: number, input: Buffer, inOff: number, inLen: number, out: Buffer, outOff: number, outLen: number): void; onerror: (message: string, errno: number) => void; close(): void };
-  _writeState: Uint32Array;
-  _finishFlushFlag: number;
-  _chunkSize: number;
+export function unreadableRecords(batch: RecordBatch, source: BatchSource): UnreadableRecord[] {
+  const heads = recordHeads((visit) => decompressedChunks(batch, source, visit), batch.recordCount, batch.lastOffsetDelta);
+  if (typeof heads === 'string') throw new CorruptRecordBatchError(source.topic, source.partition, batch.baseOffset, heads);
+  const logAppendTime = (batch.attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0;
+  const error = `the record batch at offsets [${batch.baseOffset}, ${batchLastOffset(batch)}] (${batchCodec(batch)}, ${LOG_OVERHEAD + batch.batchLength} bytes in Kafka) decompresses to more than ${MAX_BATCH_RECORD_BYTES} bytes, the most one batch may: its records' keys, values and headers are not read`;
+  return heads.map((head) => new UnreadableRecord(
+    batch.baseOffset + BigInt(head.offsetDelta),
+    Number(logAppendTime ? batch.maxTimestamp : batch.baseTimestamp + BigInt(head.timestampDelta)),
+    error,
+  ));
 }
-
-/**
- * Decompresses gzip (codec 1) or zstd (codec 4) `data`, handing each filled part to `visit`
- * until it returns false or the stream ends; by default the parts share one reused buffer,
- * and with `keep` each part is bytes of its own that `visit` may keep (`zlibDecompress`).
- * The engine is driven as Node's own `gunzipSync` drives zlib (the same engine options,
- * output chunks of its `_chunkSize`, done at the first write that leaves room in its chunk,
- * by which gzip has read every member), except that zstd goes on while input is left:
- * zstd's engine stops at the end of each frame, and Node's `zstdDecompressSync` (a write
- * that leaves room is its last) so reads only as far as the first frame that ends with room
- * in its chunk, while concatenated frames decode to the concatenation of their contents
- * (RFC 8878 section 3; Java's ZstdInputStream and librdkafka's ZSTD_decompress read them
- * all). Bytes after a frame that are not a frame are the decoder's error, as they are for
- * Java and librdkafka. Throws the decoder's error for bytes that do not decompress.
- */
-export function zlibChunks(codec: 1 | 4, data: Buffer, visit: ChunkVisitor, keep = false): void {
-  const engine = (codec === 1 ? zlib.createGunzip() : zlib.createZstdDecompress()) as unknown as ZlibEngine;
-  let failure: Error | undefined;
-  engine._handle.onerror = (message) => { failure = new Error(message); };
-  let out = Buffer.allocUnsafe(engine._chunkSize);
-  let outOff = 0;
-  let inOff = 0;
-  let availIn = data.length;
-  try {
-    for (;;) {
-      engine._handle.writeSync(engine._finishFlushFlag, data, inOff, availIn, out, outOff, out.length - outOff);
-      if (failure) throw failure;
-      const [availOut, availInAfter] = engine._writeState as unknown as [number, number];
-      const produced = out.length - outOff - availOut;
-      const consumed = availIn - availInAfter;
-      inOff += consumed;
-      availIn = availInAfter;
-      if (produced > 0 && !visit(out.subarray(outOff, outOff + produced))) return;
-      if (availOut === 0) {
-        if (keep) out = Buffer.allocUnsafe(engine._chunkSize);
-        outOff = 0;
-        continue;
-      }
-      // room left in the chunk: the stream ended, or (zstd) a frame did
-      if (codec === 1 || availIn === 0) return;
-      if (produced === 0 && consumed === 0) throw new Error(`zstd stopped with ${availIn} bytes of its input left`);
-      outOff = keep ? outOff + produced : 0;
-    }
-  } finally {
-    // the native context, closed at once as the synchronous functions close it (the stream's close() would wait for a tick)
-    engine._handle.close();
-  }
-}
-
-/**
- * gzip or zstd `data` decompressed whole (every gzip member, every zstd frame), or
- * OverLimit as soon as it passes `limit` bytes: nothing larger is held.
- */
-export function zlibDecompress(codec: 1 | 4, data: Buffer, limit: number): Buffer {
-  const parts: Buffer[] = [];
-  let total = 0;
-  zlibChunks(codec, data, (part) => {
-    total += part.length;
-    if (total > limit) throw new OverLimit();
-    parts.push(part);
-    return true;
-  }, true);
-  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, total);
-}
-
-/** Decompression passed its limit (`maxRecordBytes` of a memory budget, or MAX_BATCH_RECORD_BYTES). */
-export class OverLimit extends Error {}
 
 /** The offset (as a delta) and timestamp delta of each record of a batch, read from the stream of its decompressed records. */
 export interface RecordHead {

@@ -53,7 +53,10 @@ import { type Column, leaves, parquetSchema } from './schema.js';
 import { prepare, type PreparedData, type RowData, withArrays } from './values.js';
 import { type ColumnStatistics, writtenStatistics } from './statistics.js';
 import type { JsonRules } from './json-text.js';
-import { assembleParquet, encodeRowGroups, joinParts, OutOfStoredRangeError, type WriterSettings } from './writer.js';
+import { joinParts } from './file-parts.js';
+import { OutOfStoredRangeError } from './plain-values.js';
+import { assembleParquet, encodeRowGroups } from './writer.js';
+import type { WriterSettings } from './writer-settings.js';
 
 export interface EncodeOptions {
   /** Rows per row group; the last one holds the remainder. */

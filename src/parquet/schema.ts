@@ -45,7 +45,7 @@ export function isScalar(type: ColumnType): type is ScalarType {
 /**
  * The widest decimal Iceberg has (its `decimal(P, S)` takes P up to 38): a wider one (only
  * Avro `decimal` makes one) is declared Iceberg `fixed[L]` (src/iceberg/schema.ts), and
- * encoder v6 stores it so (writer.ts `wideDecimalAsFixed`).
+ * encoder v6 stores it so (writer-settings.ts `wideDecimalAsFixed`).
  */
 export const ICEBERG_DECIMAL_PRECISION = 38;
 
@@ -163,7 +163,7 @@ function scalarElement(type: ScalarType): Omit<SchemaElement, 'name'> {
       // keep the record's text as it is; and without a converted type DuckDB reads the
       // column as BLOB. So DuckDB sees VARCHAR (its ->> operators work), readers that
       // honour logical types (Arrow, Spark) see JSON. Encoder v6 stores it as STRING
-      // instead (writer.ts `jsonAsString`), Iceberg's form of the `string` it declares.
+      // instead (writer-settings.ts `jsonAsString`), Iceberg's form of the `string` it declares.
       return { type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'JSON' } };
     case 'binary':
       return { type: 'BYTE_ARRAY' };

@@ -24,7 +24,7 @@
 import { type Column, type ColumnType, leafCount, leaves, type ScalarKind, type ScalarType } from './schema.js';
 import { compareBytes, compareFloats, statText } from './stat-text.js';
 import { columnValues, prepare, type RowData } from './values.js';
-import type { ChunkMeta } from './writer.js';
+import type { ChunkMeta } from './column-chunk.js';
 
 export interface ColumnStatistics {
   /** Parquet path of the primitive column, joined with "." */

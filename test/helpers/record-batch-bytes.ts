@@ -2,10 +2,11 @@
  * A minimal writer of uncompressed magic-2 record batches, for tests that need batches of a
  * shape no producer makes on request (an empty batch left by compaction, interleaved
  * transactions cut anywhere). The parsers' own tests read bytes that real producers wrote
- * (test/fixtures/kafka); this writer follows the same layout (src/kafka/record-batch.ts).
+ * (test/fixtures/kafka); this writer follows the same layout (src/kafka/batch-header.ts for
+ * the batch, record-batch.ts for its records).
  */
 import { crc32cJs } from '../../src/kafka/crc32c.js';
-import { parseRecordBatches, type RecordBatch } from '../../src/kafka/record-batch.js';
+import { parseRecordBatches, type RecordBatch } from '../../src/kafka/batch-header.js';
 
 export interface RecordSpec {
   offsetDelta: number;

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { partitionStatus } from '../../src/tables/status.js';
-import { parseRecordBatches } from '../../src/kafka/record-batch.js';
+import { parseRecordBatches } from '../../src/kafka/batch-header.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { batchBytes, varint, zstdFrame } from '../helpers/record-batch-bytes.js';

@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import { committedSlice } from '../../src/kafka/committed.js';
 import { UnsupportedRecordFormatError } from '../../src/kafka/errors.js';
-import type { RecordBatch } from '../../src/kafka/record-batch.js';
+import type { RecordBatch } from '../../src/kafka/batch-header.js';
 import { recordBatch } from '../helpers/record-batch-bytes.js';
 
 const TRANSACTIONAL = 1 << 4;

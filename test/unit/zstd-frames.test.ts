@@ -13,8 +13,11 @@
 import * as zlib from 'node:zlib';
 import { describe, expect, test } from 'vitest';
 import { BatchTooLargeError, CorruptRecordBatchError } from '../../src/kafka/errors.js';
-import { appendRecords, batchRecordBytes, decodeRecords, decompressedChunks, parseRecordBatches, type BatchRecord, type RecordBatch } from '../../src/kafka/record-batch.js';
-import { MAX_BATCH_RECORD_BYTES, recordHeads, zlibChunks, zlibDecompress } from '../../src/kafka/unreadable-batch.js';
+import { batchRecordBytes, decompressedChunks, MAX_BATCH_RECORD_BYTES } from '../../src/kafka/batch-decompress.js';
+import { parseRecordBatches, type RecordBatch } from '../../src/kafka/batch-header.js';
+import { appendRecords, decodeRecords, type BatchRecord } from '../../src/kafka/record-batch.js';
+import { zlibChunks, zlibDecompress } from '../../src/kafka/batch-codecs.js';
+import { recordHeads } from '../../src/kafka/unreadable-batch.js';
 import { batchBytes, recordBytes, varint, zstdFrame, type RecordSpec } from '../helpers/record-batch-bytes.js';
 
 const MiB = 1 << 20;
