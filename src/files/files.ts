@@ -9,9 +9,8 @@ import { engineConfig } from '../runtime/config.js';
 import type { FileGranules, NewCatalogFile, NewRange } from '../catalog/file-writes.js';
 import type { Catalog } from '../catalog/db.js';
 import type { TableRecord } from '../table/record.js';
-import { compressionOf } from '../table/settings.js';
 import {
-  buildDataFile, ByteSpans, bytesOfRange, SafeInt64s, StructVectors, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, sha256OfRange, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
+  buildDataFile, ByteSpans, bytesOfRange, SafeInt64s, StructVectors, chunkChecksums, encodeParquet, encoderFor, encoderOf, fileLayout, PreparedData, sha256OfRange, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
   type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
@@ -311,7 +310,7 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encode
     }
     const { version, schema } = current;
     const indexes = await indexesWithEntries(catalog, table.tableId);
-    const encoderVersion = encoder ?? encoderForCompression[compressionOf(table.settings)];
+    const encoderVersion = encoder ?? encoderOf(table.settings);
     return build({ table, schema, schemaVersion: version, indexes, encoderVersion, partition, range });
   };
 }
