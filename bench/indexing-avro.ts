@@ -26,7 +26,7 @@ import { currentSchema } from '../src/catalog/schema-versions.js';
 import { wireHeader } from '../src/schema/wire.js';
 import { resolveSettings, defaultSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 
 /** The encoder a table of the default compression builds new files with. */
 const encoderVersion = encoderOf(defaultSettings);

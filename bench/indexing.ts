@@ -25,7 +25,7 @@ import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
 import { recordBytes } from '../src/kafka/record.js';
 import { resolveSettings, defaultSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { dropTable, findTable } from '../src/catalog/tables.js';
 
 /** The encoder a table of the default compression builds new files with. */

@@ -124,7 +124,7 @@ export async function dropTable(catalog: Catalog, name: string, options: { ifExi
   return (result.rowCount ?? 0) > 0;
 }
 
-/** A table made before catalog version 9 takes the id its topic has now, once (tables/topic-identity.ts). */
+/** A table made before catalog version 9 takes the id its topic has now, once (table-topic/topic-identity.ts). */
 export async function adoptTopicId(catalog: Catalog | CatalogClient, tableId: bigint, topicId: string): Promise<void> {
   await catalog.query('UPDATE offsetlake.lake_table SET topic_id = $2 WHERE table_id = $1 AND topic_id IS NULL', [tableId, topicId]);
 }

@@ -9,7 +9,7 @@ import { kafkaSource } from '../kafka/source.js';
 import { defaultRunnerOptions, LocalRunner, type RunSummary } from '../local/runner.js';
 import { checkFiles, rebuildFile } from '../files/rebuild.js';
 import { parseBytes, parseDuration } from '../table/settings.js';
-import { partitionStatus } from '../tables/status.js';
+import { partitionStatus } from '../table-topic/status.js';
 import type { Engine } from '../runtime/engine.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';

@@ -21,7 +21,7 @@ import { addPartitions, tablesOfTopic } from '../catalog/tables.js';
 import type { Catalog } from '../catalog/db.js';
 import { postgresIndexingCatalog, type IndexingCatalog } from '../catalog/indexing-calls.js';
 import { unreadableSettings, type TableRecord } from '../table/record.js';
-import { parseKafkaEvent } from '../events/msk.js';
+import { parseKafkaEvent } from './kafka-event.js';
 import { PartitionIndexer, type AdvanceOptions, type PartitionIndexerDeps } from './partition.js';
 import { TopicRecreatedError } from '../kafka/errors.js';
 import type { KafkaRecord } from '../kafka/record.js';

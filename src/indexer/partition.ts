@@ -14,7 +14,7 @@ import type { RangeBuilder } from '../files/files.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import type { ReadLimit } from '../kafka/read.js';
 import { BatchTooLargeError, OffsetOutOfRangeError, TopicRecreatedError } from '../kafka/errors.js';
-import { recreatedTopicProblem } from '../tables/topic-identity.js';
+import { recreatedTopicProblem } from '../table-topic/topic-identity.js';
 import { RangeSealer, sealingRules, type SealedRange, type SealReason } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
 import { fetchBytesFor } from '../kafka/fetch-size.js';

@@ -12,7 +12,7 @@ import { indexedEnds } from '../catalog/partitions.js';
 import { listTables } from '../catalog/tables.js';
 import { unreadableSettings, type TableRecord } from '../table/record.js';
 import { setWaitingReason } from '../catalog/leases.js';
-import { checkedTopic, TableTopicError } from '../tables/topic-identity.js';
+import { checkedTopic, TableTopicError } from '../table-topic/topic-identity.js';
 import { UnknownTopicError } from '../kafka/errors.js';
 import type { StoredSettingError } from '../table/settings.js';
 import type { Engine } from '../runtime/engine.js';
@@ -29,7 +29,7 @@ import { pause } from '../common/retry.js';
 import { IndexDrivers } from './index-drivers.js';
 import { RunMetrics } from './run-metrics.js';
 import type { PartitionLag } from '../common/lag-metrics.js';
-import { PartitionLags, type LagRow } from '../tables/lag.js';
+import { PartitionLags, type LagRow } from '../table-topic/lag.js';
 import type { MetricFamily } from '../common/exposition.js';
 
 export interface RunnerOptions {

@@ -15,7 +15,7 @@ export interface TableRecord {
   createdAt: Date;
   /**
    * Kafka's id of the topic the table was made on (null for a table made before catalog
-   * version 9 until its topic is first seen, tables/topic-identity.ts). A topic deleted
+   * version 9 until its topic is first seen, table-topic/topic-identity.ts). A topic deleted
    * and created again under the same name has another id: its offsets are not the table's.
    */
   topicId: string | null;

@@ -3,7 +3,7 @@ import { listFiles } from '../../src/catalog/file-reads.js';
 import { openCatalog } from '../../src/catalog/db.js';
 import { findTable } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { EventShapeError, toKafkaEvent } from '../../src/events/msk.js';
+import { EventShapeError, toKafkaEvent } from '../../src/indexer/kafka-event.js';
 import { rangeBuilder } from '../../src/files/files.js';
 import { DeliveryFailedError, handleKafkaEvent, indexerFor, type IndexerRuntime, type PartitionOutcome } from '../../src/indexer/handler.js';
 import { LeaseHeldError } from '../../src/indexer/partition.js';

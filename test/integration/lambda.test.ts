@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
-import { toKafkaEvent } from '../../src/events/msk.js';
+import { toKafkaEvent } from '../../src/indexer/kafka-event.js';
 import { produce } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { DeliveryFailedError } from '../../src/indexer/handler.js';
 import { checkTable, rebuiltRows } from '../helpers/verify.js';

@@ -22,7 +22,7 @@ import { ReaderService } from '../../src/reader/service.js';
 import { countingSource } from '../../src/kafka/counting-source.js';
 import { recordBytes, type KafkaRecord } from '../../src/kafka/record.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { tmpdir } from 'node:os';

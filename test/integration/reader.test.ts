@@ -21,7 +21,7 @@ import { bodyBytes, readerHandler, type ReaderHandler } from '../../src/reader/h
 import { ReaderService } from '../../src/reader/service.js';
 import { rebuildFile } from '../../src/files/rebuild.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
