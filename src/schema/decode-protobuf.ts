@@ -13,15 +13,9 @@ import protobuf from 'protobufjs';
 import type { Column, ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { readMessageIndexes } from './wire.js';
-import { aliasAbsentFrom, DecodeError, jsonText, mapType, type WriterSchema } from './writer.js';
+import { aliasAbsentFrom, DecodeError, jsonText, listOf, mapType, storedAsDecoded, type Shape, type WriterSchema } from './writer.js';
 import { setOwn } from '../common/objects.js';
 
-interface Shape {
-  type: ColumnType;
-  convert: (value: unknown) => unknown;
-}
-
-const identity = (value: unknown): unknown => value;
 
 /**
  * protobufjs keeps fields, enum values and types in plain objects, where the name
@@ -174,9 +168,14 @@ function fieldShape(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: Nam
     };
   }
   const element = single(field, path, nameOf);
-  if (field.repeated) return { type: { kind: 'list', element: { nullable: true, type: element.type } }, convert: (v) => (v as unknown[]).map(element.convert) };
+  if (field.repeated) return listOf(element);
   return element;
 }
+
+/** Protobuf's scalar types whose decoded values a column stores as they are, by type name. */
+const storedAsRead: Readonly<Record<string, ColumnType['kind']>> = {
+  double: 'double', float: 'float', int32: 'int32', sint32: 'int32', sfixed32: 'int32', bool: 'boolean', string: 'string',
+};
 
 function single(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: NameOf): Shape {
   const resolved = field.resolvedType;
@@ -185,15 +184,8 @@ function single(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: NameOf)
     const names = resolved.valuesById;
     return { type: { kind: 'string' }, convert: (v) => (Object.hasOwn(names, v as number) ? nameOf(names[v as number]!) : String(v)) };
   }
+  if (Object.hasOwn(storedAsRead, field.type)) return storedAsDecoded({ kind: storedAsRead[field.type] } as ColumnType);
   switch (field.type) {
-    case 'double':
-      return { type: { kind: 'double' }, convert: identity };
-    case 'float':
-      return { type: { kind: 'float' }, convert: identity };
-    case 'int32':
-    case 'sint32':
-    case 'sfixed32':
-      return { type: { kind: 'int32' }, convert: identity };
     case 'uint32':
     case 'fixed32':
       return { type: { kind: 'int64' }, convert: (v) => BigInt(v as number) };
@@ -204,10 +196,6 @@ function single(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: NameOf)
     case 'uint64':
     case 'fixed64':
       return { type: { kind: 'decimal', precision: 20, scale: 0 }, convert: (v) => toBigInt(v, true) };
-    case 'bool':
-      return { type: { kind: 'boolean' }, convert: identity };
-    case 'string':
-      return { type: { kind: 'string' }, convert: identity };
     case 'bytes':
       // an empty or unset proto3 `bytes` is protobufjs's shared empty array, not bytes
       return { type: { kind: 'binary' }, convert: (v) => (v instanceof Uint8Array ? v : Uint8Array.from(v as ArrayLike<number>)) };

@@ -78,6 +78,24 @@ export function checkDecimal(value: bigint, precision: number, where: string): b
   return value;
 }
 
+/** What a registry type becomes: its column type, and how a decoded value becomes a value of that type. */
+export interface Shape {
+  type: ColumnType;
+  convert: (value: unknown) => unknown;
+}
+
+const identity = (value: unknown): unknown => value;
+
+/** A type whose decoded values are already what the column stores (Avro's and Protobuf's primitives, mostly). */
+export function storedAsDecoded(type: ColumnType): Shape {
+  return { type, convert: identity };
+}
+
+/** A repeated type (Avro array, Protobuf repeated): a list of nullable elements of the item's shape. */
+export function listOf(item: Shape): Shape {
+  return { type: { kind: 'list', element: { nullable: true, type: item.type } }, convert: (v) => (v as unknown[]).map(item.convert) };
+}
+
 /** The struct entry type that maps become: a list of {key, value}, keys as strings. */
 export function mapType(value: ColumnType): ColumnType {
   return {
