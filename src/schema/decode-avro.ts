@@ -8,9 +8,9 @@
  */
 import { isUtf8 } from 'node:buffer';
 import avro from 'avsc';
-import type { Column, ColumnType } from '../parquet/schema.js';
+import type { ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
-import { aliasAbsentFrom, checkDecimal, DecodeError, jsonText, listOf, mapType, signedBigInt, storedAsDecoded, type Shape, type WriterSchema } from './writer.js';
+import { aliasAbsentFrom, checkDecimal, DecodeError, jsonText, listOf, mapType, signedBigInt, storedAsDecoded, structOf, type Shape, type StructMember, type WriterSchema } from './writer.js';
 import { ownValue, setOwn } from '../common/objects.js';
 import { columnDecoder } from './avro-columns.js';
 import { JSON_NESTING_LIMIT, NESTED_TOO_DEEP, untypedJsonProblem, type JsonRules } from '../parquet/json-text.js';
@@ -354,25 +354,12 @@ function record(type: AvroType, path: Set<AvroType>): Shape {
     return { type: { kind: 'json' }, convert: (v) => jsonText(v) };
   }
   const inner = new Set(path).add(type);
-  const fields: Column[] = [];
-  const converters: [string, string, (v: unknown) => unknown][] = [];
+  const members: StructMember[] = [];
   for (const field of (type as unknown as { fields: { name: string; type: AvroType }[] }).fields) {
     const shape = shapeOf(field.type, inner);
-    if (!shape) continue;
-    const column = field.name === protoAlias ? '__proto__' : field.name;
-    fields.push({ name: column, type: shape.type, nullable: true });
-    converters.push([field.name, column, shape.convert]);
+    if (shape) members.push({ name: field.name, column: field.name === protoAlias ? '__proto__' : field.name, shape });
   }
-  if (fields.length === 0) return { type: { kind: 'json' }, convert: () => '{}' };
-  return {
-    type: { kind: 'struct', fields },
-    convert: (v) => {
-      const source = v as Record<string, unknown>;
-      const out: Record<string, unknown> = {};
-      for (const [name, column, convert] of converters) setOwn(out, column, convert(ownValue(source, name)));
-      return out;
-    },
-  };
+  return structOf(members, (source, member) => member.shape.convert(ownValue(source, member.name)));
 }
 
 function union(type: AvroType, path: Set<AvroType>): Shape | null {

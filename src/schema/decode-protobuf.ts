@@ -10,11 +10,10 @@
  * or oneof members are null.
  */
 import protobuf from 'protobufjs';
-import type { Column, ColumnType } from '../parquet/schema.js';
+import type { ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { readMessageIndexes } from './wire.js';
-import { aliasAbsentFrom, DecodeError, jsonText, listOf, mapType, storedAsDecoded, type Shape, type WriterSchema } from './writer.js';
-import { setOwn } from '../common/objects.js';
+import { aliasAbsentFrom, DecodeError, jsonText, listOf, mapType, storedAsDecoded, structOf, type Shape, type WriterSchema } from './writer.js';
 
 
 /**
@@ -125,30 +124,14 @@ function message(type: protobuf.Type, path: Set<protobuf.Type>, nameOf: NameOf):
   }
   if (path.has(type)) return { type: { kind: 'json' }, convert: (v) => jsonText((type.toObject(v as protobuf.Message, { longs: String, enums: String, bytes: String }))) };
   const inner = new Set(path).add(type);
-  const fields: Column[] = [];
-  const converters: [string, string, (v: unknown) => unknown, unknown][] = [];
-  for (const field of type.fieldsArray) {
-    const shape = fieldShape(field, inner, nameOf);
-    const column = nameOf(field.name);
-    fields.push({ name: column, type: shape.type, nullable: true });
-    // members of a oneof (and proto3 `optional`) are null when unset, not their default;
-    // other unset fields have their default (protobufjs keeps defaults on the prototype,
-    // where a field named like an Object.prototype member cannot be told from it)
-    converters.push([field.name, column, shape.convert, field.partOf !== null ? null : field.defaultValue]);
-  }
-  if (fields.length === 0) return { type: { kind: 'json' }, convert: () => '{}' };
-  return {
-    type: { kind: 'struct', fields },
-    convert: (v) => {
-      const source = v as Record<string, unknown>;
-      const out: Record<string, unknown> = {};
-      for (const [name, column, convert, unset] of converters) {
-        const value = Object.hasOwn(source, name) ? source[name] : unset;
-        setOwn(out, column, value === null || value === undefined ? null : convert(value));
-      }
-      return out;
-    },
-  };
+  // members of a oneof (and proto3 `optional`) are null when unset, not their default;
+  // other unset fields have their default (protobufjs keeps defaults on the prototype,
+  // where a field named like an Object.prototype member cannot be told from it)
+  const members = type.fieldsArray.map((field) => ({ name: field.name, column: nameOf(field.name), shape: fieldShape(field, inner, nameOf), unset: field.partOf !== null ? null : field.defaultValue as unknown }));
+  return structOf(members, (source, member) => {
+    const value = Object.hasOwn(source, member.name) ? source[member.name] : member.unset;
+    return value === null || value === undefined ? null : member.shape.convert(value);
+  });
 }
 
 /** 64-bit map keys: protobufjs keys its object by the 8 bytes of the value as text. */
