@@ -16,7 +16,7 @@ import { produce } from '../src/kafka/produce.js';
 import { createTopic, deleteTopic } from '../src/kafka/topics.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 
 const total = Number(process.argv[2] ?? 350_000);
 const valueBytes = Number(process.argv[3] ?? 30);

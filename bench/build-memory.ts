@@ -15,7 +15,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { dropTable } from '../src/catalog/tables.js';
 import { rangeBuilder } from '../src/indexer/range-builder.js';

@@ -27,14 +27,17 @@ import avro from 'avsc';
 import { Encoder as ZstdEncoder } from '@toondepauw/node-zstd';
 import { fileRows } from '../src/files/files.js';
 import { recordBytes, type KafkaRecord } from '../src/kafka/record.js';
-import { encoderVersion, ownWriterEncoder, ownWriterPageShape, ownWriterSettings, type Encoder } from '../src/parquet/index.js';
+import { ownWriterEncoder, ownWriterPageShape, ownWriterSettings, type Encoder, encoderOf } from '../src/parquet/index.js';
 import { mergeRegistrySchemas } from '../src/schema/evolve.js';
 import { fieldIds, initialSchema, type TableSchema } from '../src/schema/table-schema.js';
 import { wireHeader } from '../src/schema/wire.js';
 import type { TableRecord } from '../src/table/record.js';
-import { resolveSettings } from '../src/table/settings.js';
+import { resolveSettings, defaultSettings } from '../src/table/settings.js';
 import type { WriterSettings } from '../src/parquet/writer-settings.js';
 import { eventRecords } from './records.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const GiB = 1024 ** 3;
 

@@ -30,7 +30,7 @@ import { readerHandler } from '../src/reader/http.js';
 import { readerServer } from '../src/reader/node-server.js';
 import { ReaderService } from '../src/reader/service.js';
 import { resolveSettings } from '../src/table/settings.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
 import { runQuery } from '../src/query/run.js';
 import { libpqConnectionString } from '../src/cli/attach.js';

@@ -27,7 +27,7 @@ import { createTopic } from '../src/kafka/topics.js';
 import { recordBytes } from '../src/kafka/record.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { dropTable, findTable } from '../src/catalog/tables.js';
 import { indexReports } from '../src/catalog/indexes.js';
 import { parseInlineIndex } from '../src/indexes/ddl.js';

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { dropTable, findTable } from '../src/catalog/tables.js';
 import { openEngine } from '../src/runtime/engine.js';
 import { rangeBuilder } from '../src/indexer/range-builder.js';
-import { encoderVersion } from '../src/parquet/index.js';
+import { encoderOf } from '../src/parquet/index.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';
@@ -24,9 +24,12 @@ import { avroType } from '../src/schema/decode-avro.js';
 import { tableDecoder } from '../src/schema/decode.js';
 import { currentSchema } from '../src/catalog/schema-versions.js';
 import { wireHeader } from '../src/schema/wire.js';
-import { resolveSettings } from '../src/table/settings.js';
+import { resolveSettings, defaultSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const total = Number(process.argv[2] ?? 100_000);
 const valueBytes = Number(process.argv[3] ?? 1024);

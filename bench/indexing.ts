@@ -16,17 +16,20 @@ import { profiled } from './profile.js';
 import { randomUUID } from 'node:crypto';
 import { openEngine } from '../src/runtime/engine.js';
 import { rangeBuilder } from '../src/indexer/range-builder.js';
-import { encoderVersion } from '../src/parquet/index.js';
+import { encoderOf } from '../src/parquet/index.js';
 import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
 import { kafkaSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
 import { recordBytes } from '../src/kafka/record.js';
-import { resolveSettings } from '../src/table/settings.js';
+import { resolveSettings, defaultSettings } from '../src/table/settings.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { dropTable, findTable } from '../src/catalog/tables.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const total = Number(process.argv[2] ?? 100_000);
 const valueBytes = Number(process.argv[3] ?? 1024);

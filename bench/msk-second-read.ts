@@ -38,14 +38,14 @@ import { timedBuild, timedSource } from './timing.js';
 import { openEngine, type Engine } from '../src/runtime/engine.js';
 import { rangeBuilder } from '../src/indexer/range-builder.js';
 import { handleKafkaEvent, type IndexerRuntime } from '../src/indexer/handler.js';
-import { parseKafkaEvent, toKafkaEvent } from '../src/events/msk.js';
+import { parseKafkaEvent, toKafkaEvent } from '../src/indexer/kafka-event.js';
 import { kafkaSource, type CommittedSource } from '../src/kafka/source.js';
 import { produce } from '../src/kafka/produce.js';
 import { defaultMaxBytes, readCommittedRange } from '../src/kafka/read.js';
 import { createTopic } from '../src/kafka/topics.js';
 import { recordBytes, type KafkaRecord } from '../src/kafka/record.js';
 import { resolveSettings } from '../src/table/settings.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { dropTable } from '../src/catalog/tables.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
 

@@ -8,15 +8,12 @@
  * with whatever else runs, CPU time much less. Best of `rounds` for each.
  */
 import { recordBytes } from '../src/kafka/record.js';
-import {
-  columnStatistics,
-  encodeParquet,
-  encoderVersion,
-  kafkaColumnArrays,
-  kafkaTableColumns,
-  prepare,
-} from '../src/parquet/index.js';
+import { columnStatistics, encodeParquet, kafkaColumnArrays, kafkaTableColumns, prepare, encoderOf } from '../src/parquet/index.js';
+import { defaultSettings } from '../src/table/settings.js';
 import { eventRecords } from './records.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const rows = Number(process.argv[2] ?? 100_000);
 const rounds = Number(process.argv[3] ?? 5);

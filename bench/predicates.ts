@@ -24,7 +24,7 @@ import { createTopic } from '../src/kafka/topics.js';
 import { runQuery } from '../src/query/run.js';
 import { ReaderService } from '../src/reader/service.js';
 import { resolveSettings } from '../src/table/settings.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 
 const hours = Number(process.argv[2] ?? 44);
 const hour = 3_600_000;

@@ -58,7 +58,7 @@ import { schemaVersion } from '../src/catalog/schema-versions.js';
 import { avroType } from '../src/schema/decode-avro.js';
 import { wireHeader } from '../src/schema/wire.js';
 import { resolveSettings, type TableFormat } from '../src/table/settings.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { profiled } from './profile.js';
 import { startServe } from './serve-process.js';
 

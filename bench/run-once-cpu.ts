@@ -27,7 +27,7 @@ import { createTopic, topicPartitions } from '../src/kafka/topics.js';
 import { lastStableOffset } from '../src/kafka/offsets.js';
 import { readCommitted } from '../src/kafka/read.js';
 import { recordBytes as recordBytesOf } from '../src/kafka/record.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { resolveSettings } from '../src/table/settings.js';
 import { stackConfig } from '../src/stack/config.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';

@@ -26,7 +26,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { listFiles, type CatalogFile } from '../src/catalog/file-reads.js';
 import { parseBytes, parseDuration, resolveSettings } from '../src/table/settings.js';
 import { findTable } from '../src/catalog/tables.js';

@@ -30,7 +30,7 @@ import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
 import { bodyBytes, readerHandler } from '../src/reader/http.js';
 import { ReaderService } from '../src/reader/service.js';
 import { resolveSettings } from '../src/table/settings.js';
-import { createTableFromTopic } from '../src/tables/create-table.js';
+import { createTableFromTopic } from '../src/table-topic/create-table.js';
 
 const records = Number(process.argv[2] ?? 60_000);
 const rounds = Number(process.argv[3] ?? 40);

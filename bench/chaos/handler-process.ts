@@ -14,7 +14,7 @@
  * each partition's indexed_end (the mapping's committed offsets lag the catalog).
  */
 import { rangeBuilder } from '../../src/indexer/range-builder.js';
-import { toKafkaEvent, type MskEvent } from '../../src/events/msk.js';
+import { toKafkaEvent, type MskEvent } from '../../src/indexer/kafka-event.js';
 import { handleKafkaEvent, type IndexerRuntime } from '../../src/indexer/handler.js';
 import { tablesOfTopic } from '../../src/catalog/tables.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';

@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
 import { dropTable } from '../../src/catalog/tables.js';
 import { type TableRecord } from '../../src/table/record.js';

@@ -8,7 +8,7 @@ import type { PartitionOutcome } from '../../src/indexer/handler.js';
 import type { TickFailure } from '../../src/indexer/tick.js';
 import { lambdaRuntime, lambdaServices } from '../runtime.js';
 import { logger, observed, recordJobFailures, recordLag } from '../observability.js';
-import { partitionStatus } from '../../src/tables/status.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
 import { endOverdueDuckLakeSessions, overdueSessionText } from '../../src/catalog/reader-login.js';
 
 // Not called by Lambda: loads the native compressors at INIT and lets the bundle test reach them (functions/native.ts).

@@ -48,18 +48,18 @@ export async function partitionRows(catalog: Catalog, tableName?: string): Promi
 }
 
 /**
- * Partitions whose open range has waited its table's file_window by `nowMs` and whose lease
- * has lapsed (no delivery holds them): the idle tick seals them.
+ * Partitions whose open range was first read at or before its table's cutoff (by table id:
+ * now minus the table's file_window, in ms, from its typed settings) and whose lease has
+ * lapsed (no delivery holds them): the idle tick seals them.
  */
-export async function partitionsDueForAge(catalog: Catalog, nowMs: number): Promise<{ topic: string; table_id: bigint; partition_id: number }[]> {
-  const due = await catalog.query<{ topic: string; table_id: bigint; partition_id: number }>(
-    `SELECT t.topic, t.table_id, p.partition_id
-     FROM offsetlake.lake_partition p JOIN offsetlake.lake_table t USING (table_id)
-     WHERE t.dropped_at IS NULL AND p.open_range_records > 0
-       AND p.open_range_since <= to_timestamp(($1::double precision - (t.settings->>'file_window')::double precision) / 1000)
+export async function partitionsDueForAge(catalog: Catalog, cutoffs: ReadonlyMap<bigint, number>): Promise<{ table_id: bigint; partition_id: number }[]> {
+  const due = await catalog.query<{ table_id: bigint; partition_id: number }>(
+    `SELECT p.table_id, p.partition_id
+     FROM offsetlake.lake_partition p JOIN unnest($1::bigint[], $2::double precision[]) AS c(table_id, cutoff_ms) USING (table_id)
+     WHERE p.open_range_records > 0 AND p.open_range_since <= to_timestamp(c.cutoff_ms / 1000)
        AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= now())
-     ORDER BY t.table_id, p.partition_id`,
-    [nowMs],
+     ORDER BY p.table_id, p.partition_id`,
+    [[...cutoffs.keys()].map(String), [...cutoffs.values()]],
   );
   return due.rows;
 }

@@ -1,5 +1,5 @@
 import { catalogColumns, type TableSchema } from '../schema/table-schema.js';
-import type { TableFormat, TableSettings } from '../table/settings.js';
+import { StoredSettingError, storedSettings, type TableFormat } from '../table/settings.js';
 import { checkTableName, TableError, type NewTable, type TableRecord } from '../table/record.js';
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
 import { topicNameProblem } from '../kafka/topic-names.js';
@@ -14,7 +14,8 @@ interface TableRow {
   table_name: string;
   topic: string;
   format: TableFormat;
-  settings: TableSettings;
+  /** As stored: read once, by storedSettings, into the record's typed settings. */
+  settings: unknown;
   created_at: Date;
   topic_id: string | null;
 }
@@ -22,8 +23,20 @@ interface TableRow {
 /** The columns of lake_table a TableRecord is made of. */
 export const tableColumns = 'table_id, table_name, topic, format, settings, created_at, topic_id';
 
+/**
+ * A row as a TableRecord, its settings parsed once (storedSettings). A row whose settings
+ * cannot be read is still listed, so that one such table stops no other: reading its
+ * `settings` throws the StoredSettingError that says why, wherever the table is used
+ * (`unreadableSettings`, src/table/record.ts, asks without throwing).
+ */
 export function toRecord(row: TableRow): TableRecord {
-  return { tableId: row.table_id, name: row.table_name, topic: row.topic, format: row.format, settings: row.settings, createdAt: row.created_at, topicId: row.topic_id };
+  const record = { tableId: row.table_id, name: row.table_name, topic: row.topic, format: row.format, createdAt: row.created_at, topicId: row.topic_id };
+  try {
+    return { ...record, settings: storedSettings(row.table_name, row.settings) };
+  } catch (error) {
+    if (!(error instanceof StoredSettingError)) throw error;
+    return Object.defineProperty(record, 'settings', { enumerable: true, get: (): never => { throw error; } }) as TableRecord;
+  }
 }
 
 /**
@@ -111,7 +124,7 @@ export async function dropTable(catalog: Catalog, name: string, options: { ifExi
   return (result.rowCount ?? 0) > 0;
 }
 
-/** A table made before catalog version 9 takes the id its topic has now, once (tables/topic-identity.ts). */
+/** A table made before catalog version 9 takes the id its topic has now, once (table-topic/topic-identity.ts). */
 export async function adoptTopicId(catalog: Catalog | CatalogClient, tableId: bigint, topicId: string): Promise<void> {
   await catalog.query('UPDATE offsetlake.lake_table SET topic_id = $2 WHERE table_id = $1 AND topic_id IS NULL', [tableId, topicId]);
 }

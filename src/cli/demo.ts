@@ -18,7 +18,7 @@ import { resolveSettings } from '../table/settings.js';
 import { stackConfig } from '../stack/config.js';
 import { stackUp, useLocalStackDefaults } from '../stack/index.js';
 import { ensureStackReaderLogin } from '../stack/postgres.js';
-import { createTableFromTopic } from '../tables/create-table.js';
+import { createTableFromTopic } from '../table-topic/create-table.js';
 import { filesCommand, statusCommand } from './inspect.js';
 import { queryCommand } from './query.js';
 import { progress } from './output.js';

@@ -71,7 +71,7 @@ function backfillState(cursor: bigint | null, target: bigint | null): string | u
 export async function statusCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('status', args, options);
   // status asks Kafka for each partition's LSO; `files` of this module loads neither this nor the Kafka client
-  const { partitionStatus } = await import('../tables/status.js');
+  const { partitionStatus } = await import('../table-topic/status.js');
   const { rows, reads, indexes } = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => ({
     rows: await partitionStatus(engine, positionals[0]),
     reads: await readerTotals(engine.catalog),

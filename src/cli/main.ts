@@ -2,6 +2,7 @@ import { stopQuietlyWhenThePipeCloses, UsageError } from './output.js';
 import { log } from '../common/log.js';
 import { commandHelp, commandLineUsage, helpText, ownHelp } from './help.js';
 import { latestCatalogVersion } from '../catalog/migrations.js';
+import { compressions } from '../table/settings.js';
 import project from '../../package.json' with { type: 'json' };
 
 /**
@@ -28,11 +29,15 @@ const commands: Record<string, (args: string[]) => Promise<number>> = {
   demo: async (args) => (await import('./demo.js')).demoCommand(args),
 };
 
-/** What a bug report needs: this offsetlake, the catalog version it migrates to, the encoder it writes new files with. */
+/**
+ * What a bug report needs: this offsetlake, the catalog version it migrates to, the encoder
+ * it builds new files with for each compression a table may choose (encoderOf).
+ */
 async function versionText(): Promise<string> {
   // the encoder's module loads the Parquet writer and compressors: only --version needs them here
-  const { encoderVersion } = await import('../parquet/encoder.js');
-  return `offsetlake ${project.version} (catalog version ${latestCatalogVersion}, encoder ${encoderVersion}, Node ${process.versions.node})\n`;
+  const { encoderOf } = await import('../parquet/encoder.js');
+  const encoders = compressions.map((compression) => `${compression} ${encoderOf({ compression })}`).join(', ');
+  return `offsetlake ${project.version} (catalog version ${latestCatalogVersion}, encoders: ${encoders}; Node ${process.versions.node})\n`;
 }
 
 /** Runs one command; errors become one line on stderr and a non-zero exit code. */

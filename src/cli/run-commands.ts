@@ -12,7 +12,7 @@ import { defaultRunnerOptions, LocalRunner, type RunSummary } from '../local/run
 import { rebuildFile } from '../files/rebuild.js';
 import { checkFiles } from './check.js';
 import { parseBytes, parseDuration } from '../table/settings.js';
-import { partitionStatus } from '../tables/status.js';
+import { partitionStatus } from '../table-topic/status.js';
 import type { Engine } from '../runtime/engine.js';
 import { withEngine } from './engine.js';
 import { printJson, progress, UsageError } from './output.js';

@@ -16,7 +16,7 @@ import { bucketProblem } from '../reader/s3-bucket.js';
 import { defaultS3Region } from '../reader/sigv4.js';
 import { defaultSnapshotIntervalMs } from '../iceberg/snapshots.js';
 import { IcebergCatalog } from '../iceberg/rest.js';
-import { partitionStatus } from '../tables/status.js';
+import { partitionStatus } from '../table-topic/status.js';
 import { ConsoleSampler } from '../console/sampler.js';
 import { ConsoleFace } from '../console/face.js';
 import { watchDuckLakeSessions } from '../catalog/reader-login.js';

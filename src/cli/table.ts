@@ -50,7 +50,7 @@ export async function tableCommand(args: string[]): Promise<number> {
       throw new UsageError((error as Error).message);
     }
     // only create talks to Kafka: list and drop load neither these modules nor the Kafka client
-    const [{ createTableFromTopic }, { planTablePartitions }] = await Promise.all([import('../tables/create-table.js'), import('../backfill/plan.js')]);
+    const [{ createTableFromTopic }, { planTablePartitions }] = await Promise.all([import('../table-topic/create-table.js'), import('../backfill/plan.js')]);
     const { table, history } = await withEngine(engineFlags, async (engine) => {
       const created = await createTableFromTopic(engine, { name, topic: values.topic!, format, settings, indexes });
       // the history below each partition's start is planned now, so that status shows it at once

@@ -6,7 +6,7 @@ export interface PartitionLag {
   partition: number;
   /** LSO − indexed_end: committed offsets not yet in files. */
   records: bigint | number;
-  /** Seconds since the partition was last seen caught up (0 while it is); absent where the process cannot date that (src/tables/lag.ts). */
+  /** Seconds since the partition was last seen caught up (0 while it is); absent where the process cannot date that (src/table-topic/lag.ts). */
   seconds?: number;
 }
 

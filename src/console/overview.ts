@@ -4,7 +4,7 @@
  * the index reports, the tables' settings and the reader's counters, with the console's
  * own history for the lag in seconds and the charts. Pure.
  */
-import type { PartitionStatus } from '../tables/status.js';
+import type { PartitionStatus } from '../table-topic/status.js';
 import { formatSettings } from '../table/settings.js';
 import type { TableRecord } from '../table/record.js';
 import { kafkaPerServed } from '../catalog/reader-counters.js';

@@ -1,12 +1,12 @@
 /**
- * Takes `status` (src/tables/status.ts, what `offsetlake status` shows) every few seconds
+ * Takes `status` (src/table-topic/status.ts, what `offsetlake status` shows) every few seconds
  * for the console, keeps the last of them whole and a bounded history of the figures the
  * charts and the lag in seconds need. One sampler per `serve` process, running whether or
  * not a page is open, so a page opened late still has the recent past to plot. serve's
  * /metrics takes its lag from the samples too (`next`), so a scrape asks neither the
  * catalog nor Kafka anything of its own.
  *
- * Each sample carries that lag as /metrics publishes it (src/tables/lag.ts, as `run
+ * Each sample carries that lag as /metrics publishes it (src/table-topic/lag.ts, as `run
  * --metrics-port` does): records behind, and seconds since the sample in which the
  * partition was last seen caught up, the one before its current streak of samples behind;
  * 0 while caught up. The sampler remembers that time per partition for the process's
@@ -15,8 +15,8 @@
  * caught up and cannot be dated: its seconds are absent, not a guess.
  */
 import type { PartitionLag } from '../common/lag-metrics.js';
-import { PartitionLags } from '../tables/lag.js';
-import type { PartitionStatus } from '../tables/status.js';
+import { PartitionLags } from '../table-topic/lag.js';
+import type { PartitionStatus } from '../table-topic/status.js';
 import { partitionKey, SampleHistory } from './history.js';
 
 /** 3 s between samples and 600 samples: the last 30 minutes. */

@@ -9,9 +9,8 @@
  */
 import type { FileGranules, NewCatalogFile, NewRange } from '../catalog/file-writes.js';
 import type { TableRecord } from '../table/record.js';
-import { compressionOf } from '../table/settings.js';
 import {
-  buildDataFile, ByteSpans, bytesOfRange, SafeInt64s, StructVectors, chunkChecksums, encodeParquet, encoderFor, encoderForCompression, fileLayout, PreparedData, sha256OfRange, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
+  buildDataFile, ByteSpans, bytesOfRange, SafeInt64s, StructVectors, chunkChecksums, encodeParquet, encoderFor, fileLayout, PreparedData, sha256OfRange, kafkaColumnArrays, kafkaTableColumns, prepare, rowGroupSpans, ValueError, valueAt,
   type Column, type ColumnArrays, type ColumnVector, type DataFile, type EncodedFile, type EncodeOptions,
 } from '../parquet/index.js';
 import type { SealedRange } from '../ranges/sealer.js';
@@ -296,10 +295,4 @@ export function buildRangeFiles({ table, schema, schemaVersion, indexes, encoder
  */
 export function rangeToBuild(sealed: SealedRange): RangeToBuild {
   return { ...sealed, files: sealed.files.map((file) => ({ bucket: file.bucket, records: selfContained(recordColumns(file.records)) ?? file.records })) };
-}
-
-
-/** The encoder version of a table's new files: its compression's (an older file keeps the one it was built with). */
-export function newFileEncoder(table: TableRecord): string {
-  return encoderForCompression[compressionOf(table.settings)];
 }

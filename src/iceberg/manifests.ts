@@ -23,21 +23,24 @@ import { specJson, type PartitionSpec } from './partition.js';
 export const entryStatus = { existing: 0, added: 1, deleted: 2 } as const;
 
 const optional = (type: unknown) => ['null', type];
-const intMap = (id: number, keyId: number, valueId: number, value: string, name: string): AvroSchema => ({
-  name, type: optional({ type: 'array', logicalType: 'map', items: { type: 'record', name: `k${keyId}_v${valueId}`, fields: [{ name: 'key', type: 'int', 'field-id': keyId }, { name: 'value', type: value, 'field-id': valueId }] } }), default: null, 'field-id': id,
-});
+/** A field the Iceberg spec marks required: its Avro type as it is. */
+const requiredField = (name: string, type: unknown, id: number): AvroSchema => ({ name, type, 'field-id': id });
+/** A field the Iceberg spec marks optional: a union with null, null by default. */
+const optionalField = (name: string, type: unknown, id: number): AvroSchema => ({ name, type: optional(type), default: null, 'field-id': id });
+const intMap = (id: number, keyId: number, valueId: number, value: string, name: string): AvroSchema =>
+  optionalField(name, { type: 'array', logicalType: 'map', items: { type: 'record', name: `k${keyId}_v${valueId}`, fields: [requiredField('key', 'int', keyId), requiredField('value', value, valueId)] } }, id);
 
 /** The manifest_entry schema (v2) for a partition spec's partition struct. */
 export function manifestEntrySchema(spec: PartitionSpec): AvroSchema {
-  const partition = { type: 'record', name: 'r102', fields: spec.fields.map((field) => ({ name: field.name, type: optional(field.avroType), default: null, 'field-id': field['field-id'] })) };
+  const partition = { type: 'record', name: 'r102', fields: spec.fields.map((field) => optionalField(field.name, field.avroType, field['field-id'])) };
   return {
     type: 'record',
     name: 'manifest_entry',
     fields: [
-      { name: 'status', type: 'int', 'field-id': 0 },
-      { name: 'snapshot_id', type: optional('long'), default: null, 'field-id': 1 },
-      { name: 'sequence_number', type: optional('long'), default: null, 'field-id': 3 },
-      { name: 'file_sequence_number', type: optional('long'), default: null, 'field-id': 4 },
+      requiredField('status', 'int', 0),
+      optionalField('snapshot_id', 'long', 1),
+      optionalField('sequence_number', 'long', 3),
+      optionalField('file_sequence_number', 'long', 4),
       {
         name: 'data_file',
         'field-id': 2,
@@ -45,22 +48,22 @@ export function manifestEntrySchema(spec: PartitionSpec): AvroSchema {
           type: 'record',
           name: 'r2',
           fields: [
-            { name: 'content', type: 'int', 'field-id': 134 },
-            { name: 'file_path', type: 'string', 'field-id': 100 },
-            { name: 'file_format', type: 'string', 'field-id': 101 },
-            { name: 'partition', type: partition, 'field-id': 102 },
-            { name: 'record_count', type: 'long', 'field-id': 103 },
-            { name: 'file_size_in_bytes', type: 'long', 'field-id': 104 },
+            requiredField('content', 'int', 134),
+            requiredField('file_path', 'string', 100),
+            requiredField('file_format', 'string', 101),
+            requiredField('partition', partition, 102),
+            requiredField('record_count', 'long', 103),
+            requiredField('file_size_in_bytes', 'long', 104),
             intMap(108, 117, 118, 'long', 'column_sizes'),
             intMap(109, 119, 120, 'long', 'value_counts'),
             intMap(110, 121, 122, 'long', 'null_value_counts'),
             intMap(137, 138, 139, 'long', 'nan_value_counts'),
             intMap(125, 126, 127, 'bytes', 'lower_bounds'),
             intMap(128, 129, 130, 'bytes', 'upper_bounds'),
-            { name: 'key_metadata', type: optional('bytes'), default: null, 'field-id': 131 },
-            { name: 'split_offsets', type: optional({ type: 'array', items: 'long', 'element-id': 133 }), default: null, 'field-id': 132 },
-            { name: 'equality_ids', type: optional({ type: 'array', items: 'int', 'element-id': 136 }), default: null, 'field-id': 135 },
-            { name: 'sort_order_id', type: optional('int'), default: null, 'field-id': 140 },
+            optionalField('key_metadata', 'bytes', 131),
+            optionalField('split_offsets', { type: 'array', items: 'long', 'element-id': 133 }, 132),
+            optionalField('equality_ids', { type: 'array', items: 'int', 'element-id': 136 }, 135),
+            optionalField('sort_order_id', 'int', 140),
           ],
         },
       },
@@ -73,39 +76,34 @@ export const manifestFileSchema: AvroSchema = {
   type: 'record',
   name: 'manifest_file',
   fields: [
-    { name: 'manifest_path', type: 'string', 'field-id': 500 },
-    { name: 'manifest_length', type: 'long', 'field-id': 501 },
-    { name: 'partition_spec_id', type: 'int', 'field-id': 502 },
-    { name: 'content', type: 'int', 'field-id': 517 },
-    { name: 'sequence_number', type: 'long', 'field-id': 515 },
-    { name: 'min_sequence_number', type: 'long', 'field-id': 516 },
-    { name: 'added_snapshot_id', type: 'long', 'field-id': 503 },
-    { name: 'added_files_count', type: 'int', 'field-id': 504 },
-    { name: 'existing_files_count', type: 'int', 'field-id': 505 },
-    { name: 'deleted_files_count', type: 'int', 'field-id': 506 },
-    { name: 'added_rows_count', type: 'long', 'field-id': 512 },
-    { name: 'existing_rows_count', type: 'long', 'field-id': 513 },
-    { name: 'deleted_rows_count', type: 'long', 'field-id': 514 },
-    {
-      name: 'partitions',
-      type: optional({
-        type: 'array',
-        'element-id': 508,
-        items: {
-          type: 'record',
-          name: 'r508',
-          fields: [
-            { name: 'contains_null', type: 'boolean', 'field-id': 509 },
-            { name: 'contains_nan', type: optional('boolean'), default: null, 'field-id': 518 },
-            { name: 'lower_bound', type: optional('bytes'), default: null, 'field-id': 510 },
-            { name: 'upper_bound', type: optional('bytes'), default: null, 'field-id': 511 },
-          ],
-        },
-      }),
-      default: null,
-      'field-id': 507,
-    },
-    { name: 'key_metadata', type: optional('bytes'), default: null, 'field-id': 519 },
+    requiredField('manifest_path', 'string', 500),
+    requiredField('manifest_length', 'long', 501),
+    requiredField('partition_spec_id', 'int', 502),
+    requiredField('content', 'int', 517),
+    requiredField('sequence_number', 'long', 515),
+    requiredField('min_sequence_number', 'long', 516),
+    requiredField('added_snapshot_id', 'long', 503),
+    requiredField('added_files_count', 'int', 504),
+    requiredField('existing_files_count', 'int', 505),
+    requiredField('deleted_files_count', 'int', 506),
+    requiredField('added_rows_count', 'long', 512),
+    requiredField('existing_rows_count', 'long', 513),
+    requiredField('deleted_rows_count', 'long', 514),
+    optionalField('partitions', {
+      type: 'array',
+      'element-id': 508,
+      items: {
+        type: 'record',
+        name: 'r508',
+        fields: [
+          requiredField('contains_null', 'boolean', 509),
+          optionalField('contains_nan', 'boolean', 518),
+          optionalField('lower_bound', 'bytes', 510),
+          optionalField('upper_bound', 'bytes', 511),
+        ],
+      },
+    }, 507),
+    optionalField('key_metadata', 'bytes', 519),
   ],
 };
 

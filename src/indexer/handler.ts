@@ -20,8 +20,8 @@
 import { addPartitions, tablesOfTopic } from '../catalog/tables.js';
 import type { Catalog } from '../catalog/db.js';
 import { postgresIndexingCatalog, type IndexingCatalog } from '../catalog/indexing-calls.js';
-import { type TableRecord } from '../table/record.js';
-import { parseKafkaEvent } from '../events/msk.js';
+import { unreadableSettings, type TableRecord } from '../table/record.js';
+import { parseKafkaEvent } from './kafka-event.js';
 import { PartitionIndexer, type AdvanceOptions, type PartitionIndexerDeps } from './partition.js';
 import { TopicRecreatedError } from '../kafka/errors.js';
 import type { KafkaRecord } from '../kafka/record.js';
@@ -129,6 +129,9 @@ export class DeliveryFailedError extends AggregateError {
 export async function advanceTablePartition(runtime: IndexerRuntime, table: TableRecord, partition: number, until?: bigint, options: AdvanceOptions = {}): Promise<DeliveryOutcome | IndexingFailure | undefined> {
   let indexer: PartitionIndexer | undefined;
   try {
+    // A table whose stored settings cannot be read gets no indexer: it fails here, in our words.
+    const unreadable = unreadableSettings(table);
+    if (unreadable) throw unreadable;
     indexer = await indexerFor(runtime, table, partition);
     const result = await indexer.advance(until, options);
     return {

@@ -14,8 +14,8 @@ import type { RangeBuilder } from '../files/files.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import type { ReadLimit } from '../kafka/read.js';
 import { BatchTooLargeError, OffsetOutOfRangeError, TopicRecreatedError } from '../kafka/errors.js';
-import { recreatedTopicProblem } from '../tables/topic-identity.js';
-import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
+import { recreatedTopicProblem } from '../table-topic/topic-identity.js';
+import { RangeSealer, sealingRules, type SealedRange, type SealReason } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
 import { fetchBytesFor } from '../kafka/fetch-size.js';
 import { RegistryUnavailableError } from '../schema/registry.js';
@@ -240,7 +240,7 @@ export class PartitionIndexer {
       this.pending = [];
       this.pendingBytes = 0;
       this.sealer = new RangeSealer(
-        { fileBytes: this.table.settings.file_bytes, fileWindowMs: this.table.settings.file_window, granularity: this.table.settings.granularity },
+        sealingRules(this.table.settings),
         lease.indexedEnd,
         lease.openRangeSince?.getTime(),
         lease.openRangeRecords,

@@ -8,12 +8,13 @@ import type { Catalog } from '../catalog/db.js';
 import type { NewRange } from '../catalog/file-writes.js';
 import { indexesWithEntries } from '../catalog/indexes.js';
 import { currentSchema } from '../catalog/schema-versions.js';
-import { buildRangeFiles, newFileEncoder, rangeToBuild, type RangeBuilder, type RangeBuildInput } from '../files/files.js';
+import { buildRangeFiles, rangeToBuild, type RangeBuilder, type RangeBuildInput } from '../files/files.js';
 import type { SealedRange } from '../ranges/sealer.js';
 import { engineConfig } from '../runtime/config.js';
 import { isRegistryFormat } from '../schema/decode.js';
 import { defaultRegistry, type SchemaRegistry } from '../schema/registry.js';
 import { schemaForRecords } from './schema-for-records.js';
+import { encoderOf } from '../parquet/index.js';
 
 /**
  * The table's current schema (merged with the range's registry schemas), the indexes files
@@ -33,7 +34,7 @@ export function rangeBuilder(catalog: Catalog, registry?: SchemaRegistry, encode
     }
     const { version, schema } = current;
     const indexes = await indexesWithEntries(catalog, table.tableId);
-    const encoderVersion = encoder ?? newFileEncoder(table);
+    const encoderVersion = encoder ?? encoderOf(table.settings);
     return build({ table, schema, schemaVersion: version, indexes, encoderVersion, partition, range });
   };
 }

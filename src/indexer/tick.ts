@@ -6,7 +6,8 @@
  * it was first read) and free to take, re-reads them from `indexed_end`, and seals them.
  */
 import { advanceTablePartition, isFailure, type IndexerRuntime, type IndexingFailure, type PartitionOutcome } from './handler.js';
-import { tablesOfTopic } from '../catalog/tables.js';
+import { listTables } from '../catalog/tables.js';
+import { unreadableSettings } from '../table/record.js';
 import { partitionsDueForAge } from '../catalog/partitions.js';
 
 /** A partition the tick could not seal, and why. */
@@ -14,11 +15,13 @@ export type TickFailure = IndexingFailure;
 
 /** One partition's failure is its own: recorded on it (status shows it), and the others go on. */
 export async function tickIdlePartitions(runtime: IndexerRuntime): Promise<(PartitionOutcome | TickFailure)[]> {
-  const due = await partitionsDueForAge(runtime.catalog, runtime.clock());
+  // A table whose stored settings cannot be read has no file_window: the runner and the delivery say why it waits.
+  const tables = new Map((await listTables(runtime.catalog)).filter((table) => !unreadableSettings(table)).map((table) => [table.tableId, table]));
+  const now = runtime.clock();
+  const due = await partitionsDueForAge(runtime.catalog, new Map([...tables.values()].map((table) => [table.tableId, now - table.settings.file_window])));
   const outcomes: (PartitionOutcome | TickFailure)[] = [];
   for (const row of due) {
-    const table = (await tablesOfTopic(runtime.catalog, row.topic)).find((t) => t.tableId === row.table_id);
-    if (!table) continue;
+    const table = tables.get(row.table_id)!;
     const outcome = await advanceTablePartition(runtime, table, row.partition_id);
     if (outcome === undefined) continue;
     if (isFailure(outcome)) outcomes.push(outcome);

@@ -10,10 +10,11 @@
  */
 import { indexedEnds } from '../catalog/partitions.js';
 import { listTables } from '../catalog/tables.js';
-import { type TableRecord } from '../table/record.js';
+import { unreadableSettings, type TableRecord } from '../table/record.js';
 import { setWaitingReason } from '../catalog/leases.js';
-import { checkedTopic, TableTopicError } from '../tables/topic-identity.js';
+import { checkedTopic, TableTopicError } from '../table-topic/topic-identity.js';
 import { UnknownTopicError } from '../kafka/errors.js';
+import type { StoredSettingError } from '../table/settings.js';
 import type { Engine } from '../runtime/engine.js';
 import { ownerName, redact } from '../runtime/engine.js';
 import { DeliveryFailedError, indexerFor, indexPartitions, type DeliveryOutcome, type IndexerRuntime, type PartitionDelivery } from '../indexer/handler.js';
@@ -28,7 +29,7 @@ import { pause } from '../common/retry.js';
 import { IndexDrivers } from './index-drivers.js';
 import { RunMetrics } from './run-metrics.js';
 import type { PartitionLag } from '../common/lag-metrics.js';
-import { PartitionLags, type LagRow } from '../tables/lag.js';
+import { PartitionLags, type LagRow } from '../table-topic/lag.js';
 import type { MetricFamily } from '../common/exposition.js';
 
 export interface RunnerOptions {
@@ -226,7 +227,14 @@ export class LocalRunner {
     const tables = await listTables(this.engine.catalog).catch((error: Error) => {
       throw new Error(`the catalog at ${redact(this.engine.config.databaseUrl)} does not answer (${error.message})`);
     });
+    const readable: TableRecord[] = [];
     for (const table of tables) {
+      const unreadable = unreadableSettings(table);
+      if (unreadable) {
+        await this.tableWaits(table, unreadable);
+        continue;
+      }
+      readable.push(table);
       let partitions: number[];
       try {
         ({ partitions } = await checkedTopic(this.engine.catalog, this.engine.kafka, table));
@@ -254,7 +262,7 @@ export class LocalRunner {
         }
       }
     }
-    this.replan(tables.length === 0 ? 0 : Math.max(...tables.map((table) => table.settings.file_bytes)));
+    this.replan(readable.length === 0 ? 0 : Math.max(...readable.map((table) => table.settings.file_bytes)));
     // A dropped table's indexers stop and give their leases back.
     for (const [key, indexer] of this.runtime.indexers) {
       if (!wanted.has(key)) {
@@ -266,11 +274,11 @@ export class LocalRunner {
   }
 
   /**
-   * A table whose topic is gone, or is another topic under its name, indexes nothing: each
-   * of its partitions says why (status), the other tables go on, and `--once` names it
-   * among what it could not do.
+   * A table whose topic is gone, or is another topic under its name, or whose stored
+   * settings cannot be read, indexes nothing: each of its partitions says why (status), the
+   * other tables go on, and `--once` names it among what it could not do.
    */
-  private async tableWaits(table: TableRecord, error: TableTopicError | UnknownTopicError): Promise<void> {
+  private async tableWaits(table: TableRecord, error: TableTopicError | UnknownTopicError | StoredSettingError): Promise<void> {
     const reason = error instanceof UnknownTopicError
       ? `${error.message}: table ${table.name} waits for it (create the topic again, or \`offsetlake table drop ${table.name}\`)`
       : error.message;

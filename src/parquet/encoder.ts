@@ -57,6 +57,7 @@ import { joinParts } from './file-parts.js';
 import { OutOfStoredRangeError } from './plain-values.js';
 import { assembleParquet, encodeRowGroups } from './writer.js';
 import type { WriterSettings } from './writer-settings.js';
+import { defaultSettings, type Compression, type TableSettings } from '../table/settings.js';
 
 export interface EncodeOptions {
   /** Rows per row group; the last one holds the remainder. */
@@ -325,7 +326,7 @@ const zstdEncoder = new ZstdEncoder(ZSTD_LEVEL);
 export const ownWriterPageShape = { pageBytes: 1024 * 1024, pageRows: 1_000, statisticsBytes: 64 } as const;
 
 /** The page compressions a table may choose (`compression`, src/table/settings.ts). */
-export type PageCompression = 'zstd' | 'snappy' | 'lz4_raw' | 'none';
+export type PageCompression = Compression;
 
 /** The writer settings of the newest encoders (v3 to v5, which differ in their JSON rules and `groupFieldIds` only; v2 adds `boundsRaisedInPlace`), for code that drives the writer itself (row groups apart). */
 export const ownWriterSettings: Readonly<Record<PageCompression, WriterSettings>> = Object.freeze({
@@ -457,8 +458,13 @@ export const encoders: Readonly<Record<string, Encoder>> = Object.freeze({
   [ownWriterUncompressedV6.version]: ownWriterUncompressedV6,
 });
 
-/** The encoder new files of a table with the default compression are built with. */
-export const encoderVersion: string = ownWriterZstdV6.version;
+/**
+ * The encoder of a table's new files: its compression's newest encoder. The one answer to
+ * "the current encoder": indexing, backfill, query's fresh tail and `--version` ask it.
+ */
+export function encoderOf(settings: Pick<TableSettings, 'compression'>): string {
+  return encoderForCompression[settings.compression];
+}
 
 export function encoderFor(version: string): Encoder {
   const encoder = encoders[version];
@@ -468,11 +474,11 @@ export function encoderFor(version: string): Encoder {
   return encoder;
 }
 
-/** Build one data file in memory. Give `encoderVersion` to rebuild a file built by an older one. */
+/** Build one data file in memory, by a default table's encoder unless `encoderVersion` names another (a table's own, or the one a file was built with). */
 export function encodeParquet(
   columns: readonly Column[],
   data: RowData,
   options: EncodeOptions & { encoderVersion?: string },
 ): EncodedFile {
-  return encoderFor(options.encoderVersion ?? encoderVersion).encode(prepare(columns, data), options);
+  return encoderFor(options.encoderVersion ?? encoderOf(defaultSettings)).encode(prepare(columns, data), options);
 }

@@ -32,7 +32,7 @@ import { tableTopic, type TableRecord } from '../table/record.js';
 import type { Granule } from '../catalog/file-writes.js';
 import { encodeColumns, encodeFile } from '../files/files.js';
 import type { CommittedSource } from '../kafka/source.js';
-import { encoderVersion } from '../parquet/index.js';
+import { encoderOf } from '../parquet/index.js';
 import type { KafkaRecord } from '../kafka/record.js';
 import type { FileProducer } from '../reader/producer.js';
 import type { ReadMeter } from '../reader/read-api.js';
@@ -247,13 +247,13 @@ async function materialize(deps: QueryDeps, table: TableRecord, where: Where, co
     say(`${table.name}: partition ${partition}: ${records.length} committed records in [${indexedEnd}, ${lso}) not in files yet`);
     if (records.length === 0) continue;
     const path = join(dir, `${table.name}-tail-${partition}.parquet`);
-    await writeFile(path, encodeColumns(table, schema, partition, records, encoderVersion, tableColumns).bytes);
+    await writeFile(path, encodeColumns(table, schema, partition, records, encoderOf(table.settings), tableColumns).bytes);
     paths.push(path);
   }
   // An empty file with the encoded columns as the current schema types them: the view has
   // them even when nothing is read, or when every file read predates a column.
   const path = join(dir, `${table.name}-empty.parquet`);
-  await writeFile(path, encodeColumns(table, schema, partitions[0]?.partition ?? 0, [], encoderVersion, tableColumns).bytes);
+  await writeFile(path, encodeColumns(table, schema, partitions[0]?.partition ?? 0, [], encoderOf(table.settings), tableColumns).bytes);
   paths.push(path);
   const plan: TablePlan = {
     table: table.name,
@@ -281,6 +281,7 @@ async function withEmptyViews<T>(connection: DuckDBConnection, deps: QueryDeps, 
     const { schema } = await currentSchema(deps.catalog, table.tableId);
     const subset = columns?.get(table.name);
     const path = join(dir, `${table.name}-${subset ? 'some' : 'all'}-columns.parquet`);
+    const encoderVersion = encoderOf(table.settings);
     const bytes = subset ? encodeColumns(table, schema, 0, [], encoderVersion, columnIndices(schema, subset)).bytes : encodeFile(table, schema, 0, [], encoderVersion).bytes;
     await writeFile(path, bytes);
     await connection.run(`CREATE VIEW ${sqlName(table.name)} AS SELECT * FROM read_parquet(${sqlString(path)})`);

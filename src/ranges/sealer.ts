@@ -27,7 +27,7 @@
  * offsets stay open until a record arrives (they then lead its range).
  */
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
-import type { Granularity } from '../table/settings.js';
+import type { Granularity, TableSettings } from '../table/settings.js';
 import { bucketOf } from './buckets.js';
 
 export type SealReason = 'bytes' | 'span' | 'age' | 'bucket' | 'flush' | 'capacity' | 'chunk';
@@ -36,6 +36,11 @@ export interface SealingRules {
   fileBytes: number;
   fileWindowMs: number;
   granularity: Granularity;
+}
+
+/** A table's sealing rules, from its typed settings: the one place they are taken from. */
+export function sealingRules(settings: Pick<TableSettings, 'file_bytes' | 'file_window' | 'granularity'>): SealingRules {
+  return { fileBytes: settings.file_bytes, fileWindowMs: settings.file_window, granularity: settings.granularity };
 }
 
 /** The records of one range that fall in one time bucket: one data file. */

@@ -21,7 +21,7 @@ import { findTable, listTables } from '../catalog/tables.js';
 import { type TableRecord } from '../table/record.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { earliestOffsets } from '../kafka/offsets.js';
-import { checkedTopic } from '../tables/topic-identity.js';
+import { checkedTopic } from '../table-topic/topic-identity.js';
 
 export interface PartitionRetention {
   table: string;

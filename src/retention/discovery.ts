@@ -13,7 +13,7 @@ import type { Catalog } from '../catalog/db.js';
 import { addPartitions, findTable, listTables } from '../catalog/tables.js';
 import type { KafkaConnection } from '../kafka/connect.js';
 import { lastStableOffsets } from '../kafka/offsets.js';
-import { checkedTopic } from '../tables/topic-identity.js';
+import { checkedTopic } from '../table-topic/topic-identity.js';
 import { eachTable, type TableFailure } from './check.js';
 
 export interface DiscoveredPartition {

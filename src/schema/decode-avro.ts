@@ -8,9 +8,9 @@
  */
 import { isUtf8 } from 'node:buffer';
 import avro from 'avsc';
-import type { Column, ColumnType } from '../parquet/schema.js';
+import type { ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
-import { aliasAbsentFrom, checkDecimal, DecodeError, jsonText, mapType, signedBigInt, type WriterSchema } from './writer.js';
+import { aliasAbsentFrom, checkDecimal, DecodeError, jsonText, listOf, mapType, signedBigInt, storedAsDecoded, structOf, type Shape, type StructMember, type WriterSchema } from './writer.js';
 import { ownValue, setOwn } from '../common/objects.js';
 import { columnDecoder } from './avro-columns.js';
 import { JSON_NESTING_LIMIT, NESTED_TOO_DEEP, untypedJsonProblem, type JsonRules } from '../parquet/json-text.js';
@@ -220,12 +220,6 @@ function readBlockCount(tap: AvroTap): number {
   return n;
 }
 
-interface Shape {
-  type: ColumnType;
-  convert: (value: unknown) => unknown;
-}
-
-const identity = (value: unknown): unknown => value;
 
 /** A string as read: its UTF-8 bytes (checked, the column promises UTF-8), or a JS string. */
 function utf8Text(value: unknown): unknown {
@@ -318,33 +312,23 @@ function walk(type: AvroType, path: Set<AvroType>): { shape: Shape | null; recur
   return { shape, recursive: sawRecursion };
 }
 
+/** Avro's types whose decoded values a column stores as they are, by type name. */
+const storedAsRead: Readonly<Record<string, ColumnType['kind']>> = {
+  boolean: 'boolean', int: 'int32', long: 'int64', 'abstract:long': 'int64' /* our bigint long */, float: 'float', double: 'double', bytes: 'binary', fixed: 'binary', enum: 'string',
+};
+
 function shapeOf(type: AvroType, path: Set<AvroType>): Shape | null {
   if (type instanceof Marked) return logical(type, path);
+  if (Object.hasOwn(storedAsRead, type.typeName)) return storedAsDecoded({ kind: storedAsRead[type.typeName] } as ColumnType);
   switch (type.typeName) {
     case 'null':
       return null;
-    case 'boolean':
-      return { type: { kind: 'boolean' }, convert: identity };
-    case 'int':
-      return { type: { kind: 'int32' }, convert: identity };
-    case 'long':
-    case 'abstract:long': // our bigint long
-      return { type: { kind: 'int64' }, convert: identity };
-    case 'float':
-      return { type: { kind: 'float' }, convert: identity };
-    case 'double':
-      return { type: { kind: 'double' }, convert: identity };
-    case 'bytes':
-    case 'fixed':
-      return { type: { kind: 'binary' }, convert: identity };
     case 'string':
       return { type: { kind: 'string' }, convert: utf8Text };
-    case 'enum':
-      return { type: { kind: 'string' }, convert: identity };
     case 'array': {
       const items = shapeOf((type as unknown as { itemsType: AvroType }).itemsType, path);
       if (!items) return { type: { kind: 'list', element: { nullable: true, type: { kind: 'boolean' } } }, convert: (v) => (v as unknown[]).map(() => null) };
-      return { type: { kind: 'list', element: { nullable: true, type: items.type } }, convert: (v) => (v as unknown[]).map(items.convert) };
+      return listOf(items);
     }
     case 'map': {
       const values = shapeOf((type as unknown as { valuesType: AvroType }).valuesType, path);
@@ -370,25 +354,12 @@ function record(type: AvroType, path: Set<AvroType>): Shape {
     return { type: { kind: 'json' }, convert: (v) => jsonText(v) };
   }
   const inner = new Set(path).add(type);
-  const fields: Column[] = [];
-  const converters: [string, string, (v: unknown) => unknown][] = [];
+  const members: StructMember[] = [];
   for (const field of (type as unknown as { fields: { name: string; type: AvroType }[] }).fields) {
     const shape = shapeOf(field.type, inner);
-    if (!shape) continue;
-    const column = field.name === protoAlias ? '__proto__' : field.name;
-    fields.push({ name: column, type: shape.type, nullable: true });
-    converters.push([field.name, column, shape.convert]);
+    if (shape) members.push({ name: field.name, column: field.name === protoAlias ? '__proto__' : field.name, shape });
   }
-  if (fields.length === 0) return { type: { kind: 'json' }, convert: () => '{}' };
-  return {
-    type: { kind: 'struct', fields },
-    convert: (v) => {
-      const source = v as Record<string, unknown>;
-      const out: Record<string, unknown> = {};
-      for (const [name, column, convert] of converters) setOwn(out, column, convert(ownValue(source, name)));
-      return out;
-    },
-  };
+  return structOf(members, (source, member) => member.shape.convert(ownValue(source, member.name)));
 }
 
 function union(type: AvroType, path: Set<AvroType>): Shape | null {
@@ -417,9 +388,9 @@ function logical(type: Marked, path: Set<AvroType>): Shape | null {
   const name = type.attrs.logicalType as string;
   const underlying = type.underlyingType.typeName;
   if (name.endsWith('timestamp-millis') || name.endsWith('timestamp-micros')) {
-    if (underlying === 'long' || underlying === 'abstract:long') return { type: { kind: 'timestamp', unit: name.endsWith('millis') ? 'millis' : 'micros', utc: !name.startsWith('local-') }, convert: identity };
+    if (underlying === 'long' || underlying === 'abstract:long') return storedAsDecoded({ kind: 'timestamp', unit: name.endsWith('millis') ? 'millis' : 'micros', utc: !name.startsWith('local-') });
   } else if (name === 'date') {
-    if (underlying === 'int') return { type: { kind: 'date' }, convert: identity };
+    if (underlying === 'int') return storedAsDecoded({ kind: 'date' });
   } else if (name === 'decimal') {
     const { precision, scale = 0 } = type.attrs as { precision?: number; scale?: number };
     if ((underlying === 'bytes' || underlying === 'fixed') && Number.isInteger(precision) && precision! >= 1 && Number.isInteger(scale) && scale >= 0 && scale <= precision!) {

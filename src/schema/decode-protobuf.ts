@@ -10,18 +10,11 @@
  * or oneof members are null.
  */
 import protobuf from 'protobufjs';
-import type { Column, ColumnType } from '../parquet/schema.js';
+import type { ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
 import { readMessageIndexes } from './wire.js';
-import { aliasAbsentFrom, DecodeError, jsonText, mapType, type WriterSchema } from './writer.js';
-import { setOwn } from '../common/objects.js';
+import { aliasAbsentFrom, DecodeError, jsonText, listOf, mapType, storedAsDecoded, structOf, type Shape, type WriterSchema } from './writer.js';
 
-interface Shape {
-  type: ColumnType;
-  convert: (value: unknown) => unknown;
-}
-
-const identity = (value: unknown): unknown => value;
 
 /**
  * protobufjs keeps fields, enum values and types in plain objects, where the name
@@ -131,30 +124,14 @@ function message(type: protobuf.Type, path: Set<protobuf.Type>, nameOf: NameOf):
   }
   if (path.has(type)) return { type: { kind: 'json' }, convert: (v) => jsonText((type.toObject(v as protobuf.Message, { longs: String, enums: String, bytes: String }))) };
   const inner = new Set(path).add(type);
-  const fields: Column[] = [];
-  const converters: [string, string, (v: unknown) => unknown, unknown][] = [];
-  for (const field of type.fieldsArray) {
-    const shape = fieldShape(field, inner, nameOf);
-    const column = nameOf(field.name);
-    fields.push({ name: column, type: shape.type, nullable: true });
-    // members of a oneof (and proto3 `optional`) are null when unset, not their default;
-    // other unset fields have their default (protobufjs keeps defaults on the prototype,
-    // where a field named like an Object.prototype member cannot be told from it)
-    converters.push([field.name, column, shape.convert, field.partOf !== null ? null : field.defaultValue]);
-  }
-  if (fields.length === 0) return { type: { kind: 'json' }, convert: () => '{}' };
-  return {
-    type: { kind: 'struct', fields },
-    convert: (v) => {
-      const source = v as Record<string, unknown>;
-      const out: Record<string, unknown> = {};
-      for (const [name, column, convert, unset] of converters) {
-        const value = Object.hasOwn(source, name) ? source[name] : unset;
-        setOwn(out, column, value === null || value === undefined ? null : convert(value));
-      }
-      return out;
-    },
-  };
+  // members of a oneof (and proto3 `optional`) are null when unset, not their default;
+  // other unset fields have their default (protobufjs keeps defaults on the prototype,
+  // where a field named like an Object.prototype member cannot be told from it)
+  const members = type.fieldsArray.map((field) => ({ name: field.name, column: nameOf(field.name), shape: fieldShape(field, inner, nameOf), unset: field.partOf !== null ? null : field.defaultValue as unknown }));
+  return structOf(members, (source, member) => {
+    const value = Object.hasOwn(source, member.name) ? source[member.name] : member.unset;
+    return value === null || value === undefined ? null : member.shape.convert(value);
+  });
 }
 
 /** 64-bit map keys: protobufjs keys its object by the 8 bytes of the value as text. */
@@ -174,9 +151,14 @@ function fieldShape(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: Nam
     };
   }
   const element = single(field, path, nameOf);
-  if (field.repeated) return { type: { kind: 'list', element: { nullable: true, type: element.type } }, convert: (v) => (v as unknown[]).map(element.convert) };
+  if (field.repeated) return listOf(element);
   return element;
 }
+
+/** Protobuf's scalar types whose decoded values a column stores as they are, by type name. */
+const storedAsRead: Readonly<Record<string, ColumnType['kind']>> = {
+  double: 'double', float: 'float', int32: 'int32', sint32: 'int32', sfixed32: 'int32', bool: 'boolean', string: 'string',
+};
 
 function single(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: NameOf): Shape {
   const resolved = field.resolvedType;
@@ -185,15 +167,8 @@ function single(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: NameOf)
     const names = resolved.valuesById;
     return { type: { kind: 'string' }, convert: (v) => (Object.hasOwn(names, v as number) ? nameOf(names[v as number]!) : String(v)) };
   }
+  if (Object.hasOwn(storedAsRead, field.type)) return storedAsDecoded({ kind: storedAsRead[field.type] } as ColumnType);
   switch (field.type) {
-    case 'double':
-      return { type: { kind: 'double' }, convert: identity };
-    case 'float':
-      return { type: { kind: 'float' }, convert: identity };
-    case 'int32':
-    case 'sint32':
-    case 'sfixed32':
-      return { type: { kind: 'int32' }, convert: identity };
     case 'uint32':
     case 'fixed32':
       return { type: { kind: 'int64' }, convert: (v) => BigInt(v as number) };
@@ -204,10 +179,6 @@ function single(field: protobuf.Field, path: Set<protobuf.Type>, nameOf: NameOf)
     case 'uint64':
     case 'fixed64':
       return { type: { kind: 'decimal', precision: 20, scale: 0 }, convert: (v) => toBigInt(v, true) };
-    case 'bool':
-      return { type: { kind: 'boolean' }, convert: identity };
-    case 'string':
-      return { type: { kind: 'string' }, convert: identity };
     case 'bytes':
       // an empty or unset proto3 `bytes` is protobufjs's shared empty array, not bytes
       return { type: { kind: 'binary' }, convert: (v) => (v instanceof Uint8Array ? v : Uint8Array.from(v as ArrayLike<number>)) };

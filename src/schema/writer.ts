@@ -9,6 +9,7 @@
  */
 import type { ColumnType } from '../parquet/schema.js';
 import type { RegistrySchema } from './registry.js';
+import { setOwn } from '../common/objects.js';
 
 export interface WriterSchema {
   /** What a decoded value looks like; a struct's fields become the table's columns. */
@@ -76,6 +77,49 @@ export function checkDecimal(value: bigint, precision: number, where: string): b
   const limit = 10n ** BigInt(precision);
   if (value >= limit || value <= -limit) throw new DecodeError(`${where}: decimal has more than ${precision} digits`);
   return value;
+}
+
+/** What a registry type becomes: its column type, and how a decoded value becomes a value of that type. */
+export interface Shape {
+  type: ColumnType;
+  convert: (value: unknown) => unknown;
+}
+
+const identity = (value: unknown): unknown => value;
+
+/** A type whose decoded values are already what the column stores (Avro's and Protobuf's primitives, mostly). */
+export function storedAsDecoded(type: ColumnType): Shape {
+  return { type, convert: identity };
+}
+
+/** A repeated type (Avro array, Protobuf repeated): a list of nullable elements of the item's shape. */
+export function listOf(item: Shape): Shape {
+  return { type: { kind: 'list', element: { nullable: true, type: item.type } }, convert: (v) => (v as unknown[]).map(item.convert) };
+}
+
+/** One member of a record or message: its name in the decoded object, its column's name, and its shape. */
+export interface StructMember {
+  name: string;
+  column: string;
+  shape: Shape;
+}
+
+/**
+ * A record or message: a struct of its members' columns, in order, each column's value what
+ * `valueOf` makes of the decoded object for that member (the formats differ in how a member
+ * absent or unset reads); no member at all: the JSON text `{}`.
+ */
+export function structOf<M extends StructMember>(members: readonly M[], valueOf: (source: Record<string, unknown>, member: M) => unknown): Shape {
+  if (members.length === 0) return { type: { kind: 'json' }, convert: () => '{}' };
+  return {
+    type: { kind: 'struct', fields: members.map((member) => ({ name: member.column, type: member.shape.type, nullable: true })) },
+    convert: (v) => {
+      const source = v as Record<string, unknown>;
+      const out: Record<string, unknown> = {};
+      for (const member of members) setOwn(out, member.column, valueOf(source, member));
+      return out;
+    },
+  };
 }
 
 /** The struct entry type that maps become: a list of {key, value}, keys as strings. */

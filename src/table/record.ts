@@ -3,18 +3,19 @@
  * indexes, the catalog): what a table is, and the error that says a table is wrong. No I/O;
  * the catalog stores and reads it (catalog/tables.ts).
  */
-import type { TableFormat, TableSettings } from './settings.js';
+import { StoredSettingError, type TableFormat, type TableSettings } from './settings.js';
 
 export interface TableRecord {
   tableId: bigint;
   name: string;
   topic: string;
   format: TableFormat;
+  /** Parsed once, where the table is read from the catalog; throws StoredSettingError for a row that cannot be read (catalog/tables.ts). */
   settings: TableSettings;
   createdAt: Date;
   /**
    * Kafka's id of the topic the table was made on (null for a table made before catalog
-   * version 9 until its topic is first seen, tables/topic-identity.ts). A topic deleted
+   * version 9 until its topic is first seen, table-topic/topic-identity.ts). A topic deleted
    * and created again under the same name has another id: its offsets are not the table's.
    */
   topicId: string | null;
@@ -58,3 +59,14 @@ export function tableTopic(table: Pick<TableRecord, 'name' | 'topicId'>): { topi
   return table.topicId === null ? {} : { topicId: { id: table.topicId, table: table.name } };
 }
 
+
+/** Why the table's stored settings cannot be read (a catalog row changed by hand), or undefined when they can. */
+export function unreadableSettings(table: Pick<TableRecord, 'settings'>): StoredSettingError | undefined {
+  try {
+    void table.settings;
+    return undefined;
+  } catch (error) {
+    if (error instanceof StoredSettingError) return error;
+    throw error;
+  }
+}

@@ -119,11 +119,6 @@ export function parseCompression(text: string): Compression {
  */
 const compressionBeforeTheSetting: Compression = 'lz4_raw';
 
-/** A table's compression, also for tables stored before the setting existed. */
-export function compressionOf(settings: TableSettings): Compression {
-  return settings.compression ?? compressionBeforeTheSetting;
-}
-
 export function parseFormat(text: string): TableFormat {
   if ((tableFormats as readonly string[]).includes(text)) return text as TableFormat;
   throw new SettingError('format', text, `one of ${tableFormats.join(', ')}`);
@@ -155,6 +150,69 @@ export function resolveSettings(given: Record<string, string>): TableSettings {
   return settings;
 }
 
+/** A stored setting that is not what this offsetlake stores: the catalog row was changed by hand, or by a newer offsetlake. */
+export class StoredSettingError extends Error {
+  override name = 'StoredSettingError';
+  constructor(table: string, setting: string, value: unknown, expected: string) {
+    super(`table "${table}": its stored setting ${setting} is ${JSON.stringify(value) ?? 'missing'}, not ${expected}; the catalog's row was changed by hand or by a newer offsetlake (\`table create\` stores every setting resolved)`);
+  }
+}
+
+/** How each setting is stored (lake_table.settings, JSON): numbers in bytes, milliseconds or counts, names as text. */
+const storedForms: { [K in keyof TableSettings]: { read: (value: unknown) => TableSettings[K] | undefined; form: string } } = {
+  file_bytes: { read: storedCount, form: 'a positive whole number of bytes' },
+  file_window: { read: storedCount, form: 'a positive whole number of milliseconds' },
+  granularity: { read: (value) => storedName(granularities, value), form: `one of ${granularities.join(', ')}` },
+  history: { read: storedHistory, form: '{"kind":"all"}, {"kind":"none"} or {"kind":"since","since":"<RFC 3339 time>"}' },
+  backfill_offsets: { read: storedCount, form: 'a positive whole number' },
+  retention_check: { read: storedCount, form: 'a positive whole number of milliseconds' },
+  lease_ttl: { read: storedCount, form: 'a positive whole number of milliseconds' },
+  row_group_rows: { read: storedCount, form: 'a positive whole number' },
+  compression: { read: (value) => storedName(compressions, value), form: `one of ${compressions.join(', ')}` },
+};
+
+function storedName<T extends string>(names: readonly T[], value: unknown): T | undefined {
+  return (names as readonly unknown[]).includes(value) ? (value as T) : undefined;
+}
+
+function storedCount(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
+
+function storedHistory(value: unknown): History | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { kind, since } = value as { kind?: unknown; since?: unknown };
+  if ((kind === 'all' || kind === 'none') && since === undefined) return { kind };
+  if (kind !== 'since' || typeof since !== 'string') return undefined;
+  try {
+    return parseHistory(`since=${since}`);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A table's settings as the catalog stored them (JSON, every setting resolved), typed: the
+ * one parse, where a table is read back from the catalog (catalog/tables.ts); everything
+ * after takes `TableSettings`. A table stored before `compression` existed has none stored
+ * and reads as what it was built with, lz4_raw. Anything else missing, unknown or of
+ * another shape is refused by name.
+ */
+export function storedSettings(table: string, stored: unknown): TableSettings {
+  if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) throw new StoredSettingError(table, 'settings', stored, 'an object of settings');
+  const given: Record<string, unknown> = { compression: compressionBeforeTheSetting, ...stored };
+  for (const name of Object.keys(given)) {
+    if (!isSettingName(name)) throw new StoredSettingError(table, name, given[name], `a setting (the settings are ${settingNames.join(', ')})`);
+  }
+  const settings: Partial<Record<keyof TableSettings, unknown>> = {};
+  for (const name of settingNames) {
+    const value = storedForms[name].read(given[name]);
+    if (value === undefined) throw new StoredSettingError(table, name, given[name], storedForms[name].form);
+    settings[name] = value;
+  }
+  return settings as TableSettings;
+}
+
 export function formatBytes(bytes: number): string {
   for (const [unit, size] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
     if (bytes >= size && bytes % size === 0) return `${bytes / size}${unit}`;
@@ -184,6 +242,6 @@ export function formatSettings(settings: TableSettings): Record<keyof TableSetti
     retention_check: formatDuration(settings.retention_check),
     lease_ttl: formatDuration(settings.lease_ttl),
     row_group_rows: String(settings.row_group_rows),
-    compression: compressionOf(settings),
+    compression: settings.compression,
   };
 }

@@ -33,7 +33,7 @@ import { ReaderService } from '../../src/reader/service.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { schemaRegistry } from '../../src/schema/registry.js';
 import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine } from './engine.js';
 import { listeningReader } from './reader-server.js';
 

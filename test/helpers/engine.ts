@@ -6,7 +6,7 @@ import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { createTopic, topicPartitions } from '../../src/kafka/topics.js';
 import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
-import { createTableFromTopic, type CreatedTable } from '../../src/tables/create-table.js';
+import { createTableFromTopic, type CreatedTable } from '../../src/table-topic/create-table.js';
 import { freshDatabase } from './database.js';
 
 /** An engine on a catalog of its own (a fresh database) and the test broker; `close()` drops the database. */

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runScenario, scenarios } from '../../bench/chaos/scenarios.js';
 import { startChaosStack, type ChaosStack } from '../../bench/chaos/stack.js';
 import { rangeBuilder } from '../../src/indexer/range-builder.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { resolveSettings } from '../../src/table/settings.js';
 import { dropTable } from '../../src/catalog/tables.js';

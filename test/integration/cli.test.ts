@@ -12,6 +12,8 @@ import { findTable } from '../../src/catalog/tables.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { bodyBytes } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
+import { compressions } from '../../src/table/settings.js';
+import { encoderForCompression } from '../../src/parquet/encoder.js';
 
 let engine: Engine;
 beforeAll(async () => {
@@ -137,12 +139,14 @@ describe('the offsetlake command line', () => {
     expect((await offsetlake('table', 'list', '--json')).stdout).toBe(before);
   });
 
-  it('--version names the package version, the catalog and encoder versions and Node, exit 0', async () => {
+  it('--version names the package version, the catalog version, the encoder of new files for each compression a table may choose, and Node, exit 0', async () => {
     const project = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    const encoders = compressions.map((compression) => `${compression} ${encoderForCompression[compression]}`).join(', ');
     for (const flag of ['--version', '-V']) {
       const answer = await offsetlake(flag);
       expect(answer.code, flag).toBe(0);
-      expect(answer.stdout, flag).toMatch(new RegExp(`^offsetlake ${project.version.replaceAll('.', '\\.')} \\(catalog version \\d+, encoder \\S+, Node 22\\.\\d+\\.\\d+\\)\n$`));
+      expect(answer.stdout, flag).toMatch(new RegExp(`^offsetlake ${project.version.replaceAll('.', '\\.')} \\(catalog version \\d+, encoders: [^;]+; Node 22\\.\\d+\\.\\d+\\)\n$`));
+      expect(answer.stdout, flag).toContain(`encoders: ${encoders}; Node`);
     }
   });
 

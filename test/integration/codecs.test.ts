@@ -25,7 +25,7 @@ import { readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import { type Compression, compressions, defaultSettings, resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { encoderForCompression } from '../../src/parquet/index.js';
 import { testedBlocks } from '../helpers/docs-blocks.js';
 import { newTopic, testEngine } from '../helpers/engine.js';

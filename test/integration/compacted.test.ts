@@ -16,8 +16,8 @@ import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { bodyBytes, readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { partitionStatus } from '../../src/tables/status.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 
 let engine: Engine;

@@ -10,7 +10,7 @@ import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { findTable } from '../../src/catalog/tables.js';
-import { partitionStatus } from '../../src/tables/status.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { committedOffsetsIndependently, readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { checkTable } from '../helpers/verify.js';

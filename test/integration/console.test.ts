@@ -14,7 +14,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import pg from 'pg';
 import type { Engine } from '../../src/runtime/engine.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { produceWithLibrdkafka, type Delivered } from '../helpers/independent-producers.js';
 import { runCli } from '../helpers/cli.js';

@@ -16,7 +16,7 @@ import { readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { libpqConnectionString } from '../../src/cli/attach.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';

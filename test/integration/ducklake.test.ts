@@ -24,7 +24,7 @@ import { readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { defaultSettings, resolveSettings } from '../../src/table/settings.js';
 import { encoderForCompression } from '../../src/parquet/index.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { deleteRecords } from '../../src/kafka/topics.js';
 import { checkRetention } from '../../src/retention/check.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';

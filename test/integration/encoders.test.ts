@@ -11,13 +11,16 @@ import { findTable } from '../../src/catalog/tables.js';
 import { indexerFor } from '../../src/indexer/handler.js';
 import { produce } from '../../src/kafka/produce.js';
 import { kafkaSource } from '../../src/kafka/source.js';
-import { encoderForCompression, encoderVersion, encoders } from '../../src/parquet/index.js';
+import { encoderForCompression, encoders, encoderOf } from '../../src/parquet/index.js';
 import { checkTable } from '../helpers/verify.js';
 import { rebuildFile } from '../../src/files/rebuild.js';
 import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { compressions } from '../../src/table/settings.js';
+import { compressions, defaultSettings } from '../../src/table/settings.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const V1 = 'hyparquet-writer@0.17.0/v1';
 let engine: Engine;

@@ -25,7 +25,7 @@ import { readerServer } from '../../src/reader/node-server.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { schemaRegistry } from '../../src/schema/registry.js';
 import { encodeWith, registerSchema } from '../helpers/registry.js';
 import { committedOffsetsIndependently, readCommittedIndependently } from '../helpers/independent-kafka.js';

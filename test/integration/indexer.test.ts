@@ -7,7 +7,7 @@ import { rangeFromKafka } from '../../src/files/rebuild.js';
 import { openCatalog } from '../../src/catalog/db.js';
 import { findTable } from '../../src/catalog/tables.js';
 import type { Engine } from '../../src/runtime/engine.js';
-import { EventShapeError, toKafkaEvent } from '../../src/events/msk.js';
+import { EventShapeError, toKafkaEvent } from '../../src/indexer/kafka-event.js';
 import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { DeliveryFailedError, handleKafkaEvent, indexerFor, type IndexerRuntime, type PartitionOutcome } from '../../src/indexer/handler.js';
 import { LeaseHeldError } from '../../src/indexer/partition.js';

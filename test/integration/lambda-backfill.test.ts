@@ -7,7 +7,7 @@ import type { Engine } from '../../src/runtime/engine.js';
 import { produce } from '../../src/kafka/produce.js';
 import { deleteRecords } from '../../src/kafka/topics.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import type { BackfillPlanState } from '../../src/backfill/tasks.js';
 import type { SlotStepResult } from '../../src/backfill/slot.js';

@@ -43,12 +43,16 @@ import { HEADER_PART } from '../../src/indexes/header.js';
 import { readCommittedIndependently, type IndependentRecord } from '../helpers/independent-kafka.js';
 import { cpuOf, deployedCopy, deployedFunctions, functionUrlResponse, invokeBundle, nodeModulesAbove, synthesizeFunctions, type BundleRun, type DeployedFunction, type StreamedOutcome, type SynthesizedFunction } from '../helpers/lambda-bundles.js';
 import { nativeBindings, type LambdaCpu } from '../../infra/lambda-native.js';
-import { encoderVersion } from '../../src/parquet/encoder.js';
+import { encoderOf } from '../../src/parquet/encoder.js';
+import { defaultSettings } from '../../src/table/settings.js';
 import { startSaslCaptureBroker } from '../helpers/sasl-capture-broker.js';
 import { checkTable } from '../helpers/verify.js';
 import { freshDatabase } from '../helpers/database.js';
 import { latestCatalogVersion, migrations } from '../../src/catalog/migrations.js';
 import pg from 'pg';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 let engine: Engine;
 const assemblies: string[] = [];

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/runtime/engine.js';
-import { toKafkaEvent } from '../../src/events/msk.js';
+import { toKafkaEvent } from '../../src/indexer/kafka-event.js';
 import { produce } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { DeliveryFailedError } from '../../src/indexer/handler.js';
 import { checkTable, rebuiltRows } from '../helpers/verify.js';
@@ -48,7 +48,7 @@ describe('functions/indexer: the Lambda entry', () => {
     for (const topic of [goodTopic, brokenTopic]) {
       await produce(engine.kafka, topic, Array.from({ length: 4 }, (_, i) => ({ key: null, value: JSON.stringify({ topic, i, pad: 'x'.repeat(60) }), partition: 0 })));
     }
-    // The broken table's catalog row: a lease_ttl Postgres cannot read, as a hand edit could leave it.
+    // The broken table's catalog row: a lease_ttl that is no duration, as a hand edit could leave it.
     await engine.catalog.query(`UPDATE offsetlake.lake_table SET settings = jsonb_set(settings::jsonb, '{lease_ttl}', '"broken"') WHERE table_id = $1`, [brokenTable.tableId]);
     // The broken table's topic first: the event's order must not decide who is indexed.
     const batches = [];
@@ -58,9 +58,10 @@ describe('functions/indexer: the Lambda entry', () => {
     const failed = await handler(event).then(() => undefined, (error: unknown) => error);
     expect(failed).toBeInstanceOf(DeliveryFailedError);
     const { failures, outcomes, message } = failed as DeliveryFailedError;
-    // Postgres's own refusal of the broken row, under the table's name.
-    expect(failures).toEqual([{ table: 'lambda_broken', topic: brokenTopic, partition: 0, error: 'invalid input syntax for type double precision: "broken"' }]);
-    expect(message).toContain(`table lambda_broken (topic ${brokenTopic} partition 0): invalid input syntax for type double precision: "broken"`);
+    // The broken row refused where it is read, by setting, under the table's name.
+    const refusal = 'table "lambda_broken": its stored setting lease_ttl is "broken", not a positive whole number of milliseconds';
+    expect(failures).toEqual([{ table: 'lambda_broken', topic: brokenTopic, partition: 0, error: expect.stringContaining(refusal) }]);
+    expect(message).toContain(`table lambda_broken (topic ${brokenTopic} partition 0): ${refusal}`);
     expect(outcomes.map((o) => [o.table, o.indexedEnd, o.filesCommitted])).toEqual([['lambda_good', '4', 4]]);
 
     // The good table's files hold exactly what an independent read_committed consumer reads.
@@ -73,7 +74,7 @@ describe('functions/indexer: the Lambda entry', () => {
     // The broken table wrote nothing, and its partition says why it waits.
     expect(await listFiles(engine.catalog, brokenTable.tableId)).toEqual([]);
     const waiting = await engine.catalog.query('SELECT waiting_reason FROM offsetlake.lake_partition WHERE table_id = $1', [brokenTable.tableId]);
-    expect(waiting.rows[0].waiting_reason).toContain('invalid input syntax for type double precision: "broken"');
+    expect(waiting.rows[0].waiting_reason).toContain(refusal);
 
     // Repaired, the batch delivered again (as the event source mapping does after a failed
     // invocation): the good table reads nothing new and commits nothing twice.

@@ -2,7 +2,8 @@
  * `query` against the real broker and Postgres: answers equal what a read_committed
  * consumer sees, files and fresh tail together; pruning reads from Kafka only the
  * candidate files' offsets (bytes counted through a wrapped CommittedSource); a record
- * committed after indexing is in the answer before any file holds it.
+ * committed after indexing is in the answer before any file holds it; the fresh tail is
+ * encoded as the table's own files are (its compression's encoder).
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -21,8 +22,10 @@ import { ReaderService } from '../../src/reader/service.js';
 import { countingSource } from '../../src/kafka/counting-source.js';
 import { recordBytes, type KafkaRecord } from '../../src/kafka/record.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
-import { newTopic, testEngine } from '../helpers/engine.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
+import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
+import { indexerFor } from '../../src/indexer/handler.js';
+import { tmpdir } from 'node:os';
 
 const run = promisify(execFile);
 const hour = 3_600_000;
@@ -186,5 +189,41 @@ describe('offsetlake query', () => {
       await expect(runQuery({ catalog: engine.catalog, source, service }, sql), sql).rejects.toThrow(/(Parser|Binder|Catalog) Error/);
       expect([service.metrics.rebuilds, source.log.records, source.log.reads.length], sql).toEqual([0, 0, 0]);
     }
+  });
+});
+
+describe("query's fresh tail is encoded as the table's files are", () => {
+  // Parquet's names of the codecs (parquet.thrift CompressionCodec), as DuckDB reads them from each file's footer.
+  const codecOf = { zstd: 'ZSTD', snappy: 'SNAPPY', lz4_raw: 'LZ4_RAW', none: 'UNCOMPRESSED' } as const;
+  const cases = [
+    ...Object.keys(codecOf).map((compression) => ({ label: compression, compression: compression as keyof typeof codecOf, storedBefore: false })),
+    // a table stored before `compression` existed: its files are LZ4_RAW, what it was built with
+    { label: 'stored before the setting existed', compression: 'lz4_raw' as const, storedBefore: true },
+  ];
+  it.each(cases)('$label: every file DuckDB reads for the table, rebuilt files and the tail alike, has its codec', async ({ compression, storedBefore }) => {
+    const topic = await newTopic(engine, 1, `tail-${compression}`);
+    const created = await testTable(engine, topic, storedBefore ? {} : { compression });
+    if (storedBefore) await engine.catalog.query("UPDATE offsetlake.lake_table SET settings = settings - 'compression' WHERE table_id = $1", [created.tableId]);
+    const table = await findTable(engine.catalog, created.name);
+    expect(table.settings.compression).toBe(compression); // read back typed, the missing setting as what the table was built with
+    const records = (from: number, count: number) => Array.from({ length: count }, (_, i) => ({ key: `k${i % 3}`, value: JSON.stringify({ i: from + i, pad: 'z'.repeat(100) }), partition: 0 }));
+    await produce(engine.kafka, topic, records(0, 20));
+    const indexer = await indexerFor(testRuntime(engine, `tail-${topic}`), table, 0);
+    await indexer.advance();
+    await indexer.flush();
+    await indexer.release();
+    expect((await listFiles(engine.catalog, table.tableId)).length).toBeGreaterThan(0);
+    await produce(engine.kafka, topic, records(20, 5)); // the tail: committed, in no file yet
+
+    // DuckDB reads the codec of every Parquet file this query's views read (the query's own directory).
+    const files = `${tmpdir()}/offsetlake-query-*/${table.name}-*.parquet`;
+    const result = await query(`SELECT regexp_extract(m.file_name, '[^/]*$') AS file, list(DISTINCT m.compression) AS codecs, (SELECT count(*) FROM ${table.name}) AS n
+      FROM parquet_metadata('${files}') m GROUP BY file ORDER BY file`);
+    expect(result.plan[0]!.tail).toEqual([{ partition: 0, from: '20', until: '25', records: 5 }]);
+    const rows = result.rows as { file: string; codecs: string[]; n: string }[];
+    expect(rows.map((row) => row.n)).toEqual(rows.map(() => '25'));
+    expect(rows.map((row) => row.file)).toContain(`${table.name}-tail-0.parquet`);
+    expect(rows.filter((row) => /-\d+(-\d+)?\.parquet$/.test(row.file)).length).toBeGreaterThan(0); // rebuilt files (or granules)
+    for (const row of rows) expect(row.codecs, row.file).toEqual([codecOf[compression]]);
   });
 });

@@ -22,7 +22,7 @@ import { ReaderService } from '../../src/reader/service.js';
 import { rebuildFile } from '../../src/files/rebuild.js';
 import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 

@@ -21,7 +21,7 @@ import { rebuildFile } from '../../src/files/rebuild.js';
 import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';
 import { schemaRegistry } from '../../src/schema/registry.js';
-import { partitionStatus } from '../../src/tables/status.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { fuzzSchemas, mutatedValue } from '../helpers/fuzz.js';
 import { seededRandom } from '../helpers/random.js';

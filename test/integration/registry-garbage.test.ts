@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { findTable } from '../../src/catalog/tables.js';
 import { produce } from '../../src/kafka/produce.js';
-import { partitionStatus } from '../../src/tables/status.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
 import { runCli } from '../helpers/cli.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { readCommittedIndependently } from '../helpers/independent-kafka.js';

@@ -15,7 +15,7 @@ import { deleteRecords, deleteTopic } from '../../src/kafka/topics.js';
 import { FileExpiredError, rebuildFile } from '../../src/files/rebuild.js';
 import { schemaVersion } from '../../src/catalog/schema-versions.js';
 import { checkRetention, type TableFailure } from '../../src/retention/check.js';
-import { partitionStatus } from '../../src/tables/status.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
 import { growTopic, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import type { ChunkResult } from '../../src/backfill/index.js';
 import { backfillStates } from '../../src/catalog/backfill.js';

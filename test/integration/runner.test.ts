@@ -14,7 +14,7 @@ import { openEngine } from '../../src/runtime/engine.js';
 import { rangeBuilder } from '../../src/indexer/range-builder.js';
 import { handleKafkaEvent, indexerFor, indexPartitions, type DeliveryOutcome, type IndexerRuntime, type PartitionDelivery } from '../../src/indexer/handler.js';
 import { tickIdlePartitions } from '../../src/indexer/tick.js';
-import { toKafkaEvent } from '../../src/events/msk.js';
+import { toKafkaEvent } from '../../src/indexer/kafka-event.js';
 import { produce } from '../../src/kafka/produce.js';
 import { readCommittedRange } from '../../src/kafka/read.js';
 import { deleteRecords, deleteTopic } from '../../src/kafka/topics.js';
@@ -24,9 +24,9 @@ import { ReaderService } from '../../src/reader/service.js';
 import { kafkaSource } from '../../src/kafka/source.js';
 import { countingSource } from '../../src/kafka/counting-source.js';
 import { defaultEmulatorOptions, PartitionEventSource, type Deliver } from '../../src/local/emulator.js';
-import { partitionStatus } from '../../src/tables/status.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
 import { freshDatabase } from '../helpers/database.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { resolveSettings } from '../../src/table/settings.js';
 import { newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable } from '../helpers/verify.js';
@@ -227,10 +227,12 @@ describe('tables that share a topic', () => {
     expect([...good.committedOffsets.get(0)!]).toEqual([0n, 1n, 2n, 3n]);
     expect(good.files).toHaveLength(4);
     expect(summary.filesCommitted).toBe(4);
-    // named twice, as what happened: its delivery failed, and at the end its partition could not be flushed
+    // named twice, as what happened, in our words (the row is refused where it is read, by setting): the
+    // table waits (it gets no indexer), and the delivery of its topic failed for it
+    const refusal = 'table "broken_first": its stored setting lease_ttl is "broken", not a positive whole number of milliseconds';
     expect(summary.failed).toEqual([
-      { partition: `${topic}-0`, error: expect.stringContaining(`table broken_first (topic ${topic} partition 0): invalid input syntax for type double precision: "broken"`) },
-      { partition: 'broken_first/0', error: 'invalid input syntax for type double precision: "broken"; its records are not indexed yet (the next run reads them again)' },
+      { partition: 'table broken_first', error: expect.stringContaining(refusal) },
+      { partition: `${topic}-0`, error: expect.stringContaining(`table broken_first (topic ${topic} partition 0): ${refusal}`) },
     ]);
     expect(await listFiles(engine.catalog, broken.tableId)).toEqual([]);
   });

@@ -22,7 +22,7 @@ import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { libpqConnectionString } from '../../src/cli/attach.js';
 import { indexedRowsIndependently } from '../helpers/independent-kafka.js';
 import { newTopic, testEngine } from '../helpers/engine.js';

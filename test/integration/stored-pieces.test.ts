@@ -27,7 +27,7 @@ import { readerHandler } from '../../src/reader/http.js';
 import { ReaderService } from '../../src/reader/service.js';
 import { signS3Request } from '../../src/reader/sigv4.js';
 import { resolveSettings } from '../../src/table/settings.js';
-import { createTableFromTopic } from '../../src/tables/create-table.js';
+import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
 import { listeningReader } from '../helpers/reader-server.js';
 import { runCli } from '../helpers/cli.js';

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
-import { partitionStatus } from '../../src/tables/status.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { produce } from '../../src/kafka/produce.js';
 import { createTopic, deleteTopic } from '../../src/kafka/topics.js';

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { partitionStatus } from '../../src/tables/status.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
 import { parseRecordBatches } from '../../src/kafka/batch-header.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { readCommittedIndependently } from '../helpers/independent-kafka.js';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import * as zlib from 'node:zlib';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
-import { partitionStatus } from '../../src/tables/status.js';
+import { partitionStatus } from '../../src/table-topic/status.js';
 import { runCli } from '../helpers/cli.js';
 import { newTopic, testEngine, testTable } from '../helpers/engine.js';
 import { produceAroundBatches } from '../helpers/hand-written-produce.js';

@@ -11,7 +11,7 @@ import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
 import { buildFile, fileRows } from '../../src/files/files.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { columnValues, encoderVersion, isColumnVector } from '../../src/parquet/index.js';
+import { columnValues, isColumnVector, encoderOf } from '../../src/parquet/index.js';
 import { readLong } from '../../src/schema/avro-binary.js';
 // the bigint long: avsc's LongType.__with hook as avsc documents it; the varint is avsc's to unpack
 import { avroWriter, BigLong as bigLong } from '../../src/schema/decode-avro.js';
@@ -21,9 +21,12 @@ import type { RegistrySchema } from '../../src/schema/registry.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import type { WriterSchema } from '../../src/schema/writer.js';
 import type { TableRecord } from '../../src/table/record.js';
-import { resolveSettings } from '../../src/table/settings.js';
+import { resolveSettings, defaultSettings } from '../../src/table/settings.js';
 import { fuzzSchemas, mutatedValue } from '../helpers/fuzz.js';
 import { seededRandom } from '../helpers/random.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 type Json = Record<string, unknown> | string | unknown[];
 

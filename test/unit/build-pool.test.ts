@@ -8,18 +8,21 @@
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/table/record.js';
-import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
+import { resolveSettings, type TableFormat, defaultSettings } from '../../src/table/settings.js';
 import { buildRangeFiles, encodeFile } from '../../src/files/files.js';
 import { sealRange } from '../../src/ranges/sealer.js';
 import { checkedChunks, leafColumns, type ChunkJob, type ExpectedChunk } from '../../src/files/granule-chunks.js';
 import { BuildPool } from '../../src/files/pool.js';
 import { packRecords, unpackRecords } from '../../src/files/record-transfer.js';
-import { encoderVersion, fileLayout } from '../../src/parquet/index.js';
+import { fileLayout, encoderOf } from '../../src/parquet/index.js';
 import type { ByteSpanColumn, KafkaRecord } from '../../src/kafka/record.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
 import type { RegistrySchema } from '../../src/schema/registry.js';
 import { avro, wire } from '../helpers/spec-encoding.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const table = (format: TableFormat): TableRecord => ({ tableId: 1n, name: 't', topic: 't', format, settings: resolveSettings({}), createdAt: new Date(0), topicId: null });
 

@@ -4,12 +4,12 @@
  * status of its own while the timer runs; each sample's lag, records and seconds, against
  * values worked out by hand from the definitions (records: LSO − indexed_end; seconds:
  * since the partition was last seen caught up, 0 while it is, absent where the process
- * cannot date it), for the sampler's rows and for run's (src/tables/lag.ts).
+ * cannot date it), for the sampler's rows and for run's (src/table-topic/lag.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { ConsoleSampler } from '../../src/console/sampler.js';
-import { PartitionLags, type LagRow } from '../../src/tables/lag.js';
-import type { PartitionStatus } from '../../src/tables/status.js';
+import { PartitionLags, type LagRow } from '../../src/table-topic/lag.js';
+import type { PartitionStatus } from '../../src/table-topic/status.js';
 
 const row = (table: string, partition: number, indexedEnd: bigint, lastStableOffset: bigint | null): LagRow => ({ table, partition, indexedEnd, lastStableOffset });
 

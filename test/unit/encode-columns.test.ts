@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/table/record.js';
-import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
+import { resolveSettings, type TableFormat, defaultSettings } from '../../src/table/settings.js';
 import { encodeColumns, encodeFile } from '../../src/files/files.js';
-import { columnValues, encoderVersion, fileLayout, leafCount, type FileLayout } from '../../src/parquet/index.js';
+import { columnValues, fileLayout, leafCount, type FileLayout, encoderOf } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
@@ -16,6 +16,9 @@ import type { RegistrySchema } from '../../src/schema/registry.js';
 import { avro, pb, utf8, wire, zigzag } from '../helpers/spec-encoding.js';
 import { tableDecoder } from '../../src/schema/decode.js';
 import { readSpan } from '../../src/files/granules.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const table = (format: TableFormat): TableRecord => ({ tableId: 1n, name: 't', topic: 't', format, settings: resolveSettings({}) }) as unknown as TableRecord;
 

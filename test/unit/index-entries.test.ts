@@ -8,11 +8,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { fileRows, indexResolver } from '../../src/files/files.js';
-import { resolveSettings } from '../../src/table/settings.js';
+import { resolveSettings, defaultSettings } from '../../src/table/settings.js';
 import type { TableRecord } from '../../src/table/record.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
-import { encoderVersion } from '../../src/parquet/index.js';
+import { encoderOf } from '../../src/parquet/index.js';
 import { parseIndexColumn, type IndexDefinition, type IndexKind } from '../../src/indexes/definition.js';
 import { bloomGranules, BLOOM_PART } from '../../src/indexes/bloom-entries.js';
 import { fileIndexEntries, type IndexEntryRow } from '../../src/indexes/entries.js';
@@ -20,6 +20,9 @@ import { decodeHeader, HEADER_PART, rowGroupsOf } from '../../src/indexes/header
 import { encodeKey, postingBucket } from '../../src/indexes/keys.js';
 import { postingGranules } from '../../src/indexes/postings.js';
 import { seededRandom } from '../helpers/random.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const table = { tableId: 1n, name: 't', topic: 't', format: 'json', settings: resolveSettings({}) } as unknown as TableRecord;
 const schema = initialSchema('json');

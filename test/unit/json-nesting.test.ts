@@ -9,7 +9,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { JSON_NESTING_LIMIT, encoderVersion, untypedJsonProblem } from '../../src/parquet/index.js';
+import { JSON_NESTING_LIMIT, untypedJsonProblem, encoderOf } from '../../src/parquet/index.js';
 import { buildRangeFiles } from '../../src/files/files.js';
 import { BuildPool } from '../../src/files/pool.js';
 import { sealRange } from '../../src/ranges/sealer.js';
@@ -19,9 +19,12 @@ import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import type { RegistrySchema } from '../../src/schema/registry.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { DecodeError } from '../../src/schema/writer.js';
-import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
+import { resolveSettings, type TableFormat, defaultSettings } from '../../src/table/settings.js';
 import type { TableRecord } from '../../src/table/record.js';
 import { avro, wire } from '../helpers/spec-encoding.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const arrays = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 const objects = (depth: number): string => `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EventShapeError, parseKafkaEvent, toKafkaEvent } from '../../src/events/msk.js';
+import { EventShapeError, parseKafkaEvent, toKafkaEvent } from '../../src/indexer/kafka-event.js';
 import { loadEvent } from '../fixtures/events.js';
 
 describe('parseKafkaEvent', () => {

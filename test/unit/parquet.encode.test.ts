@@ -5,19 +5,11 @@ import { compressors } from 'hyparquet-compressors';
 import { describe, expect, it } from 'vitest';
 import { readAsText } from '../helpers/table-audit.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import {
-  type Column,
-  ENCODER_METADATA_KEY,
-  encodeParquet,
-  encoderVersion,
-  encoders,
-  footerMetadata,
-  kafkaColumnArrays,
-  kafkaTableColumns,
-  parquetFooter,
-  prepare,
-  valueAt,
-} from '../../src/parquet/index.js';
+import { type Column, ENCODER_METADATA_KEY, encodeParquet, encoders, footerMetadata, kafkaColumnArrays, kafkaTableColumns, parquetFooter, prepare, valueAt, encoderOf } from '../../src/parquet/index.js';
+import { defaultSettings } from '../../src/table/settings.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const utf8 = new TextEncoder();
 

@@ -10,10 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Column, encodeParquet, encoderVersion, kafkaColumnArrays } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, kafkaColumnArrays, encoderOf } from '../../src/parquet/index.js';
+import { defaultSettings } from '../../src/table/settings.js';
 import { icebergSchema, type IcebergType } from '../../src/iceberg/schema.js';
 import { withIds } from '../../src/schema/merge.js';
 import { fieldIds, initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const dir = mkdtempSync(join(tmpdir(), 'offsetlake-field-ids-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

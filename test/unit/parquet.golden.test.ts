@@ -10,7 +10,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { type Column, encodeParquet, encoders, encoderVersion, kafkaColumnArrays, kafkaTableColumns, leaves, prepare, ownWriterSettings } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, encoders, kafkaColumnArrays, kafkaTableColumns, leaves, prepare, ownWriterSettings, encoderOf } from '../../src/parquet/index.js';
 import { innerNodePaths } from '../../src/parquet/schema.js';
 import { fieldIds } from '../../src/schema/table-schema.js';
 import { joinParts } from '../../src/parquet/file-parts.js';
@@ -20,8 +20,11 @@ import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import type { RegistrySchema } from '../../src/schema/registry.js';
 import type { TableRecord } from '../../src/table/record.js';
-import { resolveSettings } from '../../src/table/settings.js';
+import { resolveSettings, defaultSettings } from '../../src/table/settings.js';
 import { avro, wire, zigzag } from '../helpers/spec-encoding.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const utf8 = new TextEncoder();
 

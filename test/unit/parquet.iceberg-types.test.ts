@@ -21,13 +21,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeFile } from '../../src/files/files.js';
-import { type Column, encodeParquet, encoderVersion } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, encoderOf } from '../../src/parquet/index.js';
 import { icebergSchema, type IcebergType } from '../../src/iceberg/schema.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema, type TableSchema } from '../../src/schema/table-schema.js';
 import type { RegistrySchema } from '../../src/schema/registry.js';
 import type { TableRecord } from '../../src/table/record.js';
-import { resolveSettings } from '../../src/table/settings.js';
+import { resolveSettings, defaultSettings } from '../../src/table/settings.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const dir = mkdtempSync(join(tmpdir(), 'offsetlake-iceberg-types-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -15,9 +15,13 @@ import { fileURLToPath } from 'node:url';
 import { parquetMetadata } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
-import { type Column, encodeParquet, encoderForCompression, encoderVersion, kafkaColumnArrays, kafkaTableColumns } from '../../src/parquet/index.js';
+import { type Column, encodeParquet, encoderForCompression, kafkaColumnArrays, kafkaTableColumns, encoderOf } from '../../src/parquet/index.js';
+import { defaultSettings } from '../../src/table/settings.js';
 import { rowGroupBounds } from '../../src/query/prune.js';
 import type { CatalogFile } from '../../src/catalog/file-reads.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const dir = mkdtempSync(join(tmpdir(), 'offsetlake-timestamps-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

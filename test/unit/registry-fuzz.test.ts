@@ -1,14 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { TableRecord } from '../../src/table/record.js';
 import { buildFile } from '../../src/files/files.js';
-import { encoderVersion } from '../../src/parquet/index.js';
+import { encoderOf } from '../../src/parquet/index.js';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import type { RegistryFormat } from '../../src/schema/decode.js';
 import { mergeRegistrySchemas } from '../../src/schema/evolve.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
-import { resolveSettings } from '../../src/table/settings.js';
+import { resolveSettings, defaultSettings } from '../../src/table/settings.js';
 import { fuzzSchemas, mutatedValue } from '../helpers/fuzz.js';
 import { seededRandom } from '../helpers/random.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 describe('fuzz: no payload stops the build', () => {
   for (const format of ['avro', 'protobuf', 'json-schema'] as const satisfies RegistryFormat[]) {

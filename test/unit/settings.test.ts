@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultSettings, formatSettings, parseBytes, parseDuration, parseHistory, resolveSettings } from '../../src/table/settings.js';
+import { defaultSettings, formatSettings, parseBytes, parseDuration, parseHistory, resolveSettings, storedSettings } from '../../src/table/settings.js';
 
 describe('table settings', () => {
   it('defaults are those of the specification', () => {
@@ -37,7 +37,7 @@ describe('table settings', () => {
     expect(resolveSettings({}).compression).toBe('zstd');
     for (const codec of ['snappy', 'lz4_raw', 'none', 'zstd']) expect(resolveSettings({ compression: codec }).compression).toBe(codec);
     const { compression: _, ...stored } = resolveSettings({});
-    expect(formatSettings(stored as ReturnType<typeof resolveSettings>).compression).toBe('lz4_raw');
+    expect(storedSettings('old', JSON.parse(JSON.stringify(stored))).compression).toBe('lz4_raw');
   });
 
   it('reads history as all, none, or since an RFC 3339 time, in both spellings', () => {
@@ -54,5 +54,33 @@ describe('table settings', () => {
     expect(settings).toEqual({ ...defaultSettings, file_bytes: 64 * 1024 * 1024, file_window: 30_000, history: { kind: 'none' } });
     expect(formatSettings(settings)).toMatchObject({ file_bytes: '64MiB', file_window: '30s', history: 'none', lease_ttl: '30s' });
     expect(resolveSettings(formatSettings(settings))).toEqual(settings);
+  });
+
+  it('stored settings (lake_table.settings as Postgres hands the JSON back) are read once into the typed settings they were written from, every shape of each', () => {
+    const given: Record<string, string>[] = [
+      {},
+      { file_bytes: '64MiB', file_window: '500ms', granularity: 'minute', history: 'none', compression: 'snappy' },
+      { history: 'since=2026-01-02T05:04:05+02:00', granularity: 'day', backfill_offsets: '7', retention_check: '1h', lease_ttl: '5s', row_group_rows: '3', compression: 'none' },
+    ];
+    for (const settings of given.map((g) => resolveSettings(g))) expect(storedSettings('t', JSON.parse(JSON.stringify(settings)))).toEqual(settings);
+    // as written by hand, from the specification's units: bytes, milliseconds, counts
+    expect(storedSettings('t', { file_bytes: 1000, file_window: 60000, granularity: 'hour', history: { kind: 'since', since: '2026-01-01T00:00:00Z' }, backfill_offsets: 5, retention_check: 300000, lease_ttl: 30000, row_group_rows: 10 }))
+      .toEqual({ file_bytes: 1000, file_window: 60_000, granularity: 'hour', history: { kind: 'since', since: '2026-01-01T00:00:00.000Z' }, backfill_offsets: 5, retention_check: 300_000, lease_ttl: 30_000, row_group_rows: 10, compression: 'lz4_raw' });
+  });
+
+  it('a stored setting of another shape, missing or unknown is refused by name, with the table, the value and what it should be', () => {
+    const stored = JSON.parse(JSON.stringify(resolveSettings({}))) as Record<string, unknown>;
+    const without = (name: string) => Object.fromEntries(Object.entries(stored).filter(([key]) => key !== name));
+    expect(() => storedSettings('orders', { ...stored, lease_ttl: 'broken' })).toThrow('table "orders": its stored setting lease_ttl is "broken", not a positive whole number of milliseconds');
+    expect(() => storedSettings('orders', { ...stored, file_window: '60s' })).toThrow('stored setting file_window is "60s", not a positive whole number of milliseconds');
+    expect(() => storedSettings('orders', { ...stored, file_bytes: 1.5 })).toThrow('stored setting file_bytes is 1.5, not a positive whole number of bytes');
+    expect(() => storedSettings('orders', { ...stored, row_group_rows: 0 })).toThrow('row_group_rows is 0, not a positive whole number');
+    expect(() => storedSettings('orders', without('file_window'))).toThrow('stored setting file_window is missing');
+    expect(() => storedSettings('orders', { ...stored, granularity: 'week' })).toThrow('granularity is "week", not one of minute, hour, day');
+    expect(() => storedSettings('orders', { ...stored, compression: 'gzip' })).toThrow('compression is "gzip", not one of zstd, snappy, lz4_raw, none');
+    expect(() => storedSettings('orders', { ...stored, history: 'all' })).toThrow('history is "all", not {"kind":"all"}');
+    expect(() => storedSettings('orders', { ...stored, history: { kind: 'since', since: 'yesterday' } })).toThrow('stored setting history is {"kind":"since","since":"yesterday"}');
+    expect(() => storedSettings('orders', { ...stored, file_size: 5 })).toThrow('stored setting file_size is 5, not a setting (the settings are file_bytes, file_window');
+    expect(() => storedSettings('orders', [])).toThrow('table "orders": its stored setting settings is [], not an object of settings');
   });
 });

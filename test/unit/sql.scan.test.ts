@@ -3,12 +3,16 @@ import { parquetMetadata } from 'hyparquet';
 import { encodeFile } from '../../src/files/files.js';
 import type { CatalogFile } from '../../src/catalog/file-reads.js';
 import type { TableRecord } from '../../src/table/record.js';
-import { encoderVersion } from '../../src/parquet/index.js';
+import { encoderOf } from '../../src/parquet/index.js';
+import { defaultSettings } from '../../src/table/settings.js';
 import { timestampMillis } from '../../src/query/literals.js';
 import { mayMatch, rowGroupBounds, statisticTree, type Bounds } from '../../src/query/prune.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
 import { tableReferences, tokenize, usedColumns } from '../../src/sql/scan.js';
 import { predicateTree, type PredicateTree } from '../../src/sql/where.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 /** The WHERE tree as statistics prune with it. */
 function predicates(sql: string, table = 'clicks'): PredicateTree {

@@ -17,12 +17,15 @@ import { zlibChunks } from '../../src/kafka/batch-codecs.js';
 import { recordHeads } from '../../src/kafka/unreadable-batch.js';
 import { packRecords, unpackRecords } from '../../src/files/record-transfer.js';
 import { encodeFile } from '../../src/files/files.js';
-import { encoderVersion } from '../../src/parquet/index.js';
+import { encoderOf } from '../../src/parquet/index.js';
 import { initialSchema } from '../../src/schema/table-schema.js';
-import { resolveSettings, type TableFormat } from '../../src/table/settings.js';
+import { resolveSettings, type TableFormat, defaultSettings } from '../../src/table/settings.js';
 import type { TableRecord } from '../../src/table/record.js';
 import { batchBytes, recordBytes, varint, zstdFrame } from '../helpers/record-batch-bytes.js';
 import { readAsText } from '../helpers/table-audit.js';
+
+/** The encoder a table of the default compression builds new files with. */
+const encoderVersion = encoderOf(defaultSettings);
 
 const MiB = 1 << 20;
 const source = { topic: 'bombs', partition: 2 };

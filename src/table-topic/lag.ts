@@ -1,5 +1,5 @@
 /**
- * Status rows (src/tables/status.ts, or a runner's own figures in their shape) as the
+ * Status rows (src/table-topic/status.ts, or a runner's own figures in their shape) as the
  * per-partition lag that `serve`'s /metrics and `run --metrics-port` both publish
  * (src/common/lag-metrics.ts): records are LSO − indexed_end; seconds are since the
  * partition was last seen caught up (indexed_end at its LSO), 0 while it is. Pure: the
