@@ -1,9 +1,16 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     /** The catalog's URL through PgBouncer in transaction mode: what every integration test uses. */
     pooledDatabaseUrl: string;
+    /** The folder of the run's one Spark: its lock, pid, port and log (test/helpers/iceberg-spark.ts). */
+    sparkFolder: string;
+    /** The test runner's pid: the run's Spark stops itself when it is gone. */
+    testRunnerPid: number;
   }
 }
 
@@ -36,5 +43,30 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   } finally {
     await catalog.end();
   }
-  return pooler.stop;
+  const stopSpark = runSparkFolder(project);
+  return async () => {
+    stopSpark();
+    await pooler.stop();
+  };
+}
+
+/**
+ * The folder of the run's one Spark (test/helpers/iceberg-spark.ts starts it in the first
+ * test file that reads through Spark, if any), and what stops it at the end of the run.
+ */
+function runSparkFolder(project: TestProject): () => void {
+  const folder = mkdtempSync(join(tmpdir(), 'offsetlake-spark-'));
+  project.provide('sparkFolder', folder);
+  project.provide('testRunnerPid', process.pid);
+  return () => {
+    const pidFile = join(folder, 'pid');
+    if (existsSync(pidFile)) {
+      try {
+        process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGTERM');
+      } catch {
+        // it had stopped already
+      }
+    }
+    rmSync(folder, { recursive: true, force: true });
+  };
 }

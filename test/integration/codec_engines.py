@@ -7,11 +7,12 @@ _value (every column chunk of those columns decompressed), or the engine's error
   pyiceberg 0.12 (RestCatalog, scan to Arrow), polars (scan_iceberg over pyiceberg's
   table, polars' own reader), DuckDB 1.4.4 (ATTACH ... TYPE iceberg), pyarrow and
   DataFusion (each data file as plain Parquet, its bytes fetched by pyiceberg's FileIO
-  from the S3 face); with "spark": Spark 4.1 with Iceberg's runtime (RESTCatalog,
-  S3FileIO), one session for every table; with "daft", in Daft's own environment
-  (requirements-daft.txt): daft.read_iceberg over pyiceberg's table.
+  from the S3 face); with "daft", in Daft's own environment (requirements-daft.txt):
+  daft.read_iceberg over pyiceberg's table; spark(session, job), in the tests' one Spark
+  (test/helpers/iceberg_spark_server.py): Spark 4.1 with Iceberg's runtime (RESTCatalog,
+  S3FileIO), one session for every table.
 
-stdin: {"uri", "token", "tables": [...], "spark": bool, "jars": [...], "daft": bool}
+stdin: {"uri", "token", "tables": [...], "daft": bool}
 stdout (last line): {table: {engine: [rows, sum_offset, sum_value_length] or {"error"}}}
 """
 import json
@@ -99,16 +100,14 @@ def clients(job):
     return out
 
 
-def spark(job):
-    from iceberg_spark_session import lake_session
-    session = lake_session(job, "offsetlake-codecs")
+def spark(session, job):
+    """Run by the tests' one Spark (test/helpers/iceberg_spark_server.py), `lake` serve's catalog."""
     out = {}
     for name in job["tables"]:
         def read():
             row = session.sql(f"SELECT count(*) AS n, sum(_offset) AS o, sum(octet_length(CAST(_value AS BINARY))) AS v FROM lake.main.{name}").collect()[0]
             return [row["n"], row["o"], row["v"]]
         out[name] = {"spark": attempt(read)}
-    session.stop()
     return out
 
 
@@ -122,7 +121,8 @@ def daft(job):
 
 def main():
     job = json.loads(sys.stdin.read())
-    print(json.dumps(spark(job) if job.get("spark") else daft(job) if job.get("daft") else clients(job)))
+    print(json.dumps(daft(job) if job.get("daft") else clients(job)))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -29,7 +29,7 @@ import { createTableFromTopic } from '../../src/table-topic/create-table.js';
 import { encoderForCompression } from '../../src/parquet/index.js';
 import { testedBlocks } from '../helpers/docs-blocks.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
-import { sparkIcebergJars, sparkJavaHome } from '../helpers/iceberg-jars.js';
+import { sparkAnswer, startSpark } from '../helpers/iceberg-spark.js';
 import { readCommittedIndependently } from '../helpers/independent-kafka.js';
 import { daftPython } from '../helpers/project-python.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
@@ -54,9 +54,9 @@ const tableOf = (codec: Compression): string => `codec_${codec}`;
 let seen: Record<string, Partial<Record<EngineName, Answer>>> = {};
 let expected: [number, number, number];
 
-function python<T>(script: string, job: unknown, timeoutMs: number, env: NodeJS.ProcessEnv = process.env, interpreter = 'python3'): Promise<T> {
+function python<T>(script: string, job: unknown, timeoutMs: number, interpreter = 'python3'): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const child = execFile(interpreter, [fileURLToPath(new URL(`./${script}`, import.meta.url))], { maxBuffer: 64 * 1024 * 1024, timeout: timeoutMs, env }, (error, out, err) =>
+    const child = execFile(interpreter, [fileURLToPath(new URL(`./${script}`, import.meta.url))], { maxBuffer: 64 * 1024 * 1024, timeout: timeoutMs }, (error, out, err) =>
       (error ? reject(new Error(`${script} failed: ${err.slice(-4000) || error.message}`)) : resolve(JSON.parse(out.trim().split('\n').at(-1)!) as T)));
     child.stdin!.end(JSON.stringify(job));
   });
@@ -103,6 +103,7 @@ async function trinoReads(started: Trino, table: string): Promise<Answer> {
 }
 
 beforeAll(async () => {
+  startSpark().catch(() => {}); // Spark starts (if no other test file has) while the tables are made; awaited below
   engine = await testEngine('codecs');
   const service = new ReaderService(engine.catalog, kafkaSource(engine.kafka), { cacheBytes: 16 * 1024 * 1024 });
   reader = await listeningReader(readerHandler(service, { token, s3: { bucket, credentials: keys }, catalog: new IcebergCatalog(service, { snapshotIntervalMs: 0 }, { bucket, region: 'us-east-1', credentials: keys }) }));
@@ -142,10 +143,15 @@ beforeAll(async () => {
     for (const codec of compressions) answers[tableOf(codec)] = { trino: await trinoReads(started, tableOf(codec)) };
     return answers;
   };
+  const sparkSeen = async (): Promise<typeof seen> => {
+    const answer = await sparkAnswer<typeof seen | { error: string; trace: string }>(fileURLToPath(new URL('./codec_engines.py', import.meta.url)), 'spark', job, 400_000);
+    if (typeof answer.error === 'string') throw new Error(`codec_engines.py's spark failed: ${answer.error}\n${String(answer.trace)}`);
+    return answer as typeof seen;
+  };
   const answers = await Promise.all([
     python<typeof seen>('codec_engines.py', job, 300_000),
-    python<typeof seen>('codec_engines.py', { ...job, spark: true, jars: sparkIcebergJars() }, 400_000, { ...process.env, JAVA_HOME: sparkJavaHome() }),
-    python<typeof seen>('codec_engines.py', { ...job, daft: true }, 300_000, process.env, daftPython()),
+    sparkSeen(),
+    python<typeof seen>('codec_engines.py', { ...job, daft: true }, 300_000, daftPython()),
     trinoSeen(),
   ]);
   seen = Object.fromEntries(compressions.map((codec) => [tableOf(codec), Object.assign({}, ...answers.map((each) => each[tableOf(codec)]))]));

@@ -4,7 +4,7 @@
  * read the engine tables (test/helpers/engine-tables.ts: json, avro, protobuf and json-schema
  * tables with DEFAULT settings, produced by confluent-kafka, served with the S3 face and the
  * Iceberg REST catalog) through the catalog, each with its own reader
- * (test/integration/iceberg_engines.py). `SELECT *` must equal what a read_committed consumer
+ * (test/integration/iceberg_engines.py; Spark's in the tests' one Spark, test/helpers/iceberg-spark.ts). `SELECT *` must equal what a read_committed consumer
  * and fastavro / protobuf / json decode (types normalized, never values); when it does not,
  * each column is read alone and the test names every column the engine cannot read, with the
  * engine's own message. A column an engine cannot read fails here, never a skip. Also: a
@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listFiles } from '../../src/catalog/file-reads.js';
 import { findTable } from '../../src/catalog/tables.js';
 import { engineTableNames, startEngineTables, type EngineFormat, type EngineTables } from '../helpers/engine-tables.js';
-import { sparkIcebergJars, sparkJavaHome } from '../helpers/iceberg-jars.js';
+import { sparkAnswer, startSpark } from '../helpers/iceberg-spark.js';
 import { daftPython } from '../helpers/project-python.js';
 
 const engines = ['pyiceberg', 'duckdb', 'polars', 'daft', 'spark'] as const;
@@ -42,9 +42,9 @@ type EngineAnswer = Record<string, TableAnswer> | Failed;
 
 const script = fileURLToPath(new URL('./iceberg_engines.py', import.meta.url));
 
-function runEngines(python: string, names: readonly EngineName[], job: unknown, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, EngineAnswer>> {
+function runEngines(python: string, names: readonly EngineName[], job: unknown): Promise<Record<string, EngineAnswer>> {
   return new Promise((resolve) => {
-    const child = execFile(python, [script, names.join(',')], { maxBuffer: 256 * 1024 * 1024, timeout: 600_000, env }, (error, out, err) => {
+    const child = execFile(python, [script, names.join(',')], { maxBuffer: 256 * 1024 * 1024, timeout: 600_000 }, (error, out, err) => {
       const last = out.trim().split('\n').at(-1) ?? '';
       try {
         resolve(JSON.parse(last) as Record<string, EngineAnswer>);
@@ -61,15 +61,26 @@ let fixture: EngineTables;
 const answers = {} as Record<EngineName, EngineAnswer>;
 const tables = Object.entries(engineTableNames) as [EngineFormat, string][];
 
+/** Spark's answer, from the tests' one Spark (test/helpers/iceberg-spark.ts), or what stopped it. */
+async function sparkEngine(job: { catalogUri: string; token: string }): Promise<Record<string, EngineAnswer>> {
+  try {
+    const answer = await sparkAnswer<Record<string, EngineAnswer> | Failed>(script, 'spark', { ...job, uri: job.catalogUri }, 600_000);
+    return failed(answer) ? { spark: answer } : answer;
+  } catch (error) {
+    return { spark: { error: `Spark did not answer: ${(error as Error).message}` } };
+  }
+}
+
 beforeAll(async () => {
+  startSpark().catch(() => {}); // Spark starts (if no other test file has) while the tables are made; awaited below
   const started = Date.now();
   fixture = await startEngineTables();
   const fixtureMs = Date.now() - started;
-  const job = { catalogUri: fixture.catalogUri, token: fixture.token, s3: fixture.s3, tables: fixture.tables, expectedFile: fixture.expectedFile, window: fixture.window, jars: sparkIcebergJars() };
+  const job = { catalogUri: fixture.catalogUri, token: fixture.token, s3: fixture.s3, tables: fixture.tables, expectedFile: fixture.expectedFile, window: fixture.window };
   const [readers, daft, spark] = await Promise.all([
     runEngines('python3', ['pyiceberg', 'duckdb', 'polars'], job),
     runEngines(daftPython(), ['daft'], job),
-    runEngines('python3', ['spark'], job, { ...process.env, JAVA_HOME: sparkJavaHome(), TZ: 'UTC' }),
+    sparkEngine(job),
   ]);
   Object.assign(answers, readers, daft, spark);
   process.stderr.write(`iceberg-engines: fixture ${fixtureMs} ms, engines ${Date.now() - started - fixtureMs} ms\n`);

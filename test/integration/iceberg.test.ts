@@ -33,7 +33,7 @@ import { deleteRecords } from '../../src/kafka/topics.js';
 import { checkRetention } from '../../src/retention/check.js';
 import { cutSnapshotIfChanged } from '../../src/iceberg/snapshots.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
-import { sparkIcebergJars, sparkJavaHome } from '../helpers/iceberg-jars.js';
+import { sparkAnswer, startSpark } from '../helpers/iceberg-spark.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 
 const keys = { accessKeyId: 'offsetlake-reader', secretAccessKey: 's3cret/with+chars' };
@@ -54,6 +54,7 @@ async function indexAll(): Promise<void> {
 }
 
 beforeAll(async () => {
+  startSpark().catch(() => {}); // Spark starts (if no other test file has) while the table is made; awaited by the Spark test
   engine = await testEngine('iceberg');
   const topic = await newTopic(engine, 2, 'iceberg');
   const created = await createTableFromTopic(engine, { name: 'events', topic, format: 'json', settings: resolveSettings({ file_bytes: '3000' }) });
@@ -85,13 +86,10 @@ afterAll(async () => {
 
 type Answers = Record<string, Record<string, unknown> & { error?: string; trace?: string }>;
 
-/**
- * A Python script of this folder run on `job` (its stdin, JSON); its last stdout line
- * parsed. Spark prints its own lines before, the scripts their one JSON document last.
- */
-function python<T>(script: string, job: unknown, timeoutMs = 300_000, env: NodeJS.ProcessEnv = process.env): Promise<T> {
+/** A Python script of this folder run on `job` (its stdin, JSON); its last stdout line parsed. */
+function python<T>(script: string, job: unknown, timeoutMs = 300_000): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const child = execFile('python3', [fileURLToPath(new URL(`./${script}`, import.meta.url))], { maxBuffer: 256 * 1024 * 1024, timeout: timeoutMs, env }, (error, out, err) =>
+    const child = execFile('python3', [fileURLToPath(new URL(`./${script}`, import.meta.url))], { maxBuffer: 256 * 1024 * 1024, timeout: timeoutMs }, (error, out, err) =>
       (error ? reject(new Error(`${script} failed: ${err.slice(-4000) || error.message}`)) : resolve(JSON.parse(out.trim().split('\n').at(-1)!) as T)));
     child.stdin!.end(JSON.stringify(job));
   });
@@ -325,8 +323,8 @@ describe('the Iceberg catalog of a serve without authentication (--no-auth)', ()
 describe('Spark 4.1 through the Iceberg catalog', () => {
   it("reads the table with Iceberg's Java REST client and S3FileIO: count and sums as pyiceberg's rows, the .files table (Iceberg's Java manifest reader) with the catalog's files, counts, bounds, split offsets and partitions, .snapshots, VERSION AS OF and TIMESTAMP AS OF, and a time filter that plans only the later hours' files", async () => {
     const since = t0 + 2 * hour - 30 * 60_000;
-    const spark = await python<{ error?: string; trace?: string; count: number; sums: number[]; files: [string, number, number][]; snapshots: [number, string][]; versionAsOf: number; timestampAsOf: number; stats: Record<string, { valueCounts: Record<string, number>; nullCounts: Record<string, number>; lower: Record<string, string>; upper: Record<string, string>; splitOffsets: number[]; partition: Record<string, number> }>; since: number; sinceRows: number; plannedSince: number; plan: string; countPlan: string }>(
-      'iceberg_spark.py', { uri: `${endpoint}/iceberg`, token, table: table.name, jars: sparkIcebergJars(), since: new Date(since).toISOString().replace('T', ' ').replace('.000Z', ''), sinceMicros: since * 1000 }, 400_000, { ...process.env, JAVA_HOME: sparkJavaHome() });
+    const spark = await sparkAnswer<{ error?: string; trace?: string; count: number; sums: number[]; files: [string, number, number][]; snapshots: [number, string][]; versionAsOf: number; timestampAsOf: number; stats: Record<string, { valueCounts: Record<string, number>; nullCounts: Record<string, number>; lower: Record<string, string>; upper: Record<string, string>; splitOffsets: number[]; partition: Record<string, number> }>; since: number; sinceRows: number; plannedSince: number; plan: string; countPlan: string }>(
+      fileURLToPath(new URL('./iceberg_spark.py', import.meta.url)), 'read', { uri: `${endpoint}/iceberg`, token, table: table.name, since: new Date(since).toISOString().replace('T', ' ').replace('.000Z', ''), sinceMicros: since * 1000 }, 400_000);
     expect(spark.error, spark.trace).toBeUndefined();
     const rows = (answers.pyiceberg as { rows: { offset: number; partition: number; timestamp: number }[] }).rows;
     expect(spark.count).toBe(120);

@@ -2,17 +2,17 @@
 serve's Iceberg REST catalog, each with its own reader: pyiceberg 0.12 (to Arrow), DuckDB
 1.4.4's iceberg extension, polars (`scan_iceberg`), Daft (`daft.read_iceberg`, in an
 environment of its own: test/integration/requirements-daft.txt) and Spark 4.1 (Iceberg's
-Spark runtime, one session for every query). For each table: `SELECT *` against the
+Spark runtime, one session for every query: `spark(session, job)`, run by the tests' one
+Spark, test/helpers/iceberg_spark_server.py). For each table: `SELECT *` against the
 expected rows (test/helpers/engine_rows.py's `compare`), and when that fails each column
 alone, to name every column the engine cannot read with the engine's own message; a field
 of a struct in a struct read directly (`addr.geo.lat`); a filter inside one hour; the
 metadata tables (files, snapshots) and time travel to the older snapshot where the engine
 has them.
 
-usage: python3 iceberg_engines.py ENGINE[,ENGINE...]   (pyiceberg, duckdb, polars, daft, spark)
+usage: python3 iceberg_engines.py ENGINE[,ENGINE...]   (pyiceberg, duckdb, polars, daft)
 stdin: {"catalogUri", "token", "s3": {"endpoint", "bucket", "region", "accessKeyId",
-        "secretAccessKey"}, "tables": {format: name}, "expectedFile", "window": {"from", "to"} (ms),
-        "jars": [...] (spark)}
+        "secretAccessKey"}, "tables": {format: name}, "expectedFile", "window": {"from", "to"} (ms)}
 stdout (last line): {ENGINE: {TABLE: {"select", "columns", "nested", "window", "metadata",
         "timeTravel"}}}: each either its answer or {"error"}.
 """
@@ -227,10 +227,8 @@ class Daft(Engine):
 
 
 class Spark(Engine):
-    def __init__(self, job):
-        from iceberg_spark_session import lake_session
-        self.job = job
-        self.spark = lake_session({"uri": job["catalogUri"], "token": job["token"], "jars": job["jars"]}, "offsetlake-engines")
+    def __init__(self, session):
+        self.spark = session
 
     def query(self, sql):
         return [canonical(r.asDict(recursive=False)) for r in self.spark.sql(sql).collect()]
@@ -261,11 +259,8 @@ class Spark(Engine):
     def snapshots(self, table):
         return None
 
-    def close(self):
-        self.spark.stop()
 
-
-ENGINES = {"pyiceberg": PyIceberg, "duckdb": DuckDB, "polars": Polars, "daft": Daft, "spark": Spark}
+ENGINES = {"pyiceberg": PyIceberg, "duckdb": DuckDB, "polars": Polars, "daft": Daft}
 
 # Bugs of an engine that no file of ours can avoid, each named by its upstream issue and
 # reported apart (engine_rows.compare) so the test holds the engine to exactly that bug
@@ -312,11 +307,20 @@ def check_table(engine, table, expected, window, known):
     return out
 
 
+def check_tables(engine, name, job):
+    with open(job["expectedFile"], encoding="utf-8") as handle:
+        expected = json.load(handle)["tables"]
+    return {table: check_table(engine, table, expected[table], job["window"], KNOWN_BUGS.get(name)) for table in job["tables"].values()}
+
+
+def spark(session, job):
+    """Spark's answer, run by the tests' one Spark (test/helpers/iceberg_spark_server.py), `lake` serve's catalog."""
+    return {"spark": check_tables(Spark(session), "spark", job)}
+
+
 def main():
     names = sys.argv[1].split(",")
     job = json.loads(sys.stdin.read())
-    with open(job["expectedFile"], encoding="utf-8") as handle:
-        expected = json.load(handle)["tables"]
     results = {}
     for name in names:
         engine = attempt(lambda n=name: ENGINES[n](job))
@@ -324,11 +328,12 @@ def main():
             results[name] = {"error": engine["error"], "trace": engine["trace"]}
             continue
         try:
-            results[name] = {table: check_table(engine, table, expected[table], job["window"], KNOWN_BUGS.get(name)) for table in job["tables"].values()}
+            results[name] = check_tables(engine, name, job)
         finally:
             if hasattr(engine, "close"):
                 engine.close()
     print(json.dumps(results))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -8,11 +8,11 @@
  * changing its answer.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KafkaRecord } from '../../src/kafka/record.js';
 import { encodeParquet, encoders, kafkaColumnArrays, leaves } from '../../src/parquet/index.js';
 import { fieldIds, initialSchema } from '../../src/schema/table-schema.js';
@@ -47,21 +47,47 @@ interface Seen {
   pages?: [number, number] | null;
 }
 
-function read(name: string, bytes: Uint8Array, filter?: [string, number, number]): Seen {
-  const path = join(dir, name);
-  writeFileSync(path, bytes);
-  const args = filter ? [script, path, filter[0], String(filter[1]), String(filter[2])] : [script, path];
-  return JSON.parse(execFileSync('python3', args, { encoding: 'utf8', maxBuffer: 256 << 20 })) as Seen;
-}
-
 const hexOf = (b: Uint8Array): string => `0x${Buffer.from(b).toString('hex')}`;
 // our own writer's encoders, every version (v3 differs from v2 in its cut bounds alone)
 const v2 = Object.keys(encoders).filter((v) => /^offsetlake-parquet@[0-9]+\//.test(v));
 
+const typedRows = randomRows(2_000, 7);
+const typedIds = Object.fromEntries(typedColumns.map((c, i) => [c.name, 100 + i]));
+const texts = ['é'.repeat(100), '😀'.repeat(40), `a${'\u{10FFFF}'.repeat(30)}`, `${'\u{10FFFF}'.repeat(30)}`, 'z'.repeat(64), `${'\uFFFF'.repeat(40)}`];
+const textValues = texts.flatMap((t) => [t, Array.from(t).slice(0, 3).join('')]);
+
+/** Each encoder's three files, as the tests below read them. */
+function filesOf(version: string): { name: string; bytes: Uint8Array; filter?: [string, number, number] }[] {
+  return [
+    { name: 'json', bytes: encodeParquet(schema.columns, kafkaColumnArrays(0, records, 'json'), { rowGroupRows: 3_000, fieldIds: fieldIds(schema), encoderVersion: version }).bytes, filter: ['_offset', 4_200, 4_210] },
+    { name: 'typed', bytes: encodeParquet(typedColumns, typedRows, { rowGroupRows: 700, fieldIds: typedIds, encoderVersion: version }).bytes },
+    { name: 'texts', bytes: encodeParquet([{ name: 't', type: { kind: 'string' as const }, nullable: false }], { t: textValues }, { rowGroupRows: 2, encoderVersion: version }).bytes },
+  ];
+}
+
+const folderOf = (version: string): string => join(dir, version.replaceAll('/', '_'));
+
+// Every file of every encoder written first, then read by one Python process (its engines'
+// imports cost more than a file's read); each test below checks what it saw of its file.
+beforeAll(() => {
+  const jobs = v2.flatMap((version) => {
+    mkdirSync(folderOf(version));
+    return filesOf(version).map(({ name, bytes, filter }) => {
+      const path = join(folderOf(version), `${name}.parquet`);
+      writeFileSync(path, bytes);
+      return { path, filter: filter ?? null };
+    });
+  });
+  execFileSync('python3', [script], { input: JSON.stringify(jobs), stdio: ['pipe', 'inherit', 'inherit'] });
+}, 600_000);
+
+function read(version: string, name: string): Seen {
+  return JSON.parse(readFileSync(join(folderOf(version), `${name}.parquet.seen.json`), 'utf8')) as Seen;
+}
+
 describe.each(v2)('%s files, read by engines we did not write', (version) => {
   it('json table: all four engines agree, values and offsets as given, field ids, JSON type, page index, exact statistics, page pruning', () => {
-    const file = encodeParquet(schema.columns, kafkaColumnArrays(0, records, 'json'), { rowGroupRows: 3_000, fieldIds: fieldIds(schema), encoderVersion: version });
-    const seen = read('json.parquet', file.bytes, ['_offset', 4_200, 4_210]);
+    const seen = read(version, 'json');
     expect(seen.rows).toBe(records.length);
     expect(seen.disagree, JSON.stringify(seen.first_disagreement).slice(0, 2000)).toEqual({ duckdb: 0, polars: 0, datafusion: 0 });
     expect(seen.pyarrow.map((r) => r._value)).toEqual(values.map((v) => hexOf(utf8.encode(v))));
@@ -78,20 +104,17 @@ describe.each(v2)('%s files, read by engines we did not write', (version) => {
   });
 
   it('every column kind, nested and awkward values: all four engines agree with the values given', () => {
-    const rows = randomRows(2_000, 7);
-    const ids = Object.fromEntries(typedColumns.map((c, i) => [c.name, 100 + i]));
-    const file = encodeParquet(typedColumns, rows, { rowGroupRows: 700, fieldIds: ids, encoderVersion: version });
-    const seen = read('typed.parquet', file.bytes);
-    expect(seen.rows).toBe(rows.length);
+    const seen = read(version, 'typed');
+    expect(seen.rows).toBe(typedRows.length);
     expect(seen.disagree, JSON.stringify(seen.first_disagreement).slice(0, 2000)).toEqual({ duckdb: 0, polars: 0, datafusion: 0 });
-    expect(seen.field_ids).toEqual(ids);
+    expect(seen.field_ids).toEqual(typedIds);
     expect(seen.statistics_problems).toEqual([]);
     const floating = new Set(leaves(typedColumns).filter((l) => l.type.kind === 'float' || l.type.kind === 'double').map((l) => l.path.join('.')));
     for (const [path, column, offset] of seen.page_index) {
       expect([path, column, offset]).toEqual([path, !floating.has(path), true]);
     }
     // a sample of values as given, in the same text form the script uses
-    rows.forEach((row, i) => {
+    typedRows.forEach((row, i) => {
       const got = seen.pyarrow[i]!;
       expect(got.i64, `row ${i}`).toBe(row.i64 === null ? null : String(row.i64));
       expect(got.text, `row ${i}`).toBe(row.text === null ? null : hexOf(utf8.encode(row.text as string)));
@@ -102,12 +125,9 @@ describe.each(v2)('%s files, read by engines we did not write', (version) => {
   });
 
   it('long text bounds are cut on a character and still bound every value (pyarrow decodes them as text)', () => {
-    const texts = ['é'.repeat(100), '😀'.repeat(40), `a${'\u{10FFFF}'.repeat(30)}`, `${'\u{10FFFF}'.repeat(30)}`, 'z'.repeat(64), `${'\uFFFF'.repeat(40)}`];
-    const columns = [{ name: 't', type: { kind: 'string' as const }, nullable: false }];
-    const file = encodeParquet(columns, { t: texts.flatMap((t) => [t, Array.from(t).slice(0, 3).join("")]) }, { rowGroupRows: 2, encoderVersion: version });
-    const seen = read('texts.parquet', file.bytes);
+    const seen = read(version, 'texts');
     expect(seen.statistics_problems).toEqual([]);
     expect(seen.disagree).toEqual({ duckdb: 0, polars: 0, datafusion: 0 });
-    expect(seen.pyarrow.map((r) => r.t)).toEqual(texts.flatMap((t) => [t, Array.from(t).slice(0, 3).join("")]).map((t) => hexOf(utf8.encode(t))));
+    expect(seen.pyarrow.map((r) => r.t)).toEqual(textValues.map((t) => hexOf(utf8.encode(t))));
   });
 });

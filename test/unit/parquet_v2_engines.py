@@ -1,7 +1,11 @@
-"""Reads one Parquet file with pyarrow, DuckDB, polars and DataFusion, and prints, as JSON,
-what each engine saw, normalised to one text form (so engines can be compared), with
+"""Reads Parquet files with pyarrow, DuckDB, polars and DataFusion, and writes for each, as
+JSON, what each engine saw, normalised to one text form (so engines can be compared), with
 what pyarrow says of the footer: field ids, logical types, the page index, and whether
-each column chunk's footer statistics bound the values pyarrow reads from that chunk."""
+each column chunk's footer statistics bound the values pyarrow reads from that chunk.
+
+stdin: [{"path", "filter": [column, low, high] or null}, ...] (one process for every file:
+the engines' imports cost more than reading a file)
+writes: PATH.seen.json for each file"""
 import datetime
 import decimal
 import json
@@ -15,9 +19,6 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-path = sys.argv[1]
-filter_column = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def norm(v):
@@ -74,90 +75,96 @@ def rows_of(table):
     return [{k: norm(v) for k, v in row.items()} for row in t.to_pylist()]
 
 
-f = pq.ParquetFile(path)
-md = f.metadata
-arrow = pq.read_table(path)
-pyarrow_rows = rows_of(arrow)
+def seen(path, filter_by):
+    f = pq.ParquetFile(path)
+    md = f.metadata
+    arrow = pq.read_table(path)
+    pyarrow_rows = rows_of(arrow)
 
-engines = {}
-con = duckdb.connect()
-engines["duckdb"] = rows_of(con.sql(f"SELECT * FROM read_parquet('{path}')").fetch_arrow_table())
-engines["polars"] = rows_of(pl.read_parquet(path).to_arrow())
-ctx = datafusion.SessionContext()
-ctx.register_parquet("t", path)
-engines["datafusion"] = rows_of(ctx.sql("SELECT * FROM t").to_arrow_table())
+    engines = {}
+    con = duckdb.connect()
+    engines["duckdb"] = rows_of(con.sql(f"SELECT * FROM read_parquet('{path}')").fetch_arrow_table())
+    engines["polars"] = rows_of(pl.read_parquet(path).to_arrow())
+    ctx = datafusion.SessionContext()
+    ctx.register_parquet("t", path)
+    engines["datafusion"] = rows_of(ctx.sql("SELECT * FROM t").to_arrow_table())
 
-stats_problems = []
-for g in range(md.num_row_groups):
-    group = f.read_row_group(g)
-    for j in range(md.num_columns):
-        chunk = md.row_group(g).column(j)
-        path_in_schema = chunk.path_in_schema
-        values = group.column(path_in_schema.split(".")[0])
-        for part in path_in_schema.split(".")[1:]:
-            if part in ("list",):
-                values = pc.list_flatten(values)
-            elif part == "element":
+    stats_problems = []
+    for g in range(md.num_row_groups):
+        group = f.read_row_group(g)
+        for j in range(md.num_columns):
+            chunk = md.row_group(g).column(j)
+            path_in_schema = chunk.path_in_schema
+            values = group.column(path_in_schema.split(".")[0])
+            for part in path_in_schema.split(".")[1:]:
+                if part in ("list",):
+                    values = pc.list_flatten(values)
+                elif part == "element":
+                    continue
+                else:
+                    values = pc.struct_field(values, part)
+            values = values.combine_chunks() if hasattr(values, "combine_chunks") else values
+            s = chunk.statistics
+            if s is None:
+                stats_problems.append(f"{path_in_schema} row group {g}: no statistics")
                 continue
+            if isinstance(values.type, pa.BaseExtensionType):
+                values = values.storage
+            # timestamps and dates by their stored integers: extreme ones have no Python datetime
+            raw = pa.types.is_timestamp(values.type) or pa.types.is_date(values.type)
+            if pa.types.is_timestamp(values.type):
+                values = values.cast(pa.int64())
+            elif pa.types.is_date(values.type):
+                values = values.cast(pa.int32())
+            if pa.types.is_floating(values.type):
+                values = pc.filter(values, pc.invert(pc.is_nan(values)))
+            present = pc.drop_null(values)
+            if len(present) == 0:
+                if s.has_min_max:
+                    stats_problems.append(f"{path_in_schema} row group {g}: min/max without values")
+                continue
+            mm = pc.min_max(present)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            smin, smax = (s.min_raw, s.max_raw) if raw else (s.min, s.max)
+            if isinstance(lo, str):
+                lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
+                smin = smin.encode("utf-8", "surrogatepass") if isinstance(smin, str) else smin
+                smax = smax.encode("utf-8", "surrogatepass") if isinstance(smax, str) else smax
+            if isinstance(lo, float) and lo == 0:
+                lo = -0.0  # the specification's zero rule: a zero min is written -0, a zero max +0
+            ok = smin <= lo and hi <= smax
+            if isinstance(lo, bytes):
+                # bounds of more than 64 bytes are cut: min to a prefix, max to a raised prefix
+                ok = ok and (smin == lo if len(lo) <= 64 else lo.startswith(smin) and len(smin) <= 64)
+                # (a max that cannot be raised, all U+10FFFF or 0xFF, is kept whole)
+                ok = ok and (smax == hi if len(hi) <= 64 else smax == hi or (len(smax) <= 64 and smax > hi))
             else:
-                values = pc.struct_field(values, part)
-        values = values.combine_chunks() if hasattr(values, "combine_chunks") else values
-        s = chunk.statistics
-        if s is None:
-            stats_problems.append(f"{path_in_schema} row group {g}: no statistics")
-            continue
-        if isinstance(values.type, pa.BaseExtensionType):
-            values = values.storage
-        # timestamps and dates by their stored integers: extreme ones have no Python datetime
-        raw = pa.types.is_timestamp(values.type) or pa.types.is_date(values.type)
-        if pa.types.is_timestamp(values.type):
-            values = values.cast(pa.int64())
-        elif pa.types.is_date(values.type):
-            values = values.cast(pa.int32())
-        if pa.types.is_floating(values.type):
-            values = pc.filter(values, pc.invert(pc.is_nan(values)))
-        present = pc.drop_null(values)
-        if len(present) == 0:
-            if s.has_min_max:
-                stats_problems.append(f"{path_in_schema} row group {g}: min/max without values")
-            continue
-        mm = pc.min_max(present)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        smin, smax = (s.min_raw, s.max_raw) if raw else (s.min, s.max)
-        if isinstance(lo, str):
-            lo, hi = lo.encode("utf-8", "surrogatepass"), hi.encode("utf-8", "surrogatepass")
-            smin = smin.encode("utf-8", "surrogatepass") if isinstance(smin, str) else smin
-            smax = smax.encode("utf-8", "surrogatepass") if isinstance(smax, str) else smax
-        if isinstance(lo, float) and lo == 0:
-            lo = -0.0  # the specification's zero rule: a zero min is written -0, a zero max +0
-        ok = smin <= lo and hi <= smax
-        if isinstance(lo, bytes):
-            # bounds of more than 64 bytes are cut: min to a prefix, max to a raised prefix
-            ok = ok and (smin == lo if len(lo) <= 64 else lo.startswith(smin) and len(smin) <= 64)
-            # (a max that cannot be raised, all U+10FFFF or 0xFF, is kept whole)
-            ok = ok and (smax == hi if len(hi) <= 64 else smax == hi or (len(smax) <= 64 and smax > hi))
-        else:
-            ok = ok and smin == lo and smax == hi
-        if not ok:
-            stats_problems.append(f"{path_in_schema} row group {g}: statistics {smin!r}..{smax!r} for values {lo!r}..{hi!r}")
+                ok = ok and smin == lo and smax == hi
+            if not ok:
+                stats_problems.append(f"{path_in_schema} row group {g}: statistics {smin!r}..{smax!r} for values {lo!r}..{hi!r}")
 
-out = {
-    "rows": md.num_rows,
-    "pyarrow": pyarrow_rows,
-    "disagree": {name: sum(1 for a, b in zip(rows, pyarrow_rows) if a != b) + abs(len(rows) - len(pyarrow_rows)) for name, rows in engines.items()},
-    "first_disagreement": {name: next(([a, b] for a, b in zip(rows, pyarrow_rows) if a != b), None) for name, rows in engines.items()},
-    "field_ids": {field.name: int(field.metadata[b"PARQUET:field_id"]) for field in arrow.schema if field.metadata and b"PARQUET:field_id" in field.metadata},
-    "logical": {f.schema.column(j).path: str(f.schema.column(j).logical_type) for j in range(md.num_columns)},
-    "page_index": sorted({(md.row_group(i).column(j).path_in_schema, md.row_group(i).column(j).has_column_index, md.row_group(i).column(j).has_offset_index) for i in range(md.num_row_groups) for j in range(md.num_columns)}),
-    "statistics_problems": stats_problems,
-}
-if filter_column:
-    # DataFusion prunes pages by the page index; its answer must not change
-    lo, hi = int(sys.argv[3]), int(sys.argv[4])
-    q = f"SELECT count(*) AS n FROM t WHERE {filter_column} BETWEEN {lo} AND {hi}"
-    plan = ctx.sql("EXPLAIN ANALYZE " + q).to_arrow_table().column(1)[0].as_py()
-    pruned = re.search(r"page_index_pages_pruned=(\d+) total → (\d+) matched", plan)
-    out["datafusion_count"] = ctx.sql(q).to_arrow_table().column(0)[0].as_py()
-    out["pyarrow_count"] = int(pc.sum(pc.and_(pc.greater_equal(arrow.column(filter_column), lo), pc.less_equal(arrow.column(filter_column), hi))).as_py())
-    out["pages"] = [int(pruned.group(1)), int(pruned.group(2))] if pruned else None
-print(json.dumps(out))
+    out = {
+        "rows": md.num_rows,
+        "pyarrow": pyarrow_rows,
+        "disagree": {name: sum(1 for a, b in zip(rows, pyarrow_rows) if a != b) + abs(len(rows) - len(pyarrow_rows)) for name, rows in engines.items()},
+        "first_disagreement": {name: next(([a, b] for a, b in zip(rows, pyarrow_rows) if a != b), None) for name, rows in engines.items()},
+        "field_ids": {field.name: int(field.metadata[b"PARQUET:field_id"]) for field in arrow.schema if field.metadata and b"PARQUET:field_id" in field.metadata},
+        "logical": {f.schema.column(j).path: str(f.schema.column(j).logical_type) for j in range(md.num_columns)},
+        "page_index": sorted({(md.row_group(i).column(j).path_in_schema, md.row_group(i).column(j).has_column_index, md.row_group(i).column(j).has_offset_index) for i in range(md.num_row_groups) for j in range(md.num_columns)}),
+        "statistics_problems": stats_problems,
+    }
+    if filter_by:
+        # DataFusion prunes pages by the page index; its answer must not change
+        filter_column, lo, hi = filter_by
+        q = f"SELECT count(*) AS n FROM t WHERE {filter_column} BETWEEN {lo} AND {hi}"
+        plan = ctx.sql("EXPLAIN ANALYZE " + q).to_arrow_table().column(1)[0].as_py()
+        pruned = re.search(r"page_index_pages_pruned=(\d+) total → (\d+) matched", plan)
+        out["datafusion_count"] = ctx.sql(q).to_arrow_table().column(0)[0].as_py()
+        out["pyarrow_count"] = int(pc.sum(pc.and_(pc.greater_equal(arrow.column(filter_column), lo), pc.less_equal(arrow.column(filter_column), hi))).as_py())
+        out["pages"] = [int(pruned.group(1)), int(pruned.group(2))] if pruned else None
+    return out
+
+
+for job in json.load(sys.stdin):
+    with open(job["path"] + ".seen.json", "w", encoding="utf-8") as out_file:
+        json.dump(seen(job["path"], job.get("filter")), out_file)
