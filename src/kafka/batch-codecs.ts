@@ -198,8 +198,12 @@ export function lz4Decompress(data: Buffer, limit: number, visit?: ChunkVisitor)
     total += block.length;
     if (total > limit) throw new OverLimit();
   }
-  const end = at + ((flg & 0x04) !== 0 ? 4 : 0);
-  if (end !== data.length) throw new Error(`${data.length - end} bytes after the LZ4 frame's end (Kafka writes one frame per batch)`);
+  // Bytes after the frame's end mark (and content checksum) are not read, as Java's reader
+  // (KafkaLZ4BlockInputStream) does not read them: the broker's validator takes such a batch
+  // (Produce code 0) and Java consumers read its records, so it is in logs. Refusing it
+  // stopped its partition for good. A second frame is such bytes too: its records are then
+  // missing from the first, which the records' own decoding names (as Java's does).
+  if (at + ((flg & 0x04) !== 0 ? 4 : 0) > data.length) throw new Error(`the LZ4 frame's content checksum is cut at byte ${at} of ${data.length}`);
   if (blocks.length === 1) {
     const block = blocks[0]!;
     // A block decoded into room for `maximum` bytes may keep that room: copy one much smaller.

@@ -255,7 +255,7 @@ describe('record batches at every split and with every byte corrupted', () => {
     expect(() => decode(whole, { attributes: 6 })).toThrow('unknown compression codec 6');
   });
 
-  test('LZ4 frames of several blocks, stored (uncompressed) blocks, linked blocks (left to the frame decoder), and a second frame (an error)', async () => {
+  test('LZ4 frames of several blocks, stored (uncompressed) blocks, linked blocks (left to the frame decoder), a second frame (an error: its records are missing) and bytes after the frame (not read, as Java does not)', async () => {
     const where = { topic: 'orders', partition: 1 };
     const records = Array.from({ length: 300 }, (_, i) => ({ offsetDelta: i, timestampDelta: i, key: null, value: i % 2 ? randomBytes(2_000) : Buffer.from('x'.repeat(2_000)) }));
     const section = Buffer.concat(records.map(recordBytes));
@@ -270,8 +270,12 @@ describe('record batches at every split and with every byte corrupted', () => {
     stored[5] = 0x70; // 4 MiB blocks: the whole section in one stored block
     stored[6] = 0; // the header checksum, which neither decoder is asked to check here
     expect(values(decode(stored)).equals(expected)).toBe(true);
+    // A second frame is not read, as Java's KafkaLZ4BlockInputStream stops at the first end mark: the records it held are missing
     const twoFrames = Buffer.concat([compressFrameSync(section.subarray(0, 1000)), compressFrameSync(section.subarray(1000))]);
-    expect(() => decode(twoFrames)).toThrow(/^the record batch at offset 0 of orders-1 is corrupt: its lz4 records do not decompress: \d+ bytes after the LZ4 frame's end/);
+    expect(() => decode(twoFrames)).toThrow(/^the record batch at offset 0 of orders-1 is corrupt: record 0 \(byte 0 of its records\)/);
+    // Bytes after the frame (the broker takes such a batch, and Java's consumer reads its records): ignored, every record read
+    expect(values(decode(Buffer.concat([frame, Buffer.from('junk after the frame')]))).equals(expected)).toBe(true);
+    expect(values(decode(Buffer.concat([stored, Buffer.alloc(3)]))).equals(expected)).toBe(true);
     const linked = Buffer.from(frame);
     linked[4] = frame[4]! & ~0x20; // blocks marked linked: lz4-napi's frame decoder reads them
     linked[6] = ((await xxhash()).h32Raw(linked.subarray(4, 6), 0) >>> 8) & 0xff; // the header checksum, which it checks
