@@ -117,7 +117,7 @@ describe('the Avro manifest list and manifest of a data file', () => {
     const manifest = manifestBytes([{ file, location: join(dir, '42.parquet'), schema, partition: hourOf, status: entryStatus.added, snapshotId: 7n, sequenceNumber: 3n }], { table: schema, iceberg: icebergSchema(schema, 1) }, spec);
     const manifestPath = join(dir, 'm.avro');
     writeFileSync(manifestPath, manifest);
-    const listed: ListedManifest = { path: manifestPath, length: manifest.byteLength, addedSnapshotId: 7n, sequenceNumber: 3n, minSequenceNumber: 3n, addedFiles: 1, existingFiles: 0, addedRows: 3n, existingRows: 0n, partitionLower: hourOf, partitionUpper: hourOf };
+    const listed: ListedManifest = { path: manifestPath, length: manifest.byteLength, addedSnapshotId: 7n, sequenceNumber: 3n, minSequenceNumber: 3n, addedFiles: 1, existingFiles: 0, deletedFiles: 0, addedRows: 3n, existingRows: 0n, deletedRows: 0n, partitionLower: hourOf, partitionUpper: hourOf };
     const listPath = join(dir, 'snap.avro');
     writeFileSync(listPath, manifestListBytes([listed], { snapshotId: 7n, parentSnapshotId: null, sequenceNumber: 3n }, spec));
 
