@@ -61,8 +61,8 @@ export async function expireFilesBelow(catalog: Catalog, tableId: bigint, partit
     // Kafka may still hold most of its records: the files it replaced that start at or
     // above the earliest offset are live again, in this transaction, so a merge never
     // makes a record disappear earlier than it would have without one (docs/design.md,
-    // "Merged files in DuckLake, Iceberg and retention"). Sources below it expired with the merged file (same rule); their
-    // own sources are looked at in turn.
+    // "Merged files in DuckLake, Iceberg and retention"). Sources below it expired with
+    // the merged file (same rule); their own sources are looked at in turn.
     if (count > 0) await client.query(restoreSources, [expiredIds, earliest]);
     const start = count === 0
       ? 'indexed_start'
