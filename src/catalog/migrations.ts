@@ -1049,6 +1049,8 @@ DECLARE
   sources_ids bigint[];
   added_ids bigint[];
   removed_ids bigint[];
+  doomed_sequences bigint[];
+  doomed_reasons text[];
   expired_named boolean;
   part integer;
   part_added bigint[];
@@ -1069,7 +1071,10 @@ BEGIN
   SELECT s.cut_at, s.summary INTO newest_cut, newest_summary
     FROM offsetlake.iceberg_snapshot s WHERE s.table_id = p_table_id AND s.sequence_number = last_seq;
 
-  -- the replace: (named file, the live merged file its replaced_by chain reaches)
+  -- What the cut does, read in one statement, so from one snapshot of the catalog: a merge
+  -- committing between two reads could otherwise have its sources removed and not the
+  -- merged file added. chain: (named file, a file its replaced_by chain reaches); pure: the
+  -- live merged files that hold only records the newest snapshot named.
   WITH RECURSIVE chain AS (
     SELECT f.data_file_id AS named_id, f.record_count, f.replaced_by AS reached
       FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id
@@ -1084,28 +1089,37 @@ BEGIN
        AND NOT EXISTS (SELECT FROM offsetlake.iceberg_file i WHERE i.data_file_id = m.data_file_id AND i.removed_sequence IS NULL)
      GROUP BY c.reached, m.record_count
     HAVING sum(c.record_count) = m.record_count
+  ), merged AS (
+    SELECT coalesce(array_agg(p.reached ORDER BY p.reached), '{}') AS ids FROM pure p
+  ), sources AS (
+    SELECT coalesce(array_agg(n ORDER BY n), '{}') AS ids FROM pure p, unnest(p.named) n
+  ), added AS (
+    SELECT coalesce(array_agg(f.data_file_id ORDER BY f.data_file_id), '{}') AS ids
+      FROM offsetlake.data_file f, merged
+     WHERE f.table_id = p_table_id AND f.expired_at IS NULL AND f.replaced_by IS NULL AND NOT f.data_file_id = ANY (merged.ids)
+       AND NOT EXISTS (SELECT FROM offsetlake.iceberg_file i WHERE i.data_file_id = f.data_file_id AND i.removed_sequence IS NULL)
+  ), removed AS (
+    SELECT coalesce(array_agg(i.data_file_id ORDER BY i.data_file_id), '{}') AS ids
+      FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id, sources
+     WHERE i.table_id = p_table_id AND i.removed_sequence IS NULL AND (f.expired_at IS NOT NULL OR f.replaced_by IS NOT NULL)
+       AND NOT f.data_file_id = ANY (sources.ids)
+  ), doomed AS (
+    -- the snapshots still in the history that name an expired file (the first one's id, how many)
+    SELECT s.sequence_number, min(i.data_file_id) AS first, count(*) AS n
+      FROM offsetlake.iceberg_snapshot s
+      JOIN offsetlake.iceberg_file i ON i.table_id = s.table_id AND i.added_sequence <= s.sequence_number
+                                    AND (i.removed_sequence IS NULL OR i.removed_sequence > s.sequence_number)
+      JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id AND f.expired_at IS NOT NULL
+     WHERE s.table_id = p_table_id AND s.dropped_sequence IS NULL
+     GROUP BY s.sequence_number
   )
-  SELECT coalesce(array_agg(p.reached ORDER BY p.reached), '{}'),
-         coalesce((SELECT array_agg(n ORDER BY n) FROM pure q, unnest(q.named) n), '{}')
-    INTO merged_ids, sources_ids FROM pure p;
-
-  -- the rest
-  SELECT coalesce(array_agg(f.data_file_id ORDER BY f.data_file_id), '{}') INTO added_ids
-    FROM offsetlake.data_file f
-   WHERE f.table_id = p_table_id AND f.expired_at IS NULL AND f.replaced_by IS NULL AND NOT f.data_file_id = ANY (merged_ids)
-     AND NOT EXISTS (SELECT FROM offsetlake.iceberg_file i WHERE i.data_file_id = f.data_file_id AND i.removed_sequence IS NULL);
-  SELECT coalesce(array_agg(i.data_file_id ORDER BY i.data_file_id), '{}') INTO removed_ids
-    FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id
-   WHERE i.table_id = p_table_id AND i.removed_sequence IS NULL AND (f.expired_at IS NOT NULL OR f.replaced_by IS NOT NULL)
-     AND NOT f.data_file_id = ANY (sources_ids);
-
-  SELECT EXISTS (
-    SELECT FROM offsetlake.iceberg_snapshot s
-     WHERE s.table_id = p_table_id AND s.dropped_sequence IS NULL AND EXISTS (
-       SELECT FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id
-        WHERE i.table_id = p_table_id AND f.expired_at IS NOT NULL
-          AND i.added_sequence <= s.sequence_number AND (i.removed_sequence IS NULL OR i.removed_sequence > s.sequence_number)))
-    INTO expired_named;
+  SELECT merged.ids, sources.ids, added.ids, removed.ids,
+         coalesce((SELECT array_agg(d.sequence_number ORDER BY d.sequence_number) FROM doomed d), '{}'),
+         coalesce((SELECT array_agg('retention expired file ' || d.first || CASE WHEN d.n > 1 THEN ' and ' || (d.n - 1) || ' more' ELSE '' END || ' of this snapshot'
+                                    ORDER BY d.sequence_number) FROM doomed d), '{}')
+    INTO merged_ids, sources_ids, added_ids, removed_ids, doomed_sequences, doomed_reasons
+    FROM merged, sources, added, removed;
+  expired_named := cardinality(doomed_sequences) > 0;
   IF NOT (expired_named OR (cardinality(merged_ids) + cardinality(added_ids) + cardinality(removed_ids) > 0
                              AND (newest_cut IS NULL OR now() - newest_cut >= p_interval_ms * interval '1 millisecond'))) THEN
     RETURN last_seq;
@@ -1145,17 +1159,10 @@ BEGIN
              'total-delete-files', '0', 'total-position-deletes', '0', 'total-equality-deletes', '0') || totals;
   END LOOP;
 
-  -- every snapshot that names an expired file leaves the history: it can no longer be read
-  UPDATE offsetlake.iceberg_snapshot s SET dropped_sequence = seq,
-         dropped_reason = 'retention expired file ' || x.first || CASE WHEN x.n > 1 THEN ' and ' || (x.n - 1) || ' more' ELSE '' END || ' of this snapshot'
-    FROM (SELECT s2.sequence_number, min(i.data_file_id) AS first, count(*) AS n
-            FROM offsetlake.iceberg_snapshot s2
-            JOIN offsetlake.iceberg_file i ON i.table_id = s2.table_id AND i.added_sequence <= s2.sequence_number
-                                          AND (i.removed_sequence IS NULL OR i.removed_sequence > s2.sequence_number)
-            JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id AND f.expired_at IS NOT NULL
-           WHERE s2.table_id = p_table_id AND s2.dropped_sequence IS NULL
-           GROUP BY s2.sequence_number) x
-   WHERE s.table_id = p_table_id AND s.sequence_number = x.sequence_number;
+  -- every snapshot that named an expired file leaves the history: it can no longer be read
+  UPDATE offsetlake.iceberg_snapshot s SET dropped_sequence = seq, dropped_reason = d.reason
+    FROM unnest(doomed_sequences, doomed_reasons) AS d(sequence_number, reason)
+   WHERE s.table_id = p_table_id AND s.sequence_number = d.sequence_number;
   UPDATE offsetlake.iceberg_snapshot SET dropped_sequence = seq, dropped_reason = 'the history keeps the newest ' || p_max_snapshots || ' snapshots'
    WHERE table_id = p_table_id AND dropped_sequence IS NULL AND sequence_number <= seq - p_max_snapshots;
   UPDATE offsetlake.iceberg_table SET last_sequence = seq WHERE table_id = p_table_id;
