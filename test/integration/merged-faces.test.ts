@@ -26,6 +26,7 @@ import { IcebergCatalog } from '../../src/iceberg/rest.js';
 import { resolveSettings } from '../../src/table/settings.js';
 import { createTableFromTopic } from '../../src/tables/create-table.js';
 import { checkRetention } from '../../src/retention/check.js';
+import { compactPartition } from '../../src/compaction/compact.js';
 import { libpqConnectionString } from '../../src/cli/attach.js';
 import { committedOffsetsIndependently } from '../helpers/independent-kafka.js';
 import { DuckdbSession } from '../helpers/duckdb-session.js';
@@ -80,10 +81,14 @@ async function smallFiles(name: string, partitions: number, batches: number): Pr
   return findTable(engine.catalog, created.name);
 }
 
-/** The merge under test: helper 4's, on every partition of the table. */
+/** The compactor (src/compaction), as a scheduled run does it: every partition, under a lease it takes; each partition's files (one aged hour) become one. */
 async function mergeAll(table: TableRecord): Promise<void> {
-  void table;
-  throw new Error('wire the merge in');
+  const partitions = await engine.catalog.query<{ partition_id: number }>('SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY 1', [table.tableId]);
+  for (const { partition_id: partition } of partitions.rows) {
+    const result = await compactPartition({ catalog: engine.catalog, source: kafkaSource(engine.kafka) }, table, partition, { owner: 'merged-faces-test' });
+    expect(result).toMatchObject({ busy: false, refused: [], left: 0 });
+    expect(result.merges.length).toBe(1);
+  }
 }
 
 /** [count, sum(_offset), sum(_partition)] of the committed records of the table's indexed range, by a consumer we did not write. */
@@ -251,7 +256,7 @@ describe('retention into a merged file', () => {
     // what Kafka still holds of whole files, as without the merge: sources 3 and 4, live again
     const live = await listFiles(engine.catalog, table.tableId);
     expect(live.map((f) => f.dataFileId)).toEqual(sources.slice(2).map((f) => f.dataFileId));
-    const all = await listFiles(engine.catalog, table.tableId, { includeExpired: true });
+    const all = await listFiles(engine.catalog, table.tableId, { includeExpired: true, includeReplaced: true });
     const expiredIds = all.filter((f) => f.expiredAt !== null).map((f) => f.dataFileId).sort(byId);
     expect(expiredIds).toEqual([...sources.slice(0, 2).map((f) => f.dataFileId), mergedFile!.dataFileId].sort(byId));
 
