@@ -236,6 +236,43 @@ describe('a merge, seen through DuckLake, Iceberg and Spark', () => {
   }, 300_000);
 });
 
+describe('a cut that finds a merge and other changes', () => {
+  /** One more committed batch of a partition-one table, at `at`, indexed into a file of its own. */
+  async function oneMoreBatch(table: TableRecord, at: number): Promise<void> {
+    await produce(engine.kafka, table.topic, Array.from({ length: 12 }, (_, j) => ({ key: null, value: JSON.stringify({ more: j }), timestamp: at + j })), { transactionalId: `merged-more-${table.topic}` });
+    await indexAll();
+  }
+
+  it("new files beside a merge of files the newest snapshot named: two snapshots in one cut, an append then a replace, as Iceberg's own transactions commit them; each reads the consumer's rows", async () => {
+    const table = await smallFiles('merged_and_appended', 1, 4);
+    const first = await icebergHistory(table);
+    expect(first.snapshots.map((s) => s.operation)).toEqual(['append']);
+    await oneMoreBatch(table, t0 + 3_600_000); // the next hour: a file no merge takes
+    await mergeAll(table);
+    const after = await icebergHistory(table);
+    expect(after.snapshots.map((s) => s.operation)).toEqual(['append', 'append', 'replace']);
+    const [, append, replace] = after.snapshots as [Snapshot, Snapshot, Snapshot];
+    const rows = await committedPairs(table);
+    expect(append.rows).toEqual(rows);
+    expect(replace.rows).toEqual(rows);
+    expect(append.summary).toMatchObject({ 'added-data-files': '1', 'deleted-data-files': '0', 'added-records': '12' });
+    expect(replace.summary).toMatchObject({ 'added-data-files': '1', 'deleted-data-files': '3', 'added-records': '36', 'deleted-records': '36' });
+    expect(replace.parent).toBe(append.id);
+  }, 300_000);
+
+  it('a merge that took records no snapshot named (a file sealed after the last cut) changes the data a snapshot holds: an overwrite, not a replace', async () => {
+    const table = await smallFiles('merged_overwrite', 1, 4);
+    await icebergHistory(table);
+    await oneMoreBatch(table, t0 + 10 * 60_000); // the same hour: the merge takes it with the named files
+    await mergeAll(table);
+    const after = await icebergHistory(table);
+    expect(after.snapshots.map((s) => s.operation)).toEqual(['append', 'overwrite']);
+    const [, overwrite] = after.snapshots as [Snapshot, Snapshot];
+    expect(overwrite.rows).toEqual(await committedPairs(table));
+    expect(overwrite.summary).toMatchObject({ 'added-data-files': '1', 'deleted-data-files': '3', 'added-records': '48', 'deleted-records': '36' });
+  }, 300_000);
+});
+
 describe('retention into a merged file', () => {
   it("Kafka's earliest offset inside a merged file: it expires, and its sources Kafka still holds are live again in the same transaction; DuckLake, Iceberg and check answer as Kafka does", async () => {
     const table = await smallFiles('merged_retention', 1, 5);
