@@ -20,6 +20,7 @@ import { compactPartition } from '../../src/compaction/compact.js';
 import { planMerges } from '../../src/compaction/plan.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import type { TableRecord } from '../../src/table/record.js';
+import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { indexPartition, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable, type Row } from '../helpers/verify.js';
 
@@ -231,5 +232,36 @@ describe('compaction', () => {
     const replaced = (await listFiles(engine.catalog, table.tableId, { includeReplaced: true })).filter((f) => f.encoderVersion === older);
     expect(replaced.length).toBe(1);
     await rebuildFile(engine.catalog, source(), table, replaced[0]!);
+  });
+
+  it('run --once returns with compaction caught up: no merge left in any plan, every record once', async () => {
+    // The runner indexes every table of its catalog: it gets a catalog of its own.
+    const own = await testEngine('compaction_run');
+    try {
+      const topic = await newTopic(own, 2, 'compaction-run');
+      const created = await testTable(own, topic, { file_window: '20m', granularity: 'hour', merge_files: '3', merge_after: '1m' });
+      const runOnce = async () => {
+        const lines: string[] = [];
+        await new LocalRunner(own, rangeBuilder(own.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, (line) => lines.push(line)).run();
+        return lines;
+      };
+      for (let round = 0; round < 5; round += 1) {
+        await produce(own.kafka, topic, Array.from({ length: 20 }, (_, j) => ({ key: `k${j}`, value: JSON.stringify({ round, j }), partition: j % 2, timestamp: t0 + round * 60_000 + j })));
+        // each run --once flushes one range per partition; the last ones merge them
+        const lines = await runOnce();
+        if (round === 4) expect(lines.filter((line) => /merged \d+ files/.test(line)).length).toBeGreaterThanOrEqual(2);
+      }
+      const table = await findTable(own.catalog, created.name);
+      for (const p of [0, 1]) {
+        const plan = planMerges(await mergeCandidates(own.catalog, table.tableId, p), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 60_000, granularity: 'hour' }, Date.now());
+        expect(plan).toEqual([]);
+      }
+      const live = await listFiles(own.catalog, table.tableId);
+      expect(live.length).toBe(2);
+      const check = await checkTable(own, table);
+      expect([...check.committedOffsets.values()].reduce((n, offsets) => n + offsets.length, 0)).toBe(100);
+    } finally {
+      await own.close();
+    }
   });
 });
