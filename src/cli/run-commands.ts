@@ -56,7 +56,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const pool = buildThreads > 0 ? new BuildPool(buildThreads) : undefined;
   try {
     const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
-      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog, undefined, undefined, pool?.range), options, progress);
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog, undefined, undefined, pool?.range), { ...options, ...(pool ? { mergeBuild: pool.range } : {}) }, progress);
       const metrics = metricsPort === undefined ? undefined : metricsServer(() => runner.metricFamilies());
       const metricsAt = metrics && `http://${metricsHost}:${await listenOn(metrics, metricsPort!, metricsHost, { port: '--metrics-port', host: '--metrics-host' })}/metrics`;
       progress(`indexing as ${runner.owner}${options.once ? ' until caught up' : '; Ctrl-C stops'}${metricsAt ? `; metrics at ${metricsAt}` : ''}`);
