@@ -1103,15 +1103,18 @@ BEGIN
       FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id, sources
      WHERE i.table_id = p_table_id AND i.removed_sequence IS NULL AND (f.expired_at IS NOT NULL OR f.replaced_by IS NOT NULL)
        AND NOT f.data_file_id = ANY (sources.ids)
+  ), kept AS (
+    SELECT s.sequence_number FROM offsetlake.iceberg_snapshot s WHERE s.table_id = p_table_id AND s.dropped_sequence IS NULL
   ), doomed AS (
-    -- the snapshots still in the history that name an expired file (the first one's id, how many)
-    SELECT s.sequence_number, min(i.data_file_id) AS first, count(*) AS n
-      FROM offsetlake.iceberg_snapshot s
-      JOIN offsetlake.iceberg_file i ON i.table_id = s.table_id AND i.added_sequence <= s.sequence_number
-                                    AND (i.removed_sequence IS NULL OR i.removed_sequence > s.sequence_number)
-      JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id AND f.expired_at IS NOT NULL
-     WHERE s.table_id = p_table_id AND s.dropped_sequence IS NULL
-     GROUP BY s.sequence_number
+    -- the snapshots still in the history that name an expired file (the first one's id, how
+    -- many): memberships of expired files that end after the oldest kept snapshot (a file
+    -- that expired long ago left every kept snapshot before), each against the kept ones
+    SELECT k.sequence_number, min(x.data_file_id) AS first, count(*) AS n
+      FROM (SELECT i.data_file_id, i.added_sequence, i.removed_sequence
+              FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id AND f.expired_at IS NOT NULL
+             WHERE i.table_id = p_table_id AND (i.removed_sequence IS NULL OR i.removed_sequence > (SELECT min(sequence_number) FROM kept))) x
+      JOIN kept k ON k.sequence_number >= x.added_sequence AND (x.removed_sequence IS NULL OR k.sequence_number < x.removed_sequence)
+     GROUP BY k.sequence_number
   )
   SELECT merged.ids, sources.ids, added.ids, removed.ids,
          coalesce((SELECT array_agg(d.sequence_number ORDER BY d.sequence_number) FROM doomed d), '{}'),

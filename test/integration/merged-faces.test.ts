@@ -99,10 +99,7 @@ async function mergeAll(table: TableRecord): Promise<void> {
 
 /** [count, sum(_offset), sum(_partition)] of the committed records of the table's indexed range, by a consumer we did not write. */
 async function committed(table: TableRecord): Promise<number[]> {
-  const indexed = await engine.catalog.query<{ partition_id: number; indexed_start: bigint; indexed_end: bigint }>(
-    'SELECT partition_id, indexed_start, indexed_end FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY partition_id', [table.tableId]);
-  const offsets = await committedOffsetsIndependently(engine.config.kafkaBrokers, indexed.rows.map((p) => ({ topic: table.topic, partition: p.partition_id, start: BigInt(p.indexed_start), end: BigInt(p.indexed_end) })));
-  const pairs = offsets.flatMap((list, i) => list.map((offset) => [indexed.rows[i]!.partition_id, Number(offset)] as const));
+  const pairs = await committedPairs(table);
   return [pairs.length, pairs.reduce((s, [, o]) => s + o, 0), pairs.reduce((s, [p]) => s + p, 0)];
 }
 
