@@ -23,6 +23,7 @@ import type { TableRecord } from '../../src/table/record.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { registerSchema } from '../helpers/registry.js';
 import { avro, wire } from '../helpers/spec-encoding.js';
+import { runCli } from '../helpers/cli.js';
 import { indexPartition, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable, type Row } from '../helpers/verify.js';
 
@@ -293,5 +294,38 @@ describe('compaction', () => {
     expect(rows.map((row) => [Number(row.n), row.note ?? null])).toEqual(Array.from({ length: 30 }, (_, i) => [i, i >= 20 ? `note ${i}` : null]));
     const checks = await checkFiles(engine.catalog, source(), [table], (t) => listFiles(engine.catalog, t.tableId));
     expect(checks.filter((c) => c.problem || c.statistics.length || c.pieces.length || c.indexEntries.length)).toEqual([]);
+  });
+
+  it('the command line: table create --merge_files/--merge_after, run --once merges (on a build worker), files shows merged files and --replaced what they replaced', async () => {
+    const own = await testEngine('compaction_cli');
+    try {
+      const topic = await newTopic(own, 1, 'compaction-cli');
+      const url = own.config.databaseUrl;
+      const created = await runCli(url, ['table', 'create', 'merged_cli', '--topic', topic, '--file_window', '20m', '--merge-files', '3', '--merge_after', '1m', '--json']);
+      expect(created.code, created.stderr).toBe(0);
+      for (let round = 0; round < 3; round += 1) {
+        await produce(own.kafka, topic, Array.from({ length: 10 }, (_, j) => ({ key: null, value: JSON.stringify({ round, j }), partition: 0, timestamp: t0 + round * 60_000 + j })));
+        const run = await runCli(url, ['run', '--once', '--build-threads', '0']);
+        expect(run.code, run.stderr).toBe(0);
+        // the hour is long past (aged): each run merges what the bucket has, the previous merged file included
+        if (round === 1) expect(run.stderr).toMatch(/merged 2 files of offsets \[\d+, \d+\) into file \d+ \(20 records\)/);
+        if (round === 2) expect(run.stderr).toMatch(/merged 2 files of offsets \[\d+, \d+\) into file \d+ \(30 records\)/);
+      }
+      const live = JSON.parse((await runCli(url, ['files', 'merged_cli', '--json'])).stdout) as { dataFileId: string; sealReason: string; replacedFiles: number }[];
+      expect(live.map((f) => [f.sealReason, f.replacedFiles])).toEqual([['merge', 2]]);
+      const all = JSON.parse((await runCli(url, ['files', 'merged_cli', '--replaced', '--json'])).stdout) as { dataFileId: string; replacedBy: string | null }[];
+      expect(all).toHaveLength(5);
+      expect(all.filter((f) => String(f.replacedBy) === String(live[0]!.dataFileId))).toHaveLength(2);
+      expect(all.filter((f) => f.replacedBy !== null)).toHaveLength(4);
+      const text = await runCli(url, ['files', 'merged_cli', '--replaced']);
+      expect(text.stdout).toMatch(/of 2 files/);
+      expect(text.stdout).toMatch(new RegExp(`into ${live[0]!.dataFileId}`));
+      const settings = JSON.parse((await runCli(url, ['table', 'list', '--json'])).stdout) as unknown;
+      expect(JSON.stringify(settings)).toMatch(/"merge_files":"?3/);
+      const check = await runCli(url, ['check', 'merged_cli']);
+      expect(check.code, check.stderr + check.stdout).toBe(0);
+    } finally {
+      await own.close();
+    }
   });
 });
