@@ -38,6 +38,8 @@ afterAll(async () => {
 const hour = 3_600_000;
 const t0 = Date.UTC(2026, 10, 29, 9, 0, 0);
 const source = () => kafkaSource(engine.kafka);
+/** Two minutes from now: the files just indexed were committed more than `merge_after` (1m) ago, so their runs have aged. */
+const later = () => Date.now() + 2 * 60_000;
 
 /** What a reader of the table sees, from rows an independent reader took from rebuilt bytes. */
 function answers(rows: Row[]): { count: number; offsets: string; values: number } {
@@ -129,7 +131,7 @@ describe('compaction', () => {
     expect(liveBefore.length).toBeGreaterThanOrEqual(16);
     const answersBefore = answers([...before.rowsByFile.values()].flat());
 
-    const runtime = { catalog: engine.catalog, source: source() };
+    const runtime = { catalog: engine.catalog, source: source(), clock: later };
     // The buckets are long past: each run of hour-0 files is merged whole (aged), up to file_bytes.
     const results = await Promise.all([0, 1].map((p) => compactPartition(runtime, table, p, { owner: 'compactor-test' })));
     for (const result of results) {
@@ -174,7 +176,7 @@ describe('compaction', () => {
   it('two compactors on one partition: one merge commits, the other is refused and changes nothing; without the lease nothing commits', async () => {
     const table = await smallFiles({ merge_files: '3', merge_after: '1m' }, 4, 1);
     const lease = (await acquireLease(engine.catalog, table.tableId, 0, 'compactor-a', 30_000))!;
-    const plan = planMerges(await mergeCandidates(engine.catalog, table.tableId, 0), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 60_000, granularity: 'hour' }, Date.now());
+    const plan = planMerges(await mergeCandidates(engine.catalog, table.tableId, 0), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 60_000, granularity: 'hour' }, later());
     expect(plan.length).toBe(1);
     const merge = plan[0]!;
     const files = (await listFiles(engine.catalog, table.tableId)).filter((f) => merge.sources.includes(f.dataFileId));
@@ -225,7 +227,7 @@ describe('compaction', () => {
     }
     const sources = await listFiles(engine.catalog, table.tableId);
     expect(new Set(sources.map((f) => f.encoderVersion))).toEqual(new Set([older, encoderForCompression.zstd]));
-    const result = await compactPartition({ catalog: engine.catalog, source: source() }, table, 0, { owner: 'compactor-enc' });
+    const result = await compactPartition({ catalog: engine.catalog, source: source(), clock: later }, table, 0, { owner: 'compactor-enc' });
     expect(result.merges.length).toBe(1);
     const [merged] = await listFiles(engine.catalog, table.tableId);
     expect(merged!.encoderVersion).toBe(encoderForCompression.zstd);
@@ -242,7 +244,7 @@ describe('compaction', () => {
     const own = await testEngine('compaction_run');
     try {
       const topic = await newTopic(own, 2, 'compaction-run');
-      const created = await testTable(own, topic, { file_window: '20m', granularity: 'hour', merge_files: '3', merge_after: '1m' });
+      const created = await testTable(own, topic, { file_window: '20m', granularity: 'hour', merge_files: '3', merge_after: '1ms' });
       const runOnce = async () => {
         const lines: string[] = [];
         await new LocalRunner(own, rangeBuilder(own.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, (line) => lines.push(line)).run();
@@ -256,7 +258,7 @@ describe('compaction', () => {
       }
       const table = await findTable(own.catalog, created.name);
       for (const p of [0, 1]) {
-        const plan = planMerges(await mergeCandidates(own.catalog, table.tableId, p), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 60_000, granularity: 'hour' }, Date.now());
+        const plan = planMerges(await mergeCandidates(own.catalog, table.tableId, p), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 1, granularity: 'hour' }, Date.now());
         expect(plan).toEqual([]);
       }
       const live = await listFiles(own.catalog, table.tableId);
@@ -285,7 +287,7 @@ describe('compaction', () => {
     expect(sources).toHaveLength(3);
     const versions = sources.map((f) => f.schemaVersion);
     expect(versions[2]).toBeGreaterThan(versions[0]!);
-    const result = await compactPartition({ catalog: engine.catalog, source: source() }, table, 0, { owner: 'compactor-schema' });
+    const result = await compactPartition({ catalog: engine.catalog, source: source(), clock: later }, table, 0, { owner: 'compactor-schema' });
     expect(result.merges).toHaveLength(1);
     const [merged] = await listFiles(engine.catalog, table.tableId);
     expect(merged!.schemaVersion).toBe(Math.max(...versions));
@@ -301,7 +303,7 @@ describe('compaction', () => {
     try {
       const topic = await newTopic(own, 1, 'compaction-cli');
       const url = own.config.databaseUrl;
-      const created = await runCli(url, ['table', 'create', 'merged_cli', '--topic', topic, '--file_window', '20m', '--merge-files', '3', '--merge_after', '1m', '--json']);
+      const created = await runCli(url, ['table', 'create', 'merged_cli', '--topic', topic, '--file_window', '20m', '--merge-files', '3', '--merge_after', '1ms', '--json']);
       expect(created.code, created.stderr).toBe(0);
       for (let round = 0; round < 3; round += 1) {
         await produce(own.kafka, topic, Array.from({ length: 10 }, (_, j) => ({ key: null, value: JSON.stringify({ round, j }), partition: 0, timestamp: t0 + round * 60_000 + j })));
