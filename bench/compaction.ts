@@ -13,7 +13,10 @@
  * One partition of JSON records of ~575 bytes, timestamps in one past hour. Each round: a
  * fresh catalog, a table with `file_bytes` --small-bytes (so indexing seals many small
  * files), indexed whole (CPU taken), then `file_bytes` set to 128 MiB in the catalog and
- * the partition compacted (CPU taken): one merge per 128 MiB, aged.
+ * the partition compacted (CPU taken): one merge per 128 MiB, aged. Rounds alternate the
+ * merge's build on this thread and on a build worker (what `run` does), and the event
+ * loop's delay during the merge is taken: how long the thread that reads Kafka and commits
+ * for every partition of `run` is held by a merge.
  */
 import { writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
@@ -33,6 +36,8 @@ import { indexerFor, type IndexerRuntime } from '../src/indexer/handler.js';
 import { compactPartition } from '../src/compaction/compact.js';
 import { rebuildFile } from '../src/files/rebuild.js';
 import { useLocalStackDefaults } from '../src/stack/index.js';
+import { BuildPool } from '../src/files/pool.js';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 const { values } = parseArgs({ options: { mb: { type: 'string', default: '64' }, 'small-bytes': { type: 'string', default: '1MiB' }, rounds: { type: 'string', default: '3' } } });
 const GiB = 1024 ** 3;
@@ -61,7 +66,8 @@ const cpu = (): number => {
   const usage = process.cpuUsage();
   return (usage.user + usage.system) / 1e6;
 };
-interface Round { files: number; merged: number; recordBytes: number; indexCpu: number; mergeCpu: number; mergedPath: string; sourceRows: number[] }
+const pool = new BuildPool(1);
+interface Round { onWorker: boolean; loopP99: number; loopMax: number; files: number; merged: number; recordBytes: number; indexCpu: number; mergeCpu: number; mergedPath: string; sourceRows: number[] }
 const rounds: Round[] = [];
 for (let round = 0; round < Number(values.rounds); round += 1) {
   const name = `compbench_${randomUUID().slice(0, 8)}`;
@@ -83,15 +89,21 @@ for (let round = 0; round < Number(values.rounds); round += 1) {
     const sources = await listFiles(own.catalog, table.tableId);
     await own.catalog.query(`UPDATE offsetlake.lake_table SET settings = jsonb_set(settings, '{file_bytes}', to_jsonb($2::bigint)) WHERE table_id = $1`, [table.tableId, parseBytes('file_bytes', '128MiB')]);
     const big = await findTable(own.catalog, 'bench');
+    const onWorker = round % 2 === 1;
+    const loop = monitorEventLoopDelay({ resolution: 5 });
+    loop.enable();
     const start = cpu();
-    const result = await compactPartition({ catalog: own.catalog, source: kafkaSource(own.kafka) }, big, 0, { owner: `bench-merge-${round}` });
+    const result = await compactPartition({ catalog: own.catalog, source: kafkaSource(own.kafka), ...(onWorker ? { build: pool.range } : {}) }, big, 0, { owner: `bench-merge-${round}` });
     const mergeCpu = cpu() - start;
+    loop.disable();
+    const loopP99 = loop.percentile(99) / 1e6;
+    const loopMax = loop.max / 1e6;
     const recordBytes = result.merges.reduce((sum, merge) => sum + merge.bytesRead, 0);
     const merged = (await listFiles(own.catalog, table.tableId)).filter((file) => file.sealReason === 'merge');
     const mergedPath = `/tmp/compaction-bench-merged-${round}.parquet`;
     writeFileSync(mergedPath, (await rebuildFile(own.catalog, kafkaSource(own.kafka), big, merged[0]!)).bytes);
     const firstSources = new Set(result.merges[0]!.sources);
-    rounds.push({ files: sources.length, merged: merged.length, recordBytes, indexCpu, mergeCpu, mergedPath, sourceRows: sources.filter((f) => firstSources.has(f.dataFileId)).map((f) => Number(f.recordCount)) });
+    rounds.push({ onWorker, loopP99, loopMax, files: sources.length, merged: merged.length, recordBytes, indexCpu, mergeCpu, mergedPath, sourceRows: sources.filter((f) => firstSources.has(f.dataFileId)).map((f) => Number(f.recordCount)) });
     process.stderr.write(`round ${round}: ${sources.length} files indexed in ${indexCpu.toFixed(2)} CPU s; ${result.merges.length} merges (${merged.length} live merged files) in ${mergeCpu.toFixed(2)} CPU s over ${(recordBytes / 1e6).toFixed(1)} MB\n`);
   } finally {
     await own.close();
@@ -100,9 +112,10 @@ for (let round = 0; round < Number(values.rounds); round += 1) {
 }
 await admin.end();
 await engine.close();
+await pool.close();
 for (const r of rounds) {
   const perGiB = (seconds: number) => (seconds / (r.recordBytes / GiB)).toFixed(1);
-  process.stdout.write(`indexing ${perGiB(r.indexCpu)} CPU s/GiB (${r.files} files); merging ${perGiB(r.mergeCpu)} CPU s/GiB (${r.merged} files); ratio ${(r.mergeCpu / r.indexCpu).toFixed(2)}\n`);
+  process.stdout.write(`indexing ${perGiB(r.indexCpu)} CPU s/GiB (${r.files} files); merging ${perGiB(r.mergeCpu)} CPU s/GiB (${r.merged} files) on ${r.onWorker ? 'a build worker' : 'this thread'}; ratio ${(r.mergeCpu / r.indexCpu).toFixed(2)}; event loop delay during the merge p99 ${r.loopP99.toFixed(0)} ms, max ${r.loopMax.toFixed(0)} ms\n`);
 }
 // The engine's side: the first merged file as built (full row groups) against the same rows in the sources' row groups.
 const last = rounds.at(-1)!;

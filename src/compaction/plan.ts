@@ -7,9 +7,10 @@
  * - A merge takes consecutive ranges of one file each, all in one time bucket: a range
  *   with files in two buckets, a gap (a lost interval) or a file of another bucket ends a
  *   run, and no merge crosses it.
- * - While a bucket is young (it ended less than `merge_after` ago, or has not ended), a
- *   merge takes `merge_files` consecutive files of one size tier (tier t: Kafka bytes in
- *   [N^t, N^(t+1)), N = merge_files), if together they hold at most `file_bytes`.
+ * - While a run is young (its bucket ended less than `merge_after` ago, or its newest file
+ *   was committed less than `merge_after` ago), a merge takes `merge_files` consecutive
+ *   files of one size tier (tier t: Kafka bytes in [N^t, N^(t+1)), N = merge_files), if
+ *   together they hold at most `file_bytes`.
  * - Once it has aged, each run is cut greedily from its start into pieces of at most
  *   `file_bytes`; every piece of two files or more is merged.
  */
@@ -24,6 +25,8 @@ export interface PlanFile {
   bucket: number;
   /** Key + value + header bytes of its records. */
   kafkaBytes: number;
+  /** When it was committed, epoch ms. */
+  createdAt: number;
 }
 
 export interface MergePolicy {
@@ -84,7 +87,10 @@ export function planMerges(files: readonly PlanFile[], policy: MergePolicy, now:
   const merges: PlannedMerge[] = [];
   for (const run of mergeRuns(files)) {
     const bucket = run[0]!.bucket;
-    const aged = now >= bucket + bucketLengthMs[policy.granularity] + policy.mergeAfterMs;
+    // Files still arriving in a bucket long past (history indexed now, a backfill) keep its
+    // runs young: an aged merge of a run that still grows would re-read it at every pass.
+    const newest = Math.max(...run.map((file) => file.createdAt));
+    const aged = now >= bucket + bucketLengthMs[policy.granularity] + policy.mergeAfterMs && now >= newest + policy.mergeAfterMs;
     const pieces = aged ? agedPieces(run, policy.fileBytes) : tierPieces(run, policy);
     for (const piece of pieces) {
       merges.push({

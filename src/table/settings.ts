@@ -40,7 +40,7 @@ export interface TableSettings {
    * one time bucket; 0: files are never merged.
    */
   merge_files: number;
-  /** Once a time bucket ended this long ago, its consecutive files are merged whatever their tiers, up to `file_bytes` (ms). */
+  /** Once a time bucket ended this long ago, and nothing was added to a run of its consecutive files for as long, the run is merged whatever its tiers, up to `file_bytes` (ms). */
   merge_after: number;
 }
 

@@ -9,6 +9,7 @@ export interface ModelFile {
   end: bigint;
   bucket: number;
   bytes: number;
+  committed: number;
 }
 
 export interface ModelSettings {
@@ -48,7 +49,8 @@ export function modelPlan(files: readonly ModelFile[], s: ModelSettings, now: nu
   if (s.n < 2) return [];
   const out: ModelFile[][] = [];
   for (const run of runsOf(files)) {
-    const aged = now >= run[0]!.bucket + s.bucketMs + s.mergeAfterMs;
+    // "young (its bucket ended less than merge_after ago, or its newest file was committed less than merge_after ago)"
+    const aged = !(now < run[0]!.bucket + s.bucketMs + s.mergeAfterMs || run.some((f) => now < f.committed + s.mergeAfterMs));
     if (aged) {
       // "cut greedily from its start into pieces of at most file_bytes (a file that would pass it starts the next piece); every piece of two files or more"
       let piece: ModelFile[] = [];

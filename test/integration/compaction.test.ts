@@ -23,6 +23,7 @@ import type { TableRecord } from '../../src/table/record.js';
 import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
 import { registerSchema } from '../helpers/registry.js';
 import { avro, wire } from '../helpers/spec-encoding.js';
+import { runCli } from '../helpers/cli.js';
 import { indexPartition, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable, type Row } from '../helpers/verify.js';
 
@@ -37,6 +38,8 @@ afterAll(async () => {
 const hour = 3_600_000;
 const t0 = Date.UTC(2026, 10, 29, 9, 0, 0);
 const source = () => kafkaSource(engine.kafka);
+/** Two minutes from now: the files just indexed were committed more than `merge_after` (1m) ago, so their runs have aged. */
+const later = () => Date.now() + 2 * 60_000;
 
 /** What a reader of the table sees, from rows an independent reader took from rebuilt bytes. */
 function answers(rows: Row[]): { count: number; offsets: string; values: number } {
@@ -128,7 +131,7 @@ describe('compaction', () => {
     expect(liveBefore.length).toBeGreaterThanOrEqual(16);
     const answersBefore = answers([...before.rowsByFile.values()].flat());
 
-    const runtime = { catalog: engine.catalog, source: source() };
+    const runtime = { catalog: engine.catalog, source: source(), clock: later };
     // The buckets are long past: each run of hour-0 files is merged whole (aged), up to file_bytes.
     const results = await Promise.all([0, 1].map((p) => compactPartition(runtime, table, p, { owner: 'compactor-test' })));
     for (const result of results) {
@@ -173,7 +176,7 @@ describe('compaction', () => {
   it('two compactors on one partition: one merge commits, the other is refused and changes nothing; without the lease nothing commits', async () => {
     const table = await smallFiles({ merge_files: '3', merge_after: '1m' }, 4, 1);
     const lease = (await acquireLease(engine.catalog, table.tableId, 0, 'compactor-a', 30_000))!;
-    const plan = planMerges(await mergeCandidates(engine.catalog, table.tableId, 0), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 60_000, granularity: 'hour' }, Date.now());
+    const plan = planMerges(await mergeCandidates(engine.catalog, table.tableId, 0), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 60_000, granularity: 'hour' }, later());
     expect(plan.length).toBe(1);
     const merge = plan[0]!;
     const files = (await listFiles(engine.catalog, table.tableId)).filter((f) => merge.sources.includes(f.dataFileId));
@@ -224,7 +227,7 @@ describe('compaction', () => {
     }
     const sources = await listFiles(engine.catalog, table.tableId);
     expect(new Set(sources.map((f) => f.encoderVersion))).toEqual(new Set([older, encoderForCompression.zstd]));
-    const result = await compactPartition({ catalog: engine.catalog, source: source() }, table, 0, { owner: 'compactor-enc' });
+    const result = await compactPartition({ catalog: engine.catalog, source: source(), clock: later }, table, 0, { owner: 'compactor-enc' });
     expect(result.merges.length).toBe(1);
     const [merged] = await listFiles(engine.catalog, table.tableId);
     expect(merged!.encoderVersion).toBe(encoderForCompression.zstd);
@@ -241,7 +244,7 @@ describe('compaction', () => {
     const own = await testEngine('compaction_run');
     try {
       const topic = await newTopic(own, 2, 'compaction-run');
-      const created = await testTable(own, topic, { file_window: '20m', granularity: 'hour', merge_files: '3', merge_after: '1m' });
+      const created = await testTable(own, topic, { file_window: '20m', granularity: 'hour', merge_files: '3', merge_after: '1ms' });
       const runOnce = async () => {
         const lines: string[] = [];
         await new LocalRunner(own, rangeBuilder(own.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, (line) => lines.push(line)).run();
@@ -255,7 +258,7 @@ describe('compaction', () => {
       }
       const table = await findTable(own.catalog, created.name);
       for (const p of [0, 1]) {
-        const plan = planMerges(await mergeCandidates(own.catalog, table.tableId, p), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 60_000, granularity: 'hour' }, Date.now());
+        const plan = planMerges(await mergeCandidates(own.catalog, table.tableId, p), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 1, granularity: 'hour' }, Date.now());
         expect(plan).toEqual([]);
       }
       const live = await listFiles(own.catalog, table.tableId);
@@ -284,7 +287,7 @@ describe('compaction', () => {
     expect(sources).toHaveLength(3);
     const versions = sources.map((f) => f.schemaVersion);
     expect(versions[2]).toBeGreaterThan(versions[0]!);
-    const result = await compactPartition({ catalog: engine.catalog, source: source() }, table, 0, { owner: 'compactor-schema' });
+    const result = await compactPartition({ catalog: engine.catalog, source: source(), clock: later }, table, 0, { owner: 'compactor-schema' });
     expect(result.merges).toHaveLength(1);
     const [merged] = await listFiles(engine.catalog, table.tableId);
     expect(merged!.schemaVersion).toBe(Math.max(...versions));
@@ -293,5 +296,38 @@ describe('compaction', () => {
     expect(rows.map((row) => [Number(row.n), row.note ?? null])).toEqual(Array.from({ length: 30 }, (_, i) => [i, i >= 20 ? `note ${i}` : null]));
     const checks = await checkFiles(engine.catalog, source(), [table], (t) => listFiles(engine.catalog, t.tableId));
     expect(checks.filter((c) => c.problem || c.statistics.length || c.pieces.length || c.indexEntries.length)).toEqual([]);
+  });
+
+  it('the command line: table create --merge_files/--merge_after, run --once merges (on a build worker), files shows merged files and --replaced what they replaced', async () => {
+    const own = await testEngine('compaction_cli');
+    try {
+      const topic = await newTopic(own, 1, 'compaction-cli');
+      const url = own.config.databaseUrl;
+      const created = await runCli(url, ['table', 'create', 'merged_cli', '--topic', topic, '--file_window', '20m', '--merge-files', '3', '--merge_after', '1ms', '--json']);
+      expect(created.code, created.stderr).toBe(0);
+      for (let round = 0; round < 3; round += 1) {
+        await produce(own.kafka, topic, Array.from({ length: 10 }, (_, j) => ({ key: null, value: JSON.stringify({ round, j }), partition: 0, timestamp: t0 + round * 60_000 + j })));
+        const run = await runCli(url, ['run', '--once', '--build-threads', '0']);
+        expect(run.code, run.stderr).toBe(0);
+        // the hour is long past (aged): each run merges what the bucket has, the previous merged file included
+        if (round === 1) expect(run.stderr).toMatch(/merged 2 files of offsets \[\d+, \d+\) into file \d+ \(20 records\)/);
+        if (round === 2) expect(run.stderr).toMatch(/merged 2 files of offsets \[\d+, \d+\) into file \d+ \(30 records\)/);
+      }
+      const live = JSON.parse((await runCli(url, ['files', 'merged_cli', '--json'])).stdout) as { dataFileId: string; sealReason: string; replacedFiles: number }[];
+      expect(live.map((f) => [f.sealReason, f.replacedFiles])).toEqual([['merge', 2]]);
+      const all = JSON.parse((await runCli(url, ['files', 'merged_cli', '--replaced', '--json'])).stdout) as { dataFileId: string; replacedBy: string | null }[];
+      expect(all).toHaveLength(5);
+      expect(all.filter((f) => String(f.replacedBy) === String(live[0]!.dataFileId))).toHaveLength(2);
+      expect(all.filter((f) => f.replacedBy !== null)).toHaveLength(4);
+      const text = await runCli(url, ['files', 'merged_cli', '--replaced']);
+      expect(text.stdout).toMatch(/of 2 files/);
+      expect(text.stdout).toMatch(new RegExp(`into ${live[0]!.dataFileId}`));
+      const settings = JSON.parse((await runCli(url, ['table', 'list', '--json'])).stdout) as unknown;
+      expect(JSON.stringify(settings)).toMatch(/"merge_files":"?3/);
+      const check = await runCli(url, ['check', 'merged_cli']);
+      expect(check.code, check.stderr + check.stdout).toBe(0);
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -24,14 +24,15 @@ function partition(seed: number): PlanFile[] {
     if (random() < 0.05) offset += BigInt(1 + Math.floor(random() * 50)); // a lost interval
     const end = offset + BigInt(1 + Math.floor(random() * 100));
     const bytes = random() < 0.1 ? Math.floor(random() * 5_000_000) : Math.floor(random() ** 3 * 200_000);
-    files.push({ dataFileId: id++, startOffset: offset, endOffset: end, bucket, kafkaBytes: bytes });
-    if (random() < 0.08) files.push({ dataFileId: id++, startOffset: offset, endOffset: end, bucket: bucket + hour, kafkaBytes: 1 + Math.floor(random() * 1000) });
+    const createdAt = bucket + Math.floor(random() * 3 * hour);
+    files.push({ dataFileId: id++, startOffset: offset, endOffset: end, bucket, kafkaBytes: bytes, createdAt });
+    if (random() < 0.08) files.push({ dataFileId: id++, startOffset: offset, endOffset: end, bucket: bucket + hour, kafkaBytes: 1 + Math.floor(random() * 1000), createdAt });
     offset = end;
   }
   return files;
 }
 
-const asModel = (files: readonly PlanFile[]): ModelFile[] => files.map((f) => ({ id: f.dataFileId, start: f.startOffset, end: f.endOffset, bucket: f.bucket, bytes: f.kafkaBytes }));
+const asModel = (files: readonly PlanFile[]): ModelFile[] => files.map((f) => ({ id: f.dataFileId, start: f.startOffset, end: f.endOffset, bucket: f.bucket, bytes: f.kafkaBytes, committed: f.createdAt }));
 
 describe('the merge plan', () => {
   it('names the merges the design text names, on 1,000 seeded partitions (young and aged buckets, two-bucket ranges, gaps)', () => {
@@ -82,15 +83,28 @@ describe('the merge plan', () => {
   });
 
   it('write amplification stays within the bound of docs/design.md: a partition sealing a file a minute, compacted every minute, reads each record at most ceil(log_N(file_bytes / first bytes)) + 1 times in merges', () => {
-    for (const [n, fileBytes, bytesPerFile] of [[10, 128 * 1024 * 1024, 60_000], [4, 10_000_000, 3_000], [2, 1_000_000, 1_000]] as const) {
+    // the last case: history indexed now (every file in one bucket long past, still arriving)
+    for (const [n, fileBytes, bytesPerFile, historical] of [[10, 128 * 1024 * 1024, 60_000, false], [4, 10_000_000, 3_000, false], [2, 1_000_000, 1_000, false], [3, 10_000_000, 2_000, true]] as const) {
       let files: (PlanFile & { reads: Map<number, number> })[] = [];
       const reads = new Map<number, number>(); // record (file of origin) -> merges it was in
       let offset = 0n;
       let id = 1n;
       const minute = 60_000;
-      for (let t = 0; t < 6 * hour; t += minute) {
+      for (let t = 0; t < 6 * hour + 30 * minute; t += minute) {
+        if (t >= 6 * hour) {
+          // no new file for half an hour: the runs age
+          for (const merge of planMerges(files, policyOf(fileBytes, n, 10 * minute), t)) {
+            const sources = files.filter((f) => merge.sources.includes(f.dataFileId));
+            for (const source of sources) for (const [origin, count] of source.reads) reads.set(origin, count + 1);
+            const mergedReads = new Map([...sources.flatMap((f) => [...f.reads.keys()])].map((origin) => [origin, reads.get(origin)!]));
+            files = files.filter((f) => !merge.sources.includes(f.dataFileId));
+            files.push({ dataFileId: id++, startOffset: merge.startOffset, endOffset: merge.endOffset, bucket: merge.bucket, kafkaBytes: merge.kafkaBytes, createdAt: t, reads: mergedReads });
+            files.sort((a, b) => (a.startOffset < b.startOffset ? -1 : 1));
+          }
+          continue;
+        }
         const origin = Number(id);
-        files.push({ dataFileId: id++, startOffset: offset, endOffset: offset + 60n, bucket: Math.floor(t / hour) * hour, kafkaBytes: bytesPerFile, reads: new Map([[origin, 0]]) });
+        files.push({ dataFileId: id++, startOffset: offset, endOffset: offset + 60n, bucket: historical ? -100 * hour : Math.floor(t / hour) * hour, kafkaBytes: bytesPerFile, createdAt: t, reads: new Map([[origin, 0]]) });
         offset += 60n;
         for (const merge of planMerges(files, policyOf(fileBytes, n, 10 * minute), t + minute)) {
           const sources = files.filter((f) => merge.sources.includes(f.dataFileId));
@@ -98,7 +112,7 @@ describe('the merge plan', () => {
           for (const source of sources) for (const [origin, count] of source.reads) merged.set(origin, count + 1);
           for (const [origin, count] of merged) reads.set(origin, count);
           files = files.filter((f) => !merge.sources.includes(f.dataFileId));
-          files.push({ dataFileId: id++, startOffset: merge.startOffset, endOffset: merge.endOffset, bucket: merge.bucket, kafkaBytes: merge.kafkaBytes, reads: merged });
+          files.push({ dataFileId: id++, startOffset: merge.startOffset, endOffset: merge.endOffset, bucket: merge.bucket, kafkaBytes: merge.kafkaBytes, createdAt: t + minute, reads: merged });
           files.sort((a, b) => (a.startOffset < b.startOffset ? -1 : 1));
         }
       }
