@@ -85,11 +85,11 @@ async function smallFiles(name: string, partitions: number, batches: number): Pr
  * The compactor (src/compaction), as a scheduled run does it: every partition, under a
  * lease it takes; each partition's files (one aged hour) become one. The tables keep the
  * default merge_files (off), so that `run --once` (indexAll) leaves their small files be;
- * the merge is asked for here, with merge_files 10.
+ * the merge is asked for here, with merge_files 10 and merge_after 1 ms (every hour aged).
  */
 async function mergeAll(table: TableRecord): Promise<void> {
   const partitions = await engine.catalog.query<{ partition_id: number }>('SELECT partition_id FROM offsetlake.lake_partition WHERE table_id = $1 ORDER BY 1', [table.tableId]);
-  const merging = { ...table, settings: { ...table.settings, merge_files: 10 } };
+  const merging = { ...table, settings: { ...table.settings, merge_files: 10, merge_after: 1 } };
   for (const { partition_id: partition } of partitions.rows) {
     const result = await compactPartition({ catalog: engine.catalog, source: kafkaSource(engine.kafka) }, merging, partition, { owner: 'merged-faces-test' });
     expect(result).toMatchObject({ busy: false, refused: [], left: 0 });
