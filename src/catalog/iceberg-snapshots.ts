@@ -69,7 +69,11 @@ export async function snapshotsBySequence(catalog: Catalog | CatalogClient, tabl
   return new Map(result.rows.map((row) => [BigInt(row.sequence_number), { snapshotId: BigInt(row.snapshot_id), cutAt: row.cut_at, schemaVersion: row.schema_version }]));
 }
 
-/** A file a snapshot named: the snapshots [addedSequence, removedSequence) hold it. */
+/**
+ * A file a snapshot named: the snapshots [addedSequence, removedSequence) hold it. A file
+ * may have more than one (a merge's source made live again by retention joins snapshots
+ * again, migration 19); at most one is open, and no two hold the same snapshot.
+ */
 export interface Membership {
   dataFileId: bigint;
   addedSequence: bigint;
@@ -78,12 +82,12 @@ export interface Membership {
   recordCount: bigint;
 }
 
-/** Every file a snapshot up to `sequence` ever named, with the snapshots it is in. */
+/** Every membership of a file in snapshots up to `sequence`: which files they named, and when. */
 export async function membershipsUpTo(catalog: Catalog | CatalogClient, tableId: bigint, sequence: bigint): Promise<Membership[]> {
   const result = await catalog.query<{ data_file_id: string; added_sequence: string; removed_sequence: string | null; time_bucket: Date; record_count: string }>(
     `SELECT i.data_file_id, i.added_sequence, i.removed_sequence, f.time_bucket, f.record_count
      FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id
-     WHERE i.table_id = $1 AND i.added_sequence <= $2 ORDER BY i.data_file_id`,
+     WHERE i.table_id = $1 AND i.added_sequence <= $2 ORDER BY i.data_file_id, i.added_sequence`,
     [tableId, sequence],
   );
   return result.rows.map((row) => ({

@@ -1030,6 +1030,204 @@ END
 $fn$;
 `,
   },
+  {
+    version: 19,
+    name: 'merged files through every face: DuckLake sees live files, an Iceberg cut writes a replace, a file may join snapshots again',
+    sql: `
+-- 1. DuckLake: a replaced file leaves the attach with the merge that replaced it. The
+-- snapshot id (migration 6) already moves then: a merge adds a row to data_file, and a
+-- retention that expires a merged file and makes its sources live again expires at least
+-- that one file. Same columns as before, live files only.
+CREATE OR REPLACE VIEW ducklake.ducklake_data_file AS
+SELECT f.data_file_id, f.table_id, 0::bigint AS begin_snapshot, NULL::bigint AS end_snapshot, NULL::bigint AS file_order,
+       (f.data_file_id || '.parquet')::varchar AS path, true AS path_is_relative, 'parquet'::varchar AS file_format,
+       f.record_count, f.file_size_bytes, (f.footer_size - 8)::bigint AS footer_size, NULL::bigint AS row_id_start,
+       NULL::bigint AS partition_id, NULL::varchar AS encryption_key, NULL::varchar AS partial_file_info, s.mapping_id
+FROM offsetlake.data_file f
+JOIN offsetlake.lake_table t ON t.table_id = f.table_id AND t.dropped_at IS NULL
+JOIN offsetlake.table_schema s ON s.table_id = f.table_id AND s.schema_version = f.schema_version
+WHERE f.expired_at IS NULL AND f.replaced_by IS NULL;
+
+CREATE OR REPLACE VIEW ducklake.ducklake_file_column_stats AS
+SELECT f.data_file_id, f.table_id, c.column_id, s.column_size_bytes, s.value_count - s.null_count AS value_count, s.null_count,
+       offsetlake.ducklake_bound(c.type, s.min_value, false)::varchar AS min_value,
+       offsetlake.ducklake_bound(c.type, s.max_value, true)::varchar AS max_value,
+       CASE WHEN c.type->>'kind' IN ('float', 'double') THEN s.nan_count > 0 END AS contains_nan, NULL::varchar AS extra_stats
+FROM offsetlake.data_file f
+JOIN offsetlake.current_column c ON c.table_id = f.table_id
+LEFT JOIN offsetlake.file_column_stats s ON s.data_file_id = f.data_file_id AND s.column_id = c.column_id
+WHERE f.expired_at IS NULL AND f.replaced_by IS NULL;
+
+CREATE OR REPLACE VIEW ducklake.ducklake_table_stats AS
+SELECT f.table_id, sum(f.record_count)::bigint AS record_count, sum(f.record_count)::bigint AS next_row_id,
+       sum(f.file_size_bytes)::bigint AS file_size_bytes
+FROM offsetlake.data_file f
+JOIN offsetlake.lake_table t ON t.table_id = f.table_id AND t.dropped_at IS NULL
+WHERE f.expired_at IS NULL AND f.replaced_by IS NULL
+GROUP BY f.table_id;
+
+-- 2. Iceberg: a file is in the snapshots [added_sequence, removed_sequence) of each of its
+-- memberships. A source a merge replaced becomes live again when retention expires the
+-- merged file while Kafka still holds the source (src/catalog/retention.ts): the next cut
+-- adds it again, a second membership. At most one is open.
+ALTER TABLE iceberg_file DROP CONSTRAINT iceberg_file_pkey;
+ALTER TABLE iceberg_file ADD PRIMARY KEY (data_file_id, added_sequence);
+CREATE UNIQUE INDEX iceberg_file_open ON iceberg_file (data_file_id) WHERE removed_sequence IS NULL;
+
+-- A cut (migration 16's, same contract) with merges. The newest snapshot's files that a
+-- merge replaced leave it; by Iceberg's spec ("replace: data and delete files were added
+-- and removed without changing table data; i.e., compaction") a snapshot is a replace only
+-- when its files hold exactly the records of those it removes. So a cut writes up to two
+-- snapshots, as Iceberg's own transactions commit an append and a rewrite:
+--   first, as before, an append, delete or overwrite of the rest: live files no snapshot
+--     names, and files of the newest snapshot now expired or replaced otherwise (a merged
+--     file with records no snapshot had named is an addition, its named sources removals:
+--     data changed, an overwrite);
+--   then a replace: each live merged file no snapshot names whose records the newest snapshot
+--     held in full (the files of the newest snapshot whose replaced_by chain reaches it:
+--     those files tile disjoint offsets, so equal record counts mean all of its records),
+--     and those files.
+-- Either part alone is one snapshot. The replace comes second, so that neither snapshot
+-- names a file retention expired. A cut is due at once when a file of a snapshot in the
+-- history expired (every snapshot naming an expired file leaves the history, older ones
+-- too: a replaced file expires without being in the newest), otherwise when anything
+-- changed and the newest was cut at least p_interval_ms ago.
+CREATE OR REPLACE FUNCTION cut_iceberg_snapshot(p_table_id bigint, p_interval_ms bigint, p_max_snapshots integer) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+  last_seq bigint;
+  seq bigint;
+  newest_cut timestamptz;
+  newest_summary jsonb;
+  merged_ids bigint[];
+  sources_ids bigint[];
+  added_ids bigint[];
+  removed_ids bigint[];
+  doomed_sequences bigint[];
+  doomed_reasons text[];
+  expired_named boolean;
+  part integer;
+  part_added bigint[];
+  part_removed bigint[];
+  part_operation text;
+  added_records numeric;
+  added_bytes numeric;
+  removed_records numeric;
+  removed_bytes numeric;
+  totals jsonb;
+  snapshot_id bigint;
+BEGIN
+  IF p_max_snapshots IS NULL OR p_max_snapshots < 1 THEN
+    RAISE EXCEPTION 'the history must keep at least one snapshot, got %', p_max_snapshots;
+  END IF;
+  INSERT INTO offsetlake.iceberg_table (table_id) VALUES (p_table_id) ON CONFLICT DO NOTHING;
+  SELECT t.last_sequence INTO last_seq FROM offsetlake.iceberg_table t WHERE t.table_id = p_table_id FOR UPDATE;
+  SELECT s.cut_at, s.summary INTO newest_cut, newest_summary
+    FROM offsetlake.iceberg_snapshot s WHERE s.table_id = p_table_id AND s.sequence_number = last_seq;
+
+  -- What the cut does, read in one statement, so from one snapshot of the catalog: a merge
+  -- committing between two reads could otherwise have its sources removed and not the
+  -- merged file added. chain: (named file, a file its replaced_by chain reaches); pure: the
+  -- live merged files that hold only records the newest snapshot named.
+  WITH RECURSIVE chain AS (
+    SELECT f.data_file_id AS named_id, f.record_count, f.replaced_by AS reached
+      FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id
+     WHERE i.table_id = p_table_id AND i.removed_sequence IS NULL AND f.replaced_by IS NOT NULL AND f.expired_at IS NULL
+    UNION ALL
+    SELECT c.named_id, c.record_count, f.replaced_by
+      FROM chain c JOIN offsetlake.data_file f ON f.data_file_id = c.reached WHERE f.replaced_by IS NOT NULL
+  ), pure AS (
+    SELECT c.reached, array_agg(c.named_id) AS named
+      FROM chain c JOIN offsetlake.data_file m ON m.data_file_id = c.reached
+     WHERE m.replaced_by IS NULL AND m.expired_at IS NULL
+       AND NOT EXISTS (SELECT FROM offsetlake.iceberg_file i WHERE i.data_file_id = m.data_file_id AND i.removed_sequence IS NULL)
+     GROUP BY c.reached, m.record_count
+    HAVING sum(c.record_count) = m.record_count
+  ), merged AS (
+    SELECT coalesce(array_agg(p.reached ORDER BY p.reached), '{}') AS ids FROM pure p
+  ), sources AS (
+    SELECT coalesce(array_agg(n ORDER BY n), '{}') AS ids FROM pure p, unnest(p.named) n
+  ), added AS (
+    SELECT coalesce(array_agg(f.data_file_id ORDER BY f.data_file_id), '{}') AS ids
+      FROM offsetlake.data_file f, merged
+     WHERE f.table_id = p_table_id AND f.expired_at IS NULL AND f.replaced_by IS NULL AND NOT f.data_file_id = ANY (merged.ids)
+       AND NOT EXISTS (SELECT FROM offsetlake.iceberg_file i WHERE i.data_file_id = f.data_file_id AND i.removed_sequence IS NULL)
+  ), removed AS (
+    SELECT coalesce(array_agg(i.data_file_id ORDER BY i.data_file_id), '{}') AS ids
+      FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id, sources
+     WHERE i.table_id = p_table_id AND i.removed_sequence IS NULL AND (f.expired_at IS NOT NULL OR f.replaced_by IS NOT NULL)
+       AND NOT f.data_file_id = ANY (sources.ids)
+  ), kept AS (
+    SELECT s.sequence_number FROM offsetlake.iceberg_snapshot s WHERE s.table_id = p_table_id AND s.dropped_sequence IS NULL
+  ), doomed AS (
+    -- the snapshots still in the history that name an expired file (the first one's id, how
+    -- many): memberships of expired files that end after the oldest kept snapshot (a file
+    -- that expired long ago left every kept snapshot before), each against the kept ones
+    SELECT k.sequence_number, min(x.data_file_id) AS first, count(*) AS n
+      FROM (SELECT i.data_file_id, i.added_sequence, i.removed_sequence
+              FROM offsetlake.iceberg_file i JOIN offsetlake.data_file f ON f.data_file_id = i.data_file_id AND f.expired_at IS NOT NULL
+             WHERE i.table_id = p_table_id AND (i.removed_sequence IS NULL OR i.removed_sequence > (SELECT min(sequence_number) FROM kept))) x
+      JOIN kept k ON k.sequence_number >= x.added_sequence AND (x.removed_sequence IS NULL OR k.sequence_number < x.removed_sequence)
+     GROUP BY k.sequence_number
+  )
+  SELECT merged.ids, sources.ids, added.ids, removed.ids,
+         coalesce((SELECT array_agg(d.sequence_number ORDER BY d.sequence_number) FROM doomed d), '{}'),
+         coalesce((SELECT array_agg('retention expired file ' || d.first || CASE WHEN d.n > 1 THEN ' and ' || (d.n - 1) || ' more' ELSE '' END || ' of this snapshot'
+                                    ORDER BY d.sequence_number) FROM doomed d), '{}')
+    INTO merged_ids, sources_ids, added_ids, removed_ids, doomed_sequences, doomed_reasons
+    FROM merged, sources, added, removed;
+  expired_named := cardinality(doomed_sequences) > 0;
+  IF NOT (expired_named OR (cardinality(merged_ids) + cardinality(added_ids) + cardinality(removed_ids) > 0
+                             AND (newest_cut IS NULL OR now() - newest_cut >= p_interval_ms * interval '1 millisecond'))) THEN
+    RETURN last_seq;
+  END IF;
+
+  seq := last_seq;
+  totals := coalesce(newest_summary, '{}'::jsonb);
+  FOR part IN 1..2 LOOP
+    IF part = 1 THEN
+      part_added := added_ids; part_removed := removed_ids;
+      part_operation := CASE WHEN cardinality(removed_ids) = 0 THEN 'append' WHEN cardinality(added_ids) = 0 THEN 'delete' ELSE 'overwrite' END;
+    ELSE
+      part_added := merged_ids; part_removed := sources_ids; part_operation := 'replace';
+    END IF;
+    CONTINUE WHEN cardinality(part_added) + cardinality(part_removed) = 0;
+    seq := seq + 1;
+    SELECT coalesce(sum(f.record_count), 0), coalesce(sum(f.file_size_bytes), 0) INTO added_records, added_bytes
+      FROM offsetlake.data_file f WHERE f.data_file_id = ANY (part_added);
+    SELECT coalesce(sum(f.record_count), 0), coalesce(sum(f.file_size_bytes), 0) INTO removed_records, removed_bytes
+      FROM offsetlake.data_file f WHERE f.data_file_id = ANY (part_removed);
+    -- random and positive below 2^53, as every JSON reader reads it exactly
+    snapshot_id := ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint & ((1::bigint << 53) - 1);
+    IF snapshot_id = 0 THEN snapshot_id := 1; END IF;
+    UPDATE offsetlake.iceberg_file SET removed_sequence = seq WHERE data_file_id = ANY (part_removed) AND removed_sequence IS NULL;
+    INSERT INTO offsetlake.iceberg_file (data_file_id, table_id, added_sequence) SELECT unnest(part_added), p_table_id, seq;
+    totals := jsonb_build_object(
+      'total-data-files', (coalesce((totals->>'total-data-files')::numeric, 0) + cardinality(part_added) - cardinality(part_removed))::text,
+      'total-records', (coalesce((totals->>'total-records')::numeric, 0) + added_records - removed_records)::text,
+      'total-files-size', (coalesce((totals->>'total-files-size')::numeric, 0) + added_bytes - removed_bytes)::text);
+    INSERT INTO offsetlake.iceberg_snapshot (table_id, sequence_number, snapshot_id, cut_at, schema_version, summary)
+    SELECT p_table_id, seq, snapshot_id, now(), (SELECT max(v.schema_version) FROM offsetlake.table_schema v WHERE v.table_id = p_table_id),
+           jsonb_build_object(
+             'operation', part_operation,
+             'added-data-files', cardinality(part_added)::text, 'deleted-data-files', cardinality(part_removed)::text,
+             'added-records', added_records::text, 'deleted-records', removed_records::text,
+             'added-files-size', added_bytes::text, 'removed-files-size', removed_bytes::text,
+             'total-delete-files', '0', 'total-position-deletes', '0', 'total-equality-deletes', '0') || totals;
+  END LOOP;
+
+  -- every snapshot that named an expired file leaves the history: it can no longer be read
+  UPDATE offsetlake.iceberg_snapshot s SET dropped_sequence = seq, dropped_reason = d.reason
+    FROM unnest(doomed_sequences, doomed_reasons) AS d(sequence_number, reason)
+   WHERE s.table_id = p_table_id AND s.sequence_number = d.sequence_number;
+  UPDATE offsetlake.iceberg_snapshot SET dropped_sequence = seq, dropped_reason = 'the history keeps the newest ' || p_max_snapshots || ' snapshots'
+   WHERE table_id = p_table_id AND dropped_sequence IS NULL AND sequence_number <= seq - p_max_snapshots;
+  UPDATE offsetlake.iceberg_table SET last_sequence = seq WHERE table_id = p_table_id;
+  RETURN seq;
+END
+$fn$;
+`,
+  },
 ];
 
 /** The version a catalog has once every migration this offsetlake knows is applied. */

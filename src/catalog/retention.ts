@@ -1,5 +1,6 @@
 /** The catalog's side of the retention check: which partitions are due, and the expiry of files Kafka no longer holds. */
 import { inTransaction, type Catalog } from './db.js';
+import { liveFile } from './live-files.js';
 import type { TableRecord } from '../table/record.js';
 
 /** A partition's indexed start and backfill plan. */
@@ -27,6 +28,16 @@ export async function partitionsDueForRetention(catalog: Catalog, table: Pick<Ta
   return due.rows.map((row) => row.partition_id);
 }
 
+/** Makes live again the files the given (just expired) merged files replaced that Kafka still holds ($2: its earliest offset). */
+const restoreSources = `
+  WITH RECURSIVE source AS (
+    SELECT f.data_file_id, f.start_offset FROM offsetlake.data_file f WHERE f.replaced_by = ANY($1::bigint[])
+    UNION ALL
+    SELECT f.data_file_id, f.start_offset FROM offsetlake.data_file f JOIN source s ON f.replaced_by = s.data_file_id WHERE s.start_offset < $2
+  )
+  UPDATE offsetlake.data_file SET replaced_by = NULL, replaced_at = NULL
+  WHERE data_file_id IN (SELECT data_file_id FROM source WHERE start_offset >= $2) AND expired_at IS NULL`;
+
 /**
  * Expires the partition's files that start below `earliest` and moves its indexed_start
  * and backfill plan up, in one short transaction. The partition row is locked first
@@ -44,11 +55,19 @@ export async function expireFilesBelow(catalog: Catalog, tableId: bigint, partit
       [tableId, partition, earliest],
     );
     const count = expired.rowCount ?? 0;
+    const expiredIds = expired.rows.map((row) => row.data_file_id);
     // An expired file can no longer be read, so its secondary index entries go with it.
-    if (count > 0) await client.query('DELETE FROM offsetlake.index_entry WHERE data_file_id = ANY($1::bigint[])', [expired.rows.map((row) => row.data_file_id)]);
+    if (count > 0) await client.query('DELETE FROM offsetlake.index_entry WHERE data_file_id = ANY($1::bigint[])', [expiredIds]);
+    // A merged file expires as soon as Kafka's earliest offset passes its start, though
+    // Kafka may still hold most of its records: the files it replaced that start at or
+    // above the earliest offset are live again, in this transaction, so a merge never
+    // makes a record disappear earlier than it would have without one (docs/design.md,
+    // "Merged files in DuckLake, Iceberg and retention"). Sources below it expired with
+    // the merged file (same rule); their own sources are looked at in turn.
+    if (count > 0) await client.query(restoreSources, [expiredIds, earliest]);
     const start = count === 0
       ? 'indexed_start'
-      : `coalesce((SELECT min(start_offset) FROM offsetlake.data_file f WHERE f.table_id = $1 AND f.partition_id = $2 AND f.expired_at IS NULL), indexed_end)`;
+      : `coalesce((SELECT min(start_offset) FROM offsetlake.data_file f WHERE f.table_id = $1 AND f.partition_id = $2 AND ${liveFile('f')}), indexed_end)`;
     const target = 'greatest(backfill_target, $3::bigint)';
     const updated = await client.query<Omit<ExpiredBelow, 'expired' | 'before'>>(
       `UPDATE offsetlake.lake_partition SET

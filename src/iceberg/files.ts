@@ -13,7 +13,12 @@
  * when a cut adds or removes one of its files (r is the latest such cut up to the
  * snapshot): older hours keep their manifest from snapshot to snapshot, as Iceberg's own
  * writers keep manifests they do not touch. Its entries: ADDED for files r added,
- * EXISTING for earlier ones (with the snapshot and sequence number that added them).
+ * EXISTING for earlier ones (with the snapshot and sequence number that added them), and
+ * DELETED for files r removed (a merge replaced them, or retention expired them: the
+ * spec's "when a file is replaced or deleted from the dataset, its manifest entry fields
+ * store the snapshot ID in which the file was deleted and status 2"), with the sequence
+ * number that added them. Scans skip DELETED entries; a later snapshot lists a manifest
+ * only while it has live files, as Iceberg's writers drop a manifest of deletes alone.
  * Manifests are kept in the reader's byte-bounded cache (given); their names and lengths
  * in a small map beside it.
  */
@@ -191,7 +196,7 @@ export class IcebergFiles {
     }
     const wanted: { p: number; written: bigint; members: Membership[] }[] = [];
     for (const [p, members] of [...byPartition].sort(([a], [b]) => a - b)) {
-      if (!members.some((m) => live(m, sequence))) continue;
+      if (!members.some((m) => live(m, sequence) || m.removedSequence === sequence)) continue;
       // the latest cut up to this snapshot that added or removed a file of p
       const written = members.reduce((latest, m) => {
         const events = [m.addedSequence, ...(m.removedSequence !== null && m.removedSequence <= sequence ? [m.removedSequence] : [])];
@@ -206,7 +211,7 @@ export class IcebergFiles {
     let batch: typeof wanted = [];
     let batchFiles = 0;
     const flush = async () => {
-      const files = await findFiles(this.catalog, table.tableId, batch.flatMap((w) => w.members.filter((m) => live(m, w.written)).map((m) => m.dataFileId)));
+      const files = await findFiles(this.catalog, table.tableId, batch.flatMap((w) => w.members.filter((m) => inManifestOf(m, w.written)).map((m) => m.dataFileId)));
       const byId = new Map(files.map((file) => [file.dataFileId, file]));
       for (const w of batch) {
         const manifest = await this.manifest(table, context, w.p, w.written, root, w.members, byId);
@@ -257,7 +262,7 @@ export class IcebergFiles {
 
   /**
    * The manifest of partition value `p` as snapshot `written` left it (its live files of
-   * p then), with its name; null when it holds no file. `members`: the memberships up to
+   * p then, and those it removed), with its name; null when it holds no file. `members`: the memberships up to
    * some snapshot at or after `written`, and `files` the data files, when the caller has them.
    */
   private async manifest(table: TableRecord, context: ManifestContext, p: number, written: bigint, root: Root, members?: readonly Membership[], files?: ReadonlyMap<bigint, CatalogFile>): Promise<{ info: ListedManifest & { name: string }; file: IcebergFile } | null> {
@@ -269,28 +274,31 @@ export class IcebergFiles {
     const cachedBytes = this.manifests.get(key);
     if (cachedInfo && cachedBytes instanceof Uint8Array) return { info: cachedInfo, file: { bytes: cachedBytes, contentType: 'application/octet-stream', modified } };
     const all = members ?? (await membershipsUpTo(this.catalog, table.tableId, written));
-    const inManifest = all.filter((m) => live(m, written) && partitionValue(m.bucket.getTime(), table.settings.granularity) === p);
+    const inManifest = all.filter((m) => inManifestOf(m, written) && partitionValue(m.bucket.getTime(), table.settings.granularity) === p);
     if (inManifest.length === 0) return null;
     const ids = new Map([...context.snapshots].map(([sequence, s]) => [sequence, s.snapshotId]));
     const current = context.schemas.get(writer.schemaVersion)!;
     const spec = partitionSpec(current.schema, table.settings.granularity);
-    const added = new Map(inManifest.map((m) => [m.dataFileId, m.addedSequence]));
-    const dataFiles = files ? inManifest.map((m) => files.get(m.dataFileId)!) : await findFiles(this.catalog, table.tableId, inManifest.map((m) => m.dataFileId));
-    const entries: ManifestFile[] = dataFiles.map((file) => {
-      const sequenceNumber = added.get(file.dataFileId)!;
+    const byFile = files ?? new Map((await findFiles(this.catalog, table.tableId, inManifest.map((m) => m.dataFileId))).map((file) => [file.dataFileId, file]));
+    // a file has at most one membership in one snapshot's manifest (live at `written`, or removed by it)
+    const entries: ManifestFile[] = [...inManifest].sort((a, b) => (a.dataFileId < b.dataFileId ? -1 : a.dataFileId > b.dataFileId ? 1 : 0)).map((m) => {
+      const file = byFile.get(m.dataFileId)!;
+      const deleted = m.removedSequence === written;
       return {
         file,
         location: `${this.location(table, root)}/files/${file.dataFileId}.parquet`,
         schema: context.schemas.get(file.schemaVersion)!.schema,
         partition: p,
-        status: sequenceNumber === written ? entryStatus.added : entryStatus.existing,
-        snapshotId: ids.get(sequenceNumber)!,
-        sequenceNumber,
+        status: deleted ? entryStatus.deleted : m.addedSequence === written ? entryStatus.added : entryStatus.existing,
+        snapshotId: ids.get(deleted ? written : m.addedSequence)!,
+        sequenceNumber: m.addedSequence,
       };
     });
     const bytes = manifestBytes(entries, { table: current.schema, iceberg: icebergSchema(current.schema, current.version) }, spec);
     const name = `m-${p}-${written}-${createHash('sha256').update(bytes).digest('hex').slice(0, 16)}.avro`;
     const addedEntries = entries.filter((e) => e.status === entryStatus.added);
+    const deletedEntries = entries.filter((e) => e.status === entryStatus.deleted);
+    const existingEntries = entries.filter((e) => e.status === entryStatus.existing);
     const rows = (list: ManifestFile[]) => list.reduce((sum, e) => sum + e.file.recordCount, 0n);
     const info: ListedManifest & { name: string } = {
       name,
@@ -300,9 +308,11 @@ export class IcebergFiles {
       sequenceNumber: written,
       minSequenceNumber: entries.reduce((least, e) => (e.sequenceNumber < least ? e.sequenceNumber : least), written),
       addedFiles: addedEntries.length,
-      existingFiles: entries.length - addedEntries.length,
+      existingFiles: existingEntries.length,
+      deletedFiles: deletedEntries.length,
       addedRows: rows(addedEntries),
-      existingRows: rows(entries) - rows(addedEntries),
+      existingRows: rows(existingEntries),
+      deletedRows: rows(deletedEntries),
       partitionLower: p,
       partitionUpper: p,
     };
@@ -316,4 +326,9 @@ export class IcebergFiles {
 /** Whether the file is in snapshot `sequence`. */
 function live(member: Membership, sequence: bigint): boolean {
   return member.addedSequence <= sequence && (member.removedSequence === null || member.removedSequence > sequence);
+}
+
+/** Whether a manifest snapshot `written` wrote has an entry for the membership: live then, or removed by it. */
+function inManifestOf(member: Membership, written: bigint): boolean {
+  return live(member, written) || member.removedSequence === written;
 }

@@ -116,8 +116,8 @@ export interface ManifestFile {
   schema: TableSchema;
   /** Its partition value (hours or days since 1970-01-01 UTC). */
   partition: number;
-  status: (typeof entryStatus)['added' | 'existing'];
-  /** The snapshot that added it, and that snapshot's sequence number. */
+  status: (typeof entryStatus)[keyof typeof entryStatus];
+  /** The snapshot that added it (that deleted it, for a DELETED entry), and the sequence number of the one that added it. */
   snapshotId: bigint;
   sequenceNumber: bigint;
 }
@@ -242,8 +242,10 @@ export interface ListedManifest {
   minSequenceNumber: bigint;
   addedFiles: number;
   existingFiles: number;
+  deletedFiles: number;
   addedRows: bigint;
   existingRows: bigint;
+  deletedRows: bigint;
   /** The partition values of its files (one spec field). */
   partitionLower: number;
   partitionUpper: number;
@@ -268,10 +270,10 @@ export function manifestListBytes(manifests: readonly ListedManifest[], snapshot
       added_snapshot_id: Number(m.addedSnapshotId),
       added_files_count: m.addedFiles,
       existing_files_count: m.existingFiles,
-      deleted_files_count: 0,
+      deleted_files_count: m.deletedFiles,
       added_rows_count: Number(m.addedRows),
       existing_rows_count: Number(m.existingRows),
-      deleted_rows_count: 0,
+      deleted_rows_count: Number(m.deletedRows),
       partitions: [{ contains_null: false, contains_nan: false, lower_bound: intBytes(m.partitionLower), upper_bound: intBytes(m.partitionUpper) }],
       key_metadata: null,
     })),

@@ -15,7 +15,11 @@
  * The history: a snapshot leaves it when retention expires one of its files (it could no
  * longer be read), or when more than `maxSnapshots` are kept (the oldest leaves first).
  *
- * All of it is the catalog's function cut_iceberg_snapshot (migration 16), run as the
+ * A file a merge replaced leaves the newest snapshot: as a `replace` snapshot when the
+ * merged file holds only records the newest snapshot named, otherwise with the other
+ * changes (migration 19; docs/design.md, "Merged files in DuckLake, Iceberg and retention").
+ *
+ * All of it is the catalog's function cut_iceberg_snapshot (migrations 16 and 18), run as the
  * catalog's owner: the reader's login may call it but write none of the snapshots' rows,
  * so it cannot forge which files a snapshot names (src/catalog/iceberg-snapshots.ts).
  */

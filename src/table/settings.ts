@@ -34,6 +34,14 @@ export interface TableSettings {
    * before this setting existed has none stored and keeps what it was built with, lz4_raw.
    */
   compression: Compression;
+  /**
+   * Compaction (issue 49; docs/design.md, "Files that grow with age"): a merge takes this
+   * many consecutive files of one size tier (their Kafka bytes within a factor of it) of
+   * one time bucket; 0: files are never merged.
+   */
+  merge_files: number;
+  /** Once a time bucket ended this long ago, and nothing was added to a run of its consecutive files for as long, the run is merged whatever its tiers, up to `file_bytes` (ms). */
+  merge_after: number;
 }
 
 export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSettings>({
@@ -46,6 +54,8 @@ export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSetti
   lease_ttl: 30_000,
   row_group_rows: 10_000,
   compression: 'zstd',
+  merge_files: 0,
+  merge_after: 10 * 60_000,
 });
 
 export const settingNames = Object.keys(defaultSettings) as (keyof TableSettings)[];
@@ -84,6 +94,14 @@ export function parseDuration(setting: string, text: string): number {
   return parseQuantity(setting, text, durationUnits, 'a positive duration with a unit such as 500ms, 60s, 5m or 1h');
 }
 
+/** `off` or 0: no merges; otherwise at least 2 files a merge. */
+function parseMergeFiles(text: string): number {
+  if (text.trim() === 'off' || text.trim() === '0') return 0;
+  const value = Number(text);
+  if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(value) || value < 2) throw new SettingError('merge_files', text, 'off, 0, or a whole number of files of at least 2');
+  return value;
+}
+
 function parseCount(setting: string, text: string): number {
   const value = Number(text);
   if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(value) || value <= 0) throw new SettingError(setting, text, 'a positive whole number');
@@ -119,6 +137,12 @@ export function parseCompression(text: string): Compression {
  */
 const compressionBeforeTheSetting: Compression = 'lz4_raw';
 
+/**
+ * A table stored before the compaction settings existed merges by their defaults: a merge
+ * changes no file's bytes, only which files are live.
+ */
+const settingsAddedLater = { merge_files: defaultSettings.merge_files, merge_after: defaultSettings.merge_after };
+
 export function parseFormat(text: string): TableFormat {
   if ((tableFormats as readonly string[]).includes(text)) return text as TableFormat;
   throw new SettingError('format', text, `one of ${tableFormats.join(', ')}`);
@@ -134,6 +158,8 @@ const parsers: { [K in keyof TableSettings]: (text: string) => TableSettings[K] 
   lease_ttl: (text) => parseDuration('lease_ttl', text),
   row_group_rows: (text) => parseCount('row_group_rows', text),
   compression: parseCompression,
+  merge_files: parseMergeFiles,
+  merge_after: (text) => parseDuration('merge_after', text),
 };
 
 export function isSettingName(name: string): name is keyof TableSettings {
@@ -169,6 +195,8 @@ const storedForms: { [K in keyof TableSettings]: { read: (value: unknown) => Tab
   lease_ttl: { read: storedCount, form: 'a positive whole number of milliseconds' },
   row_group_rows: { read: storedCount, form: 'a positive whole number' },
   compression: { read: (value) => storedName(compressions, value), form: `one of ${compressions.join(', ')}` },
+  merge_files: { read: (value) => (value === 0 || storedCount(value) !== undefined && (value as number) >= 2 ? (value as number) : undefined), form: '0 (off) or a whole number of at least 2' },
+  merge_after: { read: storedCount, form: 'a positive whole number of milliseconds' },
 };
 
 function storedName<T extends string>(names: readonly T[], value: unknown): T | undefined {
@@ -195,12 +223,13 @@ function storedHistory(value: unknown): History | undefined {
  * A table's settings as the catalog stored them (JSON, every setting resolved), typed: the
  * one parse, where a table is read back from the catalog (catalog/tables.ts); everything
  * after takes `TableSettings`. A table stored before `compression` existed has none stored
- * and reads as what it was built with, lz4_raw. Anything else missing, unknown or of
+ * and reads as what it was built with, lz4_raw; one stored before `merge_files` and
+ * `merge_after` existed takes their defaults. Anything else missing, unknown or of
  * another shape is refused by name.
  */
 export function storedSettings(table: string, stored: unknown): TableSettings {
   if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) throw new StoredSettingError(table, 'settings', stored, 'an object of settings');
-  const given: Record<string, unknown> = { compression: compressionBeforeTheSetting, ...stored };
+  const given: Record<string, unknown> = { compression: compressionBeforeTheSetting, ...settingsAddedLater, ...stored };
   for (const name of Object.keys(given)) {
     if (!isSettingName(name)) throw new StoredSettingError(table, name, given[name], `a setting (the settings are ${settingNames.join(', ')})`);
   }
@@ -243,5 +272,7 @@ export function formatSettings(settings: TableSettings): Record<keyof TableSetti
     lease_ttl: formatDuration(settings.lease_ttl),
     row_group_rows: String(settings.row_group_rows),
     compression: settings.compression,
+    merge_files: settings.merge_files === 0 ? 'off' : String(settings.merge_files),
+    merge_after: formatDuration(settings.merge_after),
   };
 }

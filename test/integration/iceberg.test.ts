@@ -262,7 +262,7 @@ describe("serve's Iceberg REST catalog", () => {
   });
 });
 
-type HistorySnapshot = { id: number; sequence: number; parent: number | null; operation: string; summary: Record<string, string>; rows: [number, number][]; manifests: { path: string; addedSnapshot: number; sequence: number; entries: { status: number; path: string; snapshot: number; sequence: number }[] }[] };
+type HistorySnapshot = { id: number; sequence: number; parent: number | null; operation: string; summary: Record<string, string>; rows: [number, number][]; manifests: { path: string; addedSnapshot: number; sequence: number; counts: number[]; entries: { status: number; path: string; snapshot: number; sequence: number }[] }[] };
 type History = { current: number; snapshots: HistorySnapshot[]; snapshotLog: { 'snapshot-id'?: number; snapshot_id?: number }[]; metadataLog: string[]; droppedScan: string | null };
 
 /** The committed records [indexed_start, indexed_end) of each partition, as [partition, offset], by a consumer we did not write. */
@@ -398,7 +398,15 @@ describe('Iceberg snapshots', () => {
     expect(current.operation).toBe('delete');
     expect(Number(current.summary['deleted-data-files'])).toBeGreaterThanOrEqual(1);
     expect(current.rows).toEqual((await committedRows()).sort((a, b) => a[0] - b[0] || a[1] - b[1]));
-    expect(current.manifests.flatMap((m) => m.entries).some((e) => e.path.endsWith(`/${first!.dataFileId}.parquet`))).toBe(false);
+    // the expired file is in the snapshot that removed it only as the spec records a deletion: status 2 (DELETED), that snapshot's id, its own sequence number
+    const entriesOfFirst = current.manifests.flatMap((m) => m.entries).filter((e) => e.path.endsWith(`/${first!.dataFileId}.parquet`));
+    expect(entriesOfFirst).toEqual([expect.objectContaining({ status: 2, snapshot: current.id, sequence: 1 })]);
+    const withDeletion = current.manifests.find((m) => m.entries.includes(entriesOfFirst[0]!))!;
+    expect(withDeletion).toMatchObject({ addedSnapshot: current.id, sequence: 3 });
+    // the manifest list counts it: [added, existing, deleted] files, then rows
+    const statuses = (status: number) => withDeletion.entries.filter((e) => e.status === status).length;
+    expect(withDeletion.counts.slice(0, 3)).toEqual([statuses(1), statuses(0), 1]);
+    expect(withDeletion.counts[5]).toBe(Number(first!.recordCount));
     expect(after.droppedScan).toMatch(/snapshot/i);
     const dropped = await engine.catalog.query<{ dropped_reason: string }>('SELECT dropped_reason FROM offsetlake.iceberg_snapshot WHERE table_id = $1 AND dropped_sequence IS NOT NULL', [table.tableId]);
     expect(dropped.rows.map((r) => r.dropped_reason)).toEqual([expect.stringMatching(/^retention expired file/), expect.stringMatching(/^retention expired file/)]);

@@ -233,6 +233,7 @@ def main():
                 "operation": snapshot.summary.operation.value,
                 "summary": dict(snapshot.summary.additional_properties),
                 "manifests": [{"path": m["manifest_path"], "addedSnapshot": m["added_snapshot_id"], "sequence": m["sequence_number"],
+                               "counts": [m["added_files_count"], m["existing_files_count"], m["deleted_files_count"], m["added_rows_count"], m["existing_rows_count"], m["deleted_rows_count"]],
                                "entries": [{"status": e["status"], "path": e["data_file"]["file_path"], "snapshot": e["snapshot_id"], "sequence": e["sequence_number"]} for e in avro(m["manifest_path"])]}
                               for m in manifests],
                 "rows": sorted([r["_kafka_partition"], r["_offset"]] for r in scanned.select(["_kafka_partition", "_offset"]).to_pylist()),

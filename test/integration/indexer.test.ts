@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { findGranules, listFiles } from '../../src/catalog/file-reads.js';
 import { schemaVersion } from '../../src/catalog/schema-versions.js';
+import type { SealReason } from '../../src/ranges/sealer.js';
 import type { FileGranules } from '../../src/catalog/file-writes.js';
 import { buildRangeFiles, rangeToBuild } from '../../src/files/files.js';
 import { rangeFromKafka } from '../../src/files/rebuild.js';
@@ -480,7 +481,7 @@ describe('live indexing against the real broker and Postgres', () => {
     const independent = await readCommittedIndependently(engine.config.kafkaBrokers, ranges.map((r) => ({ topic, partition: 0, start: r.start, end: r.end })));
     const source = kafkaSource(engine.kafka);
     for (const [r, range] of ranges.entries()) {
-      const sealed = await rangeFromKafka(source, tableRecord, 0, range.start, range.end, range.reason);
+      const sealed = await rangeFromKafka(source, tableRecord, 0, range.start, range.end, range.reason as SealReason);
       expect(sealed.files.flatMap((file) => file.records.map((record) => record.offset)).sort((a, b) => (a < b ? -1 : 1))).toEqual(independent[r]!.map((record) => record.offset));
       const [first] = range.files;
       const built = buildRangeFiles({

@@ -65,7 +65,11 @@ describe('table settings', () => {
     for (const settings of given.map((g) => resolveSettings(g))) expect(storedSettings('t', JSON.parse(JSON.stringify(settings)))).toEqual(settings);
     // as written by hand, from the specification's units: bytes, milliseconds, counts
     expect(storedSettings('t', { file_bytes: 1000, file_window: 60000, granularity: 'hour', history: { kind: 'since', since: '2026-01-01T00:00:00Z' }, backfill_offsets: 5, retention_check: 300000, lease_ttl: 30000, row_group_rows: 10 }))
-      .toEqual({ file_bytes: 1000, file_window: 60_000, granularity: 'hour', history: { kind: 'since', since: '2026-01-01T00:00:00.000Z' }, backfill_offsets: 5, retention_check: 300_000, lease_ttl: 30_000, row_group_rows: 10, compression: 'lz4_raw' });
+      .toEqual({ file_bytes: 1000, file_window: 60_000, granularity: 'hour', history: { kind: 'since', since: '2026-01-01T00:00:00.000Z' }, backfill_offsets: 5, retention_check: 300_000, lease_ttl: 30_000, row_group_rows: 10, compression: 'lz4_raw', merge_files: 0, merge_after: 600_000 });
+    // a table stored before the compaction settings existed merges by their defaults
+    const { merge_files: _files, merge_after: _after, ...before } = JSON.parse(JSON.stringify(resolveSettings({}))) as Record<string, unknown>;
+    expect(storedSettings('t', before)).toEqual(resolveSettings({}));
+    expect(() => storedSettings('t', { ...JSON.parse(JSON.stringify(resolveSettings({}))), merge_files: 1 })).toThrow('stored setting merge_files is 1, not 0 (off) or a whole number of at least 2');
   });
 
   it('a stored setting of another shape, missing or unknown is refused by name, with the table, the value and what it should be', () => {
