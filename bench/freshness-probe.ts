@@ -19,6 +19,7 @@
  * record becomes visible through every face; no timed assertion).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { libpqConnectionString } from '../src/cli/attach.js';
@@ -76,6 +77,8 @@ export interface ProbeResult {
   faces: FaceFigures[];
   /** Files committed while the probe ran. */
   files: number;
+  /** CPU seconds (user + system) of the `run` and `serve` processes over the probe. */
+  cpuSeconds: { run: number; serve: number };
 }
 
 interface Poll {
@@ -93,6 +96,16 @@ export const quantile = (values: readonly number[], q: number): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
 };
+
+/** User + system CPU seconds of a live process, from /proc (Linux; 0 elsewhere). */
+function cpuSecondsOf(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return 0;
+  }
+}
 
 /** `offsetlake run` as a user starts it, with the probe's catalog. */
 function startRun(env: NodeJS.ProcessEnv, args: string[]): { child: ChildProcess; stderr: () => string; stop: () => Promise<void> } {
@@ -231,7 +244,7 @@ export async function probeFreshness(options: ProbeOptions): Promise<ProbeResult
         ...(errors.has(face) ? { error: errors.get(face)! } : {}),
       };
     });
-    return { table: table.name, produced, faces: figures, files: commits.length };
+    return { table: table.name, produced, faces: figures, files: commits.length, cpuSeconds: { run: cpuSecondsOf(run.child.pid), serve: cpuSecondsOf(serve.child.pid) } };
   } finally {
     stopQuery = true;
     await queryLoop;

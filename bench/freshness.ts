@@ -54,7 +54,7 @@ try {
   });
   const seconds = (ms: number) => (ms / 1000).toFixed(2);
   const millis = (ms: number) => ms.toFixed(0);
-  console.log(`table ${result.table}: ${result.produced.length} records, ${result.files} files committed meanwhile; settings ${JSON.stringify(settings)}, serve ${JSON.stringify(values['serve-arg'])}`);
+  console.log(`table ${result.table}: ${result.produced.length} records, ${result.files} files committed meanwhile; settings ${JSON.stringify(settings)}, serve ${JSON.stringify(values['serve-arg'])}; CPU s: run ${result.cpuSeconds.run.toFixed(1)}, serve ${result.cpuSeconds.serve.toFixed(1)}`);
   console.log('| face | returned | visible after p50 | p99 | max | poll p50 | poll p99 | polls during a commit: p50 | p99 (n) |');
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const face of result.faces) {

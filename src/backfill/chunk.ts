@@ -46,7 +46,7 @@ import { OffsetOutOfRangeError } from '../kafka/errors.js';
 import { earliestOffset } from '../kafka/offsets.js';
 import { readCommitted, type ReadOptions } from '../kafka/read.js';
 import type { KafkaRecord } from '../kafka/record.js';
-import { RangeSealer, type SealedRange } from '../ranges/sealer.js';
+import { RangeSealer, sealingRules, type SealedRange } from '../ranges/sealer.js';
 import { toBackfillPartition } from './plan.js';
 import type { ChunkOutcome, ChunkRequest, ChunkResult } from './types.js';
 
@@ -225,7 +225,6 @@ export class ChunkRun {
    * record (at `start` when `fromStart`), the last ends at `indexedStart`.
    */
   private async read(start: bigint, end: bigint, fromStart: boolean, indexedStart: bigint): Promise<{ ranges: NewRange[]; records: number; bytes: number }> {
-    const { file_bytes: fileBytes, file_window: fileWindowMs, granularity } = this.table.settings;
     const ranges: NewRange[] = [];
     let sealer: RangeSealer | undefined;
     let records = 0;
@@ -233,7 +232,7 @@ export class ChunkRun {
     for await (const batch of this.history.read(this.table.topic, this.claim.partition, start, end, tableTopic(this.table))) {
       if (!sealer) {
         if (batch.records.length === 0) continue;
-        sealer = new RangeSealer({ fileBytes, fileWindowMs, granularity }, fromStart ? start : batch.records[0]!.offset);
+        sealer = new RangeSealer(sealingRules(this.table.settings), fromStart ? start : batch.records[0]!.offset);
       }
       // A constant clock: the age trigger never fires in a backfill.
       await this.addBuilt(ranges, sealer.push(batch.records, batch.nextOffset, 0));

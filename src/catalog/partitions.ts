@@ -48,7 +48,8 @@ export async function partitionRows(catalog: Catalog, tableName?: string): Promi
 }
 
 /**
- * Partitions whose open range has waited its table's file_window by `nowMs` and whose lease
+ * Partitions whose open range has waited its table's file_age (a table stored before that
+ * setting: its file_window) by `nowMs` and whose lease
  * has lapsed (no delivery holds them): the idle tick seals them.
  */
 export async function partitionsDueForAge(catalog: Catalog, nowMs: number): Promise<{ topic: string; table_id: bigint; partition_id: number }[]> {
@@ -56,7 +57,7 @@ export async function partitionsDueForAge(catalog: Catalog, nowMs: number): Prom
     `SELECT t.topic, t.table_id, p.partition_id
      FROM offsetlake.lake_partition p JOIN offsetlake.lake_table t USING (table_id)
      WHERE t.dropped_at IS NULL AND p.open_range_records > 0
-       AND p.open_range_since <= to_timestamp(($1::double precision - (t.settings->>'file_window')::double precision) / 1000)
+       AND p.open_range_since <= to_timestamp(($1::double precision - coalesce(t.settings->>'file_age', t.settings->>'file_window')::double precision) / 1000)
        AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= now())
      ORDER BY t.table_id, p.partition_id`,
     [nowMs],

@@ -15,7 +15,7 @@ import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
 import type { ReadLimit } from '../kafka/read.js';
 import { BatchTooLargeError, OffsetOutOfRangeError, TopicRecreatedError } from '../kafka/errors.js';
 import { recreatedTopicProblem } from '../tables/topic-identity.js';
-import { RangeSealer, type SealedRange, type SealReason } from '../ranges/sealer.js';
+import { RangeSealer, sealingRules, type SealedRange, type SealReason } from '../ranges/sealer.js';
 import { recordBytes, type KafkaRecord } from '../kafka/record.js';
 import { fetchBytesFor } from '../kafka/fetch-size.js';
 import { RegistryUnavailableError } from '../schema/registry.js';
@@ -95,6 +95,12 @@ export class PartitionIndexer {
   /** Bytes held in memory: the open range and any sealed ranges waiting for the registry. */
   get openBytes(): number {
     return (this.sealer?.openBytes ?? 0) + this.pendingBytes;
+  }
+
+  /** When the open range comes due for its age trigger (its first read + `file_age`, ms); undefined: no open range. */
+  get agesAt(): number | undefined {
+    const since = this.sealer?.openSince;
+    return since === undefined ? undefined : since + this.sealer!.rules.fileAgeMs;
   }
 
   /**
@@ -240,7 +246,7 @@ export class PartitionIndexer {
       this.pending = [];
       this.pendingBytes = 0;
       this.sealer = new RangeSealer(
-        { fileBytes: this.table.settings.file_bytes, fileWindowMs: this.table.settings.file_window, granularity: this.table.settings.granularity },
+        sealingRules(this.table.settings),
         lease.indexedEnd,
         lease.openRangeSince?.getTime(),
         lease.openRangeRecords,

@@ -14,8 +14,15 @@ export type Compression = 'zstd' | 'snappy' | 'lz4_raw' | 'none';
 export interface TableSettings {
   /** A range seals when its key + value + header bytes reach this. */
   file_bytes: number;
-  /** A range seals when its timestamps span this, or its first record was read this long ago (ms). */
+  /** A range seals when the timestamps of one of its files span this (ms). */
   file_window: number;
+  /**
+   * A range seals when its first record was read this long ago (ms): how long a record
+   * waits, at most, before its file is committed and engines see it. Not given, it is the
+   * table's file_window; a table stored before this setting existed has none and ages by
+   * its file_window, as it did.
+   */
+  file_age: number;
   /** Records of one range are split into one file per time bucket of this size. */
   granularity: Granularity;
   history: History;
@@ -39,6 +46,7 @@ export interface TableSettings {
 export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSettings>({
   file_bytes: 128 * 1024 * 1024,
   file_window: 60_000,
+  file_age: 60_000,
   granularity: 'hour',
   history: { kind: 'all' },
   backfill_offsets: 100_000,
@@ -124,6 +132,11 @@ export function compressionOf(settings: TableSettings): Compression {
   return settings.compression ?? compressionBeforeTheSetting;
 }
 
+/** A table's age trigger, also for tables stored before `file_age` existed (they age by file_window). */
+export function fileAgeOf(settings: TableSettings): number {
+  return settings.file_age ?? settings.file_window;
+}
+
 export function parseFormat(text: string): TableFormat {
   if ((tableFormats as readonly string[]).includes(text)) return text as TableFormat;
   throw new SettingError('format', text, `one of ${tableFormats.join(', ')}`);
@@ -132,6 +145,7 @@ export function parseFormat(text: string): TableFormat {
 const parsers: { [K in keyof TableSettings]: (text: string) => TableSettings[K] } = {
   file_bytes: (text) => parseBytes('file_bytes', text),
   file_window: (text) => parseDuration('file_window', text),
+  file_age: (text) => parseDuration('file_age', text),
   granularity: parseGranularity,
   history: parseHistory,
   backfill_offsets: (text) => parseCount('backfill_offsets', text),
@@ -152,6 +166,8 @@ export function resolveSettings(given: Record<string, string>): TableSettings {
     if (!isSettingName(name)) throw new Error(`unknown table setting "${name}"; the settings are ${settingNames.join(', ')}`);
     (settings as unknown as Record<string, unknown>)[name] = parsers[name](text);
   }
+  // Not given: a range ages by its file_window, as every table did before file_age existed.
+  if (!Object.hasOwn(given, 'file_age')) settings.file_age = settings.file_window;
   return settings;
 }
 
@@ -178,6 +194,7 @@ export function formatSettings(settings: TableSettings): Record<keyof TableSetti
   return {
     file_bytes: formatBytes(settings.file_bytes),
     file_window: formatDuration(settings.file_window),
+    file_age: formatDuration(fileAgeOf(settings)),
     granularity: settings.granularity,
     history: formatHistory(settings.history),
     backfill_offsets: String(settings.backfill_offsets),

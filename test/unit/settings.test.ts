@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { defaultSettings, formatSettings, parseBytes, parseDuration, parseHistory, resolveSettings } from '../../src/table/settings.js';
+import { defaultSettings, fileAgeOf, formatSettings, parseBytes, parseDuration, parseHistory, resolveSettings, type TableSettings } from '../../src/table/settings.js';
+import { sealingRules } from '../../src/ranges/sealer.js';
 
 describe('table settings', () => {
   it('defaults are those of the specification', () => {
@@ -51,8 +52,21 @@ describe('table settings', () => {
 
   it('resolves given settings over defaults and formats them back as a user writes them', () => {
     const settings = resolveSettings({ file_bytes: '64MiB', file_window: '30s', history: 'none' });
-    expect(settings).toEqual({ ...defaultSettings, file_bytes: 64 * 1024 * 1024, file_window: 30_000, history: { kind: 'none' } });
+    expect(settings).toEqual({ ...defaultSettings, file_bytes: 64 * 1024 * 1024, file_window: 30_000, file_age: 30_000, history: { kind: 'none' } });
     expect(formatSettings(settings)).toMatchObject({ file_bytes: '64MiB', file_window: '30s', history: 'none', lease_ttl: '30s' });
     expect(resolveSettings(formatSettings(settings))).toEqual(settings);
+  });
+
+  it('file_age is a setting of its own, apart from file_window; a table stored before it ages by its file_window', () => {
+    const settings = resolveSettings({ file_window: '1h', file_age: '1500ms' });
+    expect(settings).toMatchObject({ file_window: 3_600_000, file_age: 1500 });
+    expect(sealingRules(settings)).toMatchObject({ fileWindowMs: 3_600_000, fileAgeMs: 1500 });
+    expect(formatSettings(settings)).toMatchObject({ file_window: '1h', file_age: '1500ms' });
+    expect(resolveSettings({ file_window: '1h' }).file_age, 'not given: as file_window').toBe(3_600_000);
+    expect(() => resolveSettings({ file_age: '0s' })).toThrow('file_age: "0s" is not a positive duration');
+    const stored = JSON.parse(JSON.stringify({ ...settings, file_age: undefined })) as TableSettings;
+    expect(fileAgeOf(stored)).toBe(3_600_000);
+    expect(sealingRules(stored).fileAgeMs).toBe(3_600_000);
+    expect(formatSettings(stored).file_age).toBe('1h');
   });
 });
