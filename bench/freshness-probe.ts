@@ -65,6 +65,8 @@ export interface FaceFigures {
   seen: number;
   /** Per record produced: ms from its acknowledgement to the end of the poll that first returned it (undefined: never). */
   visibleMs: (number | undefined)[];
+  /** The same to that poll's start (0 when it started before the acknowledgement): a lower bound, where visibleMs is an upper one. */
+  visibleFromStartMs: (number | undefined)[];
   /** Durations of every poll (ms), and of the polls during which a file was committed. */
   pollMs: number[];
   pollDuringCommitMs: number[];
@@ -233,13 +235,12 @@ export async function probeFreshness(options: ProbeOptions): Promise<ProbeResult
     const commits = (await engine.catalog.query<{ created_at: Date }>('SELECT created_at FROM offsetlake.data_file WHERE table_id = $1 AND created_at >= $2', [table.tableId, began])).rows.map((row) => row.created_at.getTime());
     const figures = faces.map((face): FaceFigures => {
       const own = polls.filter((poll) => poll.face === face).sort((a, b) => a.endedAt - b.endedAt);
-      const visibleMs = produced.map((record) => {
-        const first = own.find((poll) => BigInt(poll.max[String(record.partition)] ?? -1) >= record.offset);
-        return first === undefined ? undefined : Math.max(0, first.endedAt - record.ackedAt);
-      });
+      const firstPolls = produced.map((record) => own.find((poll) => BigInt(poll.max[String(record.partition)] ?? -1) >= record.offset));
+      const visibleMs = firstPolls.map((first, i) => (first === undefined ? undefined : Math.max(0, first.endedAt - produced[i]!.ackedAt)));
+      const visibleFromStartMs = firstPolls.map((first, i) => (first === undefined ? undefined : Math.max(0, first.startedAt - produced[i]!.ackedAt)));
       const during = own.filter((poll) => commits.some((at) => at >= poll.startedAt && at <= poll.endedAt));
       return {
-        face, seen: visibleMs.filter((ms) => ms !== undefined).length, visibleMs,
+        face, seen: visibleMs.filter((ms) => ms !== undefined).length, visibleMs, visibleFromStartMs,
         pollMs: own.map((poll) => poll.endedAt - poll.startedAt), pollDuringCommitMs: during.map((poll) => poll.endedAt - poll.startedAt),
         ...(errors.has(face) ? { error: errors.get(face)! } : {}),
       };

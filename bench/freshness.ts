@@ -55,11 +55,13 @@ try {
   const seconds = (ms: number) => (ms / 1000).toFixed(2);
   const millis = (ms: number) => ms.toFixed(0);
   console.log(`table ${result.table}: ${result.produced.length} records, ${result.files} files committed meanwhile; settings ${JSON.stringify(settings)}, serve ${JSON.stringify(values['serve-arg'])}; CPU s: run ${result.cpuSeconds.run.toFixed(1)}, serve ${result.cpuSeconds.serve.toFixed(1)}`);
-  console.log('| face | returned | visible after p50 | p99 | max | poll p50 | poll p99 | polls during a commit: p50 | p99 (n) |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| face | returned | visible after p50 | p99 | max | p50 / p99 to the start of that poll | poll p50 | poll p99 | polls during a commit: p50 | p99 (n) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const face of result.faces) {
     const visible = face.visibleMs.filter((ms): ms is number => ms !== undefined);
+    const fromStart = face.visibleFromStartMs.filter((ms): ms is number => ms !== undefined);
     console.log(`| ${face.face} | ${face.seen}/${result.produced.length}${face.error ? ` (${face.error})` : ''} | ${seconds(quantile(visible, 0.5))} s | ${seconds(quantile(visible, 0.99))} s | ${seconds(Math.max(...visible))} s | `
+      + `${seconds(quantile(fromStart, 0.5))} / ${seconds(quantile(fromStart, 0.99))} s | `
       + `${millis(quantile(face.pollMs, 0.5))} ms | ${millis(quantile(face.pollMs, 0.99))} ms | ${millis(quantile(face.pollDuringCommitMs, 0.5))} ms | ${millis(quantile(face.pollDuringCommitMs, 0.99))} ms (${face.pollDuringCommitMs.length}) |`);
   }
 } finally {
