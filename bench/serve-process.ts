@@ -24,8 +24,10 @@ export interface ServeProcess {
 export interface ServeOptions {
   /** 0: any free port. */
   port: number;
-  /** More flags (`--no-auth` is always given: benchmarks talk to it without a token). */
+  /** More flags (`--no-auth` is given unless `token` is: benchmarks talk to it without one). */
   args?: string[];
+  /** Whether serve asks for a token (then give OFFSETLAKE_TOKEN in `env`): needed beside an S3 key pair. Default false. */
+  token?: boolean;
   env?: NodeJS.ProcessEnv;
   /** In a process group of its own (a benchmark that ends its children's descendants with them). */
   detached?: boolean;
@@ -34,7 +36,7 @@ export interface ServeOptions {
 }
 
 export async function startServe(options: ServeOptions): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [join(root, 'bin/offsetlake.js'), 'serve', '--no-auth', '--port', String(options.port), ...(options.args ?? [])], {
+  const child = spawn(process.execPath, [join(root, 'bin/offsetlake.js'), 'serve', ...(options.token ? [] : ['--no-auth']), '--port', String(options.port), ...(options.args ?? [])], {
     cwd: root, env: options.env ?? process.env, detached: options.detached ?? false, stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

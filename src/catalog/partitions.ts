@@ -50,7 +50,7 @@ export async function partitionRows(catalog: Catalog, tableName?: string): Promi
 
 /**
  * Partitions whose open range was first read at or before its table's cutoff (by table id:
- * now minus the table's file_window, in ms, from its typed settings) and whose lease has
+ * now minus the table's file_age, in ms, from its typed settings) and whose lease has
  * lapsed (no delivery holds them): the idle tick seals them.
  */
 export async function partitionsDueForAge(catalog: Catalog, cutoffs: ReadonlyMap<bigint, number>): Promise<{ table_id: bigint; partition_id: number }[]> {

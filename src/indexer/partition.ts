@@ -97,6 +97,12 @@ export class PartitionIndexer {
     return (this.sealer?.openBytes ?? 0) + this.pendingBytes;
   }
 
+  /** When the open range comes due for its age trigger (its first read + `file_age`, ms); undefined: no open range. */
+  get agesAt(): number | undefined {
+    const since = this.sealer?.openSince;
+    return since === undefined ? undefined : since + this.sealer!.rules.fileAgeMs;
+  }
+
   /**
    * Bytes of sealed ranges being built and committed: out of the open range, still in
    * memory until their commit returns (the runner's memory budget counts them).

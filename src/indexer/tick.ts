@@ -15,10 +15,10 @@ export type TickFailure = IndexingFailure;
 
 /** One partition's failure is its own: recorded on it (status shows it), and the others go on. */
 export async function tickIdlePartitions(runtime: IndexerRuntime): Promise<(PartitionOutcome | TickFailure)[]> {
-  // A table whose stored settings cannot be read has no file_window: the runner and the delivery say why it waits.
+  // A table whose stored settings cannot be read has no file_age: the runner and the delivery say why it waits.
   const tables = new Map((await listTables(runtime.catalog)).filter((table) => !unreadableSettings(table)).map((table) => [table.tableId, table]));
   const now = runtime.clock();
-  const due = await partitionsDueForAge(runtime.catalog, new Map([...tables.values()].map((table) => [table.tableId, now - table.settings.file_window])));
+  const due = await partitionsDueForAge(runtime.catalog, new Map([...tables.values()].map((table) => [table.tableId, now - table.settings.file_age])));
   const outcomes: (PartitionOutcome | TickFailure)[] = [];
   for (const row of due) {
     const table = tables.get(row.table_id)!;

@@ -209,7 +209,7 @@ export class LocalRunner {
           return this.progress;
         }
         if (signal?.aborted) return this.progress;
-        if (idle || this.failedPumps.size > 0) await pause(this.options.pollIntervalMs, signal);
+        if (idle || this.failedPumps.size > 0) await pause(this.failedPumps.size > 0 ? this.options.pollIntervalMs : this.untilNextRound(), signal);
       }
     } finally {
       await this.compactions.close();
@@ -343,7 +343,22 @@ export class LocalRunner {
     }
   }
 
-  /** Idle partitions: seal ranges whose first record was read `file_window` ago. */
+  /**
+   * How long an idle round waits: the poll interval, or less when an open range comes due
+   * for its age before then (so a range is sealed at its `file_age`, not up to a poll
+   * interval later: what engines see of it waits for that). A range already due that this
+   * round's tick did not seal (its commit failed) waits the poll interval, as before.
+   */
+  private untilNextRound(now = Date.now()): number {
+    let wait = this.options.pollIntervalMs;
+    for (const indexer of this.runtime.indexers.values()) {
+      const due = indexer.agesAt;
+      if (due !== undefined && due >= now) wait = Math.min(wait, due - now + 1);
+    }
+    return wait;
+  }
+
+  /** Idle partitions: seal ranges whose first record was read `file_age` ago. */
   private async tick(): Promise<void> {
     for (const indexer of this.runtime.indexers.values()) {
       if (indexer.openBytes === 0) continue;

@@ -15,7 +15,8 @@
  *   span      max − min of the timestamps of one of its files (the records of one time
  *             bucket) would reach `file_window` (that record opens the next)
  *   bucket    a record falls in a later time bucket than any before it (it opens the next)
- *   age       its first record was read `file_window` ago (on a push or a tick)
+ *   age       its first record was read `file_age` ago (on a push or a tick): how long a
+ *             record may wait before engines can see it
  *   flush / capacity / chunk   asked for by the caller
  * Late records (an earlier bucket) do not end a range: they become their bucket's file.
  * Span is a file's, not the range's: a late record a second before a bucket's start widens
@@ -34,13 +35,16 @@ export type SealReason = 'bytes' | 'span' | 'age' | 'bucket' | 'flush' | 'capaci
 
 export interface SealingRules {
   fileBytes: number;
+  /** The span trigger: max − min of one file's timestamps. */
   fileWindowMs: number;
+  /** The age trigger: how long after its first record was read a range is sealed. */
+  fileAgeMs: number;
   granularity: Granularity;
 }
 
 /** A table's sealing rules, from its typed settings: the one place they are taken from. */
-export function sealingRules(settings: Pick<TableSettings, 'file_bytes' | 'file_window' | 'granularity'>): SealingRules {
-  return { fileBytes: settings.file_bytes, fileWindowMs: settings.file_window, granularity: settings.granularity };
+export function sealingRules(settings: Pick<TableSettings, 'file_bytes' | 'file_window' | 'file_age' | 'granularity'>): SealingRules {
+  return { fileBytes: settings.file_bytes, fileWindowMs: settings.file_window, fileAgeMs: settings.file_age, granularity: settings.granularity };
 }
 
 /** The records of one range that fall in one time bucket: one data file. */
@@ -146,9 +150,9 @@ export class RangeSealer {
     return sealed;
   }
 
-  /** Seals the open range if its first record was read `file_window` ago. */
+  /** Seals the open range if its first record was read `file_age` ago. */
   tick(now: number): SealedRange | undefined {
-    if (this.open && now - this.open.firstReadAt >= this.rules.fileWindowMs) return this.seal('age', this.next);
+    if (this.open && now - this.open.firstReadAt >= this.rules.fileAgeMs) return this.seal('age', this.next);
     return undefined;
   }
 
@@ -162,7 +166,7 @@ export class RangeSealer {
     const open = this.open;
     if (!open) return undefined;
     if (open.bytes >= this.rules.fileBytes) return 'bytes';
-    if (now - open.firstReadAt >= this.rules.fileWindowMs && open.records.length >= open.earlierRecords) return 'age';
+    if (now - open.firstReadAt >= this.rules.fileAgeMs && open.records.length >= open.earlierRecords) return 'age';
     const bucket = bucketOf(record.timestamp, this.rules.granularity);
     if (bucket > open.maxBucket) return 'bucket';
     const known = open.spans.get(bucket);

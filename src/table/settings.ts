@@ -14,8 +14,15 @@ export type Compression = 'zstd' | 'snappy' | 'lz4_raw' | 'none';
 export interface TableSettings {
   /** A range seals when its key + value + header bytes reach this. */
   file_bytes: number;
-  /** A range seals when its timestamps span this, or its first record was read this long ago (ms). */
+  /** A range seals when the timestamps of one of its files span this (ms). */
   file_window: number;
+  /**
+   * A range seals when its first record was read this long ago (ms): how long a record
+   * waits, at most, before its file is committed and engines see it. Not given, it is the
+   * table's file_window; a table stored before this setting existed has none and ages by
+   * its file_window, as it did.
+   */
+  file_age: number;
   /** Records of one range are split into one file per time bucket of this size. */
   granularity: Granularity;
   history: History;
@@ -47,6 +54,7 @@ export interface TableSettings {
 export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSettings>({
   file_bytes: 128 * 1024 * 1024,
   file_window: 60_000,
+  file_age: 60_000,
   granularity: 'hour',
   history: { kind: 'all' },
   backfill_offsets: 100_000,
@@ -151,6 +159,7 @@ export function parseFormat(text: string): TableFormat {
 const parsers: { [K in keyof TableSettings]: (text: string) => TableSettings[K] } = {
   file_bytes: (text) => parseBytes('file_bytes', text),
   file_window: (text) => parseDuration('file_window', text),
+  file_age: (text) => parseDuration('file_age', text),
   granularity: parseGranularity,
   history: parseHistory,
   backfill_offsets: (text) => parseCount('backfill_offsets', text),
@@ -173,6 +182,8 @@ export function resolveSettings(given: Record<string, string>): TableSettings {
     if (!isSettingName(name)) throw new Error(`unknown table setting "${name}"; the settings are ${settingNames.join(', ')}`);
     (settings as unknown as Record<string, unknown>)[name] = parsers[name](text);
   }
+  // Not given: a range ages by its file_window, as every table did before file_age existed.
+  if (!Object.hasOwn(given, 'file_age')) settings.file_age = settings.file_window;
   return settings;
 }
 
@@ -188,6 +199,7 @@ export class StoredSettingError extends Error {
 const storedForms: { [K in keyof TableSettings]: { read: (value: unknown) => TableSettings[K] | undefined; form: string } } = {
   file_bytes: { read: storedCount, form: 'a positive whole number of bytes' },
   file_window: { read: storedCount, form: 'a positive whole number of milliseconds' },
+  file_age: { read: storedCount, form: 'a positive whole number of milliseconds' },
   granularity: { read: (value) => storedName(granularities, value), form: `one of ${granularities.join(', ')}` },
   history: { read: storedHistory, form: '{"kind":"all"}, {"kind":"none"} or {"kind":"since","since":"<RFC 3339 time>"}' },
   backfill_offsets: { read: storedCount, form: 'a positive whole number' },
@@ -224,12 +236,13 @@ function storedHistory(value: unknown): History | undefined {
  * one parse, where a table is read back from the catalog (catalog/tables.ts); everything
  * after takes `TableSettings`. A table stored before `compression` existed has none stored
  * and reads as what it was built with, lz4_raw; one stored before `merge_files` and
- * `merge_after` existed takes their defaults. Anything else missing, unknown or of
+ * `merge_after` existed takes their defaults, and one stored before `file_age` its `file_window`. Anything else missing, unknown or of
  * another shape is refused by name.
  */
 export function storedSettings(table: string, stored: unknown): TableSettings {
   if (typeof stored !== 'object' || stored === null || Array.isArray(stored)) throw new StoredSettingError(table, 'settings', stored, 'an object of settings');
-  const given: Record<string, unknown> = { compression: compressionBeforeTheSetting, ...settingsAddedLater, ...stored };
+  // a table stored before file_age existed ages by its file_window, as it did
+  const given: Record<string, unknown> = { compression: compressionBeforeTheSetting, ...settingsAddedLater, file_age: (stored as Record<string, unknown>).file_window, ...stored };
   for (const name of Object.keys(given)) {
     if (!isSettingName(name)) throw new StoredSettingError(table, name, given[name], `a setting (the settings are ${settingNames.join(', ')})`);
   }
@@ -265,6 +278,7 @@ export function formatSettings(settings: TableSettings): Record<keyof TableSetti
   return {
     file_bytes: formatBytes(settings.file_bytes),
     file_window: formatDuration(settings.file_window),
+    file_age: formatDuration(settings.file_age),
     granularity: settings.granularity,
     history: formatHistory(settings.history),
     backfill_offsets: String(settings.backfill_offsets),

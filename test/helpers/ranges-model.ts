@@ -80,9 +80,9 @@ export function spanReached(rules: SealingRules, held: readonly KafkaRecord[], n
   return Math.max(...stamps) - Math.min(...stamps) >= rules.fileWindowMs;
 }
 
-/** Trigger `age`: the range's first record was read file_window ago. */
+/** Trigger `age`: the range's first record was read file_age ago. */
 export function aged(rules: SealingRules, firstReadAt: number, now: number): boolean {
-  return now - firstReadAt >= rules.fileWindowMs;
+  return now - firstReadAt >= rules.fileAgeMs;
 }
 
 /** Trigger `bucket`: `next` falls in a later time bucket than every record of the range. */
@@ -377,7 +377,9 @@ export function randomScenario(seed: number): Scenario {
   const granularity = pick<Granularity>(['minute', 'hour', 'hour', 'day']);
   const fileWindowMs = coarse ? int(2, 90) * 1_000 : int(1_000, 120_000);
   const fileBytes = coarse ? int(2, 30) * 100 : int(150, 3_000);
-  const rules: SealingRules = { fileBytes, fileWindowMs, granularity };
+  // file_age: as file_window (a table stored before the setting), or its own, shorter or longer
+  const fileAgeMs = rand() < 0.4 ? fileWindowMs : coarse ? int(1, 120) * 1_000 : int(500, 150_000);
+  const rules: SealingRules = { fileBytes, fileWindowMs, fileAgeMs, granularity };
   const bucket = bucketLength(granularity);
 
   // Some partitions are far along: offsets past 2^53 must stay exact.
@@ -385,13 +387,13 @@ export function randomScenario(seed: number): Scenario {
   let offset = start;
   let now = grain(int(1_000_000, 2_000_000), 1_000);
   let time = grain(Date.UTC(2026, 10, 29, 10) + int(0, 2 * bucket), 1_000);
-  const earlierReadAt = rand() < 0.3 ? now - grain(int(-fileWindowMs / 4, 2 * fileWindowMs), 1_000) : undefined;
+  const earlierReadAt = rand() < 0.3 ? now - grain(int(-fileAgeMs / 4, 2 * fileAgeMs), 1_000) : undefined;
 
   const clockStep = () => {
     const r = rand();
     if (r < 0.3) return 0;
-    if (r < 0.8) return grain(int(0, fileWindowMs / 2), 1_000);
-    return grain(int(fileWindowMs / 2, 2 * fileWindowMs), 1_000);
+    if (r < 0.8) return grain(int(0, fileAgeMs / 2), 1_000);
+    return grain(int(fileAgeMs / 2, 2 * fileAgeMs), 1_000);
   };
   const timestamp = (): number => {
     const r = rand();

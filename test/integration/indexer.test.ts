@@ -425,9 +425,9 @@ describe('live indexing against the real broker and Postgres', () => {
   });
 
   /** Three records read by a Lambda instance that kept them open and handed its lease back; `lambda` runs at the clock `now`. */
-  async function rangeLeftOpen(name: string) {
+  async function rangeLeftOpen(name: string, settings: Record<string, string> = { file_window: '60s' }) {
     const topic = await newTopic(engine, 1, name);
-    const created = await table(topic, { file_window: '60s' });
+    const created = await table(topic, settings);
     await produce(engine.kafka, topic, [0, 1, 2].map((i) => ({ key: null, value: `{"i":${i}}`, partition: 0, timestamp: t0 + i })));
     const clock = { now: Date.now() };
     const lambda = (owner: string): IndexerRuntime => ({ ...runtime(owner, () => clock.now), releaseAfterEvent: true });
@@ -448,6 +448,27 @@ describe('live indexing against the real broker and Postgres', () => {
     expect(ticked.map((o) => [o.partition, 'rangesCommitted' in o ? o.rangesCommitted : o.error])).toEqual([[0, 1]]);
     expect(await reasons(created.tableId)).toEqual(['age']);
     await checkTable(engine, await findTable(engine.catalog, created.name));
+  });
+
+  it('serverless: the idle tick seals by file_age, apart from file_window', async () => {
+    const { topic, created, clock, lambda } = await rangeLeftOpen('tick-age', { file_window: '1h', file_age: '20s' });
+    clock.now += 10_000;
+    expect(await tickIdlePartitions(lambda(`tick-1-${topic}`))).toEqual([]);
+    clock.now += 10_000;
+    const ticked = await tickIdlePartitions(lambda(`tick-2-${topic}`));
+    expect(ticked.map((o) => ('indexedEnd' in o ? [o.indexedEnd, o.rangesCommitted] : o.error))).toEqual([['3', 1]]);
+    expect(await reasons(created.tableId)).toEqual(['age']);
+  });
+
+  it('serverless: a table stored before file_age existed is sealed by the tick at its file_window', async () => {
+    const { topic, created, clock, lambda } = await rangeLeftOpen('tick-stored');
+    await engine.catalog.query("UPDATE offsetlake.lake_table SET settings = settings - 'file_age' WHERE table_id = $1", [created.tableId]);
+    clock.now += 30_000;
+    expect(await tickIdlePartitions(lambda(`tick-1-${topic}`))).toEqual([]);
+    clock.now += 30_000;
+    const ticked = await tickIdlePartitions(lambda(`tick-2-${topic}`));
+    expect(ticked.map((o) => ('indexedEnd' in o ? [o.indexedEnd, o.rangesCommitted] : o.error))).toEqual([['3', 1]]);
+    expect(await reasons(created.tableId)).toEqual(['age']);
   });
 
   it('serverless: a tick long after the range aged still seals every record the gone instance had read as one range', async () => {

@@ -83,7 +83,7 @@ const recordsOf = (scenario: Scenario): KafkaRecord[] => scenario.steps.flatMap(
 const offsetsOf = (range: NewRange) => range.files.flatMap((file) => Buffer.from(file.footer).toString().split(',').map(BigInt)).sort((a, b) => (a < b ? -1 : 1));
 
 function tableOf(scenario: Scenario): TableRecord {
-  const settings = { ...resolveSettings({}), file_bytes: scenario.rules.fileBytes, file_window: scenario.rules.fileWindowMs, granularity: scenario.rules.granularity, lease_ttl: TTL };
+  const settings = { ...resolveSettings({}), file_bytes: scenario.rules.fileBytes, file_window: scenario.rules.fileWindowMs, file_age: scenario.rules.fileAgeMs, granularity: scenario.rules.granularity, lease_ttl: TTL };
   return { tableId: TABLE_ID, name: 'orders', topic: 'orders', format: 'json', settings, createdAt: new Date(0), topicId: null };
 }
 

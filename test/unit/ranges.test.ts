@@ -18,7 +18,7 @@ import {
 
 const hour = 3_600_000;
 const t0 = Date.UTC(2026, 10, 29, 10, 0, 0);
-const rules: SealingRules = { fileBytes: 1000, fileWindowMs: 60_000, granularity: 'hour' };
+const rules: SealingRules = { fileBytes: 1000, fileWindowMs: 60_000, fileAgeMs: 60_000, granularity: 'hour' };
 
 function record(offset: number, timestamp: number, valueBytes = 10): KafkaRecord {
   return { offset: BigInt(offset), timestamp, key: null, value: new Uint8Array(valueBytes), headers: [] };
@@ -240,7 +240,8 @@ describe('RangeSealer on seeded out-of-order input (500 seeds), checked against 
         const sealNow = sealStep.kind === 'tick' ? sealStep.now : opener?.now;
         if (range.reasons.includes('bytes') && totalBytes(records.map((read) => read.record)) === rules.fileBytes) add('bytes exactly file_bytes');
         if (range.reasons.includes('span') && Math.max(...stamps) - Math.min(...stamps) === rules.fileWindowMs) add('span exactly file_window');
-        if (range.reasons.includes('age') && sealNow !== undefined && sealNow - firstReadAt === rules.fileWindowMs) add('age exactly file_window');
+        if (range.reasons.includes('age') && sealNow !== undefined && sealNow - firstReadAt === rules.fileAgeMs) add('age exactly file_age');
+        if (range.reasons.includes('age') && rules.fileAgeMs < rules.fileWindowMs) add('sealed by age, file_age shorter than file_window');
         if (range.reasons.includes('age') && r === 0 && scenario.earlierReadAt !== undefined && scenario.earlierReadAt < records[0]!.now) add('age counted from an earlier reader');
         // The earlier reader's records stay together although the range was already aged when they were read again.
         if (r === 0 && scenario.earlierReadAt !== undefined && scenario.earlierRecords >= 2 && records.length >= scenario.earlierRecords && aged(rules, firstReadAt, records[1]!.now)) add('records an earlier reader held are not split by age');
@@ -252,7 +253,7 @@ describe('RangeSealer on seeded out-of-order input (500 seeds), checked against 
       'tick between batches', 'late record: a range with files in several buckets', 'several triggers at one record',
       'sealed by bytes', 'sealed by span', 'sealed by bucket', 'sealed by age on a record', 'sealed by age on a tick',
       'sealed by flush', 'sealed by capacity', 'sealed by chunk',
-      'bytes exactly file_bytes', 'span exactly file_window', 'age exactly file_window', 'age counted from an earlier reader',
+      'bytes exactly file_bytes', 'span exactly file_window', 'age exactly file_age', 'sealed by age, file_age shorter than file_window', 'age counted from an earlier reader',
       'records an earlier reader held are not split by age',
       'input ends with records in the open range',
     ];

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaultSettings, formatSettings, parseBytes, parseDuration, parseHistory, resolveSettings, storedSettings } from '../../src/table/settings.js';
+import { sealingRules } from '../../src/ranges/sealer.js';
 
 describe('table settings', () => {
   it('defaults are those of the specification', () => {
@@ -51,7 +52,7 @@ describe('table settings', () => {
 
   it('resolves given settings over defaults and formats them back as a user writes them', () => {
     const settings = resolveSettings({ file_bytes: '64MiB', file_window: '30s', history: 'none' });
-    expect(settings).toEqual({ ...defaultSettings, file_bytes: 64 * 1024 * 1024, file_window: 30_000, history: { kind: 'none' } });
+    expect(settings).toEqual({ ...defaultSettings, file_bytes: 64 * 1024 * 1024, file_window: 30_000, file_age: 30_000, history: { kind: 'none' } });
     expect(formatSettings(settings)).toMatchObject({ file_bytes: '64MiB', file_window: '30s', history: 'none', lease_ttl: '30s' });
     expect(resolveSettings(formatSettings(settings))).toEqual(settings);
   });
@@ -65,7 +66,7 @@ describe('table settings', () => {
     for (const settings of given.map((g) => resolveSettings(g))) expect(storedSettings('t', JSON.parse(JSON.stringify(settings)))).toEqual(settings);
     // as written by hand, from the specification's units: bytes, milliseconds, counts
     expect(storedSettings('t', { file_bytes: 1000, file_window: 60000, granularity: 'hour', history: { kind: 'since', since: '2026-01-01T00:00:00Z' }, backfill_offsets: 5, retention_check: 300000, lease_ttl: 30000, row_group_rows: 10 }))
-      .toEqual({ file_bytes: 1000, file_window: 60_000, granularity: 'hour', history: { kind: 'since', since: '2026-01-01T00:00:00.000Z' }, backfill_offsets: 5, retention_check: 300_000, lease_ttl: 30_000, row_group_rows: 10, compression: 'lz4_raw', merge_files: 0, merge_after: 600_000 });
+      .toEqual({ file_bytes: 1000, file_window: 60_000, granularity: 'hour', history: { kind: 'since', since: '2026-01-01T00:00:00.000Z' }, backfill_offsets: 5, retention_check: 300_000, lease_ttl: 30_000, row_group_rows: 10, compression: 'lz4_raw', merge_files: 0, merge_after: 600_000, file_age: 60_000 });
     // a table stored before the compaction settings existed merges by their defaults
     const { merge_files: _files, merge_after: _after, ...before } = JSON.parse(JSON.stringify(resolveSettings({}))) as Record<string, unknown>;
     expect(storedSettings('t', before)).toEqual(resolveSettings({}));
@@ -86,5 +87,18 @@ describe('table settings', () => {
     expect(() => storedSettings('orders', { ...stored, history: { kind: 'since', since: 'yesterday' } })).toThrow('stored setting history is {"kind":"since","since":"yesterday"}');
     expect(() => storedSettings('orders', { ...stored, file_size: 5 })).toThrow('stored setting file_size is 5, not a setting (the settings are file_bytes, file_window');
     expect(() => storedSettings('orders', [])).toThrow('table "orders": its stored setting settings is [], not an object of settings');
+  });
+
+  it('file_age is a setting of its own, apart from file_window; a table stored before it ages by its file_window', () => {
+    const settings = resolveSettings({ file_window: '1h', file_age: '1500ms' });
+    expect(settings).toMatchObject({ file_window: 3_600_000, file_age: 1500 });
+    expect(sealingRules(settings)).toMatchObject({ fileWindowMs: 3_600_000, fileAgeMs: 1500 });
+    expect(formatSettings(settings)).toMatchObject({ file_window: '1h', file_age: '1500ms' });
+    expect(resolveSettings({ file_window: '1h' }).file_age, 'not given: as file_window').toBe(3_600_000);
+    expect(() => resolveSettings({ file_age: '0s' })).toThrow('file_age: "0s" is not a positive duration');
+    const stored = storedSettings('t', JSON.parse(JSON.stringify({ ...settings, file_age: undefined })));
+    expect(stored.file_age).toBe(3_600_000);
+    expect(sealingRules(stored).fileAgeMs).toBe(3_600_000);
+    expect(formatSettings(stored).file_age).toBe('1h');
   });
 });

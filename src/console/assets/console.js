@@ -121,7 +121,7 @@ function drawTables(tables) {
   $('tables').replaceChildren(...tables.map((t) => el('article', { class: 'table', 'data-table': t.name },
     el('h3', {}, t.name, el('span', { class: 'note' }, ` topic ${t.topic}, ${t.format}`),
       el('button', { type: 'button', onclick: () => showFiles(t.name) }, 'files')),
-    el('p', { class: 'note settings' }, `file_bytes ${t.settings.file_bytes}, file_window ${t.settings.file_window}, granularity ${t.settings.granularity}, history ${t.settings.history}, retention_check ${t.settings.retention_check}`),
+    el('p', { class: 'note settings' }, `file_bytes ${t.settings.file_bytes}, file_window ${t.settings.file_window}, file_age ${t.settings.file_age}, granularity ${t.settings.granularity}, history ${t.settings.history}, retention_check ${t.settings.retention_check}`),
     el('table', {},
       el('thead', {}, el('tr', {}, partitionColumns.map(([heading]) => el('th', {}, heading)))),
       el('tbody', {}, t.partitions.map((p) => el('tr', { 'data-partition': p.partition },
