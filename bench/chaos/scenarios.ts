@@ -327,6 +327,43 @@ export const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'merge-kills',
+    does: '`offsetlake run` merging small files as it indexes (merge_files 2) SIGKILLs itself inside a merge\'s transaction (OFFSETLAKE_FAULT before-merge-commit), the Nth time it gets there, and is SIGKILLed at random moments while it indexes and merges; the next runner takes over: no merge is left half-done (sources and merged file both live, or a gap)',
+    format: 'json',
+    ci: true,
+    settings: { merge_files: '2', merge_after: '2s' },
+    async inject(context) {
+      const rounds = context.short ? 2 : 6;
+      const met: number[] = [];
+      let missed = 0;
+      for (let round = 0; round < rounds; round += 1) {
+        const nth = 1 + Math.floor(context.random() * 3);
+        const indexer = context.startIndexer({ OFFSETLAKE_FAULT: `before-merge-commit:${nth}` });
+        // its predecessor's leases lapse first (lease_ttl 3 s), then it indexes, and merges what aged
+        if ((await indexer.exitedWithin(40_000)) && indexer.signal === 'SIGKILL') met.push(nth);
+        else {
+          missed += 1;
+          await indexer.kill();
+        }
+      }
+      const kills = context.short ? 1 : 4;
+      let indexer = context.startIndexer();
+      const repairedAt = await repeatedly(context, kills, 1000, context.short ? 3000 : 6000, async () => {
+        await indexer.kill();
+        indexer = context.startIndexer();
+      });
+      // a scenario of merges in which nothing merged tested nothing: the runner left going must merge within a while
+      const merged = async () => (await context.stack.engine.catalog.query<{ n: string }>('SELECT count(*) AS n FROM offsetlake.data_file WHERE table_id = $1 AND replaced_by IS NOT NULL', [context.table.tableId])).rows[0]!.n;
+      let replaced = await merged();
+      for (let waited = 0; replaced === '0' && waited < 30_000; waited += 500) {
+        await sleep(500);
+        replaced = await merged();
+      }
+      const problems = replaced === '0' ? ['no merge committed: the scenario did not test merges'] : met.length === 0 ? ['no runner reached the inside of a merge\'s transaction'] : [];
+      return { faults: `self-SIGKILL inside a merge's transaction ×${met.length}${missed ? `, not met ×${missed}` : ''}; ${times(kills, 'SIGKILL of run')}; ${replaced} files replaced by merges`, repairedAt, indexers: [indexer], problems };
+    },
+  },
+  {
     name: 'stolen-lease',
     does: '`offsetlake run` pauses itself (SIGSTOP) for longer than lease_ttl with a range built and not yet committed, and a second runner takes its partitions and commits past that range; then SIGCONT: the paused commit must be refused by the lease fence. Full length also pauses it inside the commit transaction (before COMMIT), where the takeover must wait on the row lock',
     format: 'json',
