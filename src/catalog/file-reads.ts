@@ -2,6 +2,10 @@
 import type { SealReason } from '../ranges/sealer.js';
 import type { Catalog, CatalogClient } from './db.js';
 import type { FileGranules } from './file-writes.js';
+import { liveFile } from './live-files.js';
+
+/** Who wrote a file: the live indexer, a backfill chunk, or a merge of live files (migration 17). */
+export type FileSource = 'live' | 'backfill' | 'merge';
 
 export interface ColumnStatistics {
   columnId: number;
@@ -24,12 +28,16 @@ export interface CatalogFile {
   fileSizeBytes: bigint;
   footer: Buffer;
   sha256: Buffer;
-  sealReason: SealReason;
+  /** Why its range was sealed; 'merge': a merged file (src/catalog/merges.ts). */
+  sealReason: SealReason | 'merge';
   schemaVersion: number;
   encoderVersion: string;
-  source: 'live' | 'backfill';
+  source: FileSource;
   createdAt: Date;
   expiredAt: Date | null;
+  /** The merged file that took this file's records (and when): no longer live, still read by older snapshots. */
+  replacedBy: bigint | null;
+  replacedAt: Date | null;
   /**
    * Whether the catalog has its granules (migration 7) and the sha256 of its page index and
    * footer (migration 15): then reads rebuild only what they cover.
@@ -54,12 +62,14 @@ interface FileRow {
   file_size_bytes: bigint;
   footer: Buffer;
   sha256: Buffer;
-  seal_reason: SealReason;
+  seal_reason: SealReason | 'merge';
   schema_version: number;
   encoder_version: string;
-  source: 'live' | 'backfill';
+  source: FileSource;
   created_at: Date;
   expired_at: Date | null;
+  replaced_by: bigint | null;
+  replaced_at: Date | null;
   has_granules: boolean;
   range_files: number;
   columns: { column_id: number; column_name: string; value_count: string; null_count: string; nan_count: string; min_value: string | null; max_value: string | null; min_value_utf8: string | null; max_value_utf8: string | null }[] | null;
@@ -68,9 +78,10 @@ interface FileRow {
 const selectFiles = `
   SELECT f.data_file_id, f.table_id, f.partition_id, f.start_offset, f.end_offset, f.time_bucket, f.record_count,
          f.file_size_bytes, f.footer, f.sha256, f.seal_reason, f.schema_version, f.encoder_version, f.source,
-         f.created_at, f.expired_at, f.tail_sha256 IS NOT NULL AND f.page_index IS NOT NULL AS has_granules,
+         f.created_at, f.expired_at, f.replaced_by, f.replaced_at, f.tail_sha256 IS NOT NULL AND f.page_index IS NOT NULL AS has_granules,
          (SELECT count(*)::int FROM offsetlake.data_file r
-           WHERE r.table_id = f.table_id AND r.partition_id = f.partition_id AND r.start_offset = f.start_offset AND r.expired_at IS NULL) AS range_files,
+           WHERE r.table_id = f.table_id AND r.partition_id = f.partition_id AND r.start_offset = f.start_offset AND r.end_offset = f.end_offset
+             AND r.expired_at IS NULL) AS range_files,
          (SELECT json_agg(json_build_object('column_id', s.column_id, 'column_name', c.column_name,
                    'value_count', s.value_count::text, 'null_count', s.null_count::text, 'nan_count', s.nan_count::text,
                    'min_value', s.min_value, 'max_value', s.max_value,
@@ -98,6 +109,8 @@ function toCatalogFile(row: FileRow): CatalogFile {
     source: row.source,
     createdAt: row.created_at,
     expiredAt: row.expired_at,
+    replacedBy: row.replaced_by,
+    replacedAt: row.replaced_at,
     hasGranules: row.has_granules,
     rangeFiles: row.range_files,
     columns: (row.columns ?? []).map((c) => ({
@@ -112,11 +125,15 @@ function toCatalogFile(row: FileRow): CatalogFile {
   };
 }
 
-/** A table's files in partition and offset order (expired ones too, when asked). */
-export async function listFiles(catalog: Catalog | CatalogClient, tableId: bigint, options: { includeExpired?: boolean } = {}): Promise<CatalogFile[]> {
+/**
+ * A table's live files in partition and offset order; expired ones too, and files a merge
+ * replaced too, when asked (a replaced file sorts before the merged file that starts where it does).
+ */
+export async function listFiles(catalog: Catalog | CatalogClient, tableId: bigint, options: { includeExpired?: boolean; includeReplaced?: boolean } = {}): Promise<CatalogFile[]> {
   const result = await catalog.query<FileRow>(
-    `${selectFiles} WHERE f.table_id = $1 AND ($2 OR f.expired_at IS NULL) ORDER BY f.partition_id, f.start_offset, f.time_bucket`,
-    [tableId, options.includeExpired ?? false],
+    `${selectFiles} WHERE f.table_id = $1 AND ($2 OR f.expired_at IS NULL) AND ($3 OR f.replaced_by IS NULL)
+     ORDER BY f.partition_id, f.start_offset, f.time_bucket, f.replaced_by IS NULL, f.end_offset`,
+    [tableId, options.includeExpired ?? false, options.includeReplaced ?? false],
   );
   return result.rows.map(toCatalogFile);
 }
@@ -165,7 +182,7 @@ export async function liveFileKeys(catalog: Catalog | CatalogClient, tableName?:
   const result = await catalog.query<{ table_name: string; data_file_id: bigint; file_size_bytes: bigint; sha256: Buffer; created_at: Date }>(
     `SELECT t.table_name, f.data_file_id, f.file_size_bytes, f.sha256, f.created_at
      FROM offsetlake.data_file f JOIN offsetlake.lake_table t ON t.table_id = f.table_id
-     WHERE t.dropped_at IS NULL AND f.expired_at IS NULL AND ($1::text IS NULL OR t.table_name = $1)`,
+     WHERE t.dropped_at IS NULL AND ${liveFile('f')} AND ($1::text IS NULL OR t.table_name = $1)`,
     [tableName ?? null],
   );
   return result.rows.map((row) => ({ table: row.table_name, dataFileId: row.data_file_id, fileSizeBytes: row.file_size_bytes, sha256: row.sha256, createdAt: row.created_at }));

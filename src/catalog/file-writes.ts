@@ -88,7 +88,7 @@ export interface CommitResult {
  * backfill chunk inserting files of this partition holds KEY SHARE on the row (its
  * foreign key) while it inserts; live commits must not wait for it.
  */
-async function fencedIndexedEnd(client: CatalogClient, lease: Lease): Promise<bigint> {
+export async function fencedIndexedEnd(client: CatalogClient, lease: Lease): Promise<bigint> {
   const current = await client.query<{ indexed_end: bigint; lease_owner: string | null; lease_epoch: bigint; live: boolean }>(
     `SELECT indexed_end, lease_owner, lease_epoch, coalesce(lease_expires_at > now(), false) AS live
      FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR NO KEY UPDATE`,
@@ -168,37 +168,51 @@ export async function insertRange(client: CatalogClient, lease: Pick<Lease, 'tab
   // commit after it sees it (src/catalog/indexes.ts).
   await client.query('SELECT 1 FROM offsetlake.lake_partition WHERE table_id = $1 AND partition_id = $2 FOR KEY SHARE', [lease.tableId, lease.partition]);
   const indexes = await checkIndexCoverage(client, lease.tableId, range.indexIds);
-  for (const file of range.files) {
-    // One statement a file (its row, its column statistics, its granules and page index):
-    // each statement is a round trip, through RDS Proxy on Lambda. The rows the CTEs insert
-    // reference the file's row, which the foreign keys see at the statement's end.
-    const c = file.columns;
-    const inserted = await client.query<{ data_file_id: bigint }>(
-      `WITH file AS (
-         INSERT INTO offsetlake.data_file (table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
-           footer_size, footer, sha256, seal_reason, schema_version, encoder_version, source, lease_epoch, page_index, tail_sha256)
-         VALUES ($1, $2, $3, $4, to_timestamp($5::double precision / 1000), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $31)
-         RETURNING data_file_id),
-       stats AS (
-         INSERT INTO offsetlake.file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value, min_value_utf8, max_value_utf8)
-         SELECT file.data_file_id, $1, s.* FROM file, unnest($17::int[], $18::bigint[], $19::bigint[], $20::bigint[], $21::text[], $22::text[], $23::bytea[], $24::bytea[]) AS s),
-       granules AS (
-         INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256)
-         SELECT file.data_file_id, r.* FROM file, unnest($25::int[], $26::bigint[], $27::bigint[], $28::bigint[], $29::bigint[], $30::bytea[]) AS r)
-       SELECT data_file_id FROM file`,
-      [
-        lease.tableId, lease.partition, range.startOffset, range.endOffset, file.bucket, file.recordCount, file.fileSizeBytes,
-        file.footer.byteLength, file.footer, file.sha256, range.reason, file.schemaVersion, file.encoderVersion, source, lease.epoch,
-        file.granules ? Buffer.from(file.granules.pageIndex) : null,
-        c.map((x) => x.columnId), c.map((x) => x.valueCount), c.map((x) => x.nullCount),
-        c.map((x) => x.nanCount), c.map((x) => asText(x.min)), c.map((x) => asText(x.max)), c.map((x) => asUtf8(x.min)), c.map((x) => asUtf8(x.max)),
-        ...granuleColumns(file.granules?.granules ?? []),
-        file.granules ? Buffer.from(file.granules.tailSha256) : null,
-      ],
-    );
-    const fileId = inserted.rows[0]!.data_file_id;
-    await insertIndexEntries(client, fileId, file.indexEntries.filter((entry) => indexes.has(String(entry.indexId))));
-  }
+  for (const file of range.files) await insertFile(client, lease, range, file, source, indexes);
+}
+
+/**
+ * One file of a range: its row, column statistics, granules and page index in one
+ * statement, then its index entries (of the indexes in `indexes`). `replacedBySelf`: the
+ * row is inserted as replaced by itself, so the unique index over live files does not see
+ * it until the caller has marked the files it replaces (a merge, src/catalog/merges.ts).
+ */
+export async function insertFile(
+  client: CatalogClient, lease: Pick<Lease, 'tableId' | 'partition' | 'epoch'>, range: { startOffset: bigint; endOffset: bigint; reason: SealReason | 'merge' },
+  file: NewCatalogFile, source: 'live' | 'backfill' | 'merge', indexes: ReadonlySet<string>, options: { replacedBySelf?: boolean } = {},
+): Promise<bigint> {
+  // One statement a file (its row, its column statistics, its granules and page index):
+  // each statement is a round trip, through RDS Proxy on Lambda. The rows the CTEs insert
+  // reference the file's row, which the foreign keys see at the statement's end.
+  const c = file.columns;
+  const inserted = await client.query<{ data_file_id: bigint }>(
+    `WITH file AS (
+       INSERT INTO offsetlake.data_file (data_file_id, table_id, partition_id, start_offset, end_offset, time_bucket, record_count, file_size_bytes,
+         footer_size, footer, sha256, seal_reason, schema_version, encoder_version, source, lease_epoch, page_index, tail_sha256, replaced_by, replaced_at)
+       SELECT id, $1, $2, $3, $4, to_timestamp($5::double precision / 1000), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $31,
+              ${options.replacedBySelf ? 'id, now()' : 'NULL, NULL'}
+       FROM (SELECT nextval(pg_get_serial_sequence('offsetlake.data_file', 'data_file_id')) AS id) AS next
+       RETURNING data_file_id),
+     stats AS (
+       INSERT INTO offsetlake.file_column_stats (data_file_id, table_id, column_id, value_count, null_count, nan_count, min_value, max_value, min_value_utf8, max_value_utf8)
+       SELECT file.data_file_id, $1, s.* FROM file, unnest($17::int[], $18::bigint[], $19::bigint[], $20::bigint[], $21::text[], $22::text[], $23::bytea[], $24::bytea[]) AS s),
+     granules AS (
+       INSERT INTO offsetlake.granule (data_file_id, row_group, start_offset, end_offset, row_count, kafka_bytes, chunk_sha256)
+       SELECT file.data_file_id, r.* FROM file, unnest($25::int[], $26::bigint[], $27::bigint[], $28::bigint[], $29::bigint[], $30::bytea[]) AS r)
+     SELECT data_file_id FROM file`,
+    [
+      lease.tableId, lease.partition, range.startOffset, range.endOffset, file.bucket, file.recordCount, file.fileSizeBytes,
+      file.footer.byteLength, file.footer, file.sha256, range.reason, file.schemaVersion, file.encoderVersion, source, lease.epoch,
+      file.granules ? Buffer.from(file.granules.pageIndex) : null,
+      c.map((x) => x.columnId), c.map((x) => x.valueCount), c.map((x) => x.nullCount),
+      c.map((x) => x.nanCount), c.map((x) => asText(x.min)), c.map((x) => asText(x.max)), c.map((x) => asUtf8(x.min)), c.map((x) => asUtf8(x.max)),
+      ...granuleColumns(file.granules?.granules ?? []),
+      file.granules ? Buffer.from(file.granules.tailSha256) : null,
+    ],
+  );
+  const fileId = inserted.rows[0]!.data_file_id;
+  await insertIndexEntries(client, fileId, file.indexEntries.filter((entry) => indexes.has(String(entry.indexId))));
+  return fileId;
 }
 
 /**

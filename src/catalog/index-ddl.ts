@@ -10,6 +10,7 @@
  * and catching_up while the table stays readable and writable.
  */
 import { inTransaction, type Catalog, type CatalogClient } from './db.js';
+import { liveFile } from './live-files.js';
 import { findTable } from './tables.js';
 import { type TableRecord } from '../table/record.js';
 import { deleteIndex, findIndex, insertIndex, IndexCatalogError, type NewIndex } from './indexes.js';
@@ -74,7 +75,7 @@ export async function createIndexOn(client: CatalogClient, table: TableRecord, s
     }
     throw error;
   }
-  const files = await client.query<{ n: bigint }>('SELECT count(*) AS n FROM offsetlake.data_file WHERE table_id = $1 AND expired_at IS NULL', [table.tableId]);
+  const files = await client.query<{ n: bigint }>(`SELECT count(*) AS n FROM offsetlake.data_file f WHERE f.table_id = $1 AND ${liveFile('f')}`, [table.tableId]);
   const filesToBackfill = Number(files.rows[0]!.n);
   const index = await insertIndex(client, table.name, { ...checked, state: filesToBackfill === 0 ? 'active' : 'declared' });
   return { index, created: true, filesToBackfill };

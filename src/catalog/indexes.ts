@@ -8,6 +8,7 @@
  * commit that read the index list before it can land after it.
  */
 import type { CatalogClient, Catalog } from './db.js';
+import { liveFile } from './live-files.js';
 import { statesWithEntries, type IndexColumn, type IndexDefinition, type IndexKind, type IndexScope, type IndexState, type EntryScope } from '../indexes/definition.js';
 import type { IndexEntryRow } from '../indexes/entries.js';
 
@@ -175,7 +176,7 @@ export async function indexById(client: Catalog | CatalogClient, indexId: bigint
 export async function filesWithoutEntries(client: Catalog | CatalogClient, index: Pick<IndexDefinition, 'indexId' | 'tableId'>, limit: number, options: { exceptSkipped?: boolean } = {}): Promise<bigint[]> {
   const rows = await client.query<{ data_file_id: bigint }>(
     `SELECT f.data_file_id FROM offsetlake.data_file f
-     WHERE f.table_id = $1 AND f.expired_at IS NULL
+     WHERE f.table_id = $1 AND ${liveFile('f')}
        AND NOT EXISTS (SELECT 1 FROM offsetlake.index_entry e WHERE e.index_id = $2 AND e.part = -1 AND e.data_file_id = f.data_file_id)
        ${options.exceptSkipped ? 'AND f.data_file_id <> ALL ((SELECT backfill_skipped FROM offsetlake.secondary_index WHERE index_id = $2)::bigint[])' : ''}
      ORDER BY f.data_file_id LIMIT $3`,
@@ -189,7 +190,7 @@ export async function indexCoverage(client: Catalog | CatalogClient, index: Pick
   const rows = await client.query<{ with_entries: bigint; total: bigint }>(
     `SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM offsetlake.index_entry e WHERE e.index_id = $2 AND e.part = -1 AND e.data_file_id = f.data_file_id)) AS with_entries,
             count(*) AS total
-     FROM offsetlake.data_file f WHERE f.table_id = $1 AND f.expired_at IS NULL`,
+     FROM offsetlake.data_file f WHERE f.table_id = $1 AND ${liveFile('f')}`,
     [index.tableId, index.indexId],
   );
   const withEntries = Number(rows.rows[0]!.with_entries);
@@ -201,7 +202,7 @@ export async function indexCoverage(client: Catalog | CatalogClient, index: Pick
  * already has them; counts the progress. False when the file was not given entries.
  */
 export async function addFileEntries(client: CatalogClient, indexId: bigint, dataFileId: bigint, entries: readonly IndexEntryRow[], progress: { granules: number; bytesRead: number }): Promise<boolean> {
-  const live = await client.query('SELECT 1 FROM offsetlake.data_file WHERE data_file_id = $1 AND expired_at IS NULL FOR KEY SHARE', [dataFileId]);
+  const live = await client.query(`SELECT 1 FROM offsetlake.data_file f WHERE f.data_file_id = $1 AND ${liveFile('f')} FOR KEY SHARE`, [dataFileId]);
   if (!live.rowCount) return false;
   const has = await client.query('SELECT 1 FROM offsetlake.index_entry WHERE index_id = $1 AND part = -1 AND data_file_id = $2', [indexId, dataFileId]);
   if (has.rowCount) return false;

@@ -1,4 +1,5 @@
 /** The catalog's side of `status`: per partition of every live table, what is indexed, held, leased, expired and lost. */
+import { liveFile } from './live-files.js';
 import type { Catalog, CatalogClient } from './db.js';
 
 export interface PartitionRow {
@@ -30,13 +31,13 @@ export async function partitionRows(catalog: Catalog, tableName?: string): Promi
     `SELECT t.table_name, t.topic, t.topic_id, p.partition_id, p.indexed_start, p.indexed_end, p.lease_owner, p.lease_epoch,
             coalesce(p.lease_expires_at > now(), false) AS lease_live, p.open_range_bytes, p.open_range_records,
             p.open_range_since, p.waiting_reason, p.backfill_cursor, p.backfill_target, p.earliest_offset,
-            (SELECT count(*) FROM offsetlake.data_file f WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NULL) AS files,
+            (SELECT count(*) FROM offsetlake.data_file f WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND ${liveFile('f')}) AS files,
             (SELECT count(*) FROM offsetlake.data_file f WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NOT NULL) AS expired_files,
             (SELECT coalesce(sum(s.value_count - s.null_count), 0)::bigint
                FROM offsetlake.data_file f JOIN offsetlake.file_column_stats s USING (data_file_id)
                JOIN offsetlake.table_column c ON c.table_id = f.table_id AND c.column_id = s.column_id AND c.column_name = '_error' AND c.parent_column IS NULL
                  AND c.begin_schema_version <= f.schema_version AND (c.end_schema_version IS NULL OR c.end_schema_version > f.schema_version)
-              WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND f.expired_at IS NULL) AS error_rows,
+              WHERE f.table_id = p.table_id AND f.partition_id = p.partition_id AND ${liveFile('f')}) AS error_rows,
             (SELECT coalesce(sum(l.end_offset - l.start_offset), 0)::text FROM offsetlake.lost_interval l
               WHERE l.table_id = p.table_id AND l.partition_id = p.partition_id) AS lost_offsets
      FROM offsetlake.lake_partition p JOIN offsetlake.lake_table t USING (table_id)

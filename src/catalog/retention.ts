@@ -1,5 +1,6 @@
 /** The catalog's side of the retention check: which partitions are due, and the expiry of files Kafka no longer holds. */
 import { inTransaction, type Catalog } from './db.js';
+import { liveFile } from './live-files.js';
 import type { TableRecord } from '../table/record.js';
 
 /** A partition's indexed start and backfill plan. */
@@ -48,7 +49,7 @@ export async function expireFilesBelow(catalog: Catalog, tableId: bigint, partit
     if (count > 0) await client.query('DELETE FROM offsetlake.index_entry WHERE data_file_id = ANY($1::bigint[])', [expired.rows.map((row) => row.data_file_id)]);
     const start = count === 0
       ? 'indexed_start'
-      : `coalesce((SELECT min(start_offset) FROM offsetlake.data_file f WHERE f.table_id = $1 AND f.partition_id = $2 AND f.expired_at IS NULL), indexed_end)`;
+      : `coalesce((SELECT min(start_offset) FROM offsetlake.data_file f WHERE f.table_id = $1 AND f.partition_id = $2 AND ${liveFile('f')}), indexed_end)`;
     const target = 'greatest(backfill_target, $3::bigint)';
     const updated = await client.query<Omit<ExpiredBelow, 'expired' | 'before'>>(
       `UPDATE offsetlake.lake_partition SET

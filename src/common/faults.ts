@@ -9,11 +9,13 @@
  * - `before-commit`: inside the commit transaction, everything inserted and `indexed_end`
  *   moved, before COMMIT (the partition row is locked);
  * - `after-commit`: COMMIT returned, the indexer's memory has not moved on yet;
- * - `after-index-chunk`: an index backfill's chunk is committed, the driver has not gone on.
+ * - `after-index-chunk`: an index backfill's chunk is committed, the driver has not gone on;
+ * - `before-merge-commit`: inside a merge's transaction (src/catalog/merges.ts), the merged
+ *   file inserted and its sources marked replaced, before COMMIT.
  *
  * Unset (always, outside the scenarios), `faultPoint` is a function that does nothing.
  */
-export const faultPoints = ['after-build', 'before-commit', 'after-commit', 'after-index-chunk'] as const;
+export const faultPoints = ['after-build', 'before-commit', 'after-commit', 'after-index-chunk', 'before-merge-commit'] as const;
 export type FaultPoint = (typeof faultPoints)[number];
 /** The points every indexer passes when it commits ranges (the last one only an index backfill passes). */
 export const commitFaultPoints: readonly FaultPoint[] = ['after-build', 'before-commit', 'after-commit'];

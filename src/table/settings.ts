@@ -34,6 +34,14 @@ export interface TableSettings {
    * before this setting existed has none stored and keeps what it was built with, lz4_raw.
    */
   compression: Compression;
+  /**
+   * Compaction (issue 49; docs/design.md, "Files that grow with age"): a merge takes this
+   * many consecutive files of one size tier (their Kafka bytes within a factor of it) of
+   * one time bucket; 0: files are never merged.
+   */
+  merge_files: number;
+  /** Once a time bucket ended this long ago, its consecutive files are merged whatever their tiers, up to `file_bytes` (ms). */
+  merge_after: number;
 }
 
 export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSettings>({
@@ -46,6 +54,8 @@ export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSetti
   lease_ttl: 30_000,
   row_group_rows: 10_000,
   compression: 'zstd',
+  merge_files: 10,
+  merge_after: 10 * 60_000,
 });
 
 export const settingNames = Object.keys(defaultSettings) as (keyof TableSettings)[];
@@ -84,6 +94,14 @@ export function parseDuration(setting: string, text: string): number {
   return parseQuantity(setting, text, durationUnits, 'a positive duration with a unit such as 500ms, 60s, 5m or 1h');
 }
 
+/** `off` or 0: no merges; otherwise at least 2 files a merge. */
+function parseMergeFiles(text: string): number {
+  if (text.trim() === 'off' || text.trim() === '0') return 0;
+  const value = Number(text);
+  if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(value) || value < 2) throw new SettingError('merge_files', text, 'off, 0, or a whole number of files of at least 2');
+  return value;
+}
+
 function parseCount(setting: string, text: string): number {
   const value = Number(text);
   if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(value) || value <= 0) throw new SettingError(setting, text, 'a positive whole number');
@@ -114,6 +132,14 @@ export function parseCompression(text: string): Compression {
 }
 
 /**
+ * The compaction settings of a table, also of tables stored before they existed: those
+ * merge by the defaults (a merge changes no file's bytes, only which files are live).
+ */
+export function mergeSettingsOf(settings: TableSettings): { mergeFiles: number; mergeAfterMs: number } {
+  return { mergeFiles: settings.merge_files ?? defaultSettings.merge_files, mergeAfterMs: settings.merge_after ?? defaultSettings.merge_after };
+}
+
+/**
  * What a table stored before `compression` existed was built with: its new files keep it
  * (a default never changes how an existing table is indexed).
  */
@@ -139,6 +165,8 @@ const parsers: { [K in keyof TableSettings]: (text: string) => TableSettings[K] 
   lease_ttl: (text) => parseDuration('lease_ttl', text),
   row_group_rows: (text) => parseCount('row_group_rows', text),
   compression: parseCompression,
+  merge_files: parseMergeFiles,
+  merge_after: (text) => parseDuration('merge_after', text),
 };
 
 export function isSettingName(name: string): name is keyof TableSettings {
@@ -185,5 +213,7 @@ export function formatSettings(settings: TableSettings): Record<keyof TableSetti
     lease_ttl: formatDuration(settings.lease_ttl),
     row_group_rows: String(settings.row_group_rows),
     compression: compressionOf(settings),
+    merge_files: mergeSettingsOf(settings).mergeFiles === 0 ? 'off' : String(mergeSettingsOf(settings).mergeFiles),
+    merge_after: formatDuration(mergeSettingsOf(settings).mergeAfterMs),
   };
 }

@@ -106,7 +106,7 @@ describe('the Avro manifest list and manifest of a data file', () => {
   const file: CatalogFile = {
     dataFileId: 42n, tableId: 1n, partition: 0, startOffset: 0n, endOffset: 3n, bucket: new Date(Date.UTC(2023, 10, 14, 22)),
     recordCount: 3n, fileSizeBytes: BigInt(built.file.bytes.byteLength), footer: Buffer.from(built.file.footer), sha256: Buffer.alloc(32),
-    sealReason: 'flush', schemaVersion: 1, encoderVersion: 'test', source: 'live', createdAt: new Date(0), expiredAt: null, hasGranules: true, rangeFiles: 1,
+    sealReason: 'flush', schemaVersion: 1, encoderVersion: 'test', source: 'live', createdAt: new Date(0), expiredAt: null, replacedBy: null, replacedAt: null, hasGranules: true, rangeFiles: 1,
     columns: built.statistics.map((s) => ({ columnId: schema.leafIds[s.column]!, columnName: s.column, valueCount: BigInt(s.valueCount), nullCount: BigInt(s.nullCount), nanCount: BigInt(s.nanCount), min: s.min, max: s.max })),
   };
   const spec = partitionSpec(schema, 'hour');

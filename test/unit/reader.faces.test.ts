@@ -29,7 +29,7 @@ function fileOf(id: bigint, size: number, footerBytes: number, expiredAt: Date |
   const file: CatalogFile = {
     dataFileId: id, tableId: table.tableId, partition: 0, startOffset: 0n, endOffset: 10n, bucket: created, recordCount: 10n,
     fileSizeBytes: BigInt(size), footer: Buffer.from(bytes.subarray(size - footerBytes)), sha256: createHash('sha256').update(bytes).digest(),
-    sealReason: 'bytes', schemaVersion: 1, encoderVersion: 'v1', source: 'live', createdAt: created, expiredAt, hasGranules: true, rangeFiles: 1, columns: [],
+    sealReason: 'bytes', schemaVersion: 1, encoderVersion: 'v1', source: 'live', createdAt: created, expiredAt, replacedBy: null, replacedAt: null, hasGranules: true, rangeFiles: 1, columns: [],
   };
   return { file, bytes };
 }
