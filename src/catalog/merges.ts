@@ -144,3 +144,12 @@ export async function replacedFiles(catalog: Catalog | CatalogClient, mergedFile
   );
   return result.rows.map((row) => BigInt(row.data_file_id));
 }
+
+/** For each merged file of the table, how many files it replaced (`files`). */
+export async function replacedCounts(catalog: Catalog | CatalogClient, tableId: bigint): Promise<Map<bigint, number>> {
+  const result = await catalog.query<{ replaced_by: bigint; n: number }>(
+    'SELECT replaced_by, count(*)::int AS n FROM offsetlake.data_file WHERE table_id = $1 AND replaced_by IS NOT NULL GROUP BY replaced_by',
+    [tableId],
+  );
+  return new Map(result.rows.map((row) => [BigInt(row.replaced_by), row.n]));
+}

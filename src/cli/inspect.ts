@@ -1,4 +1,5 @@
 import { listFiles } from '../catalog/file-reads.js';
+import { replacedCounts } from '../catalog/merges.js';
 import { findTable } from '../catalog/tables.js';
 import { kafkaPerServed, readerTotals, type ReaderTotals } from '../catalog/reader-counters.js';
 import { withCatalog, withEngine } from './engine.js';
@@ -10,6 +11,7 @@ import { parseCommandArgs } from './args.js';
 const options = {
   json: { type: 'boolean' },
   expired: { type: 'boolean' },
+  replaced: { type: 'boolean' },
   wide: { type: 'boolean' },
   'database-url': { type: 'string' },
   'kafka-brokers': { type: 'string' },
@@ -29,12 +31,15 @@ export async function filesCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseCommandArgs('files', args, options);
   const name = positionals[0];
   if (!name) throw new UsageError(`files needs a table NAME; usage: ${inspectUsage}`);
-  const files = await withCatalog({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
+  const { files, replaced } = await withCatalog({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
     const table = await findTable(engine.catalog, name);
-    return listFiles(engine.catalog, table.tableId, { includeExpired: values.expired });
+    return {
+      files: await listFiles(engine.catalog, table.tableId, { includeExpired: values.expired, includeReplaced: values.replaced }),
+      replaced: await replacedCounts(engine.catalog, table.tableId),
+    };
   });
   if (values.json) {
-    printJson(files.map(({ footer, sha256, ...file }) => ({ ...file, footerSize: footer.byteLength, sha256: hex(sha256) })));
+    printJson(files.map(({ footer, sha256, ...file }) => ({ ...file, footerSize: footer.byteLength, sha256: hex(sha256), replacedFiles: replaced.get(file.dataFileId) ?? 0 })));
     return 0;
   }
   // 100 columns: the bucket to the minute, timestamps as times (the bucket gives the day), no
@@ -54,6 +59,8 @@ export async function filesCommand(args: string[]): Promise<number> {
         sealed: f.sealReason,
         timestamps: ts?.min && ts.max ? `${clock(ts.min)}..${clock(ts.max)}` : undefined,
         ...(wide ? { sha256: hex(f.sha256).slice(0, 12) } : {}),
+        // a merged file: how many it replaced; a replaced one (--replaced): the merged file that took its records
+        merge: replaced.has(f.dataFileId) ? `of ${replaced.get(f.dataFileId)} files` : f.replacedBy !== null ? `into ${f.replacedBy}` : undefined,
         expired: f.expiredAt ?? undefined,
       };
     }),

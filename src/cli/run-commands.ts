@@ -54,9 +54,13 @@ export async function runCommand(args: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const pool = buildThreads > 0 ? new BuildPool(buildThreads) : undefined;
+  // A merged file (up to file_bytes) is always built on a worker: on the thread that reads
+  // Kafka it would hold every partition's deliveries for the build (docs/measurements.md,
+  // "Compaction"). The worker starts only when a merge is first built.
+  const mergePool = pool ?? new BuildPool(1);
   try {
     const summary = await withEngine({ databaseUrl: values['database-url'], kafkaBrokers: values['kafka-brokers'] }, async (engine) => {
-      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog, undefined, undefined, pool?.range), options, progress);
+      const runner = new LocalRunner(engine, rangeBuilder(engine.catalog, undefined, undefined, pool?.range), { ...options, mergeBuild: mergePool.range }, progress);
       const metrics = metricsPort === undefined ? undefined : metricsServer(() => runner.metricFamilies());
       const metricsAt = metrics && `http://${metricsHost}:${await listenOn(metrics, metricsPort!, metricsHost, { port: '--metrics-port', host: '--metrics-host' })}/metrics`;
       progress(`indexing as ${runner.owner}${options.once ? ' until caught up' : '; Ctrl-C stops'}${metricsAt ? `; metrics at ${metricsAt}` : ''}`);
@@ -83,7 +87,7 @@ export async function runCommand(args: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await pool?.close();
+    await mergePool.close();
   }
 }
 

@@ -26,6 +26,8 @@ import { limitConcurrency } from '../common/limit.js';
 import { defaultDeliveriesAtOnce, describePlan, measuredCosts, planMemory, type MemoryCosts, type MemoryPlan } from './memory-budget.js';
 import { pause } from '../common/retry.js';
 import { IndexDrivers } from './index-drivers.js';
+import { Compactions } from './compactions.js';
+import type { CompactionRuntime } from '../compaction/compact.js';
 import { RunMetrics } from './run-metrics.js';
 import type { PartitionLag } from '../common/lag-metrics.js';
 import { PartitionLags, type LagRow } from '../tables/lag.js';
@@ -47,6 +49,8 @@ export interface RunnerOptions {
   /** Index what is committed now, flush every open range, and stop. */
   once: boolean;
   emulator: EmulatorOptions;
+  /** Where merged files are built (`run --build-threads`: a worker); default on the thread that reads Kafka. */
+  mergeBuild?: CompactionRuntime['build'];
 }
 
 export const defaultRunnerOptions: RunnerOptions = {
@@ -59,6 +63,9 @@ export const defaultRunnerOptions: RunnerOptions = {
   once: false,
   emulator: defaultEmulatorOptions,
 };
+
+/** The held partitions' merge plans are looked at this often (a catalog query per partition), in the background. */
+const compactEveryMs = 5000;
 
 /** New tables, dropped tables and partitions added to topics are looked for this often (a metadata request per table). */
 const discoverEveryMs = 5000;
@@ -106,6 +113,9 @@ export class LocalRunner {
   private failingRounds = 0;
   /** Backfills of indexes that are not active yet, in the background (`once`: to the end). */
   private readonly indexes: IndexDrivers;
+  /** Merges of the held partitions' files, in the background (`once`: until their plans are empty). */
+  private readonly compactions: Compactions;
+  private lastCompaction = Number.NEGATIVE_INFINITY;
   /** The split of the memory budget for the partitions known now (null: none yet). */
   private plan: MemoryPlan | null = null;
   /** What the indexers read: `records` of the summary. */
@@ -133,6 +143,7 @@ export class LocalRunner {
     };
     this.deliveries = limitConcurrency(options.deliveriesAtOnce, (delivery: PartitionDelivery) => indexPartitions([delivery], this.runtime));
     this.indexes = new IndexDrivers(engine.catalog, source, this.runtime.owner, log);
+    this.compactions = new Compactions(engine.catalog, source, log, options.mergeBuild);
     // Every Fetch retried (a leader moved, a broker restarts) is said in the run's log.
     engine.kafka.onRetry ??= log;
   }
@@ -174,6 +185,10 @@ export class LocalRunner {
         if (signal?.aborted) return this.progress;
         await this.tick();
         await this.renewLeases();
+        if (!this.options.once && Date.now() - this.lastCompaction >= compactEveryMs) {
+          this.lastCompaction = Date.now();
+          this.compactions.poll(this.runtime.indexers.values());
+        }
         this.lags();
         const idle = delivered.every((count) => count === 0);
         this.failingRounds = this.failedPumps.size > 0 ? this.failingRounds + 1 : 0;
@@ -182,6 +197,7 @@ export class LocalRunner {
           // not done, and says so: exit 1, naming the partitions and why.
           this.summary.failed = [...(await this.flushAll())].map(([partition, error]) => ({ partition, error }));
           await this.drainIndexes();
+          await this.compactions.drain(this.runtime.indexers.values());
           return this.progress;
         }
         if (this.options.once && this.failingRounds >= onceGiveUpRounds) {
@@ -195,6 +211,7 @@ export class LocalRunner {
         if (idle || this.failedPumps.size > 0) await pause(this.options.pollIntervalMs, signal);
       }
     } finally {
+      await this.compactions.close();
       await this.indexes.close();
       await Promise.allSettled([...this.runtime.indexers.values()].map((indexer) => indexer.release()));
     }

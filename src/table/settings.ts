@@ -54,7 +54,7 @@ export const defaultSettings: Readonly<TableSettings> = Object.freeze<TableSetti
   lease_ttl: 30_000,
   row_group_rows: 10_000,
   compression: 'zstd',
-  merge_files: 10,
+  merge_files: 0,
   merge_after: 10 * 60_000,
 });
 

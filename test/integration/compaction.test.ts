@@ -20,6 +20,10 @@ import { compactPartition } from '../../src/compaction/compact.js';
 import { planMerges } from '../../src/compaction/plan.js';
 import type { Engine } from '../../src/runtime/engine.js';
 import type { TableRecord } from '../../src/table/record.js';
+import { defaultRunnerOptions, LocalRunner } from '../../src/local/runner.js';
+import { registerSchema } from '../helpers/registry.js';
+import { avro, wire } from '../helpers/spec-encoding.js';
+import { runCli } from '../helpers/cli.js';
 import { indexPartition, newTopic, testEngine, testRuntime, testTable } from '../helpers/engine.js';
 import { checkTable, type Row } from '../helpers/verify.js';
 
@@ -231,5 +235,97 @@ describe('compaction', () => {
     const replaced = (await listFiles(engine.catalog, table.tableId, { includeReplaced: true })).filter((f) => f.encoderVersion === older);
     expect(replaced.length).toBe(1);
     await rebuildFile(engine.catalog, source(), table, replaced[0]!);
+  });
+
+  it('run --once returns with compaction caught up: no merge left in any plan, every record once', async () => {
+    // The runner indexes every table of its catalog: it gets a catalog of its own.
+    const own = await testEngine('compaction_run');
+    try {
+      const topic = await newTopic(own, 2, 'compaction-run');
+      const created = await testTable(own, topic, { file_window: '20m', granularity: 'hour', merge_files: '3', merge_after: '1m' });
+      const runOnce = async () => {
+        const lines: string[] = [];
+        await new LocalRunner(own, rangeBuilder(own.catalog), { ...defaultRunnerOptions, once: true, pollIntervalMs: 50 }, (line) => lines.push(line)).run();
+        return lines;
+      };
+      for (let round = 0; round < 5; round += 1) {
+        await produce(own.kafka, topic, Array.from({ length: 20 }, (_, j) => ({ key: `k${j}`, value: JSON.stringify({ round, j }), partition: j % 2, timestamp: t0 + round * 60_000 + j })));
+        // each run --once flushes one range per partition; the last ones merge them
+        const lines = await runOnce();
+        if (round === 4) expect(lines.filter((line) => /merged \d+ files/.test(line)).length).toBeGreaterThanOrEqual(2);
+      }
+      const table = await findTable(own.catalog, created.name);
+      for (const p of [0, 1]) {
+        const plan = planMerges(await mergeCandidates(own.catalog, table.tableId, p), { fileBytes: table.settings.file_bytes, mergeFiles: 3, mergeAfterMs: 60_000, granularity: 'hour' }, Date.now());
+        expect(plan).toEqual([]);
+      }
+      const live = await listFiles(own.catalog, table.tableId);
+      expect(live.length).toBe(2);
+      const check = await checkTable(own, table);
+      expect([...check.committedOffsets.values()].reduce((n, offsets) => n + offsets.length, 0)).toBe(100);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('a merge across a schema change: the merged file takes the newer table-schema version, and old records have the added column null', async () => {
+    const topic = await newTopic(engine, 1, 'compaction-schema');
+    const created = await testTable(engine, topic, { file_window: '20m', granularity: 'hour', merge_files: '3', merge_after: '1m' }, 'avro');
+    const table = await findTable(engine.catalog, created.name);
+    const v1 = await registerSchema(`${topic}-value`, JSON.stringify({ type: 'record', name: 'R', fields: [{ name: 'n', type: 'long' }] }), 'AVRO');
+    const v2 = await registerSchema(`${topic}-value`, JSON.stringify({ type: 'record', name: 'R', fields: [{ name: 'n', type: 'long' }, { name: 'note', type: ['null', 'string'], default: null }] }), 'AVRO');
+    const runtime = testRuntime(engine, `schema-${topic}`);
+    for (let round = 0; round < 3; round += 1) {
+      // rounds 0 and 1 written with the first schema, round 2 with the second (union branch 1: a string)
+      const value = (i: number) => Buffer.from(round < 2 ? wire(v1.id, [...avro.long(i)]) : wire(v2.id, [...avro.long(i), ...avro.long(1), ...avro.string(`note ${i}`)]));
+      await produce(engine.kafka, topic, Array.from({ length: 10 }, (_, j) => ({ key: null, value: value(round * 10 + j), partition: 0, timestamp: t0 + round * 60_000 + j })));
+      await indexPartition(runtime, table, 0);
+    }
+    const sources = await listFiles(engine.catalog, table.tableId);
+    expect(sources).toHaveLength(3);
+    const versions = sources.map((f) => f.schemaVersion);
+    expect(versions[2]).toBeGreaterThan(versions[0]!);
+    const result = await compactPartition({ catalog: engine.catalog, source: source() }, table, 0, { owner: 'compactor-schema' });
+    expect(result.merges).toHaveLength(1);
+    const [merged] = await listFiles(engine.catalog, table.tableId);
+    expect(merged!.schemaVersion).toBe(Math.max(...versions));
+    const check = await checkTable(engine, table);
+    const rows = check.rowsByFile.get(merged!.dataFileId)!;
+    expect(rows.map((row) => [Number(row.n), row.note ?? null])).toEqual(Array.from({ length: 30 }, (_, i) => [i, i >= 20 ? `note ${i}` : null]));
+    const checks = await checkFiles(engine.catalog, source(), [table], (t) => listFiles(engine.catalog, t.tableId));
+    expect(checks.filter((c) => c.problem || c.statistics.length || c.pieces.length || c.indexEntries.length)).toEqual([]);
+  });
+
+  it('the command line: table create --merge_files/--merge_after, run --once merges (on a build worker), files shows merged files and --replaced what they replaced', async () => {
+    const own = await testEngine('compaction_cli');
+    try {
+      const topic = await newTopic(own, 1, 'compaction-cli');
+      const url = own.config.databaseUrl;
+      const created = await runCli(url, ['table', 'create', 'merged_cli', '--topic', topic, '--file_window', '20m', '--merge-files', '3', '--merge_after', '1m', '--json']);
+      expect(created.code, created.stderr).toBe(0);
+      for (let round = 0; round < 3; round += 1) {
+        await produce(own.kafka, topic, Array.from({ length: 10 }, (_, j) => ({ key: null, value: JSON.stringify({ round, j }), partition: 0, timestamp: t0 + round * 60_000 + j })));
+        const run = await runCli(url, ['run', '--once', '--build-threads', '0']);
+        expect(run.code, run.stderr).toBe(0);
+        // the hour is long past (aged): each run merges what the bucket has, the previous merged file included
+        if (round === 1) expect(run.stderr).toMatch(/merged 2 files of offsets \[\d+, \d+\) into file \d+ \(20 records\)/);
+        if (round === 2) expect(run.stderr).toMatch(/merged 2 files of offsets \[\d+, \d+\) into file \d+ \(30 records\)/);
+      }
+      const live = JSON.parse((await runCli(url, ['files', 'merged_cli', '--json'])).stdout) as { dataFileId: string; sealReason: string; replacedFiles: number }[];
+      expect(live.map((f) => [f.sealReason, f.replacedFiles])).toEqual([['merge', 2]]);
+      const all = JSON.parse((await runCli(url, ['files', 'merged_cli', '--replaced', '--json'])).stdout) as { dataFileId: string; replacedBy: string | null }[];
+      expect(all).toHaveLength(5);
+      expect(all.filter((f) => String(f.replacedBy) === String(live[0]!.dataFileId))).toHaveLength(2);
+      expect(all.filter((f) => f.replacedBy !== null)).toHaveLength(4);
+      const text = await runCli(url, ['files', 'merged_cli', '--replaced']);
+      expect(text.stdout).toMatch(/of 2 files/);
+      expect(text.stdout).toMatch(new RegExp(`into ${live[0]!.dataFileId}`));
+      const settings = JSON.parse((await runCli(url, ['table', 'list', '--json'])).stdout) as unknown;
+      expect(JSON.stringify(settings)).toMatch(/"merge_files":"?3/);
+      const check = await runCli(url, ['check', 'merged_cli']);
+      expect(check.code, check.stderr + check.stdout).toBe(0);
+    } finally {
+      await own.close();
+    }
   });
 });
