@@ -47,7 +47,7 @@ const tableName = `bench_compact_${randomUUID().slice(0, 6)}`;
 try {
   await createTopic(engine.kafka, topic, partitions);
   // Made before the records: its partitions are indexed from offset 0, no backfill needed.
-  await createTableFromTopic(engine, { name: tableName, topic, format: 'json', settings: resolveSettings({ file_window: '60s' }) });
+  await createTableFromTopic(engine, { name: tableName, topic, format: 'json', settings: resolveSettings({ file_window: '60s', merge_files: '10' }) });
   const table = await findTable(engine.catalog, tableName);
   // Yesterday's 10:00 hour: aged, so each partition's files make one merge.
   const hour = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 86_400_000 + 10 * 3_600_000;

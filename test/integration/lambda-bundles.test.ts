@@ -358,7 +358,7 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
 
   it('Compact: merges the small files of a partition whose hour has aged into one, under a lease it gives back; the files before and after rebuild to the rows of the records librdkafka reads, and a second run merges nothing', async () => {
     const topic = await newTopic(engine, 2, 'bundle-compact');
-    const table = await testTable(engine, topic, { file_window: '20m' });
+    const table = await testTable(engine, topic, { file_window: '20m', merge_files: '10' });
     const runtime = testRuntime(engine, `bundle-compact-${topic}`);
     const hourAgo = Date.UTC(2026, 10, 30, 9, 0, 0);
     for (let round = 0; round < 4; round += 1) {

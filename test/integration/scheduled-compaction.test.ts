@@ -35,7 +35,7 @@ const t0 = Date.UTC(2026, 10, 30, 9, 0, 0);
 /** A table of `rounds` small files per partition, each of 5 records of the aged hour. */
 async function smallFiles(partitions: number, rounds: number, settings: Record<string, string> = {}): Promise<TableRecord> {
   const topic = await newTopic(engine, partitions, 'scheduled-compaction');
-  const created = await testTable(engine, topic, { file_window: '20m', ...settings });
+  const created = await testTable(engine, topic, { file_window: '20m', merge_files: '10', ...settings });
   const table = await findTable(engine.catalog, created.name);
   const runtime = testRuntime(engine, `indexer-${topic}`);
   for (let round = 0; round < rounds; round += 1) {
