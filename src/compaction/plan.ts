@@ -15,6 +15,7 @@
  *   `file_bytes`; every piece of two files or more is merged.
  */
 import type { Granularity } from '../table/settings.js';
+import { bucketLengthMs } from '../ranges/buckets.js';
 
 /** A live file as the plan needs it (src/catalog/merges.ts `MergeCandidate` is one). */
 export interface PlanFile {
@@ -50,7 +51,6 @@ export interface PlannedMerge {
   aged: boolean;
 }
 
-const bucketLengthMs: Record<Granularity, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
 
 /** The size tier of a file of `bytes` Kafka bytes: the t with N^t <= bytes < N^(t+1) (bytes below 1 count as 1). */
 export function sizeTier(bytes: number, mergeFiles: number): number {
@@ -90,7 +90,7 @@ export function planMerges(files: readonly PlanFile[], policy: MergePolicy, now:
     // Files still arriving in a bucket long past (history indexed now, a backfill) keep its
     // runs young: an aged merge of a run that still grows would re-read it at every pass.
     const newest = Math.max(...run.map((file) => file.createdAt));
-    const aged = now >= bucket + bucketLengthMs[policy.granularity] + policy.mergeAfterMs && now >= newest + policy.mergeAfterMs;
+    const aged = now >= bucket + bucketLengthMs(policy.granularity) + policy.mergeAfterMs && now >= newest + policy.mergeAfterMs;
     const pieces = aged ? agedPieces(run, policy.fileBytes) : tierPieces(run, policy);
     for (const piece of pieces) {
       merges.push({
