@@ -154,7 +154,7 @@ describe('the offsetlake command line', () => {
     const before = (await offsetlake('table', 'list', '--json')).stdout;
     const cases: [string[], string][] = [
       [['files', 'x', '--jsn'], 'unknown flag --jsn; did you mean --json?'],
-      [['table', 'create', 'x', '--topic', 't', '--file_windw', '5s'], 'unknown flag --file_windw; did you mean --file_window?; the table settings are --file_bytes, --file_window, --granularity'],
+      [['table', 'create', 'x', '--topic', 't', '--file_windw', '5s'], 'unknown flag --file_windw; did you mean --file_window?; the table settings are --file_bytes, --file_window, --file_age, --granularity'],
       [['table', 'create', 'x', '--topic', 't', '--file_window', '-5s'], "--file_window needs a value, and the next word starts with '-'; write a value that starts with '-' as --file_window=VALUE"],
       [['table', 'create', 'x', '--topic', 't', '--file_window=-5s'], 'file_window'],
       [['status', '--json=yes'], '--json takes no value'],

@@ -32,7 +32,7 @@ import { committedOffsetsIndependently } from '../helpers/independent-kafka.js';
 import { DuckdbSession } from '../helpers/duckdb-session.js';
 import { runCli } from '../helpers/cli.js';
 import { newTopic, testEngine } from '../helpers/engine.js';
-import { sparkIcebergJars, sparkJavaHome } from '../helpers/iceberg-jars.js';
+import { sparkAnswer, startSpark } from '../helpers/iceberg-spark.js';
 import { listeningReader, type ListeningReader } from '../helpers/reader-server.js';
 import { checkTable } from '../helpers/verify.js';
 
@@ -161,6 +161,7 @@ describe('a merge, seen through DuckLake, Iceberg and Spark', () => {
   let before: History;
 
   beforeAll(async () => {
+    void startSpark().catch(() => {}); // the run's one Spark starts while the tables are built; the Spark test says why if it failed
     table = await smallFiles('merged_events', 2, 4);
     sources = await listFiles(engine.catalog, table.tableId);
     expect(sources.length).toBe(6); // 3 committed batches x 2 partitions
@@ -219,8 +220,8 @@ describe('a merge, seen through DuckLake, Iceberg and Spark', () => {
   it('Spark: VERSION AS OF the snapshot before the merge and the current one count what the consumer counts; .snapshots says append then replace; .entries holds the merged files as added', async () => {
     const history = await icebergHistory(table);
     const [old, replace] = history.snapshots as [Snapshot, Snapshot];
-    const spark = await python<{ error?: string; trace?: string; count: number; sums: number[]; versions: Record<string, number[]>; snapshots: [number, string][]; entries: [number, number, string][] }>(
-      'merged_spark.py', { uri: `${reader!.url}/iceberg`, token, table: table.name, jars: sparkIcebergJars(), versions: [old.id, replace.id] }, 400_000, { ...process.env, JAVA_HOME: sparkJavaHome() });
+    const spark = await sparkAnswer<{ error?: string; trace?: string; count: number; sums: number[]; versions: Record<string, number[]>; snapshots: [number, string][]; entries: [number, number, string][] }>(
+      fileURLToPath(new URL('./merged_spark.py', import.meta.url)), 'read', { uri: `${reader!.url}/iceberg`, token, table: table.name, versions: [old.id, replace.id] }, 400_000);
     expect(spark.error, spark.trace).toBeUndefined();
     const [count, offsets, partitions] = await committed(table);
     expect([spark.count, ...spark.sums]).toEqual([count, offsets, partitions]);
