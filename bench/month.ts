@@ -45,6 +45,7 @@ import { resolveSettings } from '../src/table/settings.js';
 import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
 import { libpqConnectionString } from '../src/cli/attach.js';
+import { duckdbAttachScript } from './ducklake-attach.js';
 import { IcebergCatalog } from '../src/iceberg/rest.js';
 import { compactPartition } from '../src/compaction/compact.js';
 import { useProjectPython } from '../test/helpers/project-python.js';
@@ -58,21 +59,12 @@ const GiB = 1024 ** 3;
 const hourMs = 3_600_000;
 const token = randomBytes(8).toString('hex');
 
-const duckdbScript = String.raw`
-import json, os, sys, time
-import duckdb, duckdb_ext
-job = json.loads(sys.stdin.read())
-con = duckdb.connect()
-con.execute("SET extension_directory = '" + os.path.join(list(duckdb_ext.__path__)[0], "extensions") + "'")
-for extension in ("ducklake", "postgres", "httpfs"):
-    con.execute("LOAD " + extension)
-con.execute("CREATE SECRET serve (TYPE http, BEARER_TOKEN '" + job["token"] + "', SCOPE '" + job["url"] + "/')")
-started = time.perf_counter()
-con.execute("ATTACH 'ducklake:postgres:" + job["libpq"] + "' AS lake (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '" + job["url"] + "/', OVERRIDE_DATA_PATH TRUE)")
+const duckdbScript = duckdbAttachScript(String.raw`
+con.execute("SET enable_progress_bar = false")
 started = time.perf_counter()
 row = con.execute(job["sql"]).fetchone()
 print(json.dumps({"seconds": time.perf_counter() - started, "row": [str(v) for v in row]}))
-`;
+`);
 
 const cpu = (): number => {
   const usage = process.cpuUsage();
