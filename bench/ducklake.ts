@@ -34,31 +34,21 @@ import { createTableFromTopic } from '../src/table-topic/create-table.js';
 import { defaultRunnerOptions, LocalRunner } from '../src/local/runner.js';
 import { runQuery } from '../src/query/run.js';
 import { libpqConnectionString } from '../src/cli/attach.js';
+import { duckdbAttachScript } from './ducklake-attach.js';
 
 const fileCount = Number(process.argv[2] ?? 100);
 const fileKiB = Number(process.argv[3] ?? 1024);
 const runs = Number(process.argv[4] ?? 3);
 const token = randomBytes(8).toString('hex');
 
-const duckdbScript = String.raw`
-import json, os, sys, time
-import duckdb, duckdb_ext
-job = json.loads(sys.stdin.read())
-con = duckdb.connect()
-con.execute("SET extension_directory = '" + os.path.join(list(duckdb_ext.__path__)[0], "extensions") + "'")
-for extension in ("ducklake", "postgres", "httpfs"):
-    con.execute("LOAD " + extension)
-con.execute("CREATE SECRET serve (TYPE http, BEARER_TOKEN '" + job["token"] + "', SCOPE '" + job["url"] + "/')")
-started = time.perf_counter()
-con.execute("ATTACH 'ducklake:postgres:" + job["libpq"] + "' AS lake (METADATA_SCHEMA 'ducklake', READ_ONLY, DATA_PATH '" + job["url"] + "/', OVERRIDE_DATA_PATH TRUE)")
-attach = time.perf_counter() - started
+const duckdbScript = duckdbAttachScript(String.raw`
 times = []
 for offset in job["offsets"]:
     started = time.perf_counter()
     row = con.execute("SELECT _offset, length(_value) FROM lake." + job["table"] + " WHERE _offset = " + str(offset)).fetchone()
     times.append({"offset": offset, "seconds": time.perf_counter() - started, "row": [row[0], row[1]]})
 print(json.dumps({"attach": attach, "runs": times}))
-`;
+`);
 
 useLocalStackDefaults();
 const engine = await openEngine();
