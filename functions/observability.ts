@@ -54,19 +54,16 @@ export function recordJobFailures(job: string, count: number): void {
   single(names.jobFailures, MetricUnit.Count, count, { job });
 }
 
-/** The context Lambda passes an invocation (its request id, the time it has left). */
-export type LambdaContext = Parameters<Logger['addContext']>[0];
-
 /**
- * The entry `handler` (given the invocation's context) with its errors counted and logged (then thrown on, for Lambda's
+ * The entry `handler` with its errors counted and logged (then thrown on, for Lambda's
  * retries) and the invocation's metrics published when it ends. `job`: a scheduled job,
  * whose failure is also a JobFailures datum.
  */
-export function observed<E, R>(name: string, handler: (event: E, context?: LambdaContext) => Promise<R>, job?: string): (event?: E, context?: LambdaContext) => Promise<R> {
+export function observed<E, R>(name: string, handler: (event: E) => Promise<R>, job?: string): (event?: E, context?: Parameters<Logger['addContext']>[0]) => Promise<R> {
   return async (event, context) => {
     if (context) logger.addContext(context);
     try {
-      return await handler(event as E, context);
+      return await handler(event as E);
     } catch (error) {
       metrics.addMetric(names.errors, MetricUnit.Count, 1);
       if (job) recordJobFailures(job, 1);

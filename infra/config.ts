@@ -73,12 +73,6 @@ export interface OffsetlakeSettings {
   /** Minutes between idle ticks, and between retention checks (with partition discovery). */
   tickMinutes: number;
   retentionMinutes: number;
-  /**
-   * Minutes between compaction runs (functions/compact). Each run merges what is due and
-   * what the last left; between runs a partition gains the small files of that many minutes
-   * besides the fewer than `merge_files` of its young tier (docs/aws.md, "Compaction").
-   */
-  compactMinutes: number;
   /** Default chunk budget of one backfill execution (see src/backfill/definition.ts for the arithmetic). */
   chunksPerExecution: number;
   /**
@@ -245,7 +239,6 @@ export function settingsFromContext(context: Context): OffsetlakeSettings {
     batchingWindowSeconds: integer(context, 'batchingWindowSeconds', 10, 0, 300),
     tickMinutes: integer(context, 'tickMinutes', 1, 1, 60),
     retentionMinutes: integer(context, 'retentionMinutes', 5, 1, 1440),
-    compactMinutes: integer(context, 'compactMinutes', 5, 1, 1440),
     chunksPerExecution: integer(context, 'chunksPerExecution', defaultChunksPerExecution, 1, maxChunksPerExecution),
     readerConcurrency,
     readerInvokeMode: oneOf(context, 'readerInvokeMode', ['RESPONSE_STREAM', 'BUFFERED'] as const, 'RESPONSE_STREAM'),

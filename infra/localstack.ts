@@ -1,8 +1,8 @@
 /**
  * `cdklocal deploy -c localstackCore=true`: the part of the stack that LocalStack's
  * open-source core (`localstack-core` from PyPI, started on the host, without Docker and
- * without an auth token) deploys and runs: the backfill state machine, the tick,
- * retention and compaction schedules, and the secrets the stack creates. Left out, because they need
+ * without an auth token) deploys and runs: the backfill state machine, the tick and
+ * retention schedules, and the secrets the stack creates. Left out, because they need
  * Docker or LocalStack's paid tier:
  *
  * - every Lambda function. LocalStack runs functions in Docker containers; without Docker
@@ -15,7 +15,7 @@
  * - the security groups and VPC endpoints: nothing is left to put in the VPC.
  *
  * The state machine's tasks and the schedules' targets name functions `<stack>-backfill`,
- * `-tick`, `-retention` and `-compact` that this stack does not create: an execution or a schedule
+ * `-tick` and `-retention` that this stack does not create: an execution or a schedule
  * deploys, starts and then fails at its Lambda call. test/unit/infra.test.ts checks that
  * what is kept here matches the full stack (infra/stack.ts) property for property, so the
  * two cannot drift apart silently.
@@ -26,7 +26,7 @@ import * as rds from 'aws-cdk-lib/aws-rds';
 import type { Construct } from 'constructs';
 import { backfillStateMachine, type SelfContinuingStateMachine } from './state-machines.js';
 import { stackScopedName } from './names.js';
-import { functionLogins, readerTokenSecret, scheduleJobs } from './shared-resources.js';
+import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import type { OffsetlakeStackProps } from './stack.js';
 
 export class LocalstackCoreStack extends Stack {
@@ -51,6 +51,6 @@ export class LocalstackCoreStack extends Stack {
     functionLogins(this, settings);
     if (settings.database.kind === 'create') new rds.DatabaseSecret(this, 'DatabaseSecret', { username: 'offsetlake' });
 
-    scheduleJobs(this, settings, { tick: uncreatedFunction('Tick', 'tick'), retention: uncreatedFunction('Retention', 'retention'), compact: uncreatedFunction('Compact', 'compact') });
+    scheduleTickAndRetention(this, settings, uncreatedFunction('Tick', 'tick'), uncreatedFunction('Retention', 'retention'));
   }
 }

@@ -22,9 +22,9 @@ export const lambdaMetricNames = {
   granuleRebuildDuration: 'GranuleRebuildDuration',
   /** An invocation that threw. */
   errors: 'Errors',
-  /** What a scheduled job (tick, retention, compact, rotate-token) could not do, per job. */
+  /** What a scheduled job (tick, retention, rotate-token) could not do, per job. */
   jobFailures: 'JobFailures',
 } as const;
 
 /** The scheduled jobs whose failures raise an alarm (the `job` dimension of JobFailures). */
-export const scheduledJobs = ['tick', 'retention', 'compact', 'rotate-token'] as const;
+export const scheduledJobs = ['tick', 'retention', 'rotate-token'] as const;

@@ -31,15 +31,8 @@ export function functionLogins(scope: Construct, settings: OffsetlakeSettings): 
   return { reader: login('ReaderDatabaseLogin', 'reader'), writer: login('WriterDatabaseLogin', 'writer'), duckLake: login('DuckLakeReaderLogin', 'ducklake') };
 }
 
-/** The scheduled jobs' functions, and their EventBridge schedules. */
-export interface ScheduledJobs<T> {
-  tick: T;
-  retention: T;
-  compact: T;
-}
-
-/** The idle tick, the retention check (with partition discovery) and compaction, as EventBridge schedules. */
-export function scheduleJobs(scope: Construct, settings: OffsetlakeSettings, { tick, retention, compact }: ScheduledJobs<lambda.IFunction>): ScheduledJobs<events.Rule> {
+/** The idle tick and the retention check (with partition discovery), as EventBridge schedules. */
+export function scheduleTickAndRetention(scope: Construct, settings: OffsetlakeSettings, tick: lambda.IFunction, retention: lambda.IFunction): { tick: events.Rule; retention: events.Rule } {
   const tickRule = new events.Rule(scope, 'TickSchedule', {
     description: 'offsetlake: seal open ranges that are due by age although no record arrived',
     schedule: events.Schedule.rate(Duration.minutes(settings.tickMinutes)),
@@ -50,10 +43,5 @@ export function scheduleJobs(scope: Construct, settings: OffsetlakeSettings, { t
     schedule: events.Schedule.rate(Duration.minutes(settings.retentionMinutes)),
     targets: [new targets.LambdaFunction(retention, { retryAttempts: 2 })],
   });
-  const compactRule = new events.Rule(scope, 'CompactSchedule', {
-    description: 'offsetlake: compaction (merge the small files of every partition with merges due)',
-    schedule: events.Schedule.rate(Duration.minutes(settings.compactMinutes)),
-    targets: [new targets.LambdaFunction(compact, { retryAttempts: 2 })],
-  });
-  return { tick: tickRule, retention: retentionRule, compact: compactRule };
+  return { tick: tickRule, retention: retentionRule };
 }

@@ -1,6 +1,6 @@
 /**
  * offsetlake on AWS: the MSK- (or self-managed-Kafka-) triggered indexer, the backfill
- * and index backfill state machines, the scheduled idle tick, retention check (with partition discovery) and compaction,
+ * and index backfill state machines, the scheduled idle tick and retention check (with partition discovery),
  * and the Postgres catalog behind RDS Proxy. Every function gets only what it uses: read
  * of its database login's secret (the reader its own login, which reads the catalog and
  * writes only what reads write; the writing functions one that writes rows and owns no
@@ -34,7 +34,7 @@ import { memoryForFileBytes, type OffsetlakeSettings } from './config.js';
 import { installedNativeBindings, nativeBindings, nativePlatformPackages, type LambdaCpu } from './lambda-native.js';
 import { projectRoot } from './root.js';
 import { stackScopedName } from './names.js';
-import { functionLogins, readerTokenSecret, scheduleJobs, type ScheduledJobs } from './shared-resources.js';
+import { functionLogins, readerTokenSecret, scheduleTickAndRetention } from './shared-resources.js';
 import { latestCatalogVersion } from '../src/catalog/migrations.js';
 import { lambdaMetricNames, lambdaMetricsNamespace, lambdaServiceName, scheduledJobs } from './metric-names.js';
 import { bundleAliases } from '../bin/bundle-aliases.js';
@@ -96,7 +96,6 @@ export class OffsetlakeStack extends Stack {
   readonly backfill: nodejs.NodejsFunction;
   readonly retention: nodejs.NodejsFunction;
   readonly tick: nodejs.NodejsFunction;
-  readonly compact: nodejs.NodejsFunction;
   readonly reader: nodejs.NodejsFunction;
   readonly migrate: nodejs.NodejsFunction;
   readonly readerTokenRotation: nodejs.NodejsFunction;
@@ -234,7 +233,7 @@ export class OffsetlakeStack extends Stack {
     // The indexer holds one open range per partition of a batch and builds it: memory
     // follows file_bytes. Timeout ≤ 14 min behind a Kafka trigger; 5 min is ample for a
     // 10,000-record batch and keeps a stuck batch from holding its partitions' leases long.
-    // Indexer, backfill, index backfill, tick, retention and compact write the catalog's rows
+    // Indexer, backfill, index backfill, tick and retention write the catalog's rows
     // (ranges, files, leases, cursors, partitions) as the writers' login, which owns no table.
     this.indexer = make('Indexer', 'functions/indexer/index.ts', buildMemory, Duration.minutes(5), writerLogin);
     // A chunk reads up to backfill_offsets (100,000) offsets and builds their files.
@@ -245,11 +244,6 @@ export class OffsetlakeStack extends Stack {
     const scheduled: Partial<nodejs.NodejsFunctionProps> = { onFailure: new destinations.SqsDestination(this.asyncFailures), retryAttempts: 2 };
     this.tick = make('Tick', 'functions/tick/index.ts', buildMemory, Duration.minutes(2), writerLogin, scheduled);
     this.retention = make('Retention', 'functions/retention/index.ts', 512, Duration.minutes(5), writerLogin, scheduled);
-    // Compaction builds each merged file as the indexer builds a range (up to file_bytes of
-    // records), so its memory is the builders'. 5 minutes: it starts no merge in the last
-    // 90 s (functions/compact), so one merge of the largest files ends before the timeout,
-    // and what is left goes to the next run (compactMinutes).
-    this.compact = make('Compact', 'functions/compact/index.ts', buildMemory, Duration.minutes(5), writerLogin, scheduled);
 
     // Engines read files over a function URL. By default it streams (RESPONSE_STREAM): a
     // whole file of up to 200 MB goes out row group by row group, the instance holding a
@@ -327,7 +321,7 @@ export class OffsetlakeStack extends Stack {
       // A new migration changes this property, so an update runs it.
       properties: { version: latestCatalogVersion },
     });
-    for (const fn of [this.indexer, this.backfill, this.indexBackfill, this.tick, this.retention, this.compact, this.reader]) fn.node.addDependency(migrations);
+    for (const fn of [this.indexer, this.backfill, this.indexBackfill, this.tick, this.retention, this.reader]) fn.node.addDependency(migrations);
 
     this.addKafkaTrigger(settings, kafkaSecret, vpc, subnets, functionsGroup);
     if (settings.kafka.kind === 'msk' && settings.kafka.auth === 'iam') this.grantMskIam(settings.kafka.clusterArn, settings.topics);
@@ -343,7 +337,7 @@ export class OffsetlakeStack extends Stack {
     this.retention.addEnvironment('INDEX_BACKFILL_STATE_MACHINE_ARN', this.indexBackfillStateMachine.stateMachine.stateMachineArn);
     this.indexBackfillStateMachine.stateMachine.grantStartExecution(this.retention);
 
-    const schedules = scheduleJobs(this, settings, { tick: this.tick, retention: this.retention, compact: this.compact });
+    const schedules = scheduleTickAndRetention(this, settings, this.tick, this.retention);
     this.alarms = this.alarmsOn(schedules, settings.lagAlarm);
   }
 
@@ -353,7 +347,7 @@ export class OffsetlakeStack extends Stack {
    * a state machine execution that failed, timed out or was aborted. Subscribe to it
    * (its ARN is the output AlarmTopicArn).
    */
-  private alarmsOn(schedules: ScheduledJobs<events.Rule>, lagAlarm: OffsetlakeSettings['lagAlarm']): sns.Topic {
+  private alarmsOn(schedules: { tick: events.Rule; retention: events.Rule }, lagAlarm: OffsetlakeSettings['lagAlarm']): sns.Topic {
     // Alarm notifications carry names and states, no data; CloudWatch cannot publish to a
     // topic under the AWS managed SNS key (infra/SECURITY.md).
     const topic = new sns.Topic(this, 'Alarms', { displayName: 'offsetlake alarms', enforceSSL: true });
@@ -370,9 +364,9 @@ export class OffsetlakeStack extends Stack {
       made.push(created);
     };
     const fiveMinutes = { period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM };
-    const functions: [string, lambda.IFunction][] = [['Indexer', this.indexer], ['Backfill', this.backfill], ['IndexBackfill', this.indexBackfill], ['Tick', this.tick], ['Retention', this.retention], ['Compact', this.compact], ['Reader', this.reader], ['Migrate', this.migrate], ['ReaderTokenRotation', this.readerTokenRotation]];
+    const functions: [string, lambda.IFunction][] = [['Indexer', this.indexer], ['Backfill', this.backfill], ['IndexBackfill', this.indexBackfill], ['Tick', this.tick], ['Retention', this.retention], ['Reader', this.reader], ['Migrate', this.migrate], ['ReaderTokenRotation', this.readerTokenRotation]];
     for (const [id, fn] of functions) alarm(`${id}ErrorsAlarm`, fn.metricErrors(fiveMinutes), `offsetlake: the ${id} function failed (its log group says why)`);
-    for (const [id, rule] of [['Tick', schedules.tick], ['Retention', schedules.retention], ['Compact', schedules.compact]] as const) {
+    for (const [id, rule] of [['Tick', schedules.tick], ['Retention', schedules.retention]] as const) {
       alarm(`${id}ScheduleFailedAlarm`, new cloudwatch.Metric({ namespace: 'AWS/Events', metricName: 'FailedInvocations', dimensionsMap: { RuleName: rule.ruleName }, ...fiveMinutes }),
         `offsetlake: the ${id} schedule could not invoke its function`);
     }
@@ -561,7 +555,7 @@ export class OffsetlakeStack extends Stack {
    */
   private grantMskIam(clusterArn: string, topics: string[]): void {
     const arns = mskResourceArns(clusterArn, topics, topics.map(consumerGroupOf));
-    for (const fn of [this.indexer, this.backfill, this.indexBackfill, this.tick, this.retention, this.compact, this.reader]) {
+    for (const fn of [this.indexer, this.backfill, this.indexBackfill, this.tick, this.retention, this.reader]) {
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'], resources: [arns.cluster] }));
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'], resources: arns.topics }));
     }

@@ -2,20 +2,18 @@
  * The catalog calls that indexing makes, behind one interface: a seam where a test puts an
  * in-memory twin that can fail any call (test/helpers/memory-indexing-catalog.ts), as
  * franz-go's kfake lets a test fail any request. `PartitionIndexer` (src/indexer) makes its
- * seven calls only through it (the lease: take, its holder, renew, release; the waiting reason; a lost
+ * six calls only through it (the lease: take, renew, release; the waiting reason; a lost
  * interval; a commit of files), and a backfill chunk its commit. `postgresIndexingCatalog`
  * is the catalog itself: each call is the named function of src/catalog it was before.
  */
 import type { Catalog } from './db.js';
 import { commitBackfillChunk, type BackfillClaim, type BackfillState, type SlotStep } from './backfill.js';
 import { commitRanges, recordLostInterval, type CommitResult, type NewRange } from './file-writes.js';
-import { acquireLease, leaseHolder, releaseLease, renewLease, setWaitingReason, type Lease, type OpenRangeReport } from './leases.js';
+import { acquireLease, releaseLease, renewLease, setWaitingReason, type Lease, type OpenRangeReport } from './leases.js';
 
 export interface IndexingCatalog {
   /** Takes the partition's lease if it is free, expired, released or ours; undefined while another holds it (`acquireLease`). */
   acquireLease(tableId: bigint, partition: number, owner: string, ttlMs: number): Promise<Lease | undefined>;
-  /** Who holds a live lease on the partition and for how much longer (`leaseHolder`). */
-  leaseHolder(tableId: bigint, partition: number): Promise<{ owner: string; expiresInMs: number } | undefined>;
   /** Extends a live lease and reports the open range; LeaseLostError when it is gone (`renewLease`). */
   renewLease(lease: Lease, ttlMs: number, open?: OpenRangeReport): Promise<Lease>;
   /** Lets another take the lease at once (`releaseLease`). */
@@ -34,7 +32,6 @@ export interface IndexingCatalog {
 export function postgresIndexingCatalog(catalog: Catalog): IndexingCatalog {
   return {
     acquireLease: (tableId, partition, owner, ttlMs) => acquireLease(catalog, tableId, partition, owner, ttlMs),
-    leaseHolder: (tableId, partition) => leaseHolder(catalog, tableId, partition),
     renewLease: (lease, ttlMs, open) => renewLease(catalog, lease, ttlMs, open),
     releaseLease: (lease) => releaseLease(catalog, lease),
     setWaitingReason: (tableId, partition, reason, holder) => setWaitingReason(catalog, tableId, partition, reason, holder),

@@ -108,42 +108,6 @@ export async function releaseLease(catalog: Catalog, lease: Lease): Promise<bool
   return (result.rowCount ?? 0) > 0;
 }
 
-/**
- * Owners of a scheduled compactor's leases (functions/compact): it holds a partition's
- * lease for one merge at a time, so an indexer that finds one waits for it instead of
- * failing its delivery (src/indexer/partition.ts).
- */
-const compactorPrefix = 'compactor:';
-
-/**
- * How often an indexer asks again for a lease a compactor holds. A compactor waits
- * `compactorHandoffMs` before it takes a partition's lease again, so a waiting indexer
- * gets it between two merges.
- */
-export const compactorPollMs = 100;
-export const compactorHandoffMs = 5 * compactorPollMs;
-
-/** The lease owner of a compactor invocation named `invocation` (a Lambda request id). */
-export function compactorOwner(invocation: string): string {
-  return `${compactorPrefix}${invocation}`;
-}
-
-export function isCompactorOwner(owner: string): boolean {
-  return owner.startsWith(compactorPrefix);
-}
-
-/** Who holds a live lease on the partition, and for how much longer (ms); undefined when none does. */
-export async function leaseHolder(catalog: Catalog | CatalogClient, tableId: bigint, partition: number): Promise<{ owner: string; expiresInMs: number } | undefined> {
-  const result = await catalog.query<{ lease_owner: string; expires_in_ms: string }>(
-    `SELECT lease_owner, (extract(epoch FROM lease_expires_at - now()) * 1000)::bigint::text AS expires_in_ms
-     FROM offsetlake.lake_partition
-     WHERE table_id = $1 AND partition_id = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()`,
-    [tableId, partition],
-  );
-  const row = result.rows[0];
-  return row ? { owner: row.lease_owner, expiresInMs: Number(row.expires_in_ms) } : undefined;
-}
-
 /** The LeaseLostError describing what the catalog holds instead of `lease`. */
 export async function lostLease(catalog: Catalog | CatalogClient, lease: Pick<Lease, 'tableId' | 'partition' | 'owner' | 'epoch'>): Promise<LeaseLostError> {
   const current = await catalog.query<{ lease_owner: string | null; lease_epoch: bigint; live: boolean }>(

@@ -8,7 +8,7 @@
 import type { CommitResult, NewRange } from '../catalog/file-writes.js';
 import { IndexesChangedError } from '../catalog/indexes.js';
 import type { IndexingCatalog } from '../catalog/indexing-calls.js';
-import { compactorPollMs, isCompactorOwner, LeaseLostError, type Lease } from '../catalog/leases.js';
+import { LeaseLostError, type Lease } from '../catalog/leases.js';
 import { tableTopic, type TableRecord } from '../table/record.js';
 import type { RangeBuilder } from '../files/files.js';
 import type { CommittedSource, SourceReadOptions } from '../kafka/source.js';
@@ -20,7 +20,6 @@ import { recordBytes, type KafkaRecord } from '../kafka/record.js';
 import { fetchBytesFor } from '../kafka/fetch-size.js';
 import { RegistryUnavailableError } from '../schema/registry.js';
 import { faultPoint } from '../common/faults.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface PartitionIndexerDeps {
   /** Every catalog call the indexer makes: Postgres's (`postgresIndexingCatalog`), or a test's twin. */
@@ -234,8 +233,7 @@ export class PartitionIndexer {
 
   private async takeLease(): Promise<RangeSealer> {
     const ttl = this.table.settings.lease_ttl;
-    const lease = await this.deps.indexingCatalog.acquireLease(this.table.tableId, this.partition, this.deps.owner, ttl)
-      ?? await this.afterCompactor(ttl);
+    const lease = await this.deps.indexingCatalog.acquireLease(this.table.tableId, this.partition, this.deps.owner, ttl);
     if (!lease) {
       this.drop();
       throw new LeaseHeldError(this.table.name, this.partition);
@@ -256,24 +254,6 @@ export class PartitionIndexer {
     }
     this.lease = lease;
     return this.sealer!;
-  }
-
-  /**
-   * When a scheduled compactor holds the lease (functions/compact), it holds it for one
-   * merge and gives it back: the lease is taken as soon as it does, at the latest when the
-   * compactor's lease expires, so indexing waits one merge's build instead of failing its
-   * delivery. Undefined when another indexer holds it, or the compactor took it again.
-   */
-  private async afterCompactor(ttl: number): Promise<Lease | undefined> {
-    const holder = await this.deps.indexingCatalog.leaseHolder(this.table.tableId, this.partition);
-    if (!holder || !isCompactorOwner(holder.owner)) return undefined;
-    const until = Date.now() + Math.min(holder.expiresInMs, ttl) + compactorPollMs;
-    while (Date.now() < until) {
-      await sleep(compactorPollMs);
-      const lease = await this.deps.indexingCatalog.acquireLease(this.table.tableId, this.partition, this.deps.owner, ttl);
-      if (lease) return lease;
-    }
-    return undefined;
   }
 
   /** Builds and commits the waiting ranges, then `ranges`; returns all of them once committed. */

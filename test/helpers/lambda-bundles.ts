@@ -20,7 +20,7 @@ const root = projectRoot();
 /** Node 22, the optional dependency node-linux-<arch> of this machine: the version of the nodejs22.x runtime the bundles target. */
 export const node22 = join(root, 'node_modules', '.bin', 'node');
 
-export const deployedFunctions = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Compact', 'Reader', 'Migrate'] as const;
+export const deployedFunctions = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'] as const;
 export type DeployedFunction = (typeof deployedFunctions)[number];
 
 export interface SynthesizedFunction {
@@ -155,11 +155,6 @@ function describe(error, depth = 0) {
   const nested = [error.cause, ...(Array.isArray(error.errors) ? error.errors : [])].filter((e) => e !== undefined);
   return [error.stack ?? String(error), ...nested.map((e) => 'caused by: ' + describe(e, depth + 1))].join('\\n');
 }
-// The context the runtime passes a handler: its request id, and the time left before a 5-minute timeout.
-function lambdaContext(i) {
-  const deadline = Date.now() + 300000;
-  return { functionName: 'offsetlake-bundle', functionVersion: '$LATEST', memoryLimitInMB: '1024', awsRequestId: 'bundle-request-' + i, getRemainingTimeInMillis: () => deadline - Date.now() };
-}
 async function stream(handler, event, file) {
   const sink = createWriteStream(file, { highWaterMark: 64 * 1024 });
   let contentType = 'application/octet-stream';
@@ -210,7 +205,7 @@ try {
     }
     try {
       // What the runtime sends back is the JSON of the result.
-      outcomes.push({ result: JSON.parse(JSON.stringify(await handler(event, lambdaContext(i))) ?? 'null') });
+      outcomes.push({ result: JSON.parse(JSON.stringify(await handler(event)) ?? 'null') });
     } catch (error) {
       outcomes.push({ error: describe(error) });
     }

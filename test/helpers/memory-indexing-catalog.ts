@@ -124,13 +124,6 @@ export class MemoryIndexingCatalog implements IndexingCatalog {
     });
   }
 
-  leaseHolder(tableId: bigint, partition: number): Promise<{ owner: string; expiresInMs: number } | undefined> {
-    return this.call('leaseHolder', () => {
-      const row = this.row(tableId, partition);
-      return row.leaseOwner !== null && this.live(row) ? { owner: row.leaseOwner, expiresInMs: row.leaseExpiresAt! - this.now } : undefined;
-    });
-  }
-
   renewLease(lease: Lease, ttlMs: number, open?: OpenRangeReport): Promise<Lease> {
     return this.call('renewLease', () => {
       const row = this.fenced(lease);

@@ -62,8 +62,7 @@ export async function cdkSynth<Resource = TemplateResource>(outDir: string, cont
     // cdk.json's app is `npx tsx infra/main.ts`: Node 22 and tsx come from node_modules/.bin.
     env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true', PATH: `${dirname(node22)}:${process.env.PATH ?? ''}` },
     maxBuffer: 64 * 1024 * 1024,
-    // Nine functions bundled for each architecture; two syntheses run at once on a busy two-core machine.
-    timeout: 480_000,
+    timeout: 240_000,
   }).catch((error: Error & { stderr?: string }) => {
     throw new Error(`cdk synth failed: ${error.stderr || error.message}`);
   });

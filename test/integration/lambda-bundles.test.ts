@@ -67,7 +67,7 @@ beforeAll(async () => {
     bundles.set(cpu, await synthesizeFunctions(dir, context));
   };
   [, , engine] = await Promise.all([synth('arm64', {}), synth('x64', { architecture: 'x86_64' }), testEngine('bundles')]);
-}, 540_000);
+});
 
 afterAll(async () => {
   await engine?.close();
@@ -206,7 +206,7 @@ async function makeStreamedFile() {
 const armUnderQemuMs = 600_000;
 
 describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a folder with no node_modules', () => {
-  it('cdk synth gives each of the eight functions one asset of index.mjs, its source map and the native compressors of its architecture (arm64 as deployed, x86_64 on request), run as index.handler on nodejs22.x; both architectures have the same JavaScript', () => {
+  it('cdk synth gives each of the seven functions one asset of index.mjs, its source map and the native compressors of its architecture (arm64 as deployed, x86_64 on request), run as index.handler on nodejs22.x; both architectures have the same JavaScript', () => {
     for (const [cpu, functions] of bundles) {
       expect([...functions.keys()].sort()).toEqual([...deployedFunctions].sort());
       const native = nativeBindings(cpu).map((b) => b.bundleFile);
@@ -228,13 +228,13 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     expect(nodeModulesAbove(tmpdir()), 'node_modules above the temporary folder').toEqual([]);
   });
 
-  it('the arm64 bundles that no handler test runs (Backfill, IndexBackfill, Tick, Retention, Compact, Migrate) load their own compressors under QEMU with Node 22 for arm64, and give this machine\'s bytes', async () => {
+  it('the arm64 bundles that no handler test runs (Backfill, IndexBackfill, Tick, Retention, Migrate) load their own compressors under QEMU with Node 22 for arm64, and give this machine\'s bytes', async () => {
     // Every run here checks the compressors (checkCompressed): the x86_64 bundles in the
     // handler tests below, the arm64 indexer and reader in the next test.
     expect(expectedCompressed.snappy.length).toBeLessThan(page.length);
     expect(expectedCompressed.lz4.length).toBeLessThan(page.length);
     expect(expectedCompressed.zstd.length).toBeLessThan(page.length);
-    const names: DeployedFunction[] = ['Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Compact', 'Migrate'];
+    const names: DeployedFunction[] = ['Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Migrate'];
     // Two at a time: an emulated Node takes seconds to load a bundle, and the machine has two cores.
     for (let i = 0; i < names.length; i += 2) {
       const outcomes = await Promise.all(names.slice(i, i + 2).map((name) => invokeDeployed(name, [], {}, 'arm64')));
@@ -358,30 +358,6 @@ describe('the deployed Lambda bundles (cdk synth), each loaded by Node 22 from a
     // The other tests' tables share this catalog; theirs may be reported as never planned.
     expect([result.discovered.filter((p) => p.table === table.name), result.backfills]).toEqual([[], []]);
     expect(await listFiles(engine.catalog, table.tableId)).toEqual([]);
-  });
-
-  it('Compact: merges the small files of a partition whose hour has aged into one, under a lease it gives back; the files before and after rebuild to the rows of the records librdkafka reads, and a second run merges nothing', async () => {
-    const topic = await newTopic(engine, 2, 'bundle-compact');
-    const table = await testTable(engine, topic, { file_window: '20m', merge_files: '10' });
-    const runtime = testRuntime(engine, `bundle-compact-${topic}`);
-    const hourAgo = Date.UTC(2026, 10, 30, 9, 0, 0);
-    for (let round = 0; round < 4; round += 1) {
-      await produce(engine.kafka, topic, Array.from({ length: 10 }, (_, j) => ({ key: `k${j}`, value: json(round * 10 + j), partition: j % 2, timestamp: hourAgo + round * 60_000 + j })));
-      for (const partition of [0, 1]) await indexPartition(runtime, await findTable(engine.catalog, table.name), partition);
-    }
-    const before = await checkTable(engine, await findTable(engine.catalog, table.name));
-    expect(before.files).toHaveLength(8);
-
-    const [first, second] = await invokeDeployed('Compact', [loadEvent('scheduled'), loadEvent('scheduled')], stackEnv());
-    const mine = (outcome: unknown) => (outcome as { result: { partitions: { table: string }[]; failures: unknown[] } }).result.partitions.filter((p) => p.table === table.name);
-    expect(mine(first)).toEqual([0, 1].map((partition) => ({ table: table.name, partition, merges: 1, filesReplaced: 4, refused: 0, left: 0, busy: 0, leaseLost: 0 })));
-    expect((first as { result: { failures: unknown[] } }).result.failures).toEqual([]);
-    expect(mine(second)).toEqual([]);
-    const after = await checkTable(engine, await findTable(engine.catalog, table.name));
-    expect(after.files.map((f) => [f.partition, f.startOffset, f.endOffset])).toEqual([[0, 0n, 20n], [1, 0n, 20n]]);
-    const rows = (check: typeof before) => [...check.rowsByFile.values()].flat().map((r) => `${r._partition}/${r._offset}/${r._value}`).sort();
-    expect(rows(after)).toEqual(rows(before));
-    expect(after.committedOffsets).toEqual(before.committedOffsets);
   });
 
   it('Migrate: the CloudFormation custom resource\'s Create migrates an empty catalog to the newest version, Update applies nothing, Delete leaves it', async () => {

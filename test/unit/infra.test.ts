@@ -116,11 +116,11 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     }
   });
 
-  it('eight functions on nodejs22.x in the cluster\'s private subnets; the builders\' memory (compact\'s too) follows file_bytes', () => {
+  it('seven functions on nodejs22.x in the cluster\'s private subnets; the builders\' memory follows file_bytes', () => {
     const functions = Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Runtime: Match.anyValue() } })) as Resource[];
     // The token rotation function is apart: it reaches neither the VPC nor the catalog.
     const ours = functions.filter((f) => f.Properties.Handler === 'index.handler' && f !== functionNamed(template, 'ReaderTokenRotation'));
-    expect(ours).toHaveLength(8);
+    expect(ours).toHaveLength(7);
     template.resourceCountIs('AWS::EC2::VPC', 0);
     for (const fn of ours) {
       expect(fn.Properties.Runtime).toBe('nodejs22.x');
@@ -130,26 +130,16 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
       expect(Object.keys(fn.Properties.Environment.Variables)).toEqual(expect.arrayContaining(['DATABASE_SECRET_ARN', 'DATABASE_HOST', 'KAFKA_BROKERS', 'KAFKA_AUTH']));
       expect(fn.Properties.Environment.Variables).not.toHaveProperty('DATABASE_URL');
     }
-    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 512, 1024, 1024, 1024, 1024, 1024, 2048]);
-    expect(functionNamed(template, 'Compact').Properties).toMatchObject({ MemorySize: memoryForFileBytes(128 * MiB), Timeout: 300 });
+    expect(ours.map((f) => f.Properties.MemorySize).sort((a, b) => a - b)).toEqual([512, 512, 1024, 1024, 1024, 1024, 2048]);
     expect(memoryForFileBytes(128 * MiB)).toBe(1024);
     expect(memoryForFileBytes(512 * MiB)).toBe(3328);
     expect(memoryForFileBytes(1024 * MiB)).toBe(6400);
     expect(memoryForFileBytes(4 * MiB)).toBe(1024);
   });
 
-  it('schedules: the idle tick every minute, retention with discovery every 5 minutes, compaction every compactMinutes (5 by default), each invoking its function with two retries', () => {
-    const rules = Object.entries(template.findResources('AWS::Events::Rule')) as [string, Resource][];
-    const byId = (prefix: string) => rules.find(([id]) => id.startsWith(prefix))![1].Properties;
-    expect(rules.map(([, r]) => r.Properties.ScheduleExpression).sort()).toEqual(['rate(1 minute)', 'rate(5 minutes)', 'rate(5 minutes)']);
-    const compact = byId('CompactSchedule');
-    expect(compact.ScheduleExpression).toBe('rate(5 minutes)');
-    expect(compact.Targets).toEqual([expect.objectContaining({ Arn: { 'Fn::GetAtt': [expect.stringMatching(/^Compact[0-9A-F]{8}$/), 'Arn'] }, RetryPolicy: { MaximumRetryAttempts: 2 } })]);
-    const tuned = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, compactMinutes: '15' });
-    const tunedRule = (Object.entries(tuned.findResources('AWS::Events::Rule')) as [string, Resource][]).find(([id]) => id.startsWith('CompactSchedule'))![1];
-    expect(tunedRule.Properties.ScheduleExpression).toBe('rate(15 minutes)');
-    expect(() => settingsFromContext((key) => ({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, compactMinutes: '0' } as Record<string, unknown>)[key]))
-      .toThrow(/context "compactMinutes" must be an integer from 1 to 1440/);
+  it('schedules: the idle tick every minute, retention with discovery every 5 minutes', () => {
+    const rules = Object.values(template.findResources('AWS::Events::Rule')) as Resource[];
+    expect(rules.map((r) => r.Properties.ScheduleExpression).sort()).toEqual(['rate(1 minute)', 'rate(5 minutes)']);
   });
 
   it('the functions are let into the cluster\'s security group on the broker ports', () => {
@@ -297,14 +287,14 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(read.get(duckLakeLogin)).toEqual(new Set([roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
     expect(JSON.stringify(functionNamed(template, 'Migrate').Properties.Environment.Variables.DUCKLAKE_READER_DATABASE_SECRET_ARN)).toBe(duckLakeLogin);
     template.hasOutput('DuckLakeReaderSecretArn', { Value: JSON.parse(duckLakeLogin) });
-    const writers = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Compact'].map((id) => roleOf(template, id));
+    const writers = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention'].map((id) => roleOf(template, id));
     const proxy = expect.stringMatching(/^ProxyIAMRole/);
     expect(read.get(owner)).toEqual(new Set([roleOf(template, 'Migrate'), proxy]));
     expect(read.get(writerLogin)).toEqual(new Set([...writers, roleOf(template, 'Migrate'), proxy]));
     expect(read.get(readerLogin)).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'Migrate'), proxy]));
     expect(read.get(token)).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'ReaderTokenRotation')]));
     // Each function is told the login it may read.
-    const told = [...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Compact'].map((id) => [id, writerLogin] as const), ['Reader', readerLogin] as const, ['Migrate', owner] as const];
+    const told = [...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention'].map((id) => [id, writerLogin] as const), ['Reader', readerLogin] as const, ['Migrate', owner] as const];
     for (const [id, secret] of told) expect(JSON.stringify(functionNamed(template, id).Properties.Environment.Variables.DATABASE_SECRET_ARN), id).toBe(secret);
     const migrate = functionNamed(template, 'Migrate').Properties.Environment.Variables;
     expect([JSON.stringify(migrate.READER_DATABASE_SECRET_ARN), JSON.stringify(migrate.WRITER_DATABASE_SECRET_ARN)]).toEqual([readerLogin, writerLogin]);
@@ -356,14 +346,14 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(invokers.map((p) => [p.Properties.Principal, p.Properties.SourceAccount])).toEqual([['secretsmanager.amazonaws.com', '123456789012']]);
   });
 
-  it('an errors alarm on each of the nine functions, each notifying the one SNS topic whose ARN is the output AlarmTopicArn', () => {
+  it('an errors alarm on each of the eight functions, each notifying the one SNS topic whose ARN is the output AlarmTopicArn', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
     const topic = Object.keys(template.findResources('AWS::SNS::Topic'));
     expect(topic).toHaveLength(1);
     for (const alarm of alarms) expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topic[0] }]);
     const errors = alarms.filter((a) => a.Properties.Namespace === 'AWS/Lambda' && a.Properties.MetricName === 'Errors');
     const watched = errors.map((a) => (a.Properties.Dimensions as { Name: string; Value: { Ref: string } }[]).find((d) => d.Name === 'FunctionName')!.Value.Ref).sort();
-    const functions = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Compact', 'Reader', 'Migrate', 'ReaderTokenRotation'].map((id) => Object.keys(template.findResources('AWS::Lambda::Function')).find((key) => new RegExp(`^${id}[0-9A-F]{8}$`).test(key))!).sort();
+    const functions = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate', 'ReaderTokenRotation'].map((id) => Object.keys(template.findResources('AWS::Lambda::Function')).find((key) => new RegExp(`^${id}[0-9A-F]{8}$`).test(key))!).sort();
     expect(watched).toEqual(functions);
     for (const alarm of errors) expect(alarm.Properties).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching', Statistic: 'Sum', Period: 300 });
     expect(template.findOutputs('AlarmTopicArn').AlarmTopicArn!.Value).toEqual({ Ref: topic[0] });
@@ -373,7 +363,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
     const rulesWatched = alarms.filter((a) => a.Properties.Namespace === 'AWS/Events' && a.Properties.MetricName === 'FailedInvocations')
       .map((a) => (a.Properties.Dimensions as { Value: { Ref: string } }[])[0]!.Value.Ref).sort();
-    expect(rulesWatched).toEqual([expect.stringMatching(/^CompactSchedule/), expect.stringMatching(/^RetentionSchedule/), expect.stringMatching(/^TickSchedule/)]);
+    expect(rulesWatched).toEqual([expect.stringMatching(/^RetentionSchedule/), expect.stringMatching(/^TickSchedule/)]);
     const machineMetrics = alarms.filter((a) => a.Properties.Namespace === 'AWS/States')
       .map((a) => `${(a.Properties.Dimensions as { Value: { Ref: string } }[])[0]!.Value.Ref.replace(/StateMachine[0-9A-F]{8}$/, '')} ${a.Properties.MetricName}`).sort();
     expect(machineMetrics).toEqual(['BackfillMachine', 'IndexBackfillMachine'].flatMap((m) => ['ExecutionsAborted', 'ExecutionsFailed', 'ExecutionsTimedOut'].map((n) => `${m} ${n}`)));
@@ -388,7 +378,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     expect(lag.map(([, a]) => a.Properties)).toEqual([expect.objectContaining({ Dimensions: [{ Name: 'service', Value: 'offsetlake' }], Statistic: 'Maximum', Period: 300, Threshold: 1_000_000, EvaluationPeriods: 3, ComparisonOperator: 'GreaterThanOrEqualToThreshold' })]);
     expect(own.filter(([, a]) => a.Properties.MetricName === 'TableLagRecords')).toEqual([]);
     const jobs = own.filter(([, a]) => a.Properties.MetricName === 'JobFailures').map(([, a]) => a.Properties);
-    expect(jobs.map((a) => (a.Dimensions as { Name: string; Value: string }[]).find((d) => d.Name === 'job')!.Value).sort()).toEqual(['compact', 'retention', 'rotate-token', 'tick']);
+    expect(jobs.map((a) => (a.Dimensions as { Name: string; Value: string }[]).find((d) => d.Name === 'job')!.Value).sort()).toEqual(['retention', 'rotate-token', 'tick']);
     for (const job of jobs) expect(job).toMatchObject({ Statistic: 'Sum', Period: 300, Threshold: 1, EvaluationPeriods: 1 });
     const reader5xx = alarms.filter(([, a]) => a.Properties.Namespace === 'AWS/Lambda' && a.Properties.MetricName === 'Url5xxCount').map(([, a]) => a.Properties);
     expect(reader5xx).toHaveLength(1);
@@ -423,14 +413,14 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
       .toThrow(/context "lagAlarmRecords" must be an integer from 1/);
   });
 
-  it('the scheduled functions (tick, retention, compact) send an asynchronous invocation that failed its two retries to an encrypted SQS queue; no other function has an async destination', () => {
+  it('the scheduled functions (tick, retention) send an asynchronous invocation that failed its two retries to an encrypted SQS queue; no other function has an async destination', () => {
     const configs = Object.values(template.findResources('AWS::Lambda::EventInvokeConfig')) as Resource[];
     const queue = Object.keys(template.findResources('AWS::SQS::Queue'));
     expect(queue).toHaveLength(1);
-    expect(configs.map((c) => (c.Properties.FunctionName as { Ref: string }).Ref.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual(['Compact', 'Retention', 'Tick']);
+    expect(configs.map((c) => (c.Properties.FunctionName as { Ref: string }).Ref.replace(/[0-9A-F]{8}$/, '')).sort()).toEqual(['Retention', 'Tick']);
     for (const { Properties: p } of configs) expect(p).toMatchObject({ MaximumRetryAttempts: 2, DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue[0], 'Arn'] } } } });
     template.hasResourceProperties('AWS::SQS::Queue', { KmsMasterKeyId: 'alias/aws/sqs', MessageRetentionPeriod: 14 * 24 * 3600 });
-    for (const id of ['Tick', 'Retention', 'Compact']) {
+    for (const id of ['Tick', 'Retention']) {
       const sends = statementsByRole(template).get(roleOf(template, id))!.filter((s) => actions(s).includes('sqs:SendMessage'));
       expect(sends.flatMap(resources), id).toEqual([{ 'Fn::GetAtt': [queue[0], 'Arn'] }]);
     }
@@ -467,7 +457,7 @@ describe('the CDK stack, MSK with IAM auth in the cluster\'s VPC, a new database
     const [migrationId, migration] = migrations[0]!;
     expect(migration.Properties.version).toBe(latestCatalogVersion);
     const functions = Object.entries(template.findResources('AWS::Lambda::Function')) as [string, Resource & { DependsOn?: string[] }][];
-    for (const name of ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Compact', 'Reader']) {
+    for (const name of ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader']) {
       const [, fn] = functions.find(([id]) => id.startsWith(name) && !id.includes('Logs'))!;
       expect(fn.DependsOn, name).toContain(migrationId);
     }
@@ -487,7 +477,7 @@ describe('the CDK stack, MSK with SASL/SCRAM', () => {
   it('the event source authenticates with the AmazonMSK_ secret, and every function (the indexer\'s role is the event source\'s) may decrypt its customer-managed key, through Secrets Manager only', () => {
     const mapping = (Object.values(template.findResources('AWS::Lambda::EventSourceMapping')) as Resource[])[0]!.Properties;
     expect(mapping.SourceAccessConfigurations).toEqual([{ Type: 'SASL_SCRAM_512_AUTH', URI: kafkaSecret }]);
-    for (const name of ['Indexer', 'Backfill', 'Tick', 'Retention', 'Compact', 'Reader', 'Migrate']) {
+    for (const name of ['Indexer', 'Backfill', 'Tick', 'Retention', 'Reader', 'Migrate']) {
       const decrypt = statementsByRole(template).get(roleOf(template, name))!.filter((s) => actions(s).includes('kms:Decrypt'));
       expect(decrypt, name).toEqual([expect.objectContaining({
         Effect: 'Allow', Resource: keyArn, Condition: { StringEquals: { 'kms:ViaService': 'secretsmanager.eu-west-1.amazonaws.com' } },
@@ -560,7 +550,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
   it('-c architecture=x86_64: every function on x86_64', () => {
     const x86 = synth({ mskClusterArn: clusterArn, kafkaBrokers: 'b-1.lake:9098', topics: 'orders', ...clusterNetwork, architecture: 'x86_64' });
     const functions = (Object.values(x86.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler');
-    expect(functions.map((f) => f.Properties.Architectures)).toEqual(Array.from({ length: 9 }, () => ['x86_64']));
+    expect(functions.map((f) => f.Properties.Architectures)).toEqual(Array.from({ length: 8 }, () => ['x86_64']));
   });
 
   it('a self-managed event source with SCRAM-256, inside the VPC', () => {
@@ -576,10 +566,10 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     template.hasResourceProperties('AWS::RDS::DBProxy', { Auth: [dbSecret, ...['ReaderDatabaseLogin', 'WriterDatabaseLogin', 'DuckLakeReaderLogin'].map((l) => ({ Ref: Match.stringLikeRegexp(`^${l}Attachment`) }))].map((SecretArn) => Match.objectLike({ SecretArn })) });
     const read = secretReads(template);
     expect(read.size).toBe(6);
-    const all = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Compact', 'Reader', 'Migrate'].map((id) => roleOf(template, id));
+    const all = ['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Reader', 'Migrate'].map((id) => roleOf(template, id));
     expect(read.get(JSON.stringify(kafkaSecret))).toEqual(new Set(all));
     expect(read.get(JSON.stringify(dbSecret))).toEqual(new Set([roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
-    expect(read.get(secretNamed(template, 'WriterDatabaseLogin'))).toEqual(new Set([...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Compact', 'Migrate'].map((id) => roleOf(template, id)), expect.stringMatching(/^ProxyIAMRole/)]));
+    expect(read.get(secretNamed(template, 'WriterDatabaseLogin'))).toEqual(new Set([...['Indexer', 'Backfill', 'IndexBackfill', 'Tick', 'Retention', 'Migrate'].map((id) => roleOf(template, id)), expect.stringMatching(/^ProxyIAMRole/)]));
     expect(read.get(secretNamed(template, 'ReaderDatabaseLogin'))).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'Migrate'), expect.stringMatching(/^ProxyIAMRole/)]));
     expect(read.get(secretNamed(template, 'ReaderToken'))).toEqual(new Set([roleOf(template, 'Reader'), roleOf(template, 'ReaderTokenRotation')]));
     // Your database's secret is yours to rotate; the reader login, the stack's, rotates on your instance's port.
@@ -588,7 +578,7 @@ describe('the CDK stack, self-managed Kafka with SASL/SCRAM, an existing VPC, an
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { GroupId: 'sg-0123456789abcdef0', FromPort: 5432, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     template.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 443, SourceSecurityGroupId: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ReaderDatabaseLoginRotationSecurityGroup'), 'GroupId'] } });
     const memories = (Object.values(template.findResources('AWS::Lambda::Function')) as Resource[]).filter((f) => f.Properties.Handler === 'index.handler').map((f) => f.Properties.MemorySize);
-    expect(memories.sort((a, b) => a - b)).toEqual([256, 512, 512, 2048, 3328, 3328, 3328, 3328, 3328]);
+    expect(memories.sort((a, b) => a - b)).toEqual([256, 512, 512, 2048, 3328, 3328, 3328, 3328]);
   });
 
   it('interface endpoints for Secrets Manager and Step Functions, open to the functions on 443; no function reserves concurrency', () => {
@@ -637,10 +627,10 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
     full = synthApp({});
   });
 
-  it('keeps the backfill state machine (its role and log group), the three schedules and the five secrets; nothing else', () => {
+  it('keeps the backfill state machine (its role and log group), the two schedules and the five secrets; nothing else', () => {
     const types = (Object.values(core.toJSON().Resources) as Resource[]).map((r) => r.Type).filter((type) => type !== 'AWS::CDK::Metadata').sort();
     expect(types).toEqual([
-      'AWS::Events::Rule', 'AWS::Events::Rule', 'AWS::Events::Rule',
+      'AWS::Events::Rule', 'AWS::Events::Rule',
       'AWS::IAM::Policy', 'AWS::IAM::Role',
       'AWS::Logs::LogGroup',
       'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret', 'AWS::SecretsManager::Secret',
@@ -675,14 +665,14 @@ describe('-c localstackCore=true: the part LocalStack runs without Docker or its
     expect(granted).toEqual(['lambda:InvokeFunction', 'states:StartExecution']);
   });
 
-  it('the schedules are the full stack\'s (rate, description, retries); their targets name <stack>-tick, <stack>-retention and <stack>-compact, which are not created', () => {
+  it('the schedules are the full stack\'s (rate, description, retries); their targets name <stack>-tick and <stack>-retention, which are not created', () => {
     const schedules = (template: Template) => byType(template, 'AWS::Events::Rule')
       .map((rule): Record<string, unknown> => ({ ...rule.Properties, Targets: rule.Properties.Targets.map((target: Record<string, unknown>) => ({ ...target, Arn: undefined })) }))
       .sort((a, b) => String(a.ScheduleExpression).localeCompare(String(b.ScheduleExpression)));
     expect(schedules(core)).toEqual(schedules(full));
-    expect(schedules(core).map((rule) => rule.ScheduleExpression)).toEqual(['rate(1 minute)', 'rate(5 minutes)', 'rate(5 minutes)']);
+    expect(schedules(core).map((rule) => rule.ScheduleExpression)).toEqual(['rate(1 minute)', 'rate(5 minutes)']);
     const targets = byType(core, 'AWS::Events::Rule').map((rule) => JSON.stringify(rule.Properties.Targets[0].Arn)).sort();
-    expect(targets).toEqual([expect.stringContaining(':function:Lake-compact'), expect.stringContaining(':function:Lake-retention'), expect.stringContaining(':function:Lake-tick')]);
+    expect(targets).toEqual([expect.stringContaining(':function:Lake-retention'), expect.stringContaining(':function:Lake-tick')]);
   });
 
   it('the secrets are the full stack\'s: the reader\'s token, the reader\'s, writers\' and DuckLake reader\'s logins, and the generated database credentials (none with an existing database)', () => {
